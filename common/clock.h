@@ -1,0 +1,18 @@
+/* clock: monotonic and wall time in milliseconds, and deadlines. */
+#ifndef SAGA_CLOCK_H
+#define SAGA_CLOCK_H
+
+#include <stdint.h>
+
+/* clock_mono_ms returns CLOCK_MONOTONIC in ms: for measuring intervals. */
+int64_t clock_mono_ms(void);
+
+/* clock_wall_ms returns CLOCK_REALTIME in ms since the Unix epoch: for
+ * deadlines stored in databases and sent in envelopes. */
+int64_t clock_wall_ms(void);
+
+/* clock_remaining_ms returns how many ms are left until the absolute wall
+ * deadline `deadline_ms` (ms since epoch), 0 if it has passed. */
+int64_t clock_remaining_ms(int64_t deadline_ms);
+
+#endif

@@ -1,0 +1,229 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* config_set parses `value` into the field of row `o`; `source` names where
+ * the value came from for the error message. */
+static int config_set(const config_opt *o, void *target, const char *value, const char *source)
+{
+	char *field = (char *)target + o->offset;
+	switch (o->type) {
+	case CONFIG_INT: {
+		char *end = NULL;
+		errno = 0;
+		long long v = strtoll(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0') {
+			fprintf(stderr,
+			    "error: invalid value for %s (from %s): \"%s\" is not an integer\n",
+			    o->name, source, value);
+			return -EINVAL;
+		}
+		if (v < o->min || v > o->max) {
+			fprintf(stderr,
+			    "error: invalid value for %s (from %s): %lld is outside %" PRId64
+			    "..%" PRId64 "\n",
+			    o->name, source, v, o->min, o->max);
+			return -EINVAL;
+		}
+		*(int64_t *)(void *)field = v;
+		return 0;
+	}
+	case CONFIG_STR:
+		if (strlen(value) >= CONFIG_STR_MAX) {
+			fprintf(stderr,
+			    "error: invalid value for %s (from %s): longer than %d bytes\n",
+			    o->name, source, CONFIG_STR_MAX - 1);
+			return -EINVAL;
+		}
+		strcpy(field, value);
+		return 0;
+	case CONFIG_BOOL:
+		if (!strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "yes")
+		    || !strcmp(value, "on")) {
+			*(bool *)(void *)field = true;
+		} else if (!strcmp(value, "0") || !strcmp(value, "false") || !strcmp(value, "no")
+		    || !strcmp(value, "off") || !strcmp(value, "")) {
+			*(bool *)(void *)field = false;
+		} else {
+			fprintf(stderr,
+			    "error: invalid value for %s (from %s): \"%s\" is not a boolean\n",
+			    o->name, source, value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const config_opt *config_find(const config_opt *opts, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(opts[i].name, name) == 0)
+			return &opts[i];
+	return NULL;
+}
+
+static char *config_trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+static int config_read_file(const config_opt *opts, size_t n, void *target, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		fprintf(stderr, "error: could not open config file \"%s\": %s\n", path,
+		    strerror(errno));
+		return -EINVAL;
+	}
+	char line[CONFIG_STR_MAX + 128];
+	int lineno = 0, rc = 0;
+	while (rc == 0 && fgets(line, sizeof line, f) != NULL) {
+		lineno++;
+		char *s = config_trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		char *eq = strchr(s, '=');
+		if (eq == NULL) {
+			fprintf(stderr, "error: %s:%d: expected name = value\n", path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		char *key = config_trim(s), *val = config_trim(eq + 1);
+		const config_opt *o = config_find(opts, n, key);
+		if (o == NULL) {
+			fprintf(stderr, "error: %s:%d: unknown option \"%s\"\n", path, lineno, key);
+			rc = -EINVAL;
+			break;
+		}
+		char src[64];
+		snprintf(src, sizeof src, "%.40s:%d", path, lineno);
+		rc = config_set(o, target, val, src);
+	}
+	fclose(f);
+	return rc;
+}
+
+void config_print_help(
+    FILE *out, const config_opt *opts, size_t n, const char *usage, const char *summary)
+{
+	fprintf(out, "usage: %s\n\n%s\n\noptions:\n", usage, summary);
+	for (size_t i = 0; i < n; i++) {
+		const config_opt *o = &opts[i];
+		char flag[96];
+		if (o->type == CONFIG_BOOL)
+			snprintf(flag, sizeof flag, "--%s", o->name);
+		else
+			snprintf(flag, sizeof flag, "--%s %s", o->name,
+			    o->type == CONFIG_INT ? (o->unit ? o->unit : "N") : "TEXT");
+		fprintf(out, "  %-30s %s", flag, o->help);
+		if (o->def && *o->def)
+			fprintf(out, " (default %s)", o->def);
+		if (o->env)
+			fprintf(out, " [env %s]", o->env);
+		fputc('\n', out);
+	}
+	fprintf(out, "  %-30s %s\n", "--config FILE", "read name = value lines from FILE");
+	fprintf(out, "  %-30s %s\n", "-h, --help", "show this help and exit");
+}
+
+int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
+    const char *usage, const char *summary, const char *file_env, int *first_arg)
+{
+	/* layer 1: defaults */
+	for (size_t i = 0; i < n; i++) {
+		const char *d = opts[i].def ? opts[i].def : (opts[i].type == CONFIG_STR ? "" : "0");
+		if (config_set(&opts[i], target, d, "default") != 0)
+			return -EINVAL; /* a bad table is a programmer error */
+	}
+	/* the file and --help are found before the other flags are applied */
+	const char *file = file_env ? getenv(file_env) : NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			config_print_help(stdout, opts, n, usage, summary);
+			return CONFIG_DONE_HELP;
+		}
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			file = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			file = argv[i] + 9;
+	}
+	/* layer 2: file */
+	if (file && *file && config_read_file(opts, n, target, file) != 0)
+		return -EINVAL;
+	/* layer 3: environment */
+	for (size_t i = 0; i < n; i++) {
+		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
+		if (v != NULL && config_set(&opts[i], target, v, opts[i].env) != 0)
+			return -EINVAL;
+	}
+	/* layer 4: command line */
+	struct option *lo = calloc(n + 3, sizeof *lo);
+	if (lo == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		lo[i].name = opts[i].name;
+		lo[i].has_arg = opts[i].type == CONFIG_BOOL ? optional_argument : required_argument;
+		lo[i].val = 256 + (int)i;
+	}
+	lo[n].name = "config";
+	lo[n].has_arg = required_argument;
+	lo[n].val = 255;
+	lo[n + 1].name = "help";
+	lo[n + 1].val = 'h';
+	int rc = 0;
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int idx = 0;
+		int c = getopt_long(argc, argv, "h", lo, &idx);
+		if (c == -1)
+			break;
+		if (c == 255)
+			continue;
+		if (c == '?' || c == ':') {
+			const char *bad = argv[optind - 1];
+			if (optopt >= 256 && (size_t)(optopt - 256) < n)
+				fprintf(stderr, "error: option --%s needs a value\n",
+				    opts[optopt - 256].name);
+			else
+				fprintf(stderr, "error: unknown option \"%s\"\n", bad);
+			rc = -EINVAL;
+			break;
+		}
+		if (c >= 256) {
+			const config_opt *o = &opts[c - 256];
+			const char *v = optarg;
+			if (o->type == CONFIG_BOOL && v == NULL)
+				v = "true";
+			char src[80];
+			snprintf(src, sizeof src, "--%s", o->name);
+			if (config_set(o, target, v, src) != 0) {
+				rc = -EINVAL;
+				break;
+			}
+		}
+	}
+	free(lo);
+	if (rc != 0)
+		return rc;
+	if (first_arg != NULL) {
+		*first_arg = optind;
+	} else if (optind < argc) {
+		fprintf(stderr, "error: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}

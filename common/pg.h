@@ -1,0 +1,59 @@
+/* pg: libpq helpers. Parameterised queries only, transactions, SQLSTATE
+ * classification (the one place that maps PostgreSQL errors), connect with
+ * retry. One PGconn per thread (house style); nothing here is shared.
+ */
+#ifndef SAGA_PG_H
+#define SAGA_PG_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Error classes of a failed statement, as negative return codes. */
+enum pg_err {
+	PG_OK = 0,
+	PG_ERR_RETRY = -1001,      /* 40001 serialization_failure, 40P01 deadlock:
+	                              retry the whole transaction */
+	PG_ERR_UNIQUE = -1002,     /* 23505 unique_violation */
+	PG_ERR_CHECK = -1003,      /* 23514 check_violation */
+	PG_ERR_CONNECTION = -1004, /* class 08, 57P01..57P03, or a broken
+	                              connection: transient, reconnect */
+	PG_ERR_OTHER = -1005,      /* anything else: a bug or bad data */
+};
+
+/* pg_classify maps a SQLSTATE (5 chars, may be NULL when the connection
+ * broke) to an enum pg_err value. */
+int pg_classify(const char *sqlstate);
+
+/* pg_connect opens a connection to `conninfo` (libpq keyword/value or URI),
+ * retrying with backoff (50 ms doubling to 1 s) for up to `wait_ms` ms.
+ * Returns the connection (caller owns it, PQfinish) or NULL after logging
+ * the last error. */
+PGconn *pg_connect(const char *conninfo, int64_t wait_ms);
+
+/* pg_exec runs `sql` with `nparams` text parameters (NULL entries are SQL
+ * NULL) and returns 0 with *out set (caller PQclear()s it; out may be NULL
+ * to discard), or a negative enum pg_err after logging the server message at
+ * debug level. Rows are returned as text. */
+int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
+    __attribute__((warn_unused_result));
+
+/* pg_run is pg_exec for statements whose result is not needed. */
+int pg_run(PGconn *conn, const char *sql, int nparams, const char *const *params)
+    __attribute__((warn_unused_result));
+
+/* pg_begin, pg_commit and pg_rollback wrap transaction control. pg_rollback
+ * never fails loudly: it is called on error paths. Return 0 or enum pg_err. */
+int pg_begin(PGconn *conn) __attribute__((warn_unused_result));
+int pg_commit(PGconn *conn) __attribute__((warn_unused_result));
+void pg_rollback(PGconn *conn);
+
+/* pg_ensure reconnects `*conn` when its connection is bad (PQreset, then a
+ * fresh pg_connect with `conninfo` for up to wait_ms). Returns true when the
+ * connection is usable afterwards. */
+bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
+
+/* pg_get_i64 reads column `col` of row `row` as an int64 (0 when NULL). */
+int64_t pg_get_i64(const PGresult *res, int row, int col);
+
+#endif

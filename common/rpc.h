@@ -1,0 +1,149 @@
+/* rpc: the gRPC-style RPC layer over nng REQ/REP (docs/protocol.md).
+ *
+ * The only module that touches nng sockets and the envelope. A request frame
+ * is a sagas.v1.RequestEnvelope; a reply frame a sagas.v1.ReplyEnvelope with a
+ * status code numbered as gRPC's codes.
+ *
+ * Server: one REP socket and a pool of worker threads, each with its own
+ * nng_ctx and its own per-worker state (typically a PGconn), so requests are
+ * served concurrently. Client: one REQ socket; one nng_ctx per request in
+ * flight, completed through a callback (async) or waited for (sync).
+ */
+#ifndef SAGA_RPC_H
+#define SAGA_RPC_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
+#define RPC_REASON_MAX      64
+#define RPC_MESSAGE_MAX     256
+#define RPC_REQUEST_ID_MAX  64
+
+/* rpc_code_name returns "OK", "INVALID_ARGUMENT", ... or "CODE_<n>" style
+ * "UNKNOWN_CODE" for numbers outside 0..16. Static storage. */
+const char *rpc_code_name(int code);
+
+/* ---- server ---- */
+
+/* One decoded request as a handler sees it; all pointers are borrowed for
+ * the duration of the handler call. */
+typedef struct rpc_request {
+	const char *method;     /* "/sagas.v1.Stock/ReserveStock" */
+	const char *request_id; /* at most RPC_REQUEST_ID_MAX bytes */
+	int64_t deadline_ms;    /* ms since epoch, 0 = none */
+	const uint8_t *payload;
+	size_t payload_len;
+} rpc_request;
+
+/* What a handler answers. Starts zeroed (OK, no payload). */
+typedef struct rpc_reply {
+	int code;
+	char reason[RPC_REASON_MAX];
+	char message[RPC_MESSAGE_MAX];
+	uint8_t *payload; /* malloc'd; freed by the server after sending */
+	size_t payload_len;
+} rpc_reply;
+
+/* rpc_reply_ok sets code OK and packs `msg` as the payload. Returns 0, or
+ * -ENOMEM (then the reply is INTERNAL). */
+int rpc_reply_ok(rpc_reply *r, const ProtobufCMessage *msg);
+
+/* rpc_reply_error sets a non-OK code, a stable reason (may be "") and a
+ * printf-style message, and drops any payload. */
+void rpc_reply_error(rpc_reply *r, int code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+typedef struct rpc_server_ops {
+	/* Called once in each worker thread before it serves; sets *worker.
+	 * A non-zero return stops that worker (logged). May be NULL. */
+	int (*worker_init)(void *app, void **worker);
+	/* Called once in each worker thread when it stops. May be NULL. */
+	void (*worker_fini)(void *app, void *worker);
+	/* Serves one call; must fill `reply`. Runs on the worker's thread. */
+	void (*handle)(void *app, void *worker, const rpc_request *call, rpc_reply *reply);
+} rpc_server_ops;
+
+typedef struct rpc_server rpc_server;
+
+/* rpc_server_start listens on `url` (e.g. "tcp://127.0.0.1:7102") with
+ * `workers` threads (1..256), dropping frames above `max_msg` bytes (0 =
+ * RPC_MAX_MSG_DEFAULT). `ops` and `app` are borrowed until rpc_server_stop.
+ * Returns 0 and *out, or a negative errno (-EADDRINUSE, -EINVAL, -ENOMEM). */
+int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_msg,
+    const rpc_server_ops *ops, void *app) __attribute__((warn_unused_result));
+
+/* rpc_server_stop closes the socket, waits for the workers to finish their
+ * current call and frees the server. NULL is ignored. */
+void rpc_server_stop(rpc_server *s);
+
+/* ---- client ---- */
+
+typedef struct rpc_client_opts {
+	int64_t resend_ms; /* NNG_OPT_REQ_RESENDTIME; 0 = never resend */
+	size_t max_msg;    /* 0 = RPC_MAX_MSG_DEFAULT */
+	bool duplicate;    /* send every request twice at once, report the
+	                      reply that arrives last (tests idempotency) */
+} rpc_client_opts;
+
+/* The outcome of one call. A transport failure (no connection, timeout,
+ * malformed reply) has transport = true and code UNAVAILABLE or
+ * DEADLINE_EXCEEDED. */
+typedef struct rpc_result {
+	int code;
+	bool transport;
+	char reason[RPC_REASON_MAX];
+	char message[RPC_MESSAGE_MAX];
+	uint8_t *payload; /* reply message bytes; see the owner rules below */
+	size_t payload_len;
+} rpc_result;
+
+typedef struct rpc_client rpc_client;
+
+/* rpc_client_open makes a REQ socket dialing `url` in the background (it
+ * connects and reconnects by itself; calls wait for a connection until their
+ * timeout). `opts` may be NULL for defaults. Returns 0 and *out, or a
+ * negative errno. */
+int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
+    __attribute__((warn_unused_result));
+
+/* rpc_client_close closes the socket (calls in flight complete with
+ * UNAVAILABLE) and frees the client. NULL is ignored. */
+void rpc_client_close(rpc_client *c);
+
+/* Called once per call, on an nng thread; `res` and its payload are valid
+ * only during the callback. Must not block for long. */
+typedef void (*rpc_done_fn)(void *arg, const rpc_result *res);
+
+/* rpc_call_async sends `req` to `method` with a timeout of `timeout_ms`
+ * (also sent as the envelope deadline). Returns 0 when the call is under
+ * way (`done` will run exactly once), or a negative errno (then `done` is
+ * never called: -ENOMEM, -EMSGSIZE when the request is too big). */
+int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *req,
+    int64_t timeout_ms, rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+/* rpc_call is the blocking form. Fills *res; res->payload is malloc'd and
+ * freed by rpc_result_clear. Returns 0 when a result was produced (even a
+ * non-OK one), or a negative errno as rpc_call_async. */
+int rpc_call(rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
+    rpc_result *res) __attribute__((warn_unused_result));
+
+/* rpc_result_clear frees the payload of a result from rpc_call. */
+void rpc_result_clear(rpc_result *res);
+
+/* rpc_call_raw sends `len` raw bytes as a frame, without an envelope, and waits up
+ * to timeout_ms for any reply frame, for tests of malformed input. Returns 0
+ * and a malloc'd reply in *reply (length *reply_len), -ETIMEDOUT when none came, or a
+ * negative errno. */
+int rpc_call_raw(rpc_client *c, const uint8_t *bytes, size_t len, int64_t timeout_ms,
+    uint8_t **reply, size_t *reply_len);
+
+/* rpc_decode_reply decodes a reply frame into *res (payload malloc'd).
+ * Returns 0, or -EBADMSG when the bytes are not a ReplyEnvelope. */
+int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res);
+
+#endif

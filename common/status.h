@@ -1,0 +1,36 @@
+/* status: RPC status codes with the numbers of gRPC's codes (google.rpc.Code,
+ * docs/protocol.md). Header-only so the pure decision libraries can use the
+ * numbers without linking the transport. */
+#ifndef SAGA_STATUS_H
+#define SAGA_STATUS_H
+
+enum rpc_code {
+	RPC_OK = 0,
+	RPC_CANCELLED = 1,
+	RPC_UNKNOWN = 2,
+	RPC_INVALID_ARGUMENT = 3,
+	RPC_DEADLINE_EXCEEDED = 4,
+	RPC_NOT_FOUND = 5,
+	RPC_ALREADY_EXISTS = 6,
+	RPC_PERMISSION_DENIED = 7,
+	RPC_RESOURCE_EXHAUSTED = 8,
+	RPC_FAILED_PRECONDITION = 9,
+	RPC_ABORTED = 10,
+	RPC_OUT_OF_RANGE = 11,
+	RPC_UNIMPLEMENTED = 12,
+	RPC_INTERNAL = 13,
+	RPC_UNAVAILABLE = 14,
+	RPC_DATA_LOSS = 15,
+	RPC_UNAUTHENTICATED = 16,
+};
+
+/* Stable reason strings carried in ReplyEnvelope.reason and saga rows. */
+#define REASON_OUT_OF_STOCK     "out_of_stock"
+#define REASON_UNKNOWN_SKU      "unknown_sku"
+#define REASON_PAYMENT_DECLINED "payment_declined"
+#define REASON_UNKNOWN_ACCOUNT  "unknown_account"
+#define REASON_TOMBSTONE        "tombstone"
+#define REASON_KEY_MISMATCH     "key_mismatch"
+#define REASON_TIMEOUT          "timeout"
+
+#endif

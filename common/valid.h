@@ -1,0 +1,43 @@
+/* valid: input validation at the edge, and money text (saga-semantics.md,
+ * "Money and input"). Every function is pure and thread-safe. */
+#ifndef SAGA_VALID_H
+#define SAGA_VALID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VALID_NAME_MAX   64                 /* bytes, for sku and customer */
+#define VALID_QTY_MAX    1000000            /* units */
+#define VALID_AMOUNT_MAX 1000000000000000LL /* minor units (10^15) */
+#define VALID_UUID_LEN   36                 /* canonical text, without the NUL */
+
+/* valid_uuid is true when `s` is a canonical lowercase UUID (36 chars,
+ * 8-4-4-4-12 hex digits). */
+bool valid_uuid(const char *s);
+
+/* valid_name is true when `s` is 1..VALID_NAME_MAX bytes of valid UTF-8 with
+ * no control characters (used for sku and customer). */
+bool valid_name(const char *s);
+
+/* valid_utf8 is true when the `len` bytes at `s` are valid UTF-8 (RFC 3629:
+ * no overlongs, no surrogates, nothing past U+10FFFF). */
+bool valid_utf8(const char *s, size_t len);
+
+/* money_parse reads a decimal amount in major units with at most two
+ * fraction digits ("12", "12.5", "12.50") into minor units (*out, e.g. 1250).
+ * Strict: no sign, no exponent, no spaces, no more than two decimals, at
+ * least one digit before the point, result in 1..VALID_AMOUNT_MAX unless
+ * `allow_zero` (then 0 is accepted too).
+ * Returns 0, or -EINVAL for bad text, -ERANGE for an out-of-range value. */
+int money_parse(const char *text, bool allow_zero, int64_t *out);
+
+/* money_format writes minor units as "123.45" (negative as "-1.05") into
+ * buf (at least 32 bytes). Returns buf. */
+char *money_format(int64_t minor, char *buf, size_t len);
+
+/* saga_id_new writes a new random (version 4) UUID, canonical lowercase, into
+ * out (at least 37 bytes). Uses libuuid. */
+void saga_id_new(char out[VALID_UUID_LEN + 1]);
+
+#endif

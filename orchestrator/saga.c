@@ -1,0 +1,259 @@
+#include "saga.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "status.h"
+
+static const char *const saga_state_names[]
+    = {"UNSPECIFIED", "RESERVING", "CHARGING", "COMPLETED", "REFUNDING", "RELEASING", "CANCELLED"};
+
+const char *saga_state_name(saga_state state)
+{
+	if ((unsigned)state > SAGA_STATE_CANCELLED)
+		return "UNSPECIFIED";
+	return saga_state_names[state];
+}
+
+saga_state saga_state_parse(const char *name)
+{
+	for (int i = 1; i <= SAGA_STATE_CANCELLED; i++)
+		if (strcasecmp(name, saga_state_names[i]) == 0)
+			return (saga_state)i;
+	return SAGA_STATE_UNSPECIFIED;
+}
+
+const char *saga_command_name(saga_command cmd)
+{
+	switch (cmd) {
+	case SAGA_CMD_RESERVE_STOCK:
+		return "ReserveStock";
+	case SAGA_CMD_CHARGE_PAYMENT:
+		return "ChargePayment";
+	case SAGA_CMD_REFUND_PAYMENT:
+		return "RefundPayment";
+	case SAGA_CMD_RELEASE_STOCK:
+		return "ReleaseStock";
+	case SAGA_CMD_NONE:
+		break;
+	}
+	return "none";
+}
+
+saga_command saga_command_of(saga_state state)
+{
+	switch (state) {
+	case SAGA_STATE_RESERVING:
+		return SAGA_CMD_RESERVE_STOCK;
+	case SAGA_STATE_CHARGING:
+		return SAGA_CMD_CHARGE_PAYMENT;
+	case SAGA_STATE_REFUNDING:
+		return SAGA_CMD_REFUND_PAYMENT;
+	case SAGA_STATE_RELEASING:
+		return SAGA_CMD_RELEASE_STOCK;
+	case SAGA_STATE_UNSPECIFIED:
+	case SAGA_STATE_COMPLETED:
+	case SAGA_STATE_CANCELLED:
+		break;
+	}
+	return SAGA_CMD_NONE;
+}
+
+bool saga_is_terminal(saga_state state)
+{
+	return state == SAGA_STATE_COMPLETED || state == SAGA_STATE_CANCELLED;
+}
+
+bool saga_is_compensating(saga_state state)
+{
+	return state == SAGA_STATE_REFUNDING || state == SAGA_STATE_RELEASING;
+}
+
+int64_t saga_backoff_ms(int32_t attempts, uint64_t rand, const saga_policy *p)
+{
+	int64_t ceiling = p->backoff_base_ms > 0 ? p->backoff_base_ms : 1;
+	for (int32_t i = 1; i < attempts && ceiling < p->backoff_cap_ms; i++)
+		ceiling *= 2;
+	if (ceiling > p->backoff_cap_ms)
+		ceiling = p->backoff_cap_ms;
+	if (ceiling < 1)
+		ceiling = 1;
+	return 1 + (int64_t)(rand % (uint64_t)ceiling);
+}
+
+saga saga_start(int64_t now_ms, const saga_policy *p)
+{
+	saga s;
+	memset(&s, 0, sizeof s);
+	s.state = SAGA_STATE_RESERVING;
+	s.step_deadline_ms = now_ms + p->step_timeout_ms;
+	s.next_attempt_ms = now_ms;
+	return s;
+}
+
+saga_event saga_event_from_reply(saga_command cmd, int code, const char *reason, bool transport)
+{
+	saga_event ev = {.cmd = cmd, .reason = reason ? reason : ""};
+	if (transport) {
+		ev.kind = SAGA_EV_TRANSIENT;
+		return ev;
+	}
+	switch (code) {
+	case RPC_OK:
+		ev.kind = SAGA_EV_SUCCESS;
+		break;
+	case RPC_FAILED_PRECONDITION:
+	case RPC_NOT_FOUND:
+	case RPC_ABORTED:
+	case RPC_ALREADY_EXISTS:
+	case RPC_INVALID_ARGUMENT:
+		ev.kind = SAGA_EV_REFUSED;
+		break;
+	default:
+		ev.kind = SAGA_EV_TRANSIENT;
+		break;
+	}
+	return ev;
+}
+
+/* saga_enter moves `next` into `state`, due now, with a fresh attempt count;
+ * steps get a deadline, other states none (rule 3: compensations have no
+ * deadline). */
+static void saga_enter(saga *next, saga_state state, int64_t now_ms, const saga_policy *p)
+{
+	next->state = state;
+	next->attempts = 0;
+	next->attention = false;
+	next->step_deadline_ms = (state == SAGA_STATE_RESERVING || state == SAGA_STATE_CHARGING)
+	    ? now_ms + p->step_timeout_ms
+	    : 0;
+	next->next_attempt_ms = saga_is_terminal(state) ? 0 : now_ms;
+}
+
+static void saga_set_reason(saga *next, const char *reason)
+{
+	snprintf(next->reason, sizeof next->reason, "%s", reason);
+}
+
+/* A refused step keeps a stable reason; anything unexpected is "rejected". */
+static const char *saga_refusal_reason(const char *reason, const char *fallback)
+{
+	if (!strcmp(reason, REASON_OUT_OF_STOCK) || !strcmp(reason, REASON_UNKNOWN_SKU)
+	    || !strcmp(reason, REASON_PAYMENT_DECLINED) || !strcmp(reason, REASON_UNKNOWN_ACCOUNT)
+	    || !strcmp(reason, REASON_TOMBSTONE) || !strcmp(reason, REASON_KEY_MISMATCH))
+		return reason;
+	return fallback;
+}
+
+/* saga_retry schedules another try of the current command. Steps never wait
+ * past their deadline, so the sweep finds the deadline on time; compensations
+ * raise the attention flag after attention_after tries and go on at the
+ * capped cadence (rule 3). */
+static void saga_retry(
+    const saga *s, int64_t now_ms, uint64_t rand, const saga_policy *p, saga_decision *out)
+{
+	out->next.attempts = s->attempts + 1;
+	int64_t delay = saga_backoff_ms(out->next.attempts, rand, p);
+	if (saga_is_compensating(s->state) && p->attention_after > 0
+	    && out->next.attempts >= p->attention_after) {
+		if (!s->attention)
+			out->attention_raised = true;
+		out->next.attention = true;
+		delay = p->backoff_cap_ms;
+	}
+	out->next.next_attempt_ms = now_ms + delay;
+	if (s->step_deadline_ms > 0 && out->next.next_attempt_ms > s->step_deadline_ms)
+		out->next.next_attempt_ms = s->step_deadline_ms;
+	out->event_name = "transient";
+}
+
+void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
+    const saga_policy *p, saga_decision *out)
+{
+	memset(out, 0, sizeof *out);
+	out->next = *s;
+	saga_command in_flight = saga_command_of(s->state);
+
+	if (saga_is_terminal(s->state) || in_flight == SAGA_CMD_NONE) {
+		out->ignored = true;
+		out->event_name = "ignored";
+		return;
+	}
+	if (ev->kind == SAGA_EV_DEADLINE) {
+		/* rule 4: a step whose outcome is unknown is compensated */
+		if (s->step_deadline_ms == 0 || now_ms < s->step_deadline_ms) {
+			out->ignored = true;
+			out->event_name = "ignored";
+			return;
+		}
+		out->state_changed = true;
+		out->event_name = "deadline";
+		saga_set_reason(&out->next, REASON_TIMEOUT);
+		if (s->state == SAGA_STATE_RESERVING) {
+			saga_enter(&out->next, SAGA_STATE_RELEASING, now_ms, p);
+			out->send = SAGA_CMD_RELEASE_STOCK;
+		} else {
+			saga_enter(&out->next, SAGA_STATE_REFUNDING, now_ms, p);
+			out->send = SAGA_CMD_REFUND_PAYMENT;
+		}
+		return;
+	}
+	if (ev->cmd != in_flight) {
+		/* a late or duplicated reply to an earlier command: no transition */
+		out->ignored = true;
+		out->event_name = "ignored";
+		return;
+	}
+	/* a transient failure of a step past its deadline is the deadline */
+	if (ev->kind == SAGA_EV_TRANSIENT && s->step_deadline_ms > 0
+	    && now_ms >= s->step_deadline_ms) {
+		saga_event dl = {.kind = SAGA_EV_DEADLINE};
+		saga_transition(s, &dl, now_ms, rand, p, out);
+		return;
+	}
+	/* compensations are never refused: a refusal is retried like a
+	 * transient failure (rule 3) */
+	if (ev->kind == SAGA_EV_TRANSIENT
+	    || (ev->kind == SAGA_EV_REFUSED && saga_is_compensating(s->state))) {
+		saga_retry(s, now_ms, rand, p, out);
+		return;
+	}
+	out->state_changed = true;
+	out->event_name = ev->kind == SAGA_EV_SUCCESS ? "reply_ok" : "refused";
+	switch (s->state) {
+	case SAGA_STATE_RESERVING:
+		if (ev->kind == SAGA_EV_SUCCESS) {
+			saga_enter(&out->next, SAGA_STATE_CHARGING, now_ms, p);
+			out->send = SAGA_CMD_CHARGE_PAYMENT;
+		} else {
+			/* nothing was reserved: cancel without compensation */
+			saga_set_reason(
+			    &out->next, saga_refusal_reason(ev->reason, "reserve_refused"));
+			saga_enter(&out->next, SAGA_STATE_CANCELLED, now_ms, p);
+		}
+		break;
+	case SAGA_STATE_CHARGING:
+		if (ev->kind == SAGA_EV_SUCCESS) {
+			saga_enter(&out->next, SAGA_STATE_COMPLETED, now_ms, p);
+		} else {
+			/* nothing was charged: release the stock */
+			saga_set_reason(
+			    &out->next, saga_refusal_reason(ev->reason, "charge_refused"));
+			saga_enter(&out->next, SAGA_STATE_RELEASING, now_ms, p);
+			out->send = SAGA_CMD_RELEASE_STOCK;
+		}
+		break;
+	case SAGA_STATE_REFUNDING:
+		saga_enter(&out->next, SAGA_STATE_RELEASING, now_ms, p);
+		out->send = SAGA_CMD_RELEASE_STOCK;
+		break;
+	case SAGA_STATE_RELEASING:
+		saga_enter(&out->next, SAGA_STATE_CANCELLED, now_ms, p);
+		break;
+	case SAGA_STATE_UNSPECIFIED:
+	case SAGA_STATE_COMPLETED:
+	case SAGA_STATE_CANCELLED:
+		break; /* handled above */
+	}
+}

@@ -1,0 +1,119 @@
+/* saga: the pure state machine of the order saga.
+ *
+ * (state, event) -> (new state, command due), with no I/O: the daemon, the
+ * unit tests and the simulation call these same functions. The table and the
+ * rules are ../shared/design/saga-semantics.md ("The order saga"); comments
+ * cite its rule numbers. Times are ms since the Unix epoch; randomness is
+ * passed in so that decisions are reproducible.
+ */
+#ifndef SAGA_SAGA_H
+#define SAGA_SAGA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Values equal sagas.v1.SagaState. */
+typedef enum saga_state {
+	SAGA_STATE_UNSPECIFIED = 0,
+	SAGA_STATE_RESERVING = 1,
+	SAGA_STATE_CHARGING = 2, /* the pivot */
+	SAGA_STATE_COMPLETED = 3,
+	SAGA_STATE_REFUNDING = 4,
+	SAGA_STATE_RELEASING = 5,
+	SAGA_STATE_CANCELLED = 6,
+} saga_state;
+
+typedef enum saga_command {
+	SAGA_CMD_NONE = 0,
+	SAGA_CMD_RESERVE_STOCK = 1,
+	SAGA_CMD_CHARGE_PAYMENT = 2,
+	SAGA_CMD_REFUND_PAYMENT = 3,
+	SAGA_CMD_RELEASE_STOCK = 4,
+} saga_command;
+
+typedef enum saga_event_kind {
+	SAGA_EV_SUCCESS = 1,   /* the participant applied the command (OK) */
+	SAGA_EV_REFUSED = 2,   /* a definitive refusal (rule 3) */
+	SAGA_EV_TRANSIENT = 3, /* transport error, UNAVAILABLE, no reply (rule 3) */
+	SAGA_EV_DEADLINE = 4,  /* the step deadline passed (the sweep found it) */
+} saga_event_kind;
+
+typedef struct saga_event {
+	saga_event_kind kind;
+	saga_command cmd;   /* the command a reply answers; ignored for DEADLINE */
+	const char *reason; /* for REFUSED: a stable reason (status.h); borrowed */
+} saga_event;
+
+/* Tunables of the decisions, all in ms (or counts). */
+typedef struct saga_policy {
+	int64_t step_timeout_ms; /* deadline of RESERVING and CHARGING, from entry */
+	int64_t backoff_base_ms; /* first retry delay ceiling */
+	int64_t backoff_cap_ms;  /* largest retry delay */
+	int32_t attention_after; /* compensation tries before the attention flag */
+} saga_policy;
+
+#define SAGA_REASON_MAX 32
+
+/* The decision-relevant part of a saga row. */
+typedef struct saga {
+	saga_state state;
+	char reason[SAGA_REASON_MAX]; /* "" or a stable reason */
+	int32_t attempts;             /* failed tries of the current command */
+	bool attention;
+	int64_t step_deadline_ms; /* 0 when the state has none */
+	int64_t next_attempt_ms;  /* when the current command is due; 0 = never */
+} saga;
+
+typedef struct saga_decision {
+	bool ignored;           /* the event does not apply (stale or terminal):
+	                           nothing to write */
+	bool state_changed;     /* a transition (history row) rather than a retry */
+	bool attention_raised;  /* the attention flag was set by this event */
+	saga next;              /* the row after the event */
+	saga_command send;      /* command due now (0 when waiting or terminal) */
+	const char *event_name; /* stable history name: "reply_ok", "refused",
+	                           "deadline", "transient" */
+} saga_decision;
+
+/* saga_start returns the row of a new saga: RESERVING, due now, deadline
+ * now + step_timeout_ms. */
+saga saga_start(int64_t now_ms, const saga_policy *p);
+
+/* saga_transition applies `ev` to `s` at `now_ms`. `rand` is a uniform random
+ * 64-bit number used for backoff jitter (full jitter: the delay is uniform in
+ * [1, min(cap, base * 2^attempts)] ms). Fills *out; never fails.
+ * Rules: table "The order saga", rules 3 (transient vs definitive,
+ * compensations retried with attention after N), 4 (unknown outcome is
+ * compensated). */
+void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
+    const saga_policy *p, saga_decision *out);
+
+/* saga_event_from_reply classifies a participant's reply to `cmd`: code is an
+ * rpc status code (status.h), reason the reply's reason, transport true when
+ * no reply came. Returns the event (its reason borrowed from `reason`).
+ * OK -> SUCCESS; FAILED_PRECONDITION, NOT_FOUND, ABORTED, ALREADY_EXISTS,
+ * INVALID_ARGUMENT -> REFUSED; everything else -> TRANSIENT (rule 3). */
+saga_event saga_event_from_reply(saga_command cmd, int code, const char *reason, bool transport);
+
+/* saga_command_of returns the command in flight in `state` (table column 2). */
+saga_command saga_command_of(saga_state state);
+
+/* saga_is_terminal is true for COMPLETED and CANCELLED. */
+bool saga_is_terminal(saga_state state);
+
+/* saga_is_compensating is true for REFUNDING and RELEASING. */
+bool saga_is_compensating(saga_state state);
+
+/* Names: "RESERVING", ... ; "ReserveStock", ...; static storage. */
+const char *saga_state_name(saga_state state);
+const char *saga_command_name(saga_command cmd);
+
+/* saga_state_parse maps a name (case-insensitive) to a state; returns
+ * SAGA_STATE_UNSPECIFIED for unknown text. */
+saga_state saga_state_parse(const char *name);
+
+/* saga_backoff_ms returns the full-jitter delay for the given number of
+ * failed attempts (>= 1): uniform in [1, min(cap, base * 2^(attempts-1))]. */
+int64_t saga_backoff_ms(int32_t attempts, uint64_t rand, const saga_policy *p);
+
+#endif
