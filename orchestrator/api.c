@@ -1,1 +1,345 @@
-int main(void);
+#include "api.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "pg.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "status.h"
+#include "store.h"
+#include "valid.h"
+
+#define API_LIST_DEFAULT 100
+#define API_LIST_MAX 10000
+
+typedef struct api_worker {
+	PGconn *conn;
+} api_worker;
+
+static int api_worker_init(void *app, void **worker)
+{
+	api *a = app;
+	api_worker *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return -ENOMEM;
+	/* a worker without a connection still starts: it answers UNAVAILABLE
+	 * and reconnects on the next call */
+	w->conn = pg_connect(a->db, a->db_wait_ms);
+	*worker = w;
+	return 0;
+}
+
+static void api_worker_fini(void *app, void *worker)
+{
+	api_worker *w = worker;
+	if (w == NULL)
+		return;
+	PQfinish(w->conn);
+	free(w);
+}
+
+/* api_db_error answers a store failure: connection trouble is UNAVAILABLE,
+ * never a business refusal. */
+static void api_db_error(rpc_reply *reply, int rc, const char *what)
+{
+	if (rc == PG_ERR_CONNECTION || rc == PG_ERR_RETRY)
+		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_unavailable",
+		    "could not %s: database unavailable", what);
+	else
+		rpc_reply_error(reply, RPC_INTERNAL, "database_error", "could not %s: error %d", what,
+		    rc);
+}
+
+/* api_fill_saga points the fields of `m` into `row` (no copies: `row` must
+ * outlive the packing of `m`). */
+static void api_fill_saga(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
+{
+	sagas__v1__saga__init(m);
+	sagas__v1__order__init(o);
+	o->customer = row->customer;
+	o->sku = row->sku;
+	o->qty = row->qty;
+	o->amount = row->amount;
+	m->saga_id = row->saga_id;
+	m->state = (Sagas__V1__SagaState)row->s.state;
+	m->reason = row->s.reason;
+	m->order = o;
+	m->version = row->version;
+	m->attempts = row->s.attempts;
+	m->attention = row->s.attention;
+	m->created_unix_ms = row->created_ms;
+	m->updated_unix_ms = row->updated_ms;
+	m->step_deadline_unix_ms = row->s.step_deadline_ms;
+	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
+}
+
+/* api_check_order validates an order; on failure fills reply and returns
+ * false. */
+static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
+{
+	if (o == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid order: missing");
+		return false;
+	}
+	if (!valid_name(o->customer)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid order.customer: must be 1..%d bytes of UTF-8 without control characters",
+		    VALID_NAME_MAX);
+		return false;
+	}
+	if (!valid_name(o->sku)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid order.sku: must be 1..%d bytes of UTF-8 without control characters",
+		    VALID_NAME_MAX);
+		return false;
+	}
+	if (o->qty < 1 || o->qty > VALID_QTY_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid order.qty: must be 1..%d", VALID_QTY_MAX);
+		return false;
+	}
+	if (o->amount < 1 || o->amount > VALID_AMOUNT_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid order.amount: must be 1..%lld minor units", VALID_AMOUNT_MAX);
+		return false;
+	}
+	return true;
+}
+
+static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__StartSagaRequest *req =
+	    sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode StartSagaRequest");
+		return;
+	}
+	if (!api_check_order(req->order, reply))
+		goto out_free;
+	saga_row row;
+	memset(&row, 0, sizeof row);
+	if (req->saga_id[0] == '\0') {
+		saga_id_new(row.saga_id);
+	} else if (!valid_uuid(req->saga_id)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid saga_id: not a canonical lowercase UUID");
+		goto out_free;
+	} else {
+		memcpy(row.saga_id, req->saga_id, sizeof row.saga_id);
+	}
+	snprintf(row.customer, sizeof row.customer, "%s", req->order->customer);
+	snprintf(row.sku, sizeof row.sku, "%s", req->order->sku);
+	row.qty = req->order->qty;
+	row.amount = req->order->amount;
+	int64_t now = clock_wall_ms();
+	row.s = saga_start(now, &a->policy);
+	/* written leased: it is handed to the engine right after commit; if we
+	 * crash first, the sweep sends it when the lease ends (rule 1) */
+	row.s.next_attempt_ms = now + engine_lease_ms(a->eng);
+	bool created = false;
+	saga_row stored;
+	int rc = pg_ensure(&w->conn, a->db, 0) ? store_insert_saga(w->conn, &row, &created, &stored)
+	                                         : PG_ERR_CONNECTION;
+	if (rc != 0) {
+		api_db_error(reply, rc, "start saga");
+		goto out_free;
+	}
+	if (!created && (strcmp(stored.customer, row.customer) != 0 ||
+	                    strcmp(stored.sku, row.sku) != 0 || stored.qty != row.qty ||
+	                    stored.amount != row.amount)) {
+		/* rule 6: the same saga id with another order never applies */
+		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
+		    "could not start saga: saga %s exists with another order", row.saga_id);
+		goto out_free;
+	}
+	if (created) {
+		log_info(stored.saga_id, "started: %s orders %d x %s for %lld minor units",
+		    stored.customer, stored.qty, stored.sku, (long long)stored.amount);
+		engine_submit(a->eng, &stored);
+	}
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	api_fill_saga(&m, &o, &stored);
+	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
+	out.saga = &m;
+	out.created = created;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	sagas__v1__start_saga_request__free_unpacked(req, NULL);
+}
+
+static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__GetSagaRequest *req =
+	    sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode GetSagaRequest");
+		return;
+	}
+	if (!valid_uuid(req->saga_id)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid saga_id: not a canonical lowercase UUID");
+		goto out_free;
+	}
+	saga_row row;
+	int rc = pg_ensure(&w->conn, a->db, 0) ? store_get_saga(w->conn, req->saga_id, &row)
+	                                         : PG_ERR_CONNECTION;
+	if (rc == -ENOENT) {
+		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist",
+		    req->saga_id);
+		goto out_free;
+	}
+	if (rc != 0) {
+		api_db_error(reply, rc, "read saga");
+		goto out_free;
+	}
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	api_fill_saga(&m, &o, &row);
+	Sagas__V1__GetSagaReply out = SAGAS__V1__GET_SAGA_REPLY__INIT;
+	out.saga = &m;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	sagas__v1__get_saga_request__free_unpacked(req, NULL);
+}
+
+static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__ListSagasRequest *req =
+	    sagas__v1__list_sagas_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ListSagasRequest");
+		return;
+	}
+	saga_row *rows = NULL;
+	size_t n = 0;
+	Sagas__V1__Saga *ms = NULL, **mp = NULL;
+	Sagas__V1__Order *os = NULL;
+	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_CANCELLED) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid state: %d is not a SagaState", (int)req->state);
+		goto out_free;
+	}
+	if (req->limit < 0 || req->limit > API_LIST_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid limit: must be 0..%d", API_LIST_MAX);
+		goto out_free;
+	}
+	int rc = pg_ensure(&w->conn, a->db, 0)
+	    ? store_list_sagas(w->conn, (saga_state)req->state, req->attention_only,
+	          req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n)
+	    : PG_ERR_CONNECTION;
+	if (rc != 0) {
+		api_db_error(reply, rc, "list sagas");
+		goto out_free;
+	}
+	ms = calloc(n + 1, sizeof *ms);
+	os = calloc(n + 1, sizeof *os);
+	mp = calloc(n + 1, sizeof *mp);
+	if (ms == NULL || os == NULL || mp == NULL) {
+		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		api_fill_saga(&ms[i], &os[i], &rows[i]);
+		mp[i] = &ms[i];
+	}
+	Sagas__V1__ListSagasReply out = SAGAS__V1__LIST_SAGAS_REPLY__INIT;
+	out.n_sagas = n;
+	out.sagas = mp;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	free(rows);
+	free(ms);
+	free(os);
+	free(mp);
+	sagas__v1__list_sagas_request__free_unpacked(req, NULL);
+}
+
+static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__GetSagaHistoryRequest *req =
+	    sagas__v1__get_saga_history_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode GetSagaHistoryRequest");
+		return;
+	}
+	store_history_entry *hs = NULL;
+	size_t n = 0;
+	Sagas__V1__HistoryEntry *ms = NULL, **mp = NULL;
+	if (!valid_uuid(req->saga_id)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid saga_id: not a canonical lowercase UUID");
+		goto out_free;
+	}
+	int rc = pg_ensure(&w->conn, a->db, 0) ? store_history(w->conn, req->saga_id, &hs, &n)
+	                                         : PG_ERR_CONNECTION;
+	if (rc == -ENOENT) {
+		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist",
+		    req->saga_id);
+		goto out_free;
+	}
+	if (rc != 0) {
+		api_db_error(reply, rc, "read history");
+		goto out_free;
+	}
+	ms = calloc(n + 1, sizeof *ms);
+	mp = calloc(n + 1, sizeof *mp);
+	if (ms == NULL || mp == NULL) {
+		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sagas__v1__history_entry__init(&ms[i]);
+		ms[i].version = hs[i].version;
+		ms[i].from_state = (Sagas__V1__SagaState)hs[i].from_state;
+		ms[i].to_state = (Sagas__V1__SagaState)hs[i].to_state;
+		ms[i].event = hs[i].event;
+		ms[i].reason = hs[i].reason;
+		ms[i].at_unix_ms = hs[i].at_ms;
+		mp[i] = &ms[i];
+	}
+	Sagas__V1__GetSagaHistoryReply out = SAGAS__V1__GET_SAGA_HISTORY_REPLY__INIT;
+	out.n_entries = n;
+	out.entries = mp;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	free(hs);
+	free(ms);
+	free(mp);
+	sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
+}
+
+static void api_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
+{
+	api *a = app;
+	api_worker *w = worker;
+	if (!strcmp(call->method, "/sagas.v1.Orchestrator/StartSaga"))
+		api_start_saga(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/GetSaga"))
+		api_get_saga(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/ListSagas"))
+		api_list_sagas(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/GetSagaHistory"))
+		api_history(a, w, call, reply);
+	else
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"",
+		    call->method);
+}
+
+const rpc_server_ops *api_server_ops(void)
+{
+	static const rpc_server_ops ops = {
+	    .worker_init = api_worker_init,
+	    .worker_fini = api_worker_fini,
+	    .handle = api_handle,
+	};
+	return &ops;
+}

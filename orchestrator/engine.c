@@ -1,1 +1,424 @@
-int main(void);
+#include "engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "log.h"
+#include "pg.h"
+#include "rpc.h"
+
+/* One command in flight, then its completion, then (maybe) its successor. */
+typedef struct engine_item {
+	struct engine_item *next;
+	struct engine *eng; /* the engine the reply goes back to */
+	saga_row row;     /* the row as it was when the command was sent */
+	saga_command cmd; /* the command sent */
+	int code;         /* reply status code */
+	bool transport;   /* no reply came */
+	char reason[RPC_REASON_MAX];
+} engine_item;
+
+typedef struct engine_queue {
+	engine_item *head, *tail;
+} engine_queue;
+
+struct engine {
+	engine_config cfg;
+	PGconn *conn; /* engine thread only */
+	rpc_client *stock;
+	rpc_client *payment;
+	nng_thread *thread;
+	uint64_t rng; /* engine thread only */
+
+	nng_mtx *mtx; /* guards everything below */
+	nng_cv *cv;
+	engine_queue done;      /* replies waiting to be decided on */
+	engine_queue submitted; /* new sagas waiting to be sent */
+	int inflight;
+	int submitted_count;
+	bool stopping;
+};
+
+static void engine_push(engine_queue *q, engine_item *it)
+{
+	it->next = NULL;
+	if (q->tail)
+		q->tail->next = it;
+	else
+		q->head = it;
+	q->tail = it;
+}
+
+static engine_item *engine_take_all(engine_queue *q)
+{
+	engine_item *h = q->head;
+	q->head = q->tail = NULL;
+	return h;
+}
+
+/* xorshift64*: jitter only needs to be cheap and spread out */
+static uint64_t engine_rand(engine *e)
+{
+	e->rng ^= e->rng >> 12;
+	e->rng ^= e->rng << 25;
+	e->rng ^= e->rng >> 27;
+	return e->rng * 2685821657736338717ULL;
+}
+
+int64_t engine_lease_ms(const engine *e)
+{
+	/* long enough for a reply to come back and be written */
+	return e->cfg.request_timeout_ms + 1000;
+}
+
+static void engine_on_reply(void *arg, const rpc_result *res)
+{
+	engine_item *it = arg;
+	engine *e = it->eng;
+	it->code = res->code;
+	it->transport = res->transport;
+	memcpy(it->reason, res->reason, sizeof it->reason);
+	nng_mtx_lock(e->mtx);
+	engine_push(&e->done, it);
+	e->inflight--;
+	nng_cv_wake(e->cv);
+	nng_mtx_unlock(e->mtx);
+}
+
+/* engine_dispatch sends the command `row` makes due. The row must already
+ * be leased in the database (rule 1: written before sent). */
+static void engine_dispatch(engine *e, const saga_row *row)
+{
+	saga_command cmd = saga_command_of(row->s.state);
+	if (cmd == SAGA_CMD_NONE)
+		return;
+	engine_item *it = calloc(1, sizeof *it);
+	if (it == NULL) {
+		log_error(row->saga_id, "could not send %s: out of memory", saga_command_name(cmd));
+		return; /* the sweep sends it when the lease ends */
+	}
+	it->row = *row;
+	it->cmd = cmd;
+	it->eng = e;
+	int64_t timeout = e->cfg.request_timeout_ms;
+	if (row->s.step_deadline_ms > 0) {
+		int64_t left = row->s.step_deadline_ms - clock_wall_ms();
+		if (left < timeout)
+			timeout = left > 1 ? left : 1;
+	}
+	rpc_client *client = (cmd == SAGA_CMD_RESERVE_STOCK || cmd == SAGA_CMD_RELEASE_STOCK)
+	    ? e->stock
+	    : e->payment;
+	nng_mtx_lock(e->mtx);
+	e->inflight++;
+	nng_mtx_unlock(e->mtx);
+	log_debug(row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd),
+	    row->s.attempts + 1);
+	int rc = codec_send_command(client, cmd, row, timeout, engine_on_reply, it);
+	if (rc != 0) {
+		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
+		nng_mtx_lock(e->mtx);
+		e->inflight--;
+		nng_mtx_unlock(e->mtx);
+		free(it);
+	}
+}
+
+/* engine_reconnect makes sure the engine's connection is usable. */
+static bool engine_db_ok(engine *e)
+{
+	return pg_ensure(&e->conn, e->cfg.db, e->cfg.db_wait_ms);
+}
+
+/* A decision waiting to be written, with the row it produces. */
+typedef struct engine_pending {
+	store_update up;
+	saga_row after;
+	saga_command send;
+} engine_pending;
+
+/* engine_decide runs the state machine on one event and, unless the event
+ * is ignored, appends the write it needs to `pend`. */
+static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, int64_t now,
+    engine_pending *pend, size_t *npend)
+{
+	saga_decision d;
+	saga_transition(&row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
+	if (d.ignored) {
+		log_debug(row->saga_id, "event ignored in state %s", saga_state_name(row->s.state));
+		return;
+	}
+	engine_pending *p = &pend[(*npend)++];
+	memset(p, 0, sizeof *p);
+	p->after = *row;
+	p->after.s = d.next;
+	p->after.version = row->version + 1;
+	p->send = d.send;
+	if (d.send != SAGA_CMD_NONE) /* hold the row while its next command is sent */
+		p->after.s.next_attempt_ms = now + engine_lease_ms(e);
+	p->up.next = p->after.s;
+	p->up.state_changed = d.state_changed;
+	p->up.attention_raised = d.attention_raised;
+	p->up.event = d.event_name;
+}
+
+/* engine_commit writes the pending decisions in one transaction, then sends
+ * the commands they made due (only after the commit: rule 1). */
+static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend, size_t n)
+{
+	if (n == 0)
+		return;
+	store_update *ups = calloc(n, sizeof *ups);
+	if (ups == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		ups[i] = pend[i].up;
+		ups[i].before = &rows[i];
+	}
+	int rc = engine_db_ok(e) ? store_apply(e->conn, ups, n) : PG_ERR_CONNECTION;
+	if (rc != 0) {
+		/* nothing written: the leases end and the sweep retries, and the
+		 * participants answer the re-sent commands from their records */
+		log_warn(NULL, "could not write %zu saga transitions: error %d", n, rc);
+		free(ups);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const saga_row *b = &rows[i];
+		if (!ups[i].applied) {
+			log_debug(b->saga_id, "lost a race at version %lld: dropped",
+			    (long long)b->version);
+			continue;
+		}
+		const saga *a = &pend[i].after.s;
+		if (ups[i].state_changed)
+			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
+			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
+			    a->reason);
+		if (ups[i].attention_raised)
+			log_warn(b->saga_id,
+			    "saga needs attention: %s failed %d times, still retrying",
+			    saga_command_name(saga_command_of(a->state)), a->attempts);
+		if (pend[i].send != SAGA_CMD_NONE)
+			engine_dispatch(e, &pend[i].after);
+	}
+	free(ups);
+}
+
+/* engine_process_replies decides on a list of replies, `batch` at a time. */
+static void engine_process_replies(engine *e, engine_item *list)
+{
+	size_t cap = (size_t)e->cfg.batch;
+	saga_row *rows = calloc(cap, sizeof *rows);
+	engine_pending *pend = calloc(cap, sizeof *pend);
+	while (list != NULL) {
+		size_t n = 0;
+		int64_t now = clock_wall_ms();
+		while (list != NULL && n < cap) {
+			engine_item *it = list;
+			list = it->next;
+			if (rows != NULL && pend != NULL) {
+				saga_event ev = saga_event_from_reply(it->cmd, it->code, it->reason,
+				    it->transport);
+				if (ev.kind != SAGA_EV_SUCCESS)
+					log_debug(it->row.saga_id, "%s answered %s (%s)",
+					    saga_command_name(it->cmd), rpc_code_name(it->code),
+					    it->reason);
+				size_t before = n;
+				engine_decide(e, &it->row, &ev, now, pend, &n);
+				if (n > before)
+					rows[before] = it->row;
+			}
+			free(it);
+		}
+		if (rows != NULL && pend != NULL)
+			engine_commit(e, rows, pend, n);
+	}
+	free(rows);
+	free(pend);
+}
+
+/* engine_sweep claims due sagas: deadlines become events, the rest are
+ * (re)sent. Returns true when it may have left due work behind. */
+static bool engine_sweep(engine *e)
+{
+	nng_mtx_lock(e->mtx);
+	int room = e->cfg.max_inflight - e->inflight;
+	nng_mtx_unlock(e->mtx);
+	if (room <= 0)
+		return false;
+	int limit = room < e->cfg.batch ? room : e->cfg.batch;
+	if (!engine_db_ok(e))
+		return false;
+	saga_row *rows = calloc((size_t)limit, sizeof *rows);
+	saga_row *dl_rows = calloc((size_t)limit, sizeof *dl_rows);
+	engine_pending *pend = calloc((size_t)limit, sizeof *pend);
+	size_t n = 0, npend = 0;
+	bool more = false;
+	if (rows == NULL || dl_rows == NULL || pend == NULL)
+		goto out_free;
+	int64_t now = clock_wall_ms();
+	int rc = store_claim_due(e->conn, now, engine_lease_ms(e), limit, rows, &n);
+	if (rc != 0) {
+		log_warn(NULL, "could not claim due sagas: error %d", rc);
+		goto out_free;
+	}
+	more = n == (size_t)limit;
+	for (size_t i = 0; i < n; i++) {
+		/* the claim moved next_attempt_at; keep the lease in the row */
+		const saga_row *r = &rows[i];
+		if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
+			saga_event ev = {.kind = SAGA_EV_DEADLINE};
+			size_t before = npend;
+			engine_decide(e, r, &ev, now, pend, &npend);
+			if (npend > before)
+				dl_rows[before] = *r;
+		} else {
+			if (r->s.attempts > 0 || r->created_ms + engine_lease_ms(e) < now)
+				log_debug(r->saga_id, "resuming %s", saga_state_name(r->s.state));
+			engine_dispatch(e, r);
+		}
+	}
+	engine_commit(e, dl_rows, pend, npend);
+out_free:
+	free(rows);
+	free(dl_rows);
+	free(pend);
+	return more;
+}
+
+static void engine_main(void *arg)
+{
+	engine *e = arg;
+	int64_t next_sweep = 0;
+	for (;;) {
+		nng_mtx_lock(e->mtx);
+		while (!e->stopping && e->done.head == NULL && e->submitted.head == NULL &&
+		    clock_mono_ms() < next_sweep)
+			nng_cv_until(e->cv, nng_clock() + (nng_time)(next_sweep - clock_mono_ms()));
+		if (e->stopping) {
+			nng_mtx_unlock(e->mtx);
+			break;
+		}
+		engine_item *replies = engine_take_all(&e->done);
+		engine_item *subs = engine_take_all(&e->submitted);
+		e->submitted_count = 0;
+		nng_mtx_unlock(e->mtx);
+
+		engine_process_replies(e, replies);
+		while (subs != NULL) {
+			engine_item *it = subs;
+			subs = it->next;
+			engine_dispatch(e, &it->row);
+			free(it);
+		}
+		if (clock_mono_ms() >= next_sweep) {
+			bool more = engine_sweep(e);
+			next_sweep = clock_mono_ms() + (more ? 0 : e->cfg.sweep_interval_ms);
+		}
+	}
+}
+
+void engine_submit(engine *e, const saga_row *row)
+{
+	engine_item *it = calloc(1, sizeof *it);
+	if (it == NULL)
+		return; /* the sweep finds it when the lease ends */
+	it->row = *row;
+	nng_mtx_lock(e->mtx);
+	if (e->stopping || e->inflight + e->submitted_count >= e->cfg.max_inflight) {
+		nng_mtx_unlock(e->mtx);
+		free(it);
+		return;
+	}
+	engine_push(&e->submitted, it);
+	e->submitted_count++;
+	nng_cv_wake(e->cv);
+	nng_mtx_unlock(e->mtx);
+}
+
+int engine_start(engine **out, const engine_config *cfg)
+{
+	engine *e = calloc(1, sizeof *e);
+	if (e == NULL)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->rng = (uint64_t)clock_wall_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+	if (e->rng == 0)
+		e->rng = 1;
+	int rc = -ENOMEM;
+	if (nng_mtx_alloc(&e->mtx) != 0)
+		goto out_free;
+	if (nng_cv_alloc(&e->cv, e->mtx) != 0)
+		goto out_mtx;
+	e->conn = pg_connect(cfg->db, cfg->db_wait_ms);
+	if (e->conn == NULL) {
+		rc = PG_ERR_CONNECTION;
+		goto out_cv;
+	}
+	rpc_client_opts o = {.resend_ms = cfg->resend_ms, .duplicate = cfg->duplicate_delivery};
+	rc = rpc_client_open(&e->stock, cfg->stock_url, &o);
+	if (rc != 0)
+		goto out_conn;
+	rc = rpc_client_open(&e->payment, cfg->payment_url, &o);
+	if (rc != 0)
+		goto out_stock;
+	rc = nng_thread_create(&e->thread, engine_main, e) == 0 ? 0 : -ENOMEM;
+	if (rc != 0)
+		goto out_payment;
+	*out = e;
+	return 0;
+out_payment:
+	rpc_client_close(e->payment);
+out_stock:
+	rpc_client_close(e->stock);
+out_conn:
+	PQfinish(e->conn);
+out_cv:
+	nng_cv_free(e->cv);
+out_mtx:
+	nng_mtx_free(e->mtx);
+out_free:
+	free(e);
+	return rc;
+}
+
+static void engine_free_list(engine_item *it)
+{
+	while (it != NULL) {
+		engine_item *next = it->next;
+		free(it);
+		it = next;
+	}
+}
+
+void engine_stop(engine *e)
+{
+	if (e == NULL)
+		return;
+	nng_mtx_lock(e->mtx);
+	e->stopping = true;
+	nng_cv_wake(e->cv);
+	nng_mtx_unlock(e->mtx);
+	nng_thread_destroy(e->thread); /* joins */
+	/* closing the sockets completes every call in flight */
+	rpc_client_close(e->stock);
+	rpc_client_close(e->payment);
+	nng_mtx_lock(e->mtx);
+	while (e->inflight > 0)
+		nng_cv_until(e->cv, nng_clock() + 10);
+	engine_free_list(engine_take_all(&e->done));
+	engine_free_list(engine_take_all(&e->submitted));
+	nng_mtx_unlock(e->mtx);
+	PQfinish(e->conn);
+	nng_cv_free(e->cv);
+	nng_mtx_free(e->mtx);
+	free(e);
+}

@@ -1,1 +1,153 @@
-int main(void);
+/* orchestratord: the saga orchestrator daemon. Reads its configuration
+ * (flags, environment, file), applies its schema, starts the engine and the
+ * Orchestrator API, and runs until SIGINT or SIGTERM. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api.h"
+#include "config.h"
+#include "daemon.h"
+#include "engine.h"
+#include "log.h"
+#include "pg.h"
+#include "rpc.h"
+#include "store.h"
+
+typedef struct orch_config {
+	char listen[CONFIG_STR_MAX];
+	char db[CONFIG_STR_MAX];
+	char stock[CONFIG_STR_MAX];
+	char payment[CONFIG_STR_MAX];
+	char log_level[CONFIG_STR_MAX];
+	int64_t workers;
+	int64_t step_timeout;
+	int64_t request_timeout;
+	int64_t resend;
+	int64_t backoff_base;
+	int64_t backoff_cap;
+	int64_t attention_after;
+	int64_t sweep_interval;
+	int64_t batch;
+	int64_t max_inflight;
+	int64_t max_msg;
+	int64_t db_wait;
+	bool duplicate_delivery;
+} orch_config;
+
+#define OPT(n, e, t, d, lo, hi, f, h, u) {n, e, t, d, lo, hi, offsetof(orch_config, f), h, u}
+static const config_opt orch_opts[] = {
+    OPT("listen", "SAGA_ORCHESTRATOR_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0, listen,
+        "nng URL the Orchestrator API listens on", NULL),
+    OPT("db", "SAGA_ORCHESTRATOR_DB", CONFIG_STR, "dbname=sagas_orchestrator", 0, 0, db,
+        "libpq conninfo of the orchestrator's database", NULL),
+    OPT("stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0, stock,
+        "nng URL of the stock daemon", NULL),
+    OPT("payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0, payment,
+        "nng URL of the payment daemon", NULL),
+    OPT("workers", "SAGA_ORCHESTRATOR_WORKERS", CONFIG_INT, "4", 1, 64, workers,
+        "API worker threads (each with its own database connection)", "N"),
+    OPT("step-timeout", "SAGA_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000, step_timeout,
+        "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
+    OPT("request-timeout", "SAGA_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
+        request_timeout, "how long one command waits for its reply", "MS"),
+    OPT("req-resend", "SAGA_REQ_RESEND_MS", CONFIG_INT, "1000", 0, 600000, resend,
+        "nng REQ resend time (0 = never resend within a request)", "MS"),
+    OPT("backoff-base", "SAGA_BACKOFF_BASE_MS", CONFIG_INT, "50", 1, 600000, backoff_base,
+        "first retry delay ceiling (exponential backoff, full jitter)", "MS"),
+    OPT("backoff-cap", "SAGA_BACKOFF_CAP_MS", CONFIG_INT, "5000", 1, 3600000, backoff_cap,
+        "largest retry delay", "MS"),
+    OPT("attention-after", "SAGA_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000,
+        attention_after, "failed compensation tries before a saga is flagged", "N"),
+    OPT("sweep-interval", "SAGA_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000, sweep_interval,
+        "how often due retries, deadlines and unfinished sagas are looked for", "MS"),
+    OPT("batch", "SAGA_BATCH", CONFIG_INT, "256", 1, 10000, batch,
+        "most saga transitions written in one transaction", "N"),
+    OPT("max-inflight", "SAGA_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000, max_inflight,
+        "most commands awaiting replies at once", "N"),
+    OPT("max-msg", "SAGA_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
+        "largest frame accepted, in bytes", "BYTES"),
+    OPT("db-wait", "SAGA_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
+        "how long to wait for the database at start and on reconnect", "MS"),
+    OPT("duplicate-delivery", "SAGA_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
+        duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
+    OPT("log-level", "SAGA_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
+        "debug, info, warn or error", NULL),
+};
+
+int main(int argc, char **argv)
+{
+	orch_config c;
+	int rc = config_load(orch_opts, sizeof orch_opts / sizeof orch_opts[0], &c, argc, argv,
+	    "orchestratord [options]",
+	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
+	    "it through ReserveStock, ChargePayment and their compensations.",
+	    "SAGA_ORCHESTRATOR_CONFIG", NULL);
+	if (rc == CONFIG_DONE_HELP)
+		return 0;
+	if (rc != 0)
+		return 2;
+	enum log_level level;
+	if (log_level_parse(c.log_level, &level) != 0) {
+		fprintf(stderr, "error: invalid value for log-level: \"%s\"\n", c.log_level);
+		return 2;
+	}
+	if (c.backoff_cap < c.backoff_base) {
+		fprintf(stderr, "error: backoff-cap (%lld) is below backoff-base (%lld)\n",
+		    (long long)c.backoff_cap, (long long)c.backoff_base);
+		return 2;
+	}
+	log_init("orchestratord", level);
+	daemon_install_signals();
+
+	PGconn *conn = pg_connect(c.db, c.db_wait);
+	if (conn == NULL)
+		return 1;
+	rc = store_apply_schema(conn);
+	PQfinish(conn);
+	if (rc != 0) {
+		log_error(NULL, "could not apply schema: error %d", rc);
+		return 1;
+	}
+
+	engine_config ec = {
+	    .db = c.db,
+	    .stock_url = c.stock,
+	    .payment_url = c.payment,
+	    .policy =
+	        {
+	            .step_timeout_ms = c.step_timeout,
+	            .backoff_base_ms = c.backoff_base,
+	            .backoff_cap_ms = c.backoff_cap,
+	            .attention_after = (int32_t)c.attention_after,
+	        },
+	    .request_timeout_ms = c.request_timeout,
+	    .resend_ms = c.resend,
+	    .sweep_interval_ms = c.sweep_interval,
+	    .db_wait_ms = c.db_wait,
+	    .batch = (int)c.batch,
+	    .max_inflight = (int)c.max_inflight,
+	    .duplicate_delivery = c.duplicate_delivery,
+	};
+	engine *eng = NULL;
+	rc = engine_start(&eng, &ec);
+	if (rc != 0) {
+		log_error(NULL, "could not start the engine: error %d", rc);
+		return 1;
+	}
+	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy};
+	rpc_server *srv = NULL;
+	rc = rpc_server_start(&srv, c.listen, (int)c.workers, (size_t)c.max_msg, api_server_ops(), &a);
+	if (rc != 0) {
+		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
+		engine_stop(eng);
+		return 1;
+	}
+	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s)%s", c.listen, c.stock,
+	    c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
+	daemon_wait_for_stop(100);
+	log_info(NULL, "shutting down");
+	rpc_server_stop(srv);
+	engine_stop(eng);
+	return 0;
+}

@@ -1,0 +1,60 @@
+-- The orchestrator's own database: one row per saga (the saga row is also
+-- the outbox: the command due is derived from the state and written in the
+-- same transaction as the transition), and an append-only history.
+-- Applied at every start; idempotent.
+
+CREATE TABLE IF NOT EXISTS sagas (
+    saga_id          uuid PRIMARY KEY,
+    state            text NOT NULL CHECK (state IN
+                         ('RESERVING', 'CHARGING', 'COMPLETED',
+                          'REFUNDING', 'RELEASING', 'CANCELLED')),
+    reason           text NOT NULL DEFAULT '',
+    customer         text NOT NULL,
+    sku              text NOT NULL,
+    qty              integer NOT NULL CHECK (qty > 0),
+    amount           bigint NOT NULL CHECK (amount > 0),   -- minor units
+    version          bigint NOT NULL DEFAULT 1,            -- optimistic concurrency
+    attempts         integer NOT NULL DEFAULT 0,           -- failed tries of the current command
+    attention        boolean NOT NULL DEFAULT false,       -- flagged for an operator
+    next_attempt_at  timestamptz,                          -- command due (or lease end); NULL when terminal
+    step_deadline    timestamptz,                          -- NULL when the state has none
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+
+-- The sweep: due work of unfinished sagas, oldest first.
+CREATE INDEX IF NOT EXISTS sagas_due
+    ON sagas (next_attempt_at)
+    WHERE state NOT IN ('COMPLETED', 'CANCELLED');
+CREATE INDEX IF NOT EXISTS sagas_created ON sagas (created_at DESC);
+
+CREATE TABLE IF NOT EXISTS saga_history (
+    id          bigserial PRIMARY KEY,
+    saga_id     uuid NOT NULL REFERENCES sagas (saga_id),
+    version     bigint NOT NULL,       -- the saga version this row produced
+    from_state  text,                  -- NULL for the start
+    to_state    text NOT NULL,
+    event       text NOT NULL,
+    reason      text NOT NULL DEFAULT '',
+    at          timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (saga_id, version)
+);
+
+-- Append-only (semantics rule 8).
+CREATE OR REPLACE FUNCTION saga_history_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'saga_history is append-only: % refused', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+
+DROP TRIGGER IF EXISTS saga_history_no_change ON saga_history;
+CREATE TRIGGER saga_history_no_change
+    BEFORE UPDATE OR DELETE ON saga_history
+    FOR EACH ROW EXECUTE FUNCTION saga_history_append_only();
+
+DROP TRIGGER IF EXISTS saga_history_no_truncate ON saga_history;
+CREATE TRIGGER saga_history_no_truncate
+    BEFORE TRUNCATE ON saga_history
+    FOR EACH STATEMENT EXECUTE FUNCTION saga_history_append_only();

@@ -1,0 +1,23 @@
+/* api: the Orchestrator service (StartSaga, GetSaga, ListSagas,
+ * GetSagaHistory) served on a pool of rpc workers, each with its own
+ * PGconn. Validation at the edge: bad input is INVALID_ARGUMENT naming the
+ * field and changes nothing.
+ */
+#ifndef SAGA_API_H
+#define SAGA_API_H
+
+#include "engine.h"
+#include "rpc.h"
+
+typedef struct api {
+	const char *db;      /* conninfo for the workers' connections; borrowed */
+	int64_t db_wait_ms;  /* how long a worker waits for the database */
+	engine *eng;         /* new sagas are handed to it; borrowed */
+	saga_policy policy;  /* for the start row of a saga */
+} api;
+
+/* api_server_ops returns the rpc callbacks; the `app` argument of
+ * rpc_server_start must be an api *. */
+const rpc_server_ops *api_server_ops(void);
+
+#endif

@@ -1,0 +1,25 @@
+/* codec: the orchestrator's outgoing commands as protobuf requests. The only
+ * place, with api.c, where the orchestrator touches generated protobuf code.
+ */
+#ifndef SAGA_CODEC_H
+#define SAGA_CODEC_H
+
+#include <stdint.h>
+
+#include "rpc.h"
+#include "saga.h"
+#include "store.h"
+
+/* codec_send_command encodes command `cmd` for saga `row` (ReserveStock and
+ * ReleaseStock carry sku and qty, ChargePayment and RefundPayment customer and
+ * amount in minor units) and sends it with rpc_call_async on `client` with
+ * `timeout_ms`. Returns what rpc_call_async returns: 0 when `done` will run
+ * once, a negative errno otherwise (-EINVAL for SAGA_CMD_NONE). */
+int codec_send_command(rpc_client *client, saga_command cmd, const saga_row *row,
+    int64_t timeout_ms, rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+/* codec_method_of returns the full method name of `cmd`, e.g.
+ * "/sagas.v1.Stock/ReserveStock", or NULL for SAGA_CMD_NONE. */
+const char *codec_method_of(saga_command cmd);
+
+#endif

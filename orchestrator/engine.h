@@ -1,0 +1,56 @@
+/* engine: drives sagas. It sends the command each saga row makes due, turns
+ * replies into events for the pure state machine (saga.h), writes the
+ * resulting transitions in batches (group commit through store.h), and
+ * sweeps the table for due work: retries after backoff, step deadlines, and
+ * everything left unfinished by a crash (rule 9).
+ *
+ * Threads: one engine thread owns the engine's PGconn and all decisions;
+ * replies arrive on nng threads and are queued to it. Many sagas are in
+ * flight at once (up to max_inflight commands).
+ */
+#ifndef SAGA_ENGINE_H
+#define SAGA_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "saga.h"
+#include "store.h"
+
+typedef struct engine_config {
+	const char *db;          /* libpq conninfo; borrowed for the lifetime */
+	const char *stock_url;   /* nng URL of the stock daemon */
+	const char *payment_url; /* nng URL of the payment daemon */
+	saga_policy policy;      /* deadlines and backoff (ms) */
+	int64_t request_timeout_ms; /* one command's wait for its reply */
+	int64_t resend_ms;          /* NNG_OPT_REQ_RESENDTIME, 0 = off */
+	int64_t sweep_interval_ms;  /* how often due rows are looked for */
+	int64_t db_wait_ms;         /* reconnect patience */
+	int batch;                  /* most transitions in one transaction */
+	int max_inflight;           /* most commands awaiting replies */
+	bool duplicate_delivery;    /* send every command twice (tests) */
+} engine_config;
+
+typedef struct engine engine;
+
+/* engine_start connects to the database and both participants and starts
+ * the engine thread. `cfg` is copied (its strings are borrowed). Returns 0
+ * and *out, or a negative code (enum pg_err, -ENOMEM, errno from nng). */
+int engine_start(engine **out, const engine_config *cfg) __attribute__((warn_unused_result));
+
+/* engine_submit hands a newly stored saga (its row already leased, see
+ * store_insert_saga) to the engine for immediate dispatch. Thread-safe;
+ * never blocks on I/O. If the engine is saturated the row is left to the
+ * sweep, which finds it when the lease ends. */
+void engine_submit(engine *e, const saga_row *row);
+
+/* engine_lease_ms is how long a dispatched command holds its saga before
+ * the sweep may send it again. */
+int64_t engine_lease_ms(const engine *e);
+
+/* engine_stop stops the thread, waits for commands in flight to finish or
+ * time out, and frees the engine. NULL is ignored. Unfinished sagas stay in
+ * the database and resume at the next start. */
+void engine_stop(engine *e);
+
+#endif

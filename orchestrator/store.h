@@ -1,0 +1,87 @@
+/* store: all of the orchestrator's SQL (the `sagas` and `saga_history`
+ * tables of sql/schema.sql). Every function takes the caller's PGconn (one
+ * per thread) and returns 0 or a negative code: an enum pg_err from pg.h for
+ * database failures, -ENOENT, -ENOMEM. Times are ms since the Unix epoch;
+ * amounts minor units.
+ */
+#ifndef SAGA_STORE_H
+#define SAGA_STORE_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "saga.h"
+#include "valid.h"
+
+/* One saga row. */
+typedef struct saga_row {
+	char saga_id[VALID_UUID_LEN + 1];
+	saga s; /* the part the state machine decides on */
+	char customer[VALID_NAME_MAX + 1];
+	char sku[VALID_NAME_MAX + 1];
+	int32_t qty;
+	int64_t amount; /* minor units */
+	int64_t version;
+	int64_t created_ms;
+	int64_t updated_ms;
+} saga_row;
+
+typedef struct store_history_entry {
+	int64_t version;
+	saga_state from_state; /* UNSPECIFIED for the start */
+	saga_state to_state;
+	char event[32];
+	char reason[SAGA_REASON_MAX];
+	int64_t at_ms;
+} store_history_entry;
+
+/* One version-checked change of a saga row (rule 7). */
+typedef struct store_update {
+	const saga_row *before; /* the row as read; its version is the check */
+	saga next;              /* the row after the decision */
+	bool state_changed;     /* append a history row for the transition */
+	bool attention_raised;  /* append a history row "attention" */
+	const char *event;      /* history event name */
+	bool applied;           /* out: false when the version check failed */
+} store_update;
+
+/* store_apply_schema creates or updates the tables (sql/schema.sql) under an
+ * advisory lock, so several orchestrators may start at once. */
+int store_apply_schema(PGconn *conn);
+
+/* store_insert_saga inserts `row` (version 1) and its "started" history row
+ * in one transaction. When the saga id exists already, nothing is written,
+ * *created is false and *existing holds the stored row (duplicates of
+ * StartSaga serialise on the primary key). */
+int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row *existing);
+
+/* store_get_saga reads one saga. Returns -ENOENT when there is none. */
+int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
+
+/* store_list_sagas returns up to `limit` sagas, newest first, in `state`
+ * (UNSPECIFIED: all), only flagged ones when attention_only. *rows is
+ * malloc'd (caller frees), *n its length. */
+int store_list_sagas(PGconn *conn, saga_state state, bool attention_only, int limit,
+    saga_row **rows, size_t *n);
+
+/* store_history returns the history of one saga, oldest first; *out is
+ * malloc'd (caller frees). -ENOENT when the saga does not exist. */
+int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n);
+
+/* store_claim_due claims up to `limit` unfinished sagas whose
+ * next_attempt_at <= now_ms, skipping rows other orchestrators hold
+ * (FOR UPDATE SKIP LOCKED), and moves their next_attempt_at to
+ * now_ms + lease_ms so nobody else claims them meanwhile. Fills rows[0..*n).
+ * The version is not changed: a claim is not a transition. */
+int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows,
+    size_t *n);
+
+/* store_apply writes `n` updates in ONE transaction (group commit): each a
+ * version-checked UPDATE (a lost race sets applied = false and writes
+ * nothing for that saga) plus its history row. On any database error the
+ * whole transaction is rolled back and every applied flag is false. */
+int store_apply(PGconn *conn, store_update *ups, size_t n);
+
+#endif
