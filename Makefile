@@ -1,0 +1,39 @@
+# The two commands of the README, a thin layer over CMake and scripts/.
+#   make demo   install what is missing, build, run the seed lab end to end
+#   make test   install what is missing, build, run the whole suite (ctest)
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-unit test-integration asan clean format
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash scripts/demo.sh
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)
+
+test-unit: build
+	@cd $(BUILD) && ctest --output-on-failure -L unit
+
+test-integration: build
+	@cd $(BUILD) && ctest --output-on-failure -L integration
+
+# The ASan/UBSan build and suite, in its own build folder.
+asan:
+	@$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSAGA_SANITIZER=address,undefined"
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs, only those missing.
+# Uses sudo when not root. Safe to run again.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
+  protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev
+  postgresql jq util-linux)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,159 @@
+# shellcheck shell=bash
+# The whole system on one machine, for the demo and the integration tests:
+# a throwaway PostgreSQL cluster and the three daemons on free loopback
+# ports, stopped again on exit (also when interrupted).
+#
+#   source tests/lib/stack.sh
+#   stack_start            # uses $SAGA_BIN_DIR (default build/bin)
+#   ctl start ali A1 2 200.00 --wait
+#   stack_stop             # also run by the EXIT trap
+#
+# Extra daemon flags: ORCH_FLAGS, STOCK_FLAGS, PAYMENT_FLAGS (word-split).
+# Logs and the cluster live in $STACK_DIR (a new folder under /tmp), kept
+# when KEEP_STACK=1.
+
+STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SAGA_BIN_DIR=${SAGA_BIN_DIR:-$STACK_ROOT/build/bin}
+STACK_DIR=""
+STACK_PIDS=()
+declare -A STACK_PID_OF
+
+_stack_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+_stack_free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 30000))
+    if _stack_port_free "$p"; then echo "$p"; return 0; fi
+  done
+  echo "stack: no free port found" >&2
+  return 1
+}
+
+# wait_until TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds;
+# fails after TIMEOUT_S seconds. The way tests wait (never a fixed sleep).
+wait_until() {
+  local timeout=$1; shift
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "wait_until: timed out after ${timeout}s: $*" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+}
+
+# ctl ARGS...: sagactl against this stack.
+ctl() {
+  "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_URL" --stock "$STOCK_URL" \
+    --payment "$PAYMENT_URL" "$@"
+}
+
+_stack_listening() { ! _stack_port_free "$1"; }
+
+# _stack_daemon NAME PORT CMD...: starts a daemon in the background with its
+# log in $STACK_DIR/NAME.log and waits until its port accepts connections.
+_stack_daemon() {
+  local name=$1 port=$2; shift 2
+  "$@" >>"$STACK_DIR/$name.log" 2>&1 &
+  local pid=$!
+  STACK_PIDS+=("$pid")
+  STACK_PID_OF[$name]=$pid
+  if ! wait_until 30 _stack_listening "$port"; then
+    echo "stack: $name did not start; its log:" >&2
+    tail -20 "$STACK_DIR/$name.log" >&2
+    return 1
+  fi
+}
+
+stack_start_orchestrator() {
+  # shellcheck disable=SC2086
+  _stack_daemon orchestratord "$ORCH_PORT" "$SAGA_BIN_DIR/orchestratord" \
+    --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
+    --db "$PG_CONN dbname=sagas_orchestrator" ${ORCH_FLAGS:-}
+}
+
+stack_start_stock() {
+  # shellcheck disable=SC2086
+  _stack_daemon stockd "$STOCK_PORT" "$SAGA_BIN_DIR/stockd" --listen "$STOCK_URL" \
+    --db "$PG_CONN dbname=sagas_stock" ${STOCK_FLAGS:-}
+}
+
+stack_start_payment() {
+  # shellcheck disable=SC2086
+  _stack_daemon paymentd "$PAYMENT_PORT" "$SAGA_BIN_DIR/paymentd" --listen "$PAYMENT_URL" \
+    --db "$PG_CONN dbname=sagas_payment" ${PAYMENT_FLAGS:-}
+}
+
+# stack_kill NAME [SIGNAL]: signals a daemon (default TERM) and waits for it.
+stack_kill() {
+  local name=$1 sig=${2:-TERM} pid=${STACK_PID_OF[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill "-$sig" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset "STACK_PID_OF[$name]"
+}
+
+stack_start() {
+  for b in orchestratord stockd paymentd sagactl; do
+    [ -x "$SAGA_BIN_DIR/$b" ] || { echo "stack: $SAGA_BIN_DIR/$b is missing: build first" >&2; return 1; }
+  done
+  STACK_DIR=$(mktemp -d /tmp/sagas-stack.XXXXXX)
+  chmod 755 "$STACK_DIR"
+  trap stack_stop EXIT
+  trap 'stack_stop; exit 130' INT TERM
+  PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
+  PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
+  ORCH_PORT=$(_stack_free_port); STOCK_PORT=$(_stack_free_port); PAYMENT_PORT=$(_stack_free_port)
+  ORCH_URL="tcp://127.0.0.1:$ORCH_PORT"
+  STOCK_URL="tcp://127.0.0.1:$STOCK_PORT"
+  PAYMENT_URL="tcp://127.0.0.1:$PAYMENT_PORT"
+  export ORCH_URL STOCK_URL PAYMENT_URL PG_PORT PG_CONN STACK_DIR
+  stack_start_stock
+  stack_start_payment
+  stack_start_orchestrator
+}
+
+stack_stop() {
+  trap - EXIT INT TERM
+  local pid
+  for pid in "${STACK_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${STACK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  STACK_PIDS=()
+  if [ -n "$STACK_DIR" ]; then
+    bash "$STACK_ROOT/scripts/pg.sh" stop "$STACK_DIR/pg"
+    if [ "${KEEP_STACK:-0}" = 1 ]; then
+      echo "stack: kept $STACK_DIR" >&2
+    else
+      rm -rf "$STACK_DIR"
+    fi
+    STACK_DIR=""
+  fi
+}
+
+# psql_db DB SQL: one value (or rows) from a database of this stack.
+psql_db() {
+  psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$1" -qAtc "$2"
+}
+
+# ---- assertions: print what differed and fail the test ----
+FAILURES=0
+assert_eq() { # assert_eq WHAT EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then
+    echo "ok: $1 = $3"
+  else
+    echo "FAIL: $1: expected '$2', got '$3'" >&2
+    FAILURES=$((FAILURES + 1))
+  fi
+}
+
+# finish: exit non-zero when an assertion failed (keeps the logs).
+finish() {
+  if [ "$FAILURES" -ne 0 ]; then
+    echo "$FAILURES assertion(s) failed; daemon logs:" >&2
+    for f in "$STACK_DIR"/*.log; do echo "== $f" >&2; tail -30 "$f" >&2; done
+    exit 1
+  fi
+  echo "all assertions passed"
+}

@@ -1,0 +1,322 @@
+/* Unit tests of the pure saga state machine (orchestrator/saga.c): every row
+ * of the state table of saga-semantics.md, with its success, definitive
+ * refusal and deadline columns, plus retries, backoff and stale replies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "saga.h"
+#include "status.h"
+
+#define NOW 1000000
+static const saga_policy pol = {
+    .step_timeout_ms = 5000, .backoff_base_ms = 50, .backoff_cap_ms = 800, .attention_after = 3};
+
+static saga in_state(saga_state st)
+{
+	saga s = saga_start(NOW - 100, &pol);
+	s.state = st;
+	if (st != SAGA_STATE_RESERVING && st != SAGA_STATE_CHARGING)
+		s.step_deadline_ms = 0;
+	return s;
+}
+
+static saga_decision run(const saga *s, saga_event_kind kind, saga_command cmd, const char *reason,
+    int64_t now)
+{
+	saga_event ev = {.kind = kind, .cmd = cmd, .reason = reason};
+	saga_decision d;
+	saga_transition(s, &ev, now, 12345, &pol, &d);
+	return d;
+}
+
+static void test_start(void **st)
+{
+	(void)st;
+	saga s = saga_start(NOW, &pol);
+	assert_int_equal(s.state, SAGA_STATE_RESERVING);
+	assert_int_equal(s.step_deadline_ms, NOW + 5000);
+	assert_int_equal(s.next_attempt_ms, NOW);
+	assert_int_equal(s.attempts, 0);
+	assert_string_equal(s.reason, "");
+}
+
+/* RESERVING | ReserveStock | CHARGING | CANCELLED (out_of_stock / unknown_sku) | RELEASING */
+static void test_reserving_success(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_RESERVING);
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_RESERVE_STOCK, "", NOW);
+	assert_false(d.ignored);
+	assert_true(d.state_changed);
+	assert_int_equal(d.next.state, SAGA_STATE_CHARGING);
+	assert_int_equal(d.send, SAGA_CMD_CHARGE_PAYMENT);
+	assert_int_equal(d.next.step_deadline_ms, NOW + 5000); /* a fresh step deadline */
+	assert_int_equal(d.next.attempts, 0);
+	assert_string_equal(d.event_name, "reply_ok");
+}
+
+static void test_reserving_refused(void **st)
+{
+	(void)st;
+	const char *reasons[] = {REASON_OUT_OF_STOCK, REASON_UNKNOWN_SKU};
+	for (int i = 0; i < 2; i++) {
+		saga s = in_state(SAGA_STATE_RESERVING);
+		saga_decision d = run(&s, SAGA_EV_REFUSED, SAGA_CMD_RESERVE_STOCK, reasons[i], NOW);
+		assert_int_equal(d.next.state, SAGA_STATE_CANCELLED);
+		assert_string_equal(d.next.reason, reasons[i]);
+		assert_int_equal(d.send, SAGA_CMD_NONE); /* nothing reserved: no compensation */
+		assert_int_equal(d.next.next_attempt_ms, 0);
+		assert_string_equal(d.event_name, "refused");
+	}
+}
+
+static void test_reserving_deadline(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_RESERVING);
+	saga_decision d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", s.step_deadline_ms);
+	assert_int_equal(d.next.state, SAGA_STATE_RELEASING); /* rule 4 */
+	assert_string_equal(d.next.reason, REASON_TIMEOUT);
+	assert_int_equal(d.send, SAGA_CMD_RELEASE_STOCK);
+	assert_int_equal(d.next.step_deadline_ms, 0); /* compensations have none */
+	assert_string_equal(d.event_name, "deadline");
+}
+
+static void test_deadline_not_yet(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_RESERVING);
+	saga_decision d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", s.step_deadline_ms - 1);
+	assert_true(d.ignored);
+	assert_int_equal(d.next.state, SAGA_STATE_RESERVING);
+}
+
+/* CHARGING (pivot) | ChargePayment | COMPLETED | RELEASING (payment_declined) | REFUNDING */
+static void test_charging_success(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_CHARGING);
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_COMPLETED);
+	assert_int_equal(d.send, SAGA_CMD_NONE);
+	assert_string_equal(d.next.reason, "");
+}
+
+static void test_charging_refused(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_CHARGING);
+	saga_decision d =
+	    run(&s, SAGA_EV_REFUSED, SAGA_CMD_CHARGE_PAYMENT, REASON_PAYMENT_DECLINED, NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_RELEASING);
+	assert_string_equal(d.next.reason, REASON_PAYMENT_DECLINED);
+	assert_int_equal(d.send, SAGA_CMD_RELEASE_STOCK);
+	d = run(&s, SAGA_EV_REFUSED, SAGA_CMD_CHARGE_PAYMENT, REASON_UNKNOWN_ACCOUNT, NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_RELEASING);
+	assert_string_equal(d.next.reason, REASON_UNKNOWN_ACCOUNT);
+}
+
+static void test_charging_deadline(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_CHARGING);
+	saga_decision d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", s.step_deadline_ms + 10);
+	assert_int_equal(d.next.state, SAGA_STATE_REFUNDING); /* it may have charged */
+	assert_string_equal(d.next.reason, REASON_TIMEOUT);
+	assert_int_equal(d.send, SAGA_CMD_REFUND_PAYMENT);
+}
+
+/* REFUNDING | RefundPayment | RELEASING | never refused: retried | retried */
+static void test_refunding(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_REFUNDING);
+	strcpy(s.reason, REASON_TIMEOUT);
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_REFUND_PAYMENT, "", NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_RELEASING);
+	assert_int_equal(d.send, SAGA_CMD_RELEASE_STOCK);
+	assert_string_equal(d.next.reason, REASON_TIMEOUT); /* the cause is kept */
+
+	d = run(&s, SAGA_EV_REFUSED, SAGA_CMD_REFUND_PAYMENT, "key_mismatch", NOW);
+	assert_false(d.state_changed);
+	assert_int_equal(d.next.state, SAGA_STATE_REFUNDING);
+	assert_int_equal(d.next.attempts, 1);
+	assert_true(d.next.next_attempt_ms > NOW);
+	assert_int_equal(d.send, SAGA_CMD_NONE);
+
+	d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", NOW + 100000);
+	assert_true(d.ignored); /* compensations have no deadline */
+}
+
+/* RELEASING | ReleaseStock | CANCELLED | never refused: retried | retried */
+static void test_releasing(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_RELEASING);
+	strcpy(s.reason, REASON_PAYMENT_DECLINED);
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_RELEASE_STOCK, "", NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_CANCELLED);
+	assert_string_equal(d.next.reason, REASON_PAYMENT_DECLINED);
+	assert_int_equal(d.send, SAGA_CMD_NONE);
+
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_RELEASE_STOCK, "", NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_RELEASING);
+	assert_int_equal(d.next.attempts, 1);
+	d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", NOW + 100000);
+	assert_true(d.ignored);
+}
+
+static void test_terminal_ignores_everything(void **st)
+{
+	(void)st;
+	saga_state terms[] = {SAGA_STATE_COMPLETED, SAGA_STATE_CANCELLED};
+	saga_event_kind kinds[] = {SAGA_EV_SUCCESS, SAGA_EV_REFUSED, SAGA_EV_TRANSIENT,
+	    SAGA_EV_DEADLINE};
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 4; k++) {
+			saga s = in_state(terms[i]);
+			saga_decision d = run(&s, kinds[k], SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+			assert_true(d.ignored);
+			assert_int_equal(d.next.state, terms[i]);
+			assert_int_equal(d.send, SAGA_CMD_NONE);
+		}
+}
+
+/* A late or duplicated reply to an earlier command makes no transition. */
+static void test_stale_reply_ignored(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_CHARGING);
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_RESERVE_STOCK, "", NOW);
+	assert_true(d.ignored);
+	s = in_state(SAGA_STATE_RELEASING);
+	d = run(&s, SAGA_EV_REFUSED, SAGA_CMD_RESERVE_STOCK, REASON_TOMBSTONE, NOW);
+	assert_true(d.ignored);
+	d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_true(d.ignored);
+}
+
+static void test_step_transient_retries_until_deadline(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_CHARGING);
+	saga_decision d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_false(d.state_changed);
+	assert_int_equal(d.next.state, SAGA_STATE_CHARGING);
+	assert_int_equal(d.next.attempts, 1);
+	assert_true(d.next.next_attempt_ms > NOW && d.next.next_attempt_ms <= NOW + 50);
+	/* a retry never waits past the deadline */
+	s.step_deadline_ms = NOW + 10;
+	s.attempts = 20;
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_int_equal(d.next.next_attempt_ms, NOW + 10);
+	/* a transient failure at or past the deadline is the deadline */
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW + 10);
+	assert_int_equal(d.next.state, SAGA_STATE_REFUNDING);
+	assert_int_equal(d.send, SAGA_CMD_REFUND_PAYMENT);
+	assert_string_equal(d.next.reason, REASON_TIMEOUT);
+}
+
+static void test_attention_after_n(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_RELEASING);
+	saga_decision d;
+	for (int i = 1; i <= 2; i++) {
+		d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_RELEASE_STOCK, "", NOW);
+		assert_false(d.next.attention);
+		assert_false(d.attention_raised);
+		s = d.next;
+	}
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_RELEASE_STOCK, "", NOW);
+	assert_int_equal(d.next.attempts, 3);
+	assert_true(d.next.attention);
+	assert_true(d.attention_raised);
+	assert_int_equal(d.next.next_attempt_ms, NOW + 800); /* the slowest cadence */
+	s = d.next;
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_RELEASE_STOCK, "", NOW);
+	assert_true(d.next.attention);
+	assert_false(d.attention_raised); /* raised once */
+	/* success clears it */
+	d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_RELEASE_STOCK, "", NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_CANCELLED);
+	assert_false(d.next.attention);
+}
+
+static void test_backoff_full_jitter_capped(void **st)
+{
+	(void)st;
+	for (uint64_t r = 0; r < 2000; r += 7) {
+		int64_t b1 = saga_backoff_ms(1, r, &pol);
+		int64_t b3 = saga_backoff_ms(3, r, &pol);
+		int64_t b30 = saga_backoff_ms(30, r, &pol);
+		assert_true(b1 >= 1 && b1 <= 50);
+		assert_true(b3 >= 1 && b3 <= 200);
+		assert_true(b30 >= 1 && b30 <= 800);
+	}
+	assert_int_equal(saga_backoff_ms(1, 49, &pol), 50);
+	assert_int_equal(saga_backoff_ms(30, 799, &pol), 800);
+}
+
+static void test_event_from_reply(void **st)
+{
+	(void)st;
+	saga_event e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_OK, "", false);
+	assert_int_equal(e.kind, SAGA_EV_SUCCESS);
+	e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_FAILED_PRECONDITION,
+	    REASON_OUT_OF_STOCK, false);
+	assert_int_equal(e.kind, SAGA_EV_REFUSED);
+	assert_string_equal(e.reason, REASON_OUT_OF_STOCK);
+	e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_NOT_FOUND, REASON_UNKNOWN_SKU, false);
+	assert_int_equal(e.kind, SAGA_EV_REFUSED);
+	e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_ABORTED, REASON_TOMBSTONE, false);
+	assert_int_equal(e.kind, SAGA_EV_REFUSED);
+	int transient[] = {RPC_UNAVAILABLE, RPC_DEADLINE_EXCEEDED, RPC_INTERNAL, RPC_UNKNOWN,
+	    RPC_RESOURCE_EXHAUSTED, 99};
+	for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++)
+		assert_int_equal(saga_event_from_reply(SAGA_CMD_CHARGE_PAYMENT, transient[i], "", false)
+		                     .kind,
+		    SAGA_EV_TRANSIENT);
+	e = saga_event_from_reply(SAGA_CMD_CHARGE_PAYMENT, RPC_OK, "", true);
+	assert_int_equal(e.kind, SAGA_EV_TRANSIENT); /* no reply is never success */
+}
+
+static void test_names(void **st)
+{
+	(void)st;
+	assert_int_equal(saga_state_parse("charging"), SAGA_STATE_CHARGING);
+	assert_int_equal(saga_state_parse("CANCELLED"), SAGA_STATE_CANCELLED);
+	assert_int_equal(saga_state_parse("nope"), SAGA_STATE_UNSPECIFIED);
+	assert_string_equal(saga_state_name(SAGA_STATE_REFUNDING), "REFUNDING");
+	assert_string_equal(saga_command_name(SAGA_CMD_RELEASE_STOCK), "ReleaseStock");
+	assert_int_equal(saga_command_of(SAGA_STATE_COMPLETED), SAGA_CMD_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_start),
+	    cmocka_unit_test(test_reserving_success),
+	    cmocka_unit_test(test_reserving_refused),
+	    cmocka_unit_test(test_reserving_deadline),
+	    cmocka_unit_test(test_deadline_not_yet),
+	    cmocka_unit_test(test_charging_success),
+	    cmocka_unit_test(test_charging_refused),
+	    cmocka_unit_test(test_charging_deadline),
+	    cmocka_unit_test(test_refunding),
+	    cmocka_unit_test(test_releasing),
+	    cmocka_unit_test(test_terminal_ignores_everything),
+	    cmocka_unit_test(test_stale_reply_ignored),
+	    cmocka_unit_test(test_step_transient_retries_until_deadline),
+	    cmocka_unit_test(test_attention_after_n),
+	    cmocka_unit_test(test_backoff_full_jitter_capped),
+	    cmocka_unit_test(test_event_from_reply),
+	    cmocka_unit_test(test_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
