@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make demo: the seed lab end to end. Starts a throwaway PostgreSQL cluster
+# and the three daemons, seeds stock and accounts, runs three orders through
+# the order saga with sagactl, prints the final state as tables and then as
+# one JSON object on the last line, and stops everything it started (also
+# when interrupted).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../tests/lib/stack.sh"
+source "$here/../tests/lib/seed_lab.sh"
+
+PG_FAST=0 # the demo keeps PostgreSQL's durable defaults
+echo "== starting PostgreSQL and the daemons (logs in a folder under /tmp)"
+stack_start
+echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, PostgreSQL 127.0.0.1:$PG_PORT"
+echo
+echo "== seeding: stock A1 = 5; accounts ali 500.00, sara 20.00"
+seed_lab_seed
+echo
+echo "== order 1: ali orders 2 x A1 for 200.00"
+ctl start ali A1 2 200.00 --wait
+echo
+echo "== order 2: sara orders 1 x A1 for 100.00"
+ctl start sara A1 1 100.00 --wait
+echo
+echo "== order 3: ali orders 10 x A1 for 1000.00"
+ctl start ali A1 10 1000.00 --wait
+echo
+echo "== final state"
+ctl report
+ctl report --json

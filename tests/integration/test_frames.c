@@ -1,0 +1,155 @@
+/* Malformed and oversized frames to each daemon get an error reply or are
+ * dropped, and the daemon keeps serving (run by with_stack.sh, which sets
+ * ORCH_URL, STOCK_URL and PAYMENT_URL). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rpc.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/rpc.pb-c.h"
+#include "sagas/v1/stock.pb-c.h"
+
+typedef struct target {
+	const char *env;
+	const char *method;      /* a real method of the daemon */
+	const char *list_method; /* a harmless call that must keep working */
+	const ProtobufCMessage *list_req;
+} target;
+
+static Sagas__V1__ListStockRequest list_stock = SAGAS__V1__LIST_STOCK_REQUEST__INIT;
+static Sagas__V1__ListAccountsRequest list_accounts = SAGAS__V1__LIST_ACCOUNTS_REQUEST__INIT;
+static Sagas__V1__ListSagasRequest list_sagas = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
+
+static rpc_client *open_client(const char *env)
+{
+	const char *url = getenv(env);
+	assert_non_null(url);
+	rpc_client *c = NULL;
+	rpc_client_opts o = {.resend_ms = 0};
+	assert_int_equal(rpc_client_open(&c, url, &o), 0);
+	return c;
+}
+
+/* send raw bytes, expect a decodable reply with `code` and `reason` */
+static void expect_reply(rpc_client *c, const uint8_t *bytes, size_t len, int code,
+    const char *reason)
+{
+	uint8_t *reply = NULL;
+	size_t n = 0;
+	assert_int_equal(rpc_call_raw(c, bytes, len, 5000, &reply, &n), 0);
+	rpc_result res;
+	assert_int_equal(rpc_decode_reply(reply, n, &res), 0);
+	free(reply);
+	assert_int_equal(res.code, code);
+	assert_string_equal(res.reason, reason);
+	rpc_result_clear(&res);
+}
+
+static size_t envelope(const char *method, const uint8_t *payload, size_t plen, uint8_t **out)
+{
+	Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	env.method = (char *)method;
+	env.request_id = "t1";
+	env.payload.data = (uint8_t *)payload;
+	env.payload.len = plen;
+	size_t n = sagas__v1__request_envelope__get_packed_size(&env);
+	*out = malloc(n + 1);
+	assert_non_null(*out);
+	return sagas__v1__request_envelope__pack(&env, *out);
+}
+
+static void still_serves(rpc_client *c, const target *t)
+{
+	rpc_result res;
+	assert_int_equal(rpc_call(c, t->list_method, t->list_req, 5000, &res), 0);
+	assert_false(res.transport);
+	assert_int_equal(res.code, RPC_OK);
+	rpc_result_clear(&res);
+}
+
+static void check_target(const target *t)
+{
+	rpc_client *c = open_client(t->env);
+	still_serves(c, t);
+
+	static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 'g', 'a', 'r', 'b'};
+	expect_reply(c, garbage, sizeof garbage, RPC_INVALID_ARGUMENT, "malformed_envelope");
+	/* an empty frame decodes as an empty envelope: no such method */
+	expect_reply(c, (const uint8_t *)"", 0, RPC_UNIMPLEMENTED, "unknown_method");
+
+	uint8_t *buf = NULL;
+	size_t n = envelope("/sagas.v1.Nope/Nothing", NULL, 0, &buf);
+	expect_reply(c, buf, n, RPC_UNIMPLEMENTED, "unknown_method");
+	free(buf);
+
+	static const uint8_t bad_payload[] = {0x0a, 0xff, 0x01, 0x02};
+	n = envelope(t->method, bad_payload, sizeof bad_payload, &buf);
+	expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "malformed_payload");
+	free(buf);
+
+	n = envelope("/sagas.v1.\xc3\x28/X", NULL, 0, &buf);
+	expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "bad_field");
+	free(buf);
+
+	/* an empty request of a real method: every required field is missing */
+	n = envelope(t->method, NULL, 0, &buf);
+	expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "bad_field");
+	free(buf);
+
+	/* a frame over the 1 MiB limit is dropped (no reply) */
+	size_t big = 2u << 20;
+	uint8_t *huge = calloc(1, big);
+	assert_non_null(huge);
+	uint8_t *reply = NULL;
+	size_t rn = 0;
+	int rc = rpc_call_raw(c, huge, big, 1500, &reply, &rn);
+	assert_int_not_equal(rc, 0);
+	free(huge);
+
+	/* and the daemon keeps serving, on a new connection */
+	rpc_client_close(c);
+	c = open_client(t->env);
+	still_serves(c, t);
+	rpc_client_close(c);
+}
+
+static void test_stock(void **st)
+{
+	(void)st;
+	target t = {"STOCK_URL", "/sagas.v1.Stock/ReserveStock", "/sagas.v1.Stock/ListStock",
+	    &list_stock.base};
+	check_target(&t);
+}
+
+static void test_payment(void **st)
+{
+	(void)st;
+	target t = {"PAYMENT_URL", "/sagas.v1.Payment/ChargePayment",
+	    "/sagas.v1.Payment/ListAccounts", &list_accounts.base};
+	check_target(&t);
+}
+
+static void test_orchestrator(void **st)
+{
+	(void)st;
+	target t = {"ORCH_URL", "/sagas.v1.Orchestrator/StartSaga",
+	    "/sagas.v1.Orchestrator/ListSagas", &list_sagas.base};
+	check_target(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_stock),
+	    cmocka_unit_test(test_payment),
+	    cmocka_unit_test(test_orchestrator),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
