@@ -1,1 +1,1558 @@
-int main(void);
+/* sagactl: the command-line client of the saga orchestrator, and the admin
+ * client of the stock and payment participants.
+ *
+ *   sagactl [GLOBAL OPTIONS] VERB [ARGS] [OPTIONS]
+ *
+ * Global options may come before or after the verb; verb options anywhere
+ * after the verb (GNU getopt permutes; "--" ends the options). Every verb is
+ * parsed with config_load from one table: the global rows plus its own.
+ *
+ * Exit status: 0 success (a saga that was started and then CANCELLED is a
+ * success: the outcome is data); 1 an error (RPC error, unreachable service,
+ * malformed reply, --wait timed out); 2 a usage error (printed before any
+ * call). Human output goes to stdout as aligned tables; with --json, exactly
+ * one JSON object or array on one line. Errors go to stderr as
+ * "error: <message>".
+ *
+ * Protobuf lives here because this file is the CLI's codec: every reply
+ * payload is unpacked with the NULL allocator, checked for NULL and freed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "rpc.h"
+#include "saga.h"
+#include "status.h"
+#include "valid.h"
+
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/stock.pb-c.h"
+
+enum {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_ERROR = 1,
+	CTL_EXIT_USAGE = 2,
+};
+
+#define CTL_POLL_MS        20    /* --wait polls GetSaga this often */
+#define CTL_LIST_LIMIT_MAX 10000 /* the orchestrator's largest page */
+#define CTL_MAX_ARGS       256   /* positional arguments of one verb */
+
+/* The services sagactl talks to. */
+typedef enum ctl_svc {
+	CTL_SVC_ORCHESTRATOR = 0,
+	CTL_SVC_STOCK = 1,
+	CTL_SVC_PAYMENT = 2,
+	CTL_SVC_COUNT = 3,
+} ctl_svc;
+
+static const char *const ctl_svc_names[CTL_SVC_COUNT] = {"orchestrator", "stock", "payment"};
+
+/* Every option of every verb; config_load fills the rows of the verb's table. */
+typedef struct ctl_opts {
+	char url[CTL_SVC_COUNT][CONFIG_STR_MAX];
+	int64_t timeout_ms;
+	bool json;
+	char id[CONFIG_STR_MAX];
+	bool wait;
+	int64_t wait_timeout_ms;
+	char state[CONFIG_STR_MAX];
+	int64_t limit;
+	bool attention;
+	bool reservations;
+} ctl_opts;
+
+typedef struct ctl_ctx ctl_ctx;
+
+/* One verb: its option table, its positional arguments and its action. */
+typedef struct ctl_cmd {
+	const char *name;     /* "start", "stock set" */
+	const char *synopsis; /* positional part, for the verb list */
+	const char *brief;    /* one line for the verb list */
+	const char *usage;
+	const char *summary;
+	const config_opt *opts;
+	size_t nopts;
+	const char *const *args; /* names of the positional arguments */
+	int (*run)(ctl_ctx *c, char **args);
+} ctl_cmd;
+
+struct ctl_ctx {
+	ctl_opts o;
+	const ctl_cmd *cmd;
+	rpc_client *client[CTL_SVC_COUNT];
+};
+
+/* ---- option tables ---- */
+
+#define CTL_OPT_GLOBAL                                                                             \
+	{"orchestrator", "SAGA_ORCHESTRATOR_URL", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0,        \
+	    offsetof(ctl_opts, url[CTL_SVC_ORCHESTRATOR]), "orchestrator URL", "URL"},             \
+	    {"stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0,                  \
+	        offsetof(ctl_opts, url[CTL_SVC_STOCK]), "stock service URL", "URL"},               \
+	    {"payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0,              \
+	        offsetof(ctl_opts, url[CTL_SVC_PAYMENT]), "payment service URL", "URL"},           \
+	    {"timeout", NULL, CONFIG_INT, "5000", 1, 3600000, offsetof(ctl_opts, timeout_ms),      \
+	        "timeout of each call", "MS"},                                                     \
+	{                                                                                          \
+		"json", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, json),                   \
+		    "print one JSON value on one line", NULL                                       \
+	}
+
+#define CTL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const config_opt ctl_opts_global[] = {CTL_OPT_GLOBAL};
+
+static const config_opt ctl_opts_start[] = {
+    CTL_OPT_GLOBAL,
+    {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
+        "saga id, a canonical lowercase UUID (default: a new random one)", "UUID"},
+    {"wait", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, wait),
+        "poll until the saga is COMPLETED or CANCELLED", NULL},
+    {"wait-timeout", NULL, CONFIG_INT, "30000", 1, 86400000, offsetof(ctl_opts, wait_timeout_ms),
+        "give up waiting after this long (exit 1)", "MS"},
+};
+
+static const config_opt ctl_opts_list[] = {
+    CTL_OPT_GLOBAL,
+    {"state", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, state),
+        "only sagas in this state (case-insensitive)", "STATE"},
+    {"limit", NULL, CONFIG_INT, "0", 0, CTL_LIST_LIMIT_MAX, offsetof(ctl_opts, limit),
+        "at most N sagas, newest first (0: the server's default, 100)", "N"},
+    {"attention", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, attention),
+        "only sagas flagged for an operator", NULL},
+};
+
+static const config_opt ctl_opts_stock_list[] = {
+    CTL_OPT_GLOBAL,
+    {"reservations", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, reservations),
+        "also list every reservation row", NULL},
+};
+
+/* ---- small helpers ---- */
+
+/* ctl_usage prints a usage error about the current verb and returns 2. */
+static int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nhint: see 'sagactl %s%s--help'\n", cmd ? cmd->name : "", cmd ? " " : "");
+	return CTL_EXIT_USAGE;
+}
+
+/* ctl_error prints "error: <message>" and returns 1. */
+static int ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int ctl_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CTL_EXIT_ERROR;
+}
+
+/* ctl_parse_int reads a whole number with digits only (no sign, no spaces)
+ * into *out. Returns 0, -EINVAL for bad text or -ERANGE outside min..max. */
+static int ctl_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+	if (text[0] == '\0')
+		return -EINVAL;
+	int64_t v = 0;
+	for (const char *p = text; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		int d = *p - '0';
+		if (v > (INT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* ctl_iso_ms writes ms since the epoch as ISO-8601 UTC with milliseconds,
+ * or "-" for 0. Returns buf (at least 32 bytes). */
+static char *ctl_iso_ms(int64_t ms, char *buf, size_t len)
+{
+	if (ms <= 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	if (gmtime_r(&sec, &tm) == NULL) {
+		snprintf(buf, len, "%" PRId64, ms);
+		return buf;
+	}
+	char when[24];
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", when, (int)(ms % 1000));
+	return buf;
+}
+
+/* ctl_money formats minor units; a small wrapper for readability. */
+static char *ctl_money(int64_t minor, char *buf)
+{
+	return money_format(minor, buf, 32);
+}
+
+static const char *ctl_charge_status_name(int s)
+{
+	switch (s) {
+	case SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_CHARGED:
+		return "CHARGED";
+	case SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_DECLINED:
+		return "DECLINED";
+	case SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_UNKNOWN_ACCOUNT:
+		return "UNKNOWN_ACCOUNT";
+	case SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_REFUNDED:
+		return "REFUNDED";
+	case SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_TOMBSTONE:
+		return "TOMBSTONE";
+	default:
+		return "UNSPECIFIED";
+	}
+}
+
+static const char *ctl_reservation_status_name(int s)
+{
+	switch (s) {
+	case SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_RESERVED:
+		return "RESERVED";
+	case SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_OUT_OF_STOCK:
+		return "OUT_OF_STOCK";
+	case SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_UNKNOWN_SKU:
+		return "UNKNOWN_SKU";
+	case SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_RELEASED:
+		return "RELEASED";
+	case SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_TOMBSTONE:
+		return "TOMBSTONE";
+	default:
+		return "UNSPECIFIED";
+	}
+}
+
+/* ---- tables (psql-like) ---- */
+
+/* A table of strings; an allocation failure is sticky and reported by
+ * ctl_table_print, so that callers check once. */
+typedef struct ctl_table {
+	size_t ncols;
+	const char *const *head;
+	const char *align; /* one 'l' or 'r' per column */
+	char **cells;      /* nrows * ncols, malloc'd */
+	size_t nrows;
+	size_t cap;
+	bool oom;
+} ctl_table;
+
+/* ctl_table_row appends one row of t->ncols strings (copied). */
+static void ctl_table_row(ctl_table *t, ...)
+{
+	if (t->oom)
+		return;
+	if (t->nrows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		char **cells = realloc(t->cells, cap * t->ncols * sizeof *cells);
+		if (cells == NULL) {
+			t->oom = true;
+			return;
+		}
+		t->cells = cells;
+		t->cap = cap;
+	}
+	char **row = t->cells + t->nrows * t->ncols;
+	va_list ap;
+	va_start(ap, t);
+	for (size_t i = 0; i < t->ncols; i++) {
+		const char *s = va_arg(ap, const char *);
+		row[i] = strdup(s ? s : "");
+		if (row[i] == NULL)
+			t->oom = true;
+	}
+	va_end(ap);
+	t->nrows++;
+}
+
+/* ctl_width counts the code points of UTF-8 text (its width in a terminal,
+ * near enough for names and numbers). */
+static size_t ctl_width(const char *s)
+{
+	size_t n = 0;
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+static void ctl_pad(FILE *out, size_t n)
+{
+	while (n-- > 0)
+		fputc(' ', out);
+}
+
+static void ctl_cell(FILE *out, const char *s, size_t width, char align, bool last)
+{
+	size_t w = ctl_width(s);
+	size_t pad = width > w ? width - w : 0;
+	fputc(' ', out);
+	if (align == 'r')
+		ctl_pad(out, pad);
+	fputs(s, out);
+	if (align != 'r' && !last)
+		ctl_pad(out, pad);
+	fputs(last ? "\n" : " |", out);
+}
+
+/* ctl_table_print writes the table as psql does, with a "(N rows)" footer.
+ * Returns 0, or -ENOMEM when a row could not be stored. */
+static int ctl_table_print(const ctl_table *t, FILE *out)
+{
+	if (t->oom)
+		return -ENOMEM;
+	size_t width[16] = {0};
+	if (t->ncols > CTL_NELEM(width))
+		return -EINVAL;
+	for (size_t c = 0; c < t->ncols; c++) {
+		width[c] = ctl_width(t->head[c]);
+		for (size_t r = 0; r < t->nrows; r++) {
+			size_t w = ctl_width(t->cells[r * t->ncols + c]);
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	for (size_t c = 0; c < t->ncols; c++)
+		ctl_cell(out, t->head[c], width[c], 'l', c + 1 == t->ncols);
+	for (size_t c = 0; c < t->ncols; c++) {
+		for (size_t i = 0; i < width[c] + 2; i++)
+			fputc('-', out);
+		if (c + 1 < t->ncols)
+			fputc('+', out);
+	}
+	fputc('\n', out);
+	for (size_t r = 0; r < t->nrows; r++)
+		for (size_t c = 0; c < t->ncols; c++)
+			ctl_cell(out, t->cells[r * t->ncols + c], width[c], t->align[c],
+			    c + 1 == t->ncols);
+	fprintf(out, "(%zu %s)\n", t->nrows, t->nrows == 1 ? "row" : "rows");
+	return 0;
+}
+
+static void ctl_table_fini(ctl_table *t)
+{
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = t->cap = 0;
+}
+
+/* ctl_table_done prints then frees a table; returns an exit code. */
+static int ctl_table_done(ctl_table *t)
+{
+	int rc = ctl_table_print(t, stdout);
+	ctl_table_fini(t);
+	if (rc != 0)
+		return ctl_error("could not format the table: out of memory");
+	return CTL_EXIT_OK;
+}
+
+/* ---- JSON ---- */
+
+/* ctl_json_print writes `j` on one line to stdout and drops the reference.
+ * A NULL `j` (a failed json_pack) is an error. Returns an exit code. */
+static int ctl_json_print(json_t *j)
+{
+	if (j == NULL)
+		return ctl_error("could not build the JSON output (out of memory or bad UTF-8 "
+		                 "in a reply)");
+	int rc = json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	if (rc != 0)
+		return ctl_error("could not write the JSON output");
+	fputc('\n', stdout);
+	return CTL_EXIT_OK;
+}
+
+/* ctl_json_append appends `v` (stolen) to array `a`; false when either is
+ * NULL or the append failed. */
+static bool ctl_json_append(json_t *a, json_t *v)
+{
+	if (a == NULL || v == NULL) {
+		json_decref(v);
+		return false;
+	}
+	return json_array_append_new(a, v) == 0;
+}
+
+/* A saga with its order; the shape shared by start, get, list and report. */
+static json_t *ctl_saga_json(const Sagas__V1__Saga *s)
+{
+	char amount[32], created[32], updated[32];
+	const Sagas__V1__Order *o = s->order;
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, s:I, "
+	                 "s:s, s:I, s:I}",
+	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason",
+	    s->reason, "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
+	    (json_int_t)o->amount, "amount", ctl_money(o->amount, amount), "attention",
+	    (int)s->attention, "version", (json_int_t)s->version, "attempts", (int)s->attempts,
+	    "created_unix_ms", (json_int_t)s->created_unix_ms, "created_at",
+	    ctl_iso_ms(s->created_unix_ms, created, sizeof created), "updated_unix_ms",
+	    (json_int_t)s->updated_unix_ms, "updated_at",
+	    ctl_iso_ms(s->updated_unix_ms, updated, sizeof updated), "step_deadline_unix_ms",
+	    (json_int_t)s->step_deadline_unix_ms, "next_attempt_unix_ms",
+	    (json_int_t)s->next_attempt_unix_ms);
+}
+
+/* ---- RPC ---- */
+
+/* ctl_url_ok is true for the nng URL schemes a client can dial. */
+static bool ctl_url_ok(const char *url)
+{
+	static const char *const schemes[]
+	    = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://"};
+	for (size_t i = 0; i < CTL_NELEM(schemes); i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0')
+			return true;
+	}
+	return false;
+}
+
+/* ctl_client returns the (lazily opened) client of `svc`, or NULL after
+ * printing an error; *rc is the exit code then. */
+static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
+{
+	if (c->client[svc] != NULL)
+		return c->client[svc];
+	const char *url = c->o.url[svc];
+	if (!ctl_url_ok(url)) {
+		*rc = ctl_usage(c->cmd,
+		    "invalid --%s URL \"%s\": expected tcp://HOST:PORT or ipc://PATH",
+		    ctl_svc_names[svc], url);
+		return NULL;
+	}
+	/* never resend: sagactl retries nothing by itself, and StartSaga always
+	 * carries a saga id so that a duplicate would be harmless anyway */
+	rpc_client_opts opts = {.resend_ms = 0};
+	int err = rpc_client_open(&c->client[svc], url, &opts);
+	if (err != 0) {
+		*rc = ctl_error("could not open a connection to %s at %s: %s", ctl_svc_names[svc],
+		    url, strerror(-err));
+		c->client[svc] = NULL;
+		return NULL;
+	}
+	return c->client[svc];
+}
+
+/* ctl_call sends one request to `svc` and waits up to `timeout_ms`. On an OK
+ * reply returns 0 with the payload in *res (clear it with rpc_result_clear).
+ * Otherwise prints "error: could not <action>: ..." (or "could not reach"
+ * for a transport failure) unless `quiet`, clears *res and returns an exit
+ * code; with `quiet` a transport failure returns -1 without printing. */
+static int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    const char *action, int64_t timeout_ms, bool quiet, rpc_result *res)
+{
+	int rc = CTL_EXIT_ERROR;
+	memset(res, 0, sizeof *res);
+	rpc_client *cl = ctl_client(c, svc, &rc);
+	if (cl == NULL)
+		return rc;
+	int err = rpc_call(cl, method, req, timeout_ms, res);
+	if (err != 0)
+		return ctl_error("could not %s: could not send the request to %s: %s", action,
+		    ctl_svc_names[svc], strerror(-err));
+	if (res->code == RPC_OK)
+		return 0;
+	if (res->transport) {
+		if (quiet) {
+			rpc_result_clear(res);
+			return -1;
+		}
+		char msg[RPC_MESSAGE_MAX];
+		snprintf(msg, sizeof msg, "%s", res->message);
+		/* nng says "Timed out"; messages here are lowercase */
+		if (msg[0] >= 'A' && msg[0] <= 'Z' && msg[1] >= 'a' && msg[1] <= 'z')
+			msg[0] = (char)(msg[0] - 'A' + 'a');
+		if (res->code == RPC_DEADLINE_EXCEEDED)
+			rc = ctl_error("could not reach %s at %s: timed out after %" PRId64
+			               " ms (%s)",
+			    ctl_svc_names[svc], c->o.url[svc], timeout_ms,
+			    rpc_code_name(res->code));
+		else
+			rc = ctl_error("could not reach %s at %s: %s (%s)", ctl_svc_names[svc],
+			    c->o.url[svc], msg, rpc_code_name(res->code));
+	} else if (res->reason[0] != '\0') {
+		rc = ctl_error("could not %s: %s (%s): %s", action, rpc_code_name(res->code),
+		    res->reason, res->message);
+	} else {
+		rc = ctl_error(
+		    "could not %s: %s: %s", action, rpc_code_name(res->code), res->message);
+	}
+	rpc_result_clear(res);
+	return rc;
+}
+
+/* ctl_bad_reply reports a reply payload that did not decode. */
+static int ctl_bad_reply(ctl_ctx *c, ctl_svc svc, const char *what)
+{
+	return ctl_error(
+	    "malformed %s reply from %s at %s", what, ctl_svc_names[svc], c->o.url[svc]);
+}
+
+/* ctl_saga_ok is true when a decoded saga has the parts the CLI prints. */
+static bool ctl_saga_ok(const Sagas__V1__Saga *s)
+{
+	return s != NULL && s->order != NULL;
+}
+
+/* ---- human output of sagas ---- */
+
+static void ctl_saga_print(const Sagas__V1__Saga *s, int created)
+{
+	char amount[32], t1[32], t2[32], t3[32], t4[32];
+	const Sagas__V1__Order *o = s->order;
+	printf("saga_id       %s\n", s->saga_id);
+	printf("state         %s\n", saga_state_name((saga_state)s->state));
+	printf("reason        %s\n", s->reason[0] ? s->reason : "-");
+	printf("customer      %s\n", o->customer);
+	printf("sku           %s\n", o->sku);
+	printf("qty           %d\n", (int)o->qty);
+	printf("amount        %s\n", ctl_money(o->amount, amount));
+	printf("attention     %s\n", s->attention ? "yes" : "no");
+	printf("version       %" PRId64 "\n", (int64_t)s->version);
+	printf("attempts      %d\n", (int)s->attempts);
+	printf("created_at    %s\n", ctl_iso_ms(s->created_unix_ms, t1, sizeof t1));
+	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
+	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
+	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
+	if (created >= 0)
+		printf("created       %s\n", created ? "yes" : "no (it already existed)");
+}
+
+/* ---- verbs ---- */
+
+/* ctl_parse_name validates CUSTOMER or SKU; returns 0 or a usage exit code. */
+static int ctl_parse_name(ctl_ctx *c, const char *what, const char *text)
+{
+	if (valid_name(text))
+		return 0;
+	return ctl_usage(c->cmd,
+	    "invalid %s \"%s\": expected 1..%d bytes of UTF-8 without control characters", what,
+	    text, VALID_NAME_MAX);
+}
+
+/* ctl_parse_amount reads AMOUNT strictly; returns 0 or a usage exit code. */
+static int ctl_parse_amount(ctl_ctx *c, const char *text, int64_t *out)
+{
+	int err = money_parse(text, false, out);
+	if (err == 0)
+		return 0;
+	if (err == -ERANGE)
+		return ctl_usage(c->cmd, "invalid AMOUNT \"%s\": out of range 0.01..%lld.00", text,
+		    VALID_AMOUNT_MAX / 100);
+	return ctl_usage(c->cmd,
+	    "invalid AMOUNT \"%s\": expected a decimal in major units with at most two "
+	    "decimals, e.g. 12.50",
+	    text);
+}
+
+/* ctl_wait polls GetSaga every CTL_POLL_MS until saga `id` is terminal.
+ * Returns 0 with the final reply in *out (free it), or an exit code after
+ * printing an error (an RPC error, or --wait-timeout passed). */
+static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
+{
+	const char *method = "/sagas.v1.Orchestrator/GetSaga";
+	int64_t deadline = clock_mono_ms() + c->o.wait_timeout_ms;
+	saga_state last = SAGA_STATE_UNSPECIFIED;
+	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	req.saga_id = (char *)id;
+	for (;;) {
+		int64_t left = deadline - clock_mono_ms();
+		int64_t t = left < c->o.timeout_ms ? left : c->o.timeout_ms;
+		rpc_result res;
+		int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, method, &req.base, "get saga",
+		    t > 0 ? t : 1, true, &res);
+		if (rc > 0)
+			return rc;
+		if (rc == 0) {
+			Sagas__V1__GetSagaReply *rep
+			    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
+			rpc_result_clear(&res);
+			if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+				if (rep != NULL)
+					sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+				return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
+			}
+			last = (saga_state)rep->saga->state;
+			if (saga_is_terminal(last)) {
+				*out = rep;
+				return 0;
+			}
+			sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+		}
+		/* rc < 0: the orchestrator did not answer in time; keep polling */
+		left = deadline - clock_mono_ms();
+		if (left <= 0)
+			return ctl_error("saga %s did not finish within %" PRId64
+			                 " ms (last seen %s); it goes on, see 'sagactl get %s'",
+			    id, c->o.wait_timeout_ms,
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name(last),
+			    id);
+		int64_t nap = left < CTL_POLL_MS ? left : CTL_POLL_MS;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap * 1000000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+}
+
+static int ctl_start(ctl_ctx *c, char **args)
+{
+	int rc;
+	int64_t qty = 0, amount = 0;
+	if ((rc = ctl_parse_name(c, "CUSTOMER", args[0])) != 0
+	    || (rc = ctl_parse_name(c, "SKU", args[1])) != 0)
+		return rc;
+	int err = ctl_parse_int(args[2], 1, VALID_QTY_MAX, &qty);
+	if (err == -ERANGE)
+		return ctl_usage(
+		    c->cmd, "invalid QTY \"%s\": out of range 1..%d", args[2], VALID_QTY_MAX);
+	if (err != 0)
+		return ctl_usage(c->cmd, "invalid QTY \"%s\": expected a whole number 1..%d",
+		    args[2], VALID_QTY_MAX);
+	if ((rc = ctl_parse_amount(c, args[3], &amount)) != 0)
+		return rc;
+	char id[VALID_UUID_LEN + 1];
+	if (c->o.id[0] != '\0') {
+		if (!valid_uuid(c->o.id))
+			return ctl_usage(c->cmd,
+			    "invalid --id \"%s\": expected a canonical lowercase UUID "
+			    "(8-4-4-4-12 hex digits)",
+			    c->o.id);
+		memcpy(id, c->o.id, sizeof id);
+	} else {
+		/* our own id makes the call idempotent even if it is delivered twice */
+		saga_id_new(id);
+	}
+
+	Sagas__V1__Order order = SAGAS__V1__ORDER__INIT;
+	order.customer = args[0];
+	order.sku = args[1];
+	order.qty = (int32_t)qty;
+	order.amount = amount;
+	Sagas__V1__StartSagaRequest req = SAGAS__V1__START_SAGA_REQUEST__INIT;
+	req.saga_id = id;
+	req.order = &order;
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
+	    "start saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__StartSagaReply *rep
+	    = sagas__v1__start_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	Sagas__V1__GetSagaReply *fin = NULL;
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "StartSaga");
+		goto out_free_rep;
+	}
+	const Sagas__V1__Saga *shown = rep->saga;
+	if (c->o.wait && !saga_is_terminal((saga_state)rep->saga->state)) {
+		rc = ctl_wait(c, rep->saga->saga_id, &fin);
+		if (rc != 0)
+			goto out_free_rep;
+		shown = fin->saga;
+	}
+	if (c->o.json) {
+		rc = ctl_json_print(json_pack(
+		    "{s:b, s:o}", "created", (int)rep->created, "saga", ctl_saga_json(shown)));
+	} else {
+		ctl_saga_print(shown, rep->created);
+		rc = CTL_EXIT_OK;
+	}
+	if (fin != NULL)
+		sagas__v1__get_saga_reply__free_unpacked(fin, NULL);
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__start_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_parse_id validates a saga id argument. */
+static int ctl_parse_id(ctl_ctx *c, const char *text)
+{
+	if (valid_uuid(text))
+		return 0;
+	return ctl_usage(c->cmd,
+	    "invalid ID \"%s\": expected a canonical lowercase UUID (8-4-4-4-12 hex digits)", text);
+}
+
+static int ctl_get(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
+	    "get saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaReply *rep
+	    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
+		goto out_free_rep;
+	}
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(rep->saga));
+	} else {
+		ctl_saga_print(rep->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_list_sagas calls ListSagas. Returns 0 and *out (free it), or an exit
+ * code after printing an error. */
+static int ctl_list_sagas(
+    ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out)
+{
+	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
+	req.state = (Sagas__V1__SagaState)state;
+	req.limit = limit;
+	req.attention_only = attention;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/ListSagas", &req.base,
+	    "list sagas", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__ListSagasReply *rep
+	    = sagas__v1__list_sagas_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "ListSagas");
+	for (size_t i = 0; i < rep->n_sagas; i++) {
+		if (!ctl_saga_ok(rep->sagas[i])) {
+			sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+			return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "ListSagas");
+		}
+	}
+	*out = rep;
+	return 0;
+}
+
+static int ctl_list(ctl_ctx *c, char **args)
+{
+	saga_state state = SAGA_STATE_UNSPECIFIED;
+	if (c->o.state[0] != '\0') {
+		state = saga_state_parse(c->o.state);
+		if (state == SAGA_STATE_UNSPECIFIED)
+			return ctl_usage(c->cmd,
+			    "invalid --state \"%s\": expected one of RESERVING, CHARGING, "
+			    "COMPLETED, REFUNDING, RELEASING, CANCELLED",
+			    c->o.state);
+	}
+	Sagas__V1__ListSagasReply *rep = NULL;
+	int rc = ctl_list_sagas(c, state, (int32_t)c->o.limit, c->o.attention, &rep);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		json_t *a = json_array();
+		bool ok = a != NULL;
+		for (size_t i = 0; ok && i < rep->n_sagas; i++)
+			ok = ctl_json_append(a, ctl_saga_json(rep->sagas[i]));
+		if (!ok) {
+			json_decref(a);
+			a = NULL;
+		}
+		rc = ctl_json_print(a);
+	} else {
+		static const char *const head[] = {"saga_id", "state", "reason", "customer", "sku",
+		    "qty", "amount", "attention", "updated_at"};
+		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllllrrll"};
+		for (size_t i = 0; i < rep->n_sagas; i++) {
+			const Sagas__V1__Saga *s = rep->sagas[i];
+			char qty[16], amount[32], at[32];
+			snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
+			ctl_table_row(&t, s->saga_id, saga_state_name((saga_state)s->state),
+			    s->reason, s->order->customer, s->order->sku, qty,
+			    ctl_money(s->order->amount, amount), s->attention ? "yes" : "",
+			    ctl_iso_ms(s->updated_unix_ms, at, sizeof at));
+		}
+		rc = ctl_table_done(&t);
+	}
+	sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int ctl_history(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaHistoryRequest req = SAGAS__V1__GET_SAGA_HISTORY_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSagaHistory", &req.base,
+	    "get saga history", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaHistoryReply *rep
+	    = sagas__v1__get_saga_history_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSagaHistory");
+	if (c->o.json) {
+		json_t *a = json_array();
+		bool ok = a != NULL;
+		for (size_t i = 0; ok && i < rep->n_entries; i++) {
+			const Sagas__V1__HistoryEntry *e = rep->entries[i];
+			char at[32];
+			ok = ctl_json_append(a,
+			    json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:s}", "version",
+			        (json_int_t)e->version, "at_unix_ms", (json_int_t)e->at_unix_ms,
+			        "at", ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state",
+			        saga_state_name((saga_state)e->from_state), "to_state",
+			        saga_state_name((saga_state)e->to_state), "event", e->event,
+			        "reason", e->reason));
+		}
+		if (!ok) {
+			json_decref(a);
+			a = NULL;
+		}
+		rc = ctl_json_print(a);
+	} else {
+		static const char *const head[]
+		    = {"version", "at", "transition", "event", "reason"};
+		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "rllll"};
+		for (size_t i = 0; i < rep->n_entries; i++) {
+			const Sagas__V1__HistoryEntry *e = rep->entries[i];
+			char ver[24], at[32], tr[64];
+			snprintf(ver, sizeof ver, "%" PRId64, (int64_t)e->version);
+			snprintf(tr, sizeof tr, "%s -> %s",
+			    e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
+			        ? "-"
+			        : saga_state_name((saga_state)e->from_state),
+			    saga_state_name((saga_state)e->to_state));
+			ctl_table_row(&t, ver, ctl_iso_ms(e->at_unix_ms, at, sizeof at), tr,
+			    e->event, e->reason);
+		}
+		rc = ctl_table_done(&t);
+	}
+	sagas__v1__get_saga_history_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int ctl_stock_set(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_name(c, "SKU", args[0]);
+	if (rc != 0)
+		return rc;
+	int64_t on_hand = 0;
+	int err = ctl_parse_int(args[1], 0, INT64_MAX, &on_hand);
+	if (err != 0)
+		return ctl_usage(
+		    c->cmd, "invalid ON_HAND \"%s\": expected a whole number >= 0", args[1]);
+	Sagas__V1__SetStockRequest req = SAGAS__V1__SET_STOCK_REQUEST__INIT;
+	req.sku = args[0];
+	req.on_hand = on_hand;
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_STOCK, "/sagas.v1.Stock/SetStock", &req.base, "set stock",
+	    c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__SetStockReply *rep
+	    = sagas__v1__set_stock_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_STOCK, "SetStock");
+	if (c->o.json) {
+		rc = ctl_json_print(
+		    json_pack("{s:s, s:I}", "sku", args[0], "on_hand", (json_int_t)rep->on_hand));
+	} else {
+		printf("%s on hand: %" PRId64 "\n", args[0], (int64_t)rep->on_hand);
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__set_stock_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_list_stock calls ListStock. Returns 0 and *out (free it), or an exit
+ * code after printing an error. */
+static int ctl_list_stock(ctl_ctx *c, Sagas__V1__ListStockReply **out)
+{
+	Sagas__V1__ListStockRequest req = SAGAS__V1__LIST_STOCK_REQUEST__INIT;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_STOCK, "/sagas.v1.Stock/ListStock", &req.base, "list stock",
+	    c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	*out = sagas__v1__list_stock_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (*out == NULL)
+		return ctl_bad_reply(c, CTL_SVC_STOCK, "ListStock");
+	return 0;
+}
+
+/* ctl_stock_item_json is the shape of one sku in `stock list` and `report`. */
+static json_t *ctl_stock_item_json(const Sagas__V1__StockItem *it)
+{
+	return json_pack("{s:s, s:I, s:i, s:I}", "sku", it->sku, "on_hand", (json_int_t)it->on_hand,
+	    "live_reservations", (int)it->live_reservations, "reserved_qty",
+	    (json_int_t)it->reserved_qty);
+}
+
+/* ctl_stock_table adds the sku table of `rep` to stdout. */
+static int ctl_stock_table(const Sagas__V1__ListStockReply *rep)
+{
+	static const char *const head[] = {"sku", "on_hand", "live_reservations", "reserved_qty"};
+	ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lrrr"};
+	for (size_t i = 0; i < rep->n_items; i++) {
+		const Sagas__V1__StockItem *it = rep->items[i];
+		char oh[24], lr[16], rq[24];
+		snprintf(oh, sizeof oh, "%" PRId64, (int64_t)it->on_hand);
+		snprintf(lr, sizeof lr, "%d", (int)it->live_reservations);
+		snprintf(rq, sizeof rq, "%" PRId64, (int64_t)it->reserved_qty);
+		ctl_table_row(&t, it->sku, oh, lr, rq);
+	}
+	return ctl_table_done(&t);
+}
+
+static int ctl_stock_list(ctl_ctx *c, char **args)
+{
+	Sagas__V1__ListStockReply *rep = NULL;
+	int rc = ctl_list_stock(c, &rep);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		json_t *items = json_array(), *resv = c->o.reservations ? json_array() : NULL;
+		bool ok = items != NULL && (!c->o.reservations || resv != NULL);
+		for (size_t i = 0; ok && i < rep->n_items; i++)
+			ok = ctl_json_append(items, ctl_stock_item_json(rep->items[i]));
+		for (size_t i = 0; ok && resv != NULL && i < rep->n_reservations; i++) {
+			const Sagas__V1__Reservation *r = rep->reservations[i];
+			ok = ctl_json_append(resv,
+			    json_pack("{s:s, s:s, s:i, s:s}", "saga_id", r->saga_id, "sku", r->sku,
+			        "qty", (int)r->qty, "status",
+			        ctl_reservation_status_name(r->status)));
+		}
+		json_t *out = NULL;
+		if (ok && resv != NULL)
+			out = json_pack("{s:o, s:o}", "stock", items, "reservations", resv);
+		else if (ok)
+			out = json_pack("{s:o}", "stock", items);
+		else {
+			json_decref(items);
+			json_decref(resv);
+		}
+		rc = ctl_json_print(out);
+		goto out_free_rep;
+	}
+	rc = ctl_stock_table(rep);
+	if (rc == 0 && c->o.reservations) {
+		static const char *const head[] = {"saga_id", "sku", "qty", "status"};
+		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "llrl"};
+		for (size_t i = 0; i < rep->n_reservations; i++) {
+			const Sagas__V1__Reservation *r = rep->reservations[i];
+			char qty[16];
+			snprintf(qty, sizeof qty, "%d", (int)r->qty);
+			ctl_table_row(
+			    &t, r->saga_id, r->sku, qty, ctl_reservation_status_name(r->status));
+		}
+		printf("\n");
+		rc = ctl_table_done(&t);
+	}
+out_free_rep:
+	sagas__v1__list_stock_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int ctl_deposit(ctl_ctx *c, char **args)
+{
+	int rc;
+	int64_t amount = 0;
+	if ((rc = ctl_parse_name(c, "CUSTOMER", args[0])) != 0
+	    || (rc = ctl_parse_amount(c, args[1], &amount)) != 0)
+		return rc;
+	Sagas__V1__DepositRequest req = SAGAS__V1__DEPOSIT_REQUEST__INIT;
+	req.customer = args[0];
+	req.amount = amount;
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
+	    c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__DepositReply *rep
+	    = sagas__v1__deposit_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_PAYMENT, "Deposit");
+	char a[32], b[32];
+	if (c->o.json) {
+		rc = ctl_json_print(
+		    json_pack("{s:s, s:I, s:s, s:I, s:s}", "customer", args[0], "amount_minor",
+		        (json_int_t)amount, "amount", ctl_money(amount, a), "balance_minor",
+		        (json_int_t)rep->balance, "balance", ctl_money(rep->balance, b)));
+	} else {
+		printf("deposited %s to %s; balance %s\n", ctl_money(amount, a), args[0],
+		    ctl_money(rep->balance, b));
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__deposit_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_list_accounts calls ListAccounts. Returns 0 and *out (free it), or an
+ * exit code after printing an error. */
+static int ctl_list_accounts(ctl_ctx *c, Sagas__V1__ListAccountsReply **out)
+{
+	Sagas__V1__ListAccountsRequest req = SAGAS__V1__LIST_ACCOUNTS_REQUEST__INIT;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/ListAccounts", &req.base,
+	    "list accounts", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	*out = sagas__v1__list_accounts_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (*out == NULL)
+		return ctl_bad_reply(c, CTL_SVC_PAYMENT, "ListAccounts");
+	return 0;
+}
+
+/* ctl_accounts_json appends the accounts and charges of `rep` to two arrays;
+ * false on failure. */
+static bool ctl_accounts_json(
+    const Sagas__V1__ListAccountsReply *rep, json_t *accounts, json_t *charges)
+{
+	bool ok = accounts != NULL && charges != NULL;
+	for (size_t i = 0; ok && i < rep->n_accounts; i++) {
+		const Sagas__V1__Account *a = rep->accounts[i];
+		char b[32];
+		ok = ctl_json_append(accounts,
+		    json_pack("{s:s, s:I, s:s}", "customer", a->customer, "balance_minor",
+		        (json_int_t)a->balance, "balance", ctl_money(a->balance, b)));
+	}
+	for (size_t i = 0; ok && i < rep->n_charges; i++) {
+		const Sagas__V1__Charge *ch = rep->charges[i];
+		char m[32];
+		ok = ctl_json_append(charges,
+		    json_pack("{s:s, s:s, s:I, s:s, s:s}", "saga_id", ch->saga_id, "customer",
+		        ch->customer, "amount_minor", (json_int_t)ch->amount, "amount",
+		        ctl_money(ch->amount, m), "status", ctl_charge_status_name(ch->status)));
+	}
+	return ok;
+}
+
+/* ctl_accounts_tables prints the account and charge tables of `rep`. */
+static int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep)
+{
+	static const char *const ahead[] = {"customer", "balance"};
+	ctl_table t = {.ncols = CTL_NELEM(ahead), .head = ahead, .align = "lr"};
+	for (size_t i = 0; i < rep->n_accounts; i++) {
+		char b[32];
+		ctl_table_row(
+		    &t, rep->accounts[i]->customer, ctl_money(rep->accounts[i]->balance, b));
+	}
+	int rc = ctl_table_done(&t);
+	if (rc != 0)
+		return rc;
+	static const char *const chead[] = {"saga_id", "customer", "amount", "status"};
+	ctl_table u = {.ncols = CTL_NELEM(chead), .head = chead, .align = "llrl"};
+	for (size_t i = 0; i < rep->n_charges; i++) {
+		const Sagas__V1__Charge *ch = rep->charges[i];
+		char m[32];
+		ctl_table_row(&u, ch->saga_id, ch->customer, ctl_money(ch->amount, m),
+		    ctl_charge_status_name(ch->status));
+	}
+	printf("\n");
+	return ctl_table_done(&u);
+}
+
+static int ctl_accounts(ctl_ctx *c, char **args)
+{
+	Sagas__V1__ListAccountsReply *rep = NULL;
+	int rc = ctl_list_accounts(c, &rep);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		json_t *accounts = json_array(), *charges = json_array();
+		if (ctl_accounts_json(rep, accounts, charges)) {
+			rc = ctl_json_print(
+			    json_pack("{s:o, s:o}", "accounts", accounts, "charges", charges));
+		} else {
+			json_decref(accounts);
+			json_decref(charges);
+			rc = ctl_json_print(NULL);
+		}
+	} else {
+		rc = ctl_accounts_tables(rep);
+	}
+	sagas__v1__list_accounts_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* Counts shown by `report`. */
+typedef struct ctl_summary {
+	int64_t by_state[SAGA_STATE_CANCELLED + 1];
+	int64_t sagas, attention, skus, live_reservations, accounts, charges, charged, refunded;
+	bool truncated;
+} ctl_summary;
+
+static void ctl_summarize(ctl_summary *m, const Sagas__V1__ListSagasReply *sagas,
+    const Sagas__V1__ListStockReply *stock, const Sagas__V1__ListAccountsReply *acc)
+{
+	memset(m, 0, sizeof *m);
+	m->sagas = (int64_t)sagas->n_sagas;
+	m->truncated = sagas->n_sagas >= CTL_LIST_LIMIT_MAX;
+	for (size_t i = 0; i < sagas->n_sagas; i++) {
+		unsigned st = (unsigned)sagas->sagas[i]->state;
+		if (st <= SAGA_STATE_CANCELLED)
+			m->by_state[st]++;
+		if (sagas->sagas[i]->attention)
+			m->attention++;
+	}
+	m->skus = (int64_t)stock->n_items;
+	for (size_t i = 0; i < stock->n_items; i++)
+		m->live_reservations += stock->items[i]->live_reservations;
+	m->accounts = (int64_t)acc->n_accounts;
+	m->charges = (int64_t)acc->n_charges;
+	for (size_t i = 0; i < acc->n_charges; i++) {
+		if (acc->charges[i]->status == SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_CHARGED)
+			m->charged++;
+		else if (acc->charges[i]->status
+		    == SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_REFUNDED)
+			m->refunded++;
+	}
+}
+
+static json_t *ctl_summary_json(const ctl_summary *m)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	                 "s:b}",
+	    "sagas", (json_int_t)m->sagas, "reserving",
+	    (json_int_t)m->by_state[SAGA_STATE_RESERVING], "charging",
+	    (json_int_t)m->by_state[SAGA_STATE_CHARGING], "completed",
+	    (json_int_t)m->by_state[SAGA_STATE_COMPLETED], "refunding",
+	    (json_int_t)m->by_state[SAGA_STATE_REFUNDING], "releasing",
+	    (json_int_t)m->by_state[SAGA_STATE_RELEASING], "cancelled",
+	    (json_int_t)m->by_state[SAGA_STATE_CANCELLED], "attention", (json_int_t)m->attention,
+	    "skus", (json_int_t)m->skus, "live_reservations", (json_int_t)m->live_reservations,
+	    "accounts", (json_int_t)m->accounts, "charges", (json_int_t)m->charges, "charged",
+	    (json_int_t)m->charged, "refunded", (json_int_t)m->refunded, "truncated",
+	    (int)m->truncated);
+}
+
+static int ctl_report_json(const Sagas__V1__ListSagasReply *sagas,
+    const Sagas__V1__ListStockReply *stock, const Sagas__V1__ListAccountsReply *acc,
+    const ctl_summary *m)
+{
+	json_t *js = json_array(), *jst = json_array(), *ja = json_array(), *jc = json_array();
+	bool ok = js != NULL && jst != NULL;
+	for (size_t i = 0; ok && i < sagas->n_sagas; i++)
+		ok = ctl_json_append(js, ctl_saga_json(sagas->sagas[i]));
+	for (size_t i = 0; ok && i < stock->n_items; i++)
+		ok = ctl_json_append(jst, ctl_stock_item_json(stock->items[i]));
+	ok = ok && ctl_accounts_json(acc, ja, jc);
+	if (!ok) {
+		json_decref(js);
+		json_decref(jst);
+		json_decref(ja);
+		json_decref(jc);
+		return ctl_json_print(NULL);
+	}
+	return ctl_json_print(json_pack("{s:o, s:o, s:o, s:o, s:o}", "sagas", js, "stock", jst,
+	    "accounts", ja, "charges", jc, "summary", ctl_summary_json(m)));
+}
+
+static int ctl_report_human(const Sagas__V1__ListSagasReply *sagas,
+    const Sagas__V1__ListStockReply *stock, const Sagas__V1__ListAccountsReply *acc,
+    const ctl_summary *m)
+{
+	static const char *const head[]
+	    = {"saga_id", "customer", "sku", "qty", "amount", "state", "reason", "attention"};
+	ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllrrlll"};
+	for (size_t i = 0; i < sagas->n_sagas; i++) {
+		const Sagas__V1__Saga *s = sagas->sagas[i];
+		char qty[16], amount[32];
+		snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
+		ctl_table_row(&t, s->saga_id, s->order->customer, s->order->sku, qty,
+		    ctl_money(s->order->amount, amount), saga_state_name((saga_state)s->state),
+		    s->reason, s->attention ? "yes" : "");
+	}
+	printf("sagas%s\n", m->truncated ? " (truncated: the newest 10000 only)" : "");
+	int rc = ctl_table_done(&t);
+	if (rc != 0)
+		return rc;
+	printf("\nstock\n");
+	if ((rc = ctl_stock_table(stock)) != 0)
+		return rc;
+	printf("\naccounts and charges\n");
+	if ((rc = ctl_accounts_tables(acc)) != 0)
+		return rc;
+	static const char *const shead[] = {"count", "value"};
+	ctl_table u = {.ncols = CTL_NELEM(shead), .head = shead, .align = "lr"};
+	struct {
+		const char *name;
+		int64_t v;
+	} rows[] = {
+	    {"sagas", m->sagas},
+	    {"reserving", m->by_state[SAGA_STATE_RESERVING]},
+	    {"charging", m->by_state[SAGA_STATE_CHARGING]},
+	    {"completed", m->by_state[SAGA_STATE_COMPLETED]},
+	    {"refunding", m->by_state[SAGA_STATE_REFUNDING]},
+	    {"releasing", m->by_state[SAGA_STATE_RELEASING]},
+	    {"cancelled", m->by_state[SAGA_STATE_CANCELLED]},
+	    {"attention", m->attention},
+	    {"live_reservations", m->live_reservations},
+	    {"charges", m->charges},
+	    {"charged", m->charged},
+	    {"refunded", m->refunded},
+	};
+	for (size_t i = 0; i < CTL_NELEM(rows); i++) {
+		char v[24];
+		snprintf(v, sizeof v, "%" PRId64, rows[i].v);
+		ctl_table_row(&u, rows[i].name, v);
+	}
+	printf("\nsummary\n");
+	return ctl_table_done(&u);
+}
+
+static int ctl_report(ctl_ctx *c, char **args)
+{
+	Sagas__V1__ListSagasReply *sagas = NULL;
+	Sagas__V1__ListStockReply *stock = NULL;
+	Sagas__V1__ListAccountsReply *acc = NULL;
+	int rc = ctl_list_sagas(c, SAGA_STATE_UNSPECIFIED, CTL_LIST_LIMIT_MAX, false, &sagas);
+	if (rc != 0)
+		return rc;
+	if ((rc = ctl_list_stock(c, &stock)) != 0)
+		goto out_free_sagas;
+	if ((rc = ctl_list_accounts(c, &acc)) != 0)
+		goto out_free_stock;
+	ctl_summary m;
+	ctl_summarize(&m, sagas, stock, acc);
+	if (c->o.json)
+		rc = ctl_report_json(sagas, stock, acc, &m);
+	else
+		rc = ctl_report_human(sagas, stock, acc, &m);
+	sagas__v1__list_accounts_reply__free_unpacked(acc, NULL);
+out_free_stock:
+	sagas__v1__list_stock_reply__free_unpacked(stock, NULL);
+out_free_sagas:
+	sagas__v1__list_sagas_reply__free_unpacked(sagas, NULL);
+	return rc;
+}
+
+/* ---- the verb table ---- */
+
+static const char *const ctl_args_start[] = {"CUSTOMER", "SKU", "QTY", "AMOUNT", NULL};
+static const char *const ctl_args_id[] = {"ID", NULL};
+static const char *const ctl_args_none[] = {NULL};
+static const char *const ctl_args_stock_set[] = {"SKU", "ON_HAND", NULL};
+static const char *const ctl_args_deposit[] = {"CUSTOMER", "AMOUNT", NULL};
+
+static const ctl_cmd ctl_cmds[] = {
+    {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
+        "sagactl start CUSTOMER SKU QTY AMOUNT [OPTIONS]",
+        "Start an order saga: CUSTOMER orders QTY (1..1000000) units of SKU for AMOUNT, a\n"
+        "decimal in major units with at most two decimals (12.5 is 1250 minor units).\n"
+        "Prints the saga and whether it was created (no: the id already existed).\n"
+        "With --wait, polls every 20 ms until the saga is COMPLETED or CANCELLED and\n"
+        "prints the final saga; either outcome exits 0.\n"
+        "--json: {\"created\":BOOL,\"saga\":SAGA}",
+        ctl_opts_start, CTL_NELEM(ctl_opts_start), ctl_args_start, ctl_start},
+    {"get", "ID", "show one saga", "sagactl get ID [OPTIONS]",
+        "Show one saga.\n--json: SAGA (see sagactl --help)", ctl_opts_global,
+        CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_get},
+    {"list", "", "list sagas, newest first (--state, --limit, --attention)",
+        "sagactl list [OPTIONS]", "List sagas, newest first.\n--json: [SAGA, ...]", ctl_opts_list,
+        CTL_NELEM(ctl_opts_list), ctl_args_none, ctl_list},
+    {"history", "ID", "transitions of one saga: where it stopped and why",
+        "sagactl history ID [OPTIONS]",
+        "Show the transition history of a saga, oldest first: where it stopped and why.\n"
+        "--json: [{\"version\",\"at_unix_ms\",\"at\",\"from_state\",\"to_state\",\"event\","
+        "\"reason\"}, ...]",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_history},
+    {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
+        "sagactl stock set SKU ON_HAND [OPTIONS]",
+        "Admin: set the on-hand quantity of SKU (creates the sku).\n"
+        "--json: {\"sku\",\"on_hand\"}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_stock_set, ctl_stock_set},
+    {"stock list", "", "admin: skus and live reservations (--reservations)",
+        "sagactl stock list [OPTIONS]",
+        "Admin: list every sku with its on-hand quantity and live reservations.\n"
+        "--json: {\"stock\":[{\"sku\",\"on_hand\",\"live_reservations\",\"reserved_qty\"}],\n"
+        "         \"reservations\":[{\"saga_id\",\"sku\",\"qty\",\"status\"}] (with "
+        "--reservations)}",
+        ctl_opts_stock_list, CTL_NELEM(ctl_opts_stock_list), ctl_args_none, ctl_stock_list},
+    {"deposit", "CUSTOMER AMOUNT", "admin: add money to an account",
+        "sagactl deposit CUSTOMER AMOUNT [OPTIONS]",
+        "Admin: add AMOUNT (a decimal in major units) to the account of CUSTOMER (creates it).\n"
+        "--json: {\"customer\",\"amount_minor\",\"amount\",\"balance_minor\",\"balance\"}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_deposit, ctl_deposit},
+    {"accounts", "", "admin: balances and every charge", "sagactl accounts [OPTIONS]",
+        "Admin: list accounts with their balance, and every recorded charge.\n"
+        "--json: {\"accounts\":[{\"customer\",\"balance_minor\",\"balance\"}],\n"
+        "         \"charges\":[{\"saga_id\",\"customer\",\"amount_minor\",\"amount\",\"status\"}]}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_none, ctl_accounts},
+    {"report", "", "everything, with counts: the demo view", "sagactl report [OPTIONS]",
+        "The whole state of the system: every saga, sku, account and charge, and counts\n"
+        "(sagas by state; charged = charge rows with status CHARGED). Asks all three services.\n"
+        "--json: {\"sagas\":[SAGA],\"stock\":[...],\"accounts\":[...],\"charges\":[...],\n"
+        "         \"summary\":{\"sagas\",\"reserving\",\"charging\",\"completed\",\"refunding\",\n"
+        "         \"releasing\",\"cancelled\",\"attention\",\"skus\",\"live_reservations\",\n"
+        "         \"accounts\",\"charges\",\"charged\",\"refunded\",\"truncated\"}}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_none, ctl_report},
+};
+
+static void ctl_print_help(FILE *out)
+{
+	fprintf(out,
+	    "usage: sagactl [GLOBAL OPTIONS] VERB [ARGS] [OPTIONS]\n\n"
+	    "Command-line client of the saga orchestrator (and admin client of the stock\n"
+	    "and payment services). Global options may come before or after the verb.\n\n"
+	    "verbs:\n");
+	for (size_t i = 0; i < CTL_NELEM(ctl_cmds); i++) {
+		char left[64];
+		snprintf(left, sizeof left, "%s %s", ctl_cmds[i].name, ctl_cmds[i].synopsis);
+		fprintf(out, "  %-32s %s\n", left, ctl_cmds[i].brief);
+	}
+	fprintf(out, "\nglobal options:\n");
+	for (size_t i = 0; i < CTL_NELEM(ctl_opts_global); i++) {
+		const config_opt *o = &ctl_opts_global[i];
+		char flag[64];
+		snprintf(flag, sizeof flag, "--%s%s%s", o->name, o->unit ? " " : "",
+		    o->unit ? o->unit : "");
+		fprintf(out, "  %-32s %s", flag, o->help);
+		if (o->def && *o->def)
+			fprintf(out, " (default %s)", o->def);
+		if (o->env)
+			fprintf(out, " [env %s]", o->env);
+		fputc('\n', out);
+	}
+	fprintf(out,
+	    "  %-32s %s\n\n"
+	    "SAGA (--json of get, list, start, report): "
+	    "{\"saga_id\",\"state\",\"reason\",\"customer\",\n"
+	    "  "
+	    "\"sku\",\"qty\",\"amount_minor\",\"amount\",\"attention\",\"version\",\"attempts\",\n"
+	    "  \"created_unix_ms\",\"created_at\",\"updated_unix_ms\",\"updated_at\",\n"
+	    "  \"step_deadline_unix_ms\",\"next_attempt_unix_ms\"}; money as integer minor units\n"
+	    "  (*_minor) and as a decimal string.\n\n"
+	    "exit status: 0 success, 1 error (RPC error, unreachable service, --wait timeout),\n"
+	    "2 usage error. Run 'sagactl VERB --help' for a verb's arguments and options.\n",
+	    "-h, --help", "show this help and exit");
+}
+
+/* ctl_takes_value is true when `arg` is a long option of `opts` (or
+ * --config) written without "=" that consumes the next argument. */
+static bool ctl_takes_value(const config_opt *opts, size_t n, const char *arg)
+{
+	if (strncmp(arg, "--", 2) != 0 || strchr(arg, '=') != NULL)
+		return false;
+	if (strcmp(arg + 2, "config") == 0)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(arg + 2, opts[i].name) == 0)
+			return opts[i].type != CONFIG_BOOL;
+	return false;
+}
+
+/* ctl_find_verb returns the index of the first argument that is not an
+ * option or an option's value, or argc. Sets *help when -h/--help precedes. */
+static int ctl_find_verb(int argc, char **argv, bool *help)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0)
+			return i + 1 < argc ? i + 1 : argc;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			*help = true;
+		else if (ctl_takes_value(ctl_opts_global, CTL_NELEM(ctl_opts_global), a))
+			i++;
+		else if (a[0] != '-' || a[1] == '\0')
+			return i;
+	}
+	return argc;
+}
+
+/* ctl_looks_negative is true for arguments like "-5" or "-1.5" that getopt
+ * would take for options but that are meant as (bad) numbers. */
+static bool ctl_looks_negative(const char *a)
+{
+	return a[0] == '-' && ((a[1] >= '0' && a[1] <= '9') || a[1] == '.');
+}
+
+/* ctl_run_cmd parses the verb's own argv (argv[0] is the verb) and runs it.
+ * Returns an exit code. */
+static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
+{
+	int rc = CTL_EXIT_USAGE;
+	ctl_ctx c = {.cmd = cmd};
+	/* getopt would take "-5" for an option; hide such arguments behind
+	 * distinct placeholders and put them back after parsing, so that the
+	 * error names AMOUNT or QTY */
+	char *marks = malloc((size_t)argc * 2 + 1);
+	char **orig = calloc((size_t)argc, sizeof *orig);
+	if (marks == NULL || orig == NULL) {
+		rc = ctl_error("out of memory");
+		goto out_free;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (ctl_looks_negative(argv[i])
+		    && !ctl_takes_value(cmd->opts, cmd->nopts, argv[i - 1])) {
+			marks[2 * i] = 'x';
+			marks[2 * i + 1] = '\0';
+			orig[i] = argv[i];
+			argv[i] = &marks[2 * i];
+		}
+	}
+	int first = argc;
+	int err = config_load(
+	    cmd->opts, cmd->nopts, &c.o, argc, argv, cmd->usage, cmd->summary, NULL, &first);
+	if (err == CONFIG_DONE_HELP) {
+		rc = CTL_EXIT_OK;
+		goto out_free;
+	}
+	if (err != 0) {
+		fprintf(stderr, "hint: see 'sagactl %s --help'\n", cmd->name);
+		goto out_free;
+	}
+	char *args[CTL_MAX_ARGS];
+	int nargs = argc - first;
+	if (nargs > CTL_MAX_ARGS)
+		nargs = CTL_MAX_ARGS;
+	for (int i = 0; i < nargs; i++) {
+		char *a = argv[first + i];
+		if (a >= marks && a < marks + (size_t)argc * 2)
+			a = orig[(a - marks) / 2];
+		args[i] = a;
+	}
+	int want = 0;
+	while (cmd->args[want] != NULL)
+		want++;
+	if (nargs < want) {
+		rc = ctl_usage(
+		    cmd, "missing argument %s (usage: %s)", cmd->args[nargs], cmd->usage);
+		goto out_free;
+	}
+	if (nargs > want) {
+		rc = ctl_usage(cmd, "unexpected argument \"%s\"", args[want]);
+		goto out_free;
+	}
+	rc = cmd->run(&c, args);
+	if (fflush(stdout) != 0 && rc == CTL_EXIT_OK)
+		rc = ctl_error("could not write the output: %s", strerror(errno));
+	for (int i = 0; i < CTL_SVC_COUNT; i++)
+		rpc_client_close(c.client[i]);
+out_free:
+	free(orig);
+	free(marks);
+	return rc;
+}
+
+/* ctl_lookup finds the verb at argv[vi] (and for "stock", its subverb at
+ * argv[vi + 1]); *words is how many arguments name it. NULL when unknown. */
+static const ctl_cmd *ctl_lookup(int argc, char **argv, int vi, int *words)
+{
+	char name[64];
+	*words = 1;
+	snprintf(name, sizeof name, "%s", argv[vi]);
+	if (strcmp(argv[vi], "stock") == 0 && vi + 1 < argc) {
+		snprintf(name, sizeof name, "stock %s", argv[vi + 1]);
+		*words = 2;
+	}
+	for (size_t i = 0; i < CTL_NELEM(ctl_cmds); i++)
+		if (strcmp(ctl_cmds[i].name, name) == 0)
+			return &ctl_cmds[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	log_init("sagactl", LOG_LEVEL_ERROR);
+	bool help = false;
+	int vi = ctl_find_verb(argc, argv, &help);
+	if (vi >= argc) {
+		if (help) {
+			ctl_print_help(stdout);
+			return CTL_EXIT_OK;
+		}
+		fprintf(stderr, "error: missing verb\nhint: see 'sagactl --help' for the verbs\n");
+		return CTL_EXIT_USAGE;
+	}
+	int words = 1;
+	const ctl_cmd *cmd = ctl_lookup(argc, argv, vi, &words);
+	if (cmd == NULL) {
+		if (strcmp(argv[vi], "stock") == 0) {
+			bool sub_help = vi + 1 < argc
+			    && (strcmp(argv[vi + 1], "--help") == 0
+			        || strcmp(argv[vi + 1], "-h") == 0);
+			if (sub_help || help) {
+				printf(
+				    "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
+				    "       sagactl stock list [--reservations] [OPTIONS]\n\n"
+				    "Run 'sagactl stock set --help' or 'sagactl stock list --help' "
+				    "for details.\n");
+				return CTL_EXIT_OK;
+			}
+			if (vi + 1 >= argc)
+				fprintf(stderr, "error: missing stock subcommand (set or list)\n");
+			else
+				fprintf(stderr,
+				    "error: unknown stock subcommand \"%s\" (expected set or "
+				    "list)\n",
+				    argv[vi + 1]);
+			fprintf(stderr, "hint: see 'sagactl stock --help'\n");
+			return CTL_EXIT_USAGE;
+		}
+		fprintf(stderr,
+		    "error: unknown verb \"%s\"\nhint: see 'sagactl --help' for the verbs\n",
+		    argv[vi]);
+		return CTL_EXIT_USAGE;
+	}
+	/* the verb's argv: its name, the options before it, everything after it */
+	char **vargv = calloc((size_t)argc + 1, sizeof *vargv);
+	if (vargv == NULL)
+		return ctl_error("out of memory");
+	int vargc = 0;
+	vargv[vargc++] = (char *)cmd->name;
+	for (int i = 1; i < vi; i++)
+		vargv[vargc++] = argv[i];
+	for (int i = vi + words; i < argc; i++)
+		vargv[vargc++] = argv[i];
+	int rc = ctl_run_cmd(cmd, vargc, vargv);
+	free(vargv);
+	return rc;
+}

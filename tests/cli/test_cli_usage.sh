@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# CLI test: sagactl's argument parsing, help, usage errors (exit 2) and the
+# unreachable-orchestrator path (exit 1). Needs no daemon.
+#   usage: test_cli_usage.sh PATH/TO/sagactl
+set -euo pipefail
+
+SAGACTL=${1:?usage: test_cli_usage.sh PATH/TO/sagactl}
+OUT=$(mktemp)
+ERR=$(mktemp)
+trap 'rm -f "$OUT" "$ERR"' EXIT
+# a port nobody listens on, so that no call can reach a real daemon
+export SAGA_ORCHESTRATOR_URL=tcp://127.0.0.1:1
+export SAGA_STOCK_URL=tcp://127.0.0.1:1
+export SAGA_PAYMENT_URL=tcp://127.0.0.1:1
+
+failures=0
+fail() {
+	echo "FAIL: $*" >&2
+	echo "  stdout: $(head -c 400 "$OUT")" >&2
+	echo "  stderr: $(head -c 400 "$ERR")" >&2
+	failures=$((failures + 1))
+}
+
+# expect CODE PATTERN ARGS...: run sagactl ARGS, check the exit code and that
+# stdout+stderr match the extended regex PATTERN ("" matches anything).
+expect() {
+	local want=$1 pattern=$2
+	shift 2
+	local rc=0
+	"$SAGACTL" "$@" >"$OUT" 2>"$ERR" || rc=$?
+	if [[ $rc -ne $want ]]; then
+		fail "sagactl $* exited $rc, want $want"
+		return 0
+	fi
+	if [[ -n $pattern ]] && ! cat "$OUT" "$ERR" | grep -Eq -- "$pattern"; then
+		fail "sagactl $* output does not match /$pattern/"
+	fi
+	return 0
+}
+
+# help: exit 0, usage on stdout
+expect 0 '^usage: sagactl' --help
+expect 0 '^usage: sagactl' -h
+for verb in start get list history "stock set" "stock list" deposit accounts report; do
+	# shellcheck disable=SC2086 # "stock set" is two words on purpose
+	expect 0 "^usage: sagactl $verb" $verb --help
+done
+expect 0 'stock set' stock --help
+expect 0 '^usage: sagactl start' --json start --help
+expect 0 'verbs:' --help
+expect 0 'report' --help
+
+# no verb, unknown verb
+expect 2 'missing verb'
+expect 2 'unknown verb ""' ""
+expect 2 'missing verb' --json
+expect 2 'unknown verb "frob"' frob
+expect 2 'missing stock subcommand' stock
+expect 2 'unknown stock subcommand "frob"' stock frob
+expect 2 'unknown option "--bogus"' get --bogus 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+
+# nothing printed on stdout for a usage error
+"$SAGACTL" frob >"$OUT" 2>"$ERR" || true
+[[ -s $OUT ]] && fail "usage error wrote to stdout"
+
+# AMOUNT: strict decimal in major units
+for amount in 12.005 1e3 -5 abc "" 12. .5 "1 2" +5 0 0.00 99999999999999999; do
+	expect 2 "invalid AMOUNT \"$(printf '%s' "$amount" | sed 's/[.+]/\\&/g')\"" \
+		start ali A1 2 "$amount"
+	expect 2 'invalid AMOUNT' deposit ali "$amount"
+done
+
+# QTY: whole number 1..1000000
+for qty in 0 -1 1.5 99999999 1000001 abc "" 1e3; do
+	expect 2 "invalid QTY \"$(printf '%s' "$qty" | sed 's/[.+]/\\&/g')\"" start ali A1 "$qty" 10.00
+done
+
+# CUSTOMER, SKU
+expect 2 'invalid CUSTOMER' start "" A1 1 10
+expect 2 'invalid SKU' start ali "$(printf 'a%.0s' {1..65})" 1 10
+expect 2 'invalid CUSTOMER' deposit "$(printf 'a\tb')" 10
+
+# --id and ID
+expect 2 'invalid --id "XYZ"' start ali A1 2 10.00 --id XYZ
+expect 2 'invalid --id' start ali A1 2 10.00 --id 1B4E28BA-2FA1-11D2-883F-0016D3CCA427
+expect 2 'invalid ID "nope"' get nope
+expect 2 'invalid ID' history 1234
+expect 2 'missing argument ID' get
+expect 2 'unexpected argument "extra"' get 1b4e28ba-2fa1-11d2-883f-0016d3cca427 extra
+expect 2 'missing argument AMOUNT' start ali A1 2
+
+# --state (case-insensitive; unknown lists the valid states)
+expect 2 'invalid --state "foo".*RESERVING.*CANCELLED' list --state foo
+expect 2 'invalid --state' list --state unspecified
+expect 2 'limit' list --limit -1
+expect 2 'limit' list --limit 10001
+expect 2 'timeout' --timeout 0 list
+expect 2 'timeout' get --timeout abc 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+
+# ON_HAND
+expect 2 'invalid ON_HAND "-3"' stock set A1 -3
+expect 2 'invalid ON_HAND "x"' stock set A1 x
+
+# a bad URL is a usage error
+expect 2 'invalid --orchestrator URL "foo"' --orchestrator foo get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+
+# unreachable services: exit 1 after --timeout with a clear message; global
+# options before or after the verb; the environment gives the default URL
+UNREACH='could not reach orchestrator at tcp://127.0.0.1:1: timed out'
+expect 1 "$UNREACH" --orchestrator tcp://127.0.0.1:1 --timeout 300 start ali A1 2 12.5
+expect 1 "$UNREACH" start ali A1 2 12.5 --timeout 300 --orchestrator tcp://127.0.0.1:1
+expect 1 "$UNREACH" --timeout 300 list --state completed
+expect 1 "$UNREACH" --timeout 300 list --state CaNcElLeD --json
+expect 1 "$UNREACH" --timeout 300 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+expect 1 "$UNREACH" --timeout 300 history 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+expect 1 "$UNREACH" --timeout 300 report --json
+expect 1 "$UNREACH" --timeout 300 start ali A1 2 12.5 --wait --wait-timeout 500
+expect 1 'could not reach stock at tcp://127.0.0.1:1: timed out' --timeout 300 stock list
+expect 1 'could not reach stock' --timeout 300 stock set A1 5
+expect 1 'could not reach payment at tcp://127.0.0.1:1: timed out' --timeout 300 accounts
+expect 1 'could not reach payment' --timeout 300 deposit ali 500.00
+# an error writes nothing to stdout, even with --json
+"$SAGACTL" --timeout 300 --json report >"$OUT" 2>"$ERR" || true
+[[ -s $OUT ]] && fail "an error wrote to stdout"
+
+# the timeout is honoured: well under 3 s for --timeout 300
+start=$(date +%s%N)
+"$SAGACTL" --timeout 300 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427 >/dev/null 2>&1 || true
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+((elapsed_ms < 3000)) || fail "--timeout 300 took ${elapsed_ms} ms"
+
+if ((failures > 0)); then
+	echo "$failures failure(s)" >&2
+	exit 1
+fi
+echo "ok"
