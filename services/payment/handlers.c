@@ -1,1 +1,306 @@
-int main(void);
+#include "handlers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "payment_logic.h"
+#include "pg.h"
+#include "sagas/v1/payment.pb-c.h"
+#include "store.h"
+#include "valid.h"
+
+/* ---- validation at the edge: bad input changes nothing ---- */
+
+static bool payment_check_saga_id(rpc_reply *r, const char *s)
+{
+	if (valid_uuid(s))
+		return true;
+	rpc_reply_error(
+	    r, RPC_INVALID_ARGUMENT, "bad_field", "invalid saga_id: not a canonical UUID");
+	return false;
+}
+
+static bool payment_check_customer(rpc_reply *r, const char *s)
+{
+	if (valid_name(s))
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid customer: must be 1..%d bytes of UTF-8 without control characters",
+	    VALID_NAME_MAX);
+	return false;
+}
+
+static bool payment_check_amount(rpc_reply *r, int64_t v)
+{
+	if (v >= 1 && v <= VALID_AMOUNT_MAX)
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid amount: %" PRId64 " minor units is outside 1..%lld", v,
+	    (long long)VALID_AMOUNT_MAX);
+	return false;
+}
+
+static void payment_malformed(rpc_reply *r, const char *what)
+{
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload", "could not decode %s", what);
+}
+
+/* payment_store_failed answers a store error. A database failure is
+ * reported as such, never as a business refusal, so the orchestrator
+ * retries. */
+static void payment_store_failed(rpc_reply *r, int rc, const char *what, const char *saga_id)
+{
+	switch (rc) {
+	case PG_ERR_CONNECTION:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_unavailable",
+		    "could not %s: database unavailable", what);
+		break;
+	case PG_ERR_RETRY:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_busy",
+		    "could not %s: too many concurrent attempts", what);
+		break;
+	case -ENOMEM:
+		rpc_reply_error(
+		    r, RPC_INTERNAL, "out_of_memory", "could not %s: out of memory", what);
+		break;
+	default:
+		rpc_reply_error(r, RPC_INTERNAL, "database_error",
+		    "could not %s: internal database error", what);
+		break;
+	}
+	log_warn(saga_id, "could not %s: %s", what, r->reason);
+}
+
+/* payment_refusal answers a refusal decided by payment_decide(). */
+static void payment_refusal(
+    rpc_reply *r, const payment_outcome *o, const char *what, const char *customer)
+{
+	if (strcmp(o->reason, REASON_PAYMENT_DECLINED) == 0)
+		rpc_reply_error(r, o->code, o->reason, "could not %s: insufficient funds", what);
+	else if (strcmp(o->reason, REASON_UNKNOWN_ACCOUNT) == 0)
+		rpc_reply_error(
+		    r, o->code, o->reason, "could not %s: unknown account \"%s\"", what, customer);
+	else if (strcmp(o->reason, REASON_TOMBSTONE) == 0)
+		rpc_reply_error(
+		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
+	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already used with another customer or amount", what);
+	else
+		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
+}
+
+/* payment_log_outcome logs a decided command: what changed at info, a
+ * duplicate answered from the record at debug. */
+static void payment_log_outcome(const char *saga_id, const char *op, const payment_cmd *cmd,
+    const payment_outcome *o, int64_t balance)
+{
+	enum log_level lvl = o->write_record ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
+	log_msg(lvl, saga_id, "%s customer=%s amount=%" PRId64 ": %s%s%s, balance %" PRId64 "%s",
+	    op, cmd->customer, cmd->amount, payment_status_name(o->reply_status),
+	    *o->reason ? " " : "", o->reason, balance, o->write_record ? "" : " (from record)");
+}
+
+/* ---- methods ---- */
+
+static void payment_charge(payment_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__ChargePaymentRequest *req
+	    = sagas__v1__charge_payment_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		payment_malformed(r, "ChargePaymentRequest");
+		return;
+	}
+	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
+	    || !payment_check_amount(r, req->amount))
+		goto out_free;
+	payment_cmd cmd
+	    = {.op = PAYMENT_OP_CHARGE, .customer = req->customer, .amount = req->amount};
+	payment_outcome o;
+	int64_t balance = 0;
+	int rc = payment_store_apply(st, req->saga_id, &cmd, &o, &balance);
+	if (rc != 0) {
+		payment_store_failed(r, rc, "charge payment", req->saga_id);
+		goto out_free;
+	}
+	payment_log_outcome(req->saga_id, "charge", &cmd, &o, balance);
+	if (o.code != RPC_OK) {
+		payment_refusal(r, &o, "charge payment", req->customer);
+		goto out_free;
+	}
+	Sagas__V1__ChargePaymentReply rep = SAGAS__V1__CHARGE_PAYMENT_REPLY__INIT;
+	rep.status = (Sagas__V1__ChargeStatus)o.reply_status;
+	rep.balance = balance;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__charge_payment_request__free_unpacked(req, NULL);
+}
+
+static void payment_refund(payment_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__RefundPaymentRequest *req
+	    = sagas__v1__refund_payment_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		payment_malformed(r, "RefundPaymentRequest");
+		return;
+	}
+	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
+	    || !payment_check_amount(r, req->amount))
+		goto out_free;
+	payment_cmd cmd
+	    = {.op = PAYMENT_OP_REFUND, .customer = req->customer, .amount = req->amount};
+	payment_outcome o;
+	int64_t balance = 0;
+	int rc = payment_store_apply(st, req->saga_id, &cmd, &o, &balance);
+	if (rc != 0) {
+		payment_store_failed(r, rc, "refund payment", req->saga_id);
+		goto out_free;
+	}
+	payment_log_outcome(req->saga_id, "refund", &cmd, &o, balance);
+	if (o.code != RPC_OK) {
+		payment_refusal(r, &o, "refund payment", req->customer);
+		goto out_free;
+	}
+	Sagas__V1__RefundPaymentReply rep = SAGAS__V1__REFUND_PAYMENT_REPLY__INIT;
+	rep.status = (Sagas__V1__ChargeStatus)o.reply_status;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__refund_payment_request__free_unpacked(req, NULL);
+}
+
+static void payment_deposit(payment_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__DepositRequest *req
+	    = sagas__v1__deposit_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		payment_malformed(r, "DepositRequest");
+		return;
+	}
+	if (!payment_check_customer(r, req->customer) || !payment_check_amount(r, req->amount))
+		goto out_free;
+	int64_t balance = 0;
+	int rc = payment_store_deposit(st, req->customer, req->amount, &balance);
+	if (rc == -ERANGE) {
+		rpc_reply_error(r, RPC_OUT_OF_RANGE, "balance_overflow",
+		    "could not deposit: the balance would exceed %lld minor units",
+		    (long long)VALID_AMOUNT_MAX);
+		goto out_free;
+	}
+	if (rc != 0) {
+		payment_store_failed(r, rc, "deposit", NULL);
+		goto out_free;
+	}
+	log_info(NULL, "deposit customer=%s amount=%" PRId64 ": balance %" PRId64, req->customer,
+	    req->amount, balance);
+	Sagas__V1__DepositReply rep = SAGAS__V1__DEPOSIT_REPLY__INIT;
+	rep.balance = balance;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__deposit_request__free_unpacked(req, NULL);
+}
+
+static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *r)
+{
+	/* the request has no fields, but garbage is still refused */
+	Sagas__V1__ListAccountsRequest *req
+	    = sagas__v1__list_accounts_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		payment_malformed(r, "ListAccountsRequest");
+		return;
+	}
+	sagas__v1__list_accounts_request__free_unpacked(req, NULL);
+
+	payment_listing l;
+	int rc = payment_store_list(st, &l);
+	if (rc != 0) {
+		payment_store_failed(r, rc, "list accounts", NULL);
+		return;
+	}
+	Sagas__V1__Account *accts = calloc(l.n_accounts + 1, sizeof *accts);
+	Sagas__V1__Account **acct_ptrs = calloc(l.n_accounts + 1, sizeof *acct_ptrs);
+	Sagas__V1__Charge *charges = calloc(l.n_charges + 1, sizeof *charges);
+	Sagas__V1__Charge **charge_ptrs = calloc(l.n_charges + 1, sizeof *charge_ptrs);
+	if (accts == NULL || acct_ptrs == NULL || charges == NULL || charge_ptrs == NULL) {
+		payment_store_failed(r, -ENOMEM, "list accounts", NULL);
+		goto out_free;
+	}
+	for (size_t i = 0; i < l.n_accounts; i++) {
+		Sagas__V1__Account init = SAGAS__V1__ACCOUNT__INIT;
+		accts[i] = init;
+		accts[i].customer = l.accounts[i].customer;
+		accts[i].balance = l.accounts[i].balance;
+		acct_ptrs[i] = &accts[i];
+	}
+	for (size_t i = 0; i < l.n_charges; i++) {
+		Sagas__V1__Charge init = SAGAS__V1__CHARGE__INIT;
+		charges[i] = init;
+		charges[i].saga_id = l.charges[i].saga_id;
+		charges[i].customer = l.charges[i].customer;
+		charges[i].amount = l.charges[i].amount;
+		charges[i].status = (Sagas__V1__ChargeStatus)l.charges[i].status;
+		charge_ptrs[i] = &charges[i];
+	}
+	Sagas__V1__ListAccountsReply rep = SAGAS__V1__LIST_ACCOUNTS_REPLY__INIT;
+	rep.n_accounts = l.n_accounts;
+	rep.accounts = acct_ptrs;
+	rep.n_charges = l.n_charges;
+	rep.charges = charge_ptrs;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	free(accts);
+	free(acct_ptrs);
+	free(charges);
+	free(charge_ptrs);
+	payment_listing_free(&l);
+}
+
+typedef struct payment_method {
+	const char *name;
+	void (*fn)(payment_store *st, const rpc_request *call, rpc_reply *r);
+} payment_method;
+
+static const payment_method payment_methods[] = {
+    {"/sagas.v1.Payment/ChargePayment", payment_charge},
+    {"/sagas.v1.Payment/RefundPayment", payment_refund},
+    {"/sagas.v1.Payment/Deposit", payment_deposit},
+    {"/sagas.v1.Payment/ListAccounts", payment_list},
+};
+
+static void payment_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
+{
+	for (size_t i = 0; i < sizeof payment_methods / sizeof payment_methods[0]; i++) {
+		if (strcmp(call->method, payment_methods[i].name) == 0) {
+			payment_methods[i].fn(worker, call, reply);
+			return;
+		}
+	}
+	/* the method name came off the wire: bounded in the message */
+	rpc_reply_error(
+	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"", call->method);
+}
+
+static int payment_worker_init(void *app, void **worker)
+{
+	const payment_app *a = app;
+	payment_store *st = NULL;
+	int rc = payment_store_open(&st, a->conninfo, a->connect_wait_ms);
+	if (rc != 0)
+		return rc;
+	*worker = st;
+	return 0;
+}
+
+static void payment_worker_fini(void *app, void *worker)
+{
+	payment_store_close(worker);
+}
+
+const rpc_server_ops payment_rpc_ops = {
+    .worker_init = payment_worker_init,
+    .worker_fini = payment_worker_fini,
+    .handle = payment_handle,
+};

@@ -1,1 +1,295 @@
-int main(void);
+#include "handlers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pg.h"
+#include "sagas/v1/stock.pb-c.h"
+#include "stock_logic.h"
+#include "store.h"
+#include "valid.h"
+
+/* ---- validation at the edge: bad input changes nothing ---- */
+
+static bool stock_check_saga_id(rpc_reply *r, const char *s)
+{
+	if (valid_uuid(s))
+		return true;
+	rpc_reply_error(
+	    r, RPC_INVALID_ARGUMENT, "bad_field", "invalid saga_id: not a canonical UUID");
+	return false;
+}
+
+static bool stock_check_sku(rpc_reply *r, const char *s)
+{
+	if (valid_name(s))
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid sku: must be 1..%d bytes of UTF-8 without control characters", VALID_NAME_MAX);
+	return false;
+}
+
+static bool stock_check_range(rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max)
+{
+	if (v >= min && v <= max)
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid %s: %" PRId64 " is outside %" PRId64 "..%" PRId64, field, v, min, max);
+	return false;
+}
+
+static void stock_malformed(rpc_reply *r, const char *what)
+{
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload", "could not decode %s", what);
+}
+
+/* stock_store_failed answers a store error. A database failure is reported
+ * as such, never as a business refusal, so the orchestrator retries. */
+static void stock_store_failed(rpc_reply *r, int rc, const char *what, const char *saga_id)
+{
+	switch (rc) {
+	case PG_ERR_CONNECTION:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_unavailable",
+		    "could not %s: database unavailable", what);
+		break;
+	case PG_ERR_RETRY:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_busy",
+		    "could not %s: too many concurrent attempts", what);
+		break;
+	case -ENOMEM:
+		rpc_reply_error(
+		    r, RPC_INTERNAL, "out_of_memory", "could not %s: out of memory", what);
+		break;
+	default:
+		rpc_reply_error(r, RPC_INTERNAL, "database_error",
+		    "could not %s: internal database error", what);
+		break;
+	}
+	log_warn(saga_id, "could not %s: %s", what, r->reason);
+}
+
+/* stock_refusal answers a refusal decided by stock_decide(). */
+static void stock_refusal(rpc_reply *r, const stock_outcome *o, const char *what, const char *sku)
+{
+	if (strcmp(o->reason, REASON_OUT_OF_STOCK) == 0)
+		rpc_reply_error(r, o->code, o->reason, "could not %s: out of stock", what);
+	else if (strcmp(o->reason, REASON_UNKNOWN_SKU) == 0)
+		rpc_reply_error(
+		    r, o->code, o->reason, "could not %s: unknown sku \"%s\"", what, sku);
+	else if (strcmp(o->reason, REASON_TOMBSTONE) == 0)
+		rpc_reply_error(
+		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
+	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already used with another sku or qty", what);
+	else
+		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
+}
+
+/* stock_log_outcome logs a decided command: what changed at info, a
+ * duplicate answered from the record at debug. */
+static void stock_log_outcome(const char *saga_id, const char *op, const stock_cmd *cmd,
+    const stock_outcome *o, int64_t on_hand)
+{
+	enum log_level lvl = o->write_record ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
+	log_msg(lvl, saga_id, "%s sku=%s qty=%" PRId32 ": %s%s%s, on hand %" PRId64 "%s", op,
+	    cmd->sku, cmd->qty, stock_status_name(o->reply_status), *o->reason ? " " : "",
+	    o->reason, on_hand, o->write_record ? "" : " (from record)");
+}
+
+/* ---- methods ---- */
+
+static void stock_reserve(stock_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__ReserveStockRequest *req
+	    = sagas__v1__reserve_stock_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		stock_malformed(r, "ReserveStockRequest");
+		return;
+	}
+	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
+	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
+		goto out_free;
+	stock_cmd cmd = {.op = STOCK_OP_RESERVE, .sku = req->sku, .qty = req->qty};
+	stock_outcome o;
+	int64_t on_hand = 0;
+	int rc = stock_store_apply(st, req->saga_id, &cmd, &o, &on_hand);
+	if (rc != 0) {
+		stock_store_failed(r, rc, "reserve stock", req->saga_id);
+		goto out_free;
+	}
+	stock_log_outcome(req->saga_id, "reserve", &cmd, &o, on_hand);
+	if (o.code != RPC_OK) {
+		stock_refusal(r, &o, "reserve stock", req->sku);
+		goto out_free;
+	}
+	Sagas__V1__ReserveStockReply rep = SAGAS__V1__RESERVE_STOCK_REPLY__INIT;
+	rep.status = (Sagas__V1__ReservationStatus)o.reply_status;
+	rep.on_hand = on_hand;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__reserve_stock_request__free_unpacked(req, NULL);
+}
+
+static void stock_release(stock_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__ReleaseStockRequest *req
+	    = sagas__v1__release_stock_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		stock_malformed(r, "ReleaseStockRequest");
+		return;
+	}
+	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
+	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
+		goto out_free;
+	stock_cmd cmd = {.op = STOCK_OP_RELEASE, .sku = req->sku, .qty = req->qty};
+	stock_outcome o;
+	int64_t on_hand = 0;
+	int rc = stock_store_apply(st, req->saga_id, &cmd, &o, &on_hand);
+	if (rc != 0) {
+		stock_store_failed(r, rc, "release stock", req->saga_id);
+		goto out_free;
+	}
+	stock_log_outcome(req->saga_id, "release", &cmd, &o, on_hand);
+	if (o.code != RPC_OK) {
+		stock_refusal(r, &o, "release stock", req->sku);
+		goto out_free;
+	}
+	Sagas__V1__ReleaseStockReply rep = SAGAS__V1__RELEASE_STOCK_REPLY__INIT;
+	rep.status = (Sagas__V1__ReservationStatus)o.reply_status;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__release_stock_request__free_unpacked(req, NULL);
+}
+
+static void stock_set(stock_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__SetStockRequest *req
+	    = sagas__v1__set_stock_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		stock_malformed(r, "SetStockRequest");
+		return;
+	}
+	if (!stock_check_sku(r, req->sku)
+	    || !stock_check_range(r, "on_hand", req->on_hand, 0, VALID_AMOUNT_MAX))
+		goto out_free;
+	int rc = stock_store_set(st, req->sku, req->on_hand);
+	if (rc != 0) {
+		stock_store_failed(r, rc, "set stock", NULL);
+		goto out_free;
+	}
+	log_info(NULL, "set stock sku=%s on hand %" PRId64, req->sku, req->on_hand);
+	Sagas__V1__SetStockReply rep = SAGAS__V1__SET_STOCK_REPLY__INIT;
+	rep.on_hand = req->on_hand;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	sagas__v1__set_stock_request__free_unpacked(req, NULL);
+}
+
+static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
+{
+	/* the request has no fields, but garbage is still refused */
+	Sagas__V1__ListStockRequest *req
+	    = sagas__v1__list_stock_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		stock_malformed(r, "ListStockRequest");
+		return;
+	}
+	sagas__v1__list_stock_request__free_unpacked(req, NULL);
+
+	stock_listing l;
+	int rc = stock_store_list(st, &l);
+	if (rc != 0) {
+		stock_store_failed(r, rc, "list stock", NULL);
+		return;
+	}
+	Sagas__V1__StockItem *items = calloc(l.n_items + 1, sizeof *items);
+	Sagas__V1__StockItem **item_ptrs = calloc(l.n_items + 1, sizeof *item_ptrs);
+	Sagas__V1__Reservation *recs = calloc(l.n_reservations + 1, sizeof *recs);
+	Sagas__V1__Reservation **rec_ptrs = calloc(l.n_reservations + 1, sizeof *rec_ptrs);
+	if (items == NULL || item_ptrs == NULL || recs == NULL || rec_ptrs == NULL) {
+		stock_store_failed(r, -ENOMEM, "list stock", NULL);
+		goto out_free;
+	}
+	for (size_t i = 0; i < l.n_items; i++) {
+		Sagas__V1__StockItem init = SAGAS__V1__STOCK_ITEM__INIT;
+		items[i] = init;
+		items[i].sku = l.items[i].sku;
+		items[i].on_hand = l.items[i].on_hand;
+		items[i].live_reservations = l.items[i].live_reservations;
+		items[i].reserved_qty = l.items[i].reserved_qty;
+		item_ptrs[i] = &items[i];
+	}
+	for (size_t i = 0; i < l.n_reservations; i++) {
+		Sagas__V1__Reservation init = SAGAS__V1__RESERVATION__INIT;
+		recs[i] = init;
+		recs[i].saga_id = l.reservations[i].saga_id;
+		recs[i].sku = l.reservations[i].sku;
+		recs[i].qty = l.reservations[i].qty;
+		recs[i].status = (Sagas__V1__ReservationStatus)l.reservations[i].status;
+		rec_ptrs[i] = &recs[i];
+	}
+	Sagas__V1__ListStockReply rep = SAGAS__V1__LIST_STOCK_REPLY__INIT;
+	rep.n_items = l.n_items;
+	rep.items = item_ptrs;
+	rep.n_reservations = l.n_reservations;
+	rep.reservations = rec_ptrs;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	free(items);
+	free(item_ptrs);
+	free(recs);
+	free(rec_ptrs);
+	stock_listing_free(&l);
+}
+
+typedef struct stock_method {
+	const char *name;
+	void (*fn)(stock_store *st, const rpc_request *call, rpc_reply *r);
+} stock_method;
+
+static const stock_method stock_methods[] = {
+    {"/sagas.v1.Stock/ReserveStock", stock_reserve},
+    {"/sagas.v1.Stock/ReleaseStock", stock_release},
+    {"/sagas.v1.Stock/SetStock", stock_set},
+    {"/sagas.v1.Stock/ListStock", stock_list},
+};
+
+static void stock_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
+{
+	for (size_t i = 0; i < sizeof stock_methods / sizeof stock_methods[0]; i++) {
+		if (strcmp(call->method, stock_methods[i].name) == 0) {
+			stock_methods[i].fn(worker, call, reply);
+			return;
+		}
+	}
+	/* the method name came off the wire: bounded in the message */
+	rpc_reply_error(
+	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"", call->method);
+}
+
+static int stock_worker_init(void *app, void **worker)
+{
+	const stock_app *a = app;
+	stock_store *st = NULL;
+	int rc = stock_store_open(&st, a->conninfo, a->connect_wait_ms);
+	if (rc != 0)
+		return rc;
+	*worker = st;
+	return 0;
+}
+
+static void stock_worker_fini(void *app, void *worker)
+{
+	stock_store_close(worker);
+}
+
+const rpc_server_ops stock_rpc_ops = {
+    .worker_init = stock_worker_init,
+    .worker_fini = stock_worker_fini,
+    .handle = stock_handle,
+};

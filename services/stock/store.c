@@ -1,1 +1,329 @@
-int main(void);
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pg.h"
+#include "schema_sql.h"
+
+/* The advisory lock key that serialises schema application ("stockschm"). */
+#define STOCK_SCHEMA_LOCK_KEY "7310587035298048109"
+/* A command that keeps losing races this many times is answered
+ * UNAVAILABLE: the orchestrator retries it later. */
+#define STOCK_TX_TRIES 10
+/* How long a request waits for a lost database to come back: short, so the
+ * caller gets UNAVAILABLE well within its deadline and retries. */
+#define STOCK_RECONNECT_WAIT_MS 500
+
+struct stock_store {
+	PGconn *conn; /* NULL until the first successful connect */
+	const char *conninfo;
+};
+
+int stock_store_migrate(const char *conninfo, int64_t wait_ms)
+{
+	PGconn *conn = pg_connect(conninfo, wait_ms);
+	if (conn == NULL)
+		return PG_ERR_CONNECTION;
+	const char *key[] = {STOCK_SCHEMA_LOCK_KEY};
+	int rc = pg_begin(conn);
+	if (rc != 0)
+		goto out_finish;
+	/* "relation already exists, skipping" on every restart is noise */
+	rc = pg_run(conn, "SET LOCAL client_min_messages = warning", 0, NULL);
+	if (rc == 0)
+		rc = pg_run(conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, key);
+	if (rc != 0)
+		goto out_rollback;
+	/* The schema file holds several statements, which the extended query
+	 * protocol behind pg_exec refuses; it takes no parameters, so the
+	 * simple protocol is safe here. */
+	PGresult *res = PQexec(conn, stock_schema_sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
+		log_error(NULL, "could not apply stock schema: %s",
+		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+		PQclear(res);
+		goto out_rollback;
+	}
+	PQclear(res);
+	rc = pg_commit(conn);
+	if (rc == 0)
+		goto out_finish;
+out_rollback:
+	pg_rollback(conn);
+out_finish:
+	PQfinish(conn);
+	return rc;
+}
+
+int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms)
+{
+	stock_store *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return -ENOMEM;
+	s->conninfo = conninfo;
+	/* a failure here is not fatal: stock_store_ready() retries per call */
+	s->conn = pg_connect(conninfo, wait_ms);
+	*out = s;
+	return 0;
+}
+
+void stock_store_close(stock_store *s)
+{
+	if (s == NULL)
+		return;
+	PQfinish(s->conn);
+	free(s);
+}
+
+/* stock_store_ready makes sure the store has a usable connection outside
+ * any transaction, reconnecting after a lost one. */
+static int stock_store_ready(stock_store *s)
+{
+	if (!pg_ensure(&s->conn, s->conninfo, STOCK_RECONNECT_WAIT_MS))
+		return PG_ERR_CONNECTION;
+	/* every path ends its transaction; this only guards against a bug
+	 * leaving one open and every later call failing inside it */
+	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+		pg_rollback(s->conn);
+	return 0;
+}
+
+/* stock_store_may_rerun is true when a call that failed with `rc` may run
+ * again once on a fresh connection: a connection that went stale (the
+ * server restarted) only fails when first used. Callers pass only work
+ * that is safe to repeat even if the lost COMMIT went through: commands
+ * idempotent by saga id, absolute writes and reads. */
+static bool stock_store_may_rerun(stock_store *s, int rc, bool *rerun_done)
+{
+	if (rc != PG_ERR_CONNECTION || *rerun_done)
+		return false;
+	*rerun_done = true;
+	return pg_ensure(&s->conn, s->conninfo, STOCK_RECONNECT_WAIT_MS);
+}
+
+/* stock_store_try_apply is one attempt of stock_store_apply. */
+static int stock_store_try_apply(
+    stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out, int64_t *on_hand)
+{
+	PGresult *res = NULL;
+	stock_record rec = {.status = STOCK_NONE};
+	stock_row row = {.exists = false};
+	const char *by_saga[] = {saga_id};
+	const char *by_sku[] = {cmd->sku};
+	int rc = pg_begin(s->conn);
+	if (rc != 0)
+		return rc;
+	/* Lock order is always record, then stock row: a transaction holds one
+	 * of each, so two commands cannot wait on each other in a cycle. */
+	rc = pg_exec(s->conn,
+	    "SELECT status, sku, qty FROM reservations WHERE saga_id = $1 FOR UPDATE", 1, by_saga,
+	    &res);
+	if (rc != 0)
+		goto out_rollback;
+	if (PQntuples(res) == 1) {
+		rec.status = stock_status_parse(PQgetvalue(res, 0, 0));
+		snprintf(rec.sku, sizeof rec.sku, "%s", PQgetvalue(res, 0, 1));
+		rec.qty = (int32_t)pg_get_i64(res, 0, 2);
+		if (rec.status == STOCK_NONE) {
+			/* the CHECK constraint makes this a bug, not input */
+			log_error(saga_id, "could not read reservation: unknown status \"%s\"",
+			    PQgetvalue(res, 0, 0));
+			rc = PG_ERR_OTHER;
+		}
+	}
+	PQclear(res);
+	if (rc != 0)
+		goto out_rollback;
+
+	rc = pg_exec(
+	    s->conn, "SELECT on_hand FROM stock WHERE sku = $1 FOR UPDATE", 1, by_sku, &res);
+	if (rc != 0)
+		goto out_rollback;
+	if (PQntuples(res) == 1) {
+		row.exists = true;
+		row.on_hand = pg_get_i64(res, 0, 0);
+	}
+	PQclear(res);
+
+	stock_decide(&rec, &row, cmd, out);
+
+	if (out->write_record) {
+		char qty[16];
+		snprintf(qty, sizeof qty, "%" PRId32, out->record.qty);
+		const char *p[]
+		    = {saga_id, stock_status_name(out->record.status), out->record.sku, qty};
+		if (rec.status == STOCK_NONE)
+			/* a concurrent duplicate that inserted first makes this
+			 * fail with unique_violation: the caller retries */
+			rc = pg_run(s->conn,
+			    "INSERT INTO reservations (saga_id, status, sku, qty) "
+			    "VALUES ($1, $2, $3, $4)",
+			    4, p);
+		else
+			rc = pg_run(s->conn,
+			    "UPDATE reservations SET status = $2, sku = $3, qty = $4, "
+			    "updated_at = now() WHERE saga_id = $1",
+			    4, p);
+		if (rc != 0)
+			goto out_rollback;
+	}
+	if (out->write_row) {
+		char val[24];
+		snprintf(val, sizeof val, "%" PRId64, out->on_hand);
+		const char *p[] = {cmd->sku, val};
+		rc = pg_exec(s->conn, "UPDATE stock SET on_hand = $2 WHERE sku = $1", 2, p, &res);
+		if (rc != 0)
+			goto out_rollback;
+		bool updated = strcmp(PQcmdTuples(res), "1") == 0;
+		PQclear(res);
+		if (!updated) {
+			/* a RESERVED record whose sku row is gone: bad data */
+			log_error(
+			    saga_id, "could not update stock: sku \"%s\" has no row", cmd->sku);
+			rc = PG_ERR_OTHER;
+			goto out_rollback;
+		}
+	}
+	rc = pg_commit(s->conn);
+	if (rc != 0)
+		goto out_rollback;
+	*on_hand = out->write_row ? out->on_hand : (row.exists ? row.on_hand : 0);
+	return 0;
+out_rollback:
+	pg_rollback(s->conn);
+	return rc;
+}
+
+int stock_store_apply(
+    stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out, int64_t *on_hand)
+{
+	int rc = stock_store_ready(s);
+	if (rc != 0)
+		return rc;
+	bool rerun_done = false;
+	for (int attempt = 1;; attempt++) {
+		rc = stock_store_try_apply(s, saga_id, cmd, out, on_hand);
+		if (stock_store_may_rerun(s, rc, &rerun_done)) {
+			attempt--; /* not a lost race */
+			continue;
+		}
+		if (rc != PG_ERR_RETRY && rc != PG_ERR_UNIQUE)
+			return rc;
+		if (attempt == STOCK_TX_TRIES) {
+			log_warn(saga_id, "could not apply stock command: lost %d races in a row",
+			    attempt);
+			return PG_ERR_RETRY;
+		}
+		/* the retried run reads the record the winner committed */
+		log_debug(saga_id, "stock command lost a race, retrying (attempt %d)", attempt);
+	}
+}
+
+int stock_store_set(stock_store *s, const char *sku, int64_t on_hand)
+{
+	int rc = stock_store_ready(s);
+	if (rc != 0)
+		return rc;
+	char val[24];
+	snprintf(val, sizeof val, "%" PRId64, on_hand);
+	const char *p[] = {sku, val};
+	bool rerun_done = false;
+	do {
+		/* one statement, so it is its own transaction; it sets an
+		 * absolute value, so running it twice is harmless */
+		rc = pg_run(s->conn,
+		    "INSERT INTO stock (sku, on_hand) VALUES ($1, $2) "
+		    "ON CONFLICT (sku) DO UPDATE SET on_hand = EXCLUDED.on_hand",
+		    2, p);
+	} while (stock_store_may_rerun(s, rc, &rerun_done));
+	return rc;
+}
+
+void stock_listing_free(stock_listing *l)
+{
+	free(l->items);
+	free(l->reservations);
+	memset(l, 0, sizeof *l);
+}
+
+/* stock_store_try_list is one attempt of stock_store_list. */
+static int stock_store_try_list(stock_store *s, stock_listing *out)
+{
+	PGresult *items = NULL, *recs = NULL;
+	memset(out, 0, sizeof *out);
+	/* one snapshot, so the sums agree with the rows listed */
+	int rc = pg_run(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+	if (rc != 0)
+		return rc;
+	/* byte order (COLLATE "C") so the listing does not depend on the
+	 * database's locale */
+	rc = pg_exec(s->conn,
+	    "SELECT s.sku, s.on_hand, "
+	    "count(r.saga_id) FILTER (WHERE r.status = 'RESERVED'), "
+	    "coalesce(sum(r.qty) FILTER (WHERE r.status = 'RESERVED'), 0) "
+	    "FROM stock s LEFT JOIN reservations r ON r.sku = s.sku "
+	    "GROUP BY s.sku, s.on_hand ORDER BY s.sku COLLATE \"C\"",
+	    0, NULL, &items);
+	if (rc != 0)
+		goto out_rollback;
+	rc = pg_exec(s->conn,
+	    "SELECT saga_id, sku, qty, status FROM reservations ORDER BY created_at, saga_id", 0,
+	    NULL, &recs);
+	if (rc != 0)
+		goto out_rollback;
+	rc = pg_commit(s->conn);
+	if (rc != 0)
+		goto out_rollback;
+
+	int ni = PQntuples(items), nr = PQntuples(recs);
+	out->items = calloc(ni ? (size_t)ni : 1, sizeof *out->items);
+	out->reservations = calloc(nr ? (size_t)nr : 1, sizeof *out->reservations);
+	if (out->items == NULL || out->reservations == NULL) {
+		stock_listing_free(out);
+		rc = -ENOMEM;
+		goto out_clear;
+	}
+	for (int i = 0; i < ni; i++) {
+		stock_item_row *it = &out->items[i];
+		snprintf(it->sku, sizeof it->sku, "%s", PQgetvalue(items, i, 0));
+		it->on_hand = pg_get_i64(items, i, 1);
+		it->live_reservations = (int32_t)pg_get_i64(items, i, 2);
+		it->reserved_qty = pg_get_i64(items, i, 3);
+	}
+	out->n_items = (size_t)ni;
+	for (int i = 0; i < nr; i++) {
+		stock_reservation_row *r = &out->reservations[i];
+		snprintf(r->saga_id, sizeof r->saga_id, "%s", PQgetvalue(recs, i, 0));
+		snprintf(r->sku, sizeof r->sku, "%s", PQgetvalue(recs, i, 1));
+		r->qty = (int32_t)pg_get_i64(recs, i, 2);
+		r->status = stock_status_parse(PQgetvalue(recs, i, 3));
+	}
+	out->n_reservations = (size_t)nr;
+	goto out_clear;
+out_rollback:
+	pg_rollback(s->conn);
+out_clear:
+	PQclear(items);
+	PQclear(recs);
+	return rc;
+}
+
+int stock_store_list(stock_store *s, stock_listing *out)
+{
+	memset(out, 0, sizeof *out);
+	int rc = stock_store_ready(s);
+	if (rc != 0)
+		return rc;
+	bool rerun_done = false;
+	do
+		rc = stock_store_try_list(s, out);
+	while (stock_store_may_rerun(s, rc, &rerun_done));
+	return rc;
+}

@@ -1,0 +1,22 @@
+-- Payment participant schema. Applied by paymentd at every start, under an
+-- advisory lock, so every statement must be idempotent. Money is bigint
+-- minor units.
+
+-- One row per customer account.
+CREATE TABLE IF NOT EXISTS accounts (
+	customer text PRIMARY KEY,
+	balance bigint NOT NULL CHECK (balance >= 0)
+);
+
+-- The idempotency record of one saga id (saga-semantics.md rules 2, 5, 6):
+-- the outcome of its ChargePayment, or the tombstone of an early
+-- RefundPayment. The primary key is what serialises concurrent duplicates.
+CREATE TABLE IF NOT EXISTS charges (
+	saga_id uuid PRIMARY KEY,
+	customer text NOT NULL,
+	amount bigint NOT NULL CHECK (amount > 0),
+	status text NOT NULL
+	    CHECK (status IN ('CHARGED', 'DECLINED', 'UNKNOWN_ACCOUNT', 'REFUNDED', 'TOMBSTONE')),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now()
+);

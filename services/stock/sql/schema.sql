@@ -1,0 +1,25 @@
+-- Stock participant schema. Applied by stockd at every start, under an
+-- advisory lock, so every statement must be idempotent.
+
+-- One row per sku: what can still be reserved.
+CREATE TABLE IF NOT EXISTS stock (
+	sku text PRIMARY KEY,
+	on_hand bigint NOT NULL CHECK (on_hand >= 0)
+);
+
+-- The idempotency record of one saga id (saga-semantics.md rules 2, 5, 6):
+-- the outcome of its ReserveStock, or the tombstone of an early ReleaseStock.
+-- The primary key is what serialises concurrent duplicates.
+CREATE TABLE IF NOT EXISTS reservations (
+	saga_id uuid PRIMARY KEY,
+	sku text NOT NULL,
+	qty int NOT NULL CHECK (qty > 0),
+	status text NOT NULL
+	    CHECK (status IN ('RESERVED', 'OUT_OF_STOCK', 'UNKNOWN_SKU', 'RELEASED', 'TOMBSTONE')),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- ListStock sums the live reservations of each sku.
+CREATE INDEX IF NOT EXISTS reservations_live_by_sku
+	ON reservations (sku) WHERE status = 'RESERVED';

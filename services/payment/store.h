@@ -1,0 +1,104 @@
+/* store: every SQL statement of the payment participant (house style: SQL
+ * lives only here). One payment_store per worker thread, each with its own
+ * PGconn; nothing here is shared between threads. Money is int64 minor
+ * units throughout.
+ *
+ * Errors are the negative enum pg_err values of pg.h:
+ *   PG_ERR_CONNECTION  the database is unreachable (transient; the caller
+ *                      answers UNAVAILABLE, the next call reconnects). A
+ *                      connection found dead mid-call is reconnected and
+ *                      the call run once more where that is safe to repeat
+ *                      (said per function), so a server restart does not
+ *                      fail the first call of every worker,
+ *   PG_ERR_RETRY       a command kept losing races (serialization failure,
+ *                      deadlock or a concurrent duplicate) past its retries,
+ *   PG_ERR_OTHER, PG_ERR_CHECK, PG_ERR_UNIQUE
+ *                      anything else: a bug or bad data (INTERNAL),
+ * plus -ENOMEM, and -ERANGE where a function says so. A database error is
+ * never turned into a business refusal: refusals only come from
+ * payment_decide().
+ */
+#ifndef SAGA_PAYMENT_STORE_H
+#define SAGA_PAYMENT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "payment_logic.h"
+#include "valid.h"
+
+typedef struct payment_store payment_store;
+
+/* One account as ListAccounts reports it. */
+typedef struct payment_account_row {
+	char customer[PAYMENT_CUSTOMER_MAX + 1];
+	int64_t balance; /* minor units */
+} payment_account_row;
+
+/* One idempotency record as ListAccounts reports it. */
+typedef struct payment_charge_row {
+	char saga_id[VALID_UUID_LEN + 1];
+	char customer[PAYMENT_CUSTOMER_MAX + 1];
+	int64_t amount; /* minor units */
+	payment_status status;
+} payment_charge_row;
+
+/* The whole state of the participant, read in one snapshot. */
+typedef struct payment_listing {
+	payment_account_row *accounts; /* ordered by customer (byte order) */
+	size_t n_accounts;
+	payment_charge_row *charges; /* ordered by created_at, saga_id */
+	size_t n_charges;
+} payment_listing;
+
+/* payment_store_migrate connects to `conninfo`, waiting up to `wait_ms` ms
+ * for the database to accept connections, and applies the embedded schema
+ * in one transaction under an advisory lock (so daemons starting together do
+ * not race on the catalog). Idempotent. Returns 0 or a negative enum pg_err
+ * (PG_ERR_CONNECTION when the database never came up), after logging. */
+int payment_store_migrate(const char *conninfo, int64_t wait_ms)
+    __attribute__((warn_unused_result));
+
+/* payment_store_open makes a store for one worker thread. `conninfo` is
+ * borrowed and must outlive the store. It tries to connect for up to
+ * `wait_ms` ms, but a store without a connection is still returned: every
+ * call reconnects first (pg_ensure), so a worker survives a database
+ * restart. Returns 0 and *out, or -ENOMEM. */
+int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms)
+    __attribute__((warn_unused_result));
+
+/* payment_store_close closes the connection and frees the store. NULL is
+ * ignored. */
+void payment_store_close(payment_store *s);
+
+/* payment_store_apply runs one ChargePayment or RefundPayment for `saga_id`
+ * (canonical UUID text) as one local transaction: lock the saga's record and
+ * the customer's account, call payment_decide(), write what it says, commit.
+ * Concurrent duplicates serialise on the record's primary key: a lost race
+ * rolls back and retries the whole transaction, which then answers from the
+ * record. On 0, *out is the committed outcome and *balance the account's
+ * balance in minor units after the command (0 when there is no account).
+ * Nothing is written unless 0 is returned. Re-run once after a reconnect
+ * (idempotent by saga id). Returns 0 or a negative enum pg_err. */
+int payment_store_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
+    payment_outcome *out, int64_t *balance) __attribute__((warn_unused_result));
+
+/* payment_store_deposit adds `amount` minor units (> 0) to `customer`'s
+ * account, creating it, outside any saga (admin). On 0, *balance is the new
+ * balance. Never re-run after a lost connection (a deposit has no
+ * idempotency key and its COMMIT may have gone through): PG_ERR_CONNECTION
+ * then means "unknown, check the balance". Returns 0; -ERANGE (nothing written) when the balance
+ * would exceed VALID_AMOUNT_MAX; or a negative enum pg_err. */
+int payment_store_deposit(payment_store *s, const char *customer, int64_t amount, int64_t *balance)
+    __attribute__((warn_unused_result));
+
+/* payment_store_list reads every account and every record in one consistent
+ * snapshot into *out (arrays malloc'd; free with payment_listing_free).
+ * Re-run once after a reconnect. Returns 0, -ENOMEM, or a negative enum pg_err; *out is empty on
+ * error. */
+int payment_store_list(payment_store *s, payment_listing *out) __attribute__((warn_unused_result));
+
+/* payment_listing_free frees the arrays of a listing and empties it. */
+void payment_listing_free(payment_listing *l);
+
+#endif
