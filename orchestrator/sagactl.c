@@ -46,9 +46,10 @@ enum {
 	CTL_EXIT_USAGE = 2,
 };
 
-#define CTL_POLL_MS        20    /* --wait polls GetSaga this often */
-#define CTL_LIST_LIMIT_MAX 10000 /* the orchestrator's largest page */
-#define CTL_MAX_ARGS       256   /* positional arguments of one verb */
+#define CTL_POLL_MS          20    /* --wait polls GetSaga this often */
+#define CTL_POLL_MIN_CALL_MS 100   /* shortest timeout of one poll */
+#define CTL_LIST_LIMIT_MAX   10000 /* the orchestrator's largest page */
+#define CTL_MAX_ARGS         256   /* positional arguments of one verb */
 
 /* The services sagactl talks to. */
 typedef enum ctl_svc {
@@ -472,7 +473,8 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
  * reply returns 0 with the payload in *res (clear it with rpc_result_clear).
  * Otherwise prints "error: could not <action>: ..." (or "could not reach"
  * for a transport failure) unless `quiet`, clears *res and returns an exit
- * code; with `quiet` a transport failure returns -1 without printing. */
+ * code. With `quiet`, a transient failure (no reply, DEADLINE_EXCEEDED,
+ * UNAVAILABLE) returns -1 without printing, for callers that poll. */
 static int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
     const char *action, int64_t timeout_ms, bool quiet, rpc_result *res)
 {
@@ -487,11 +489,14 @@ static int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufC
 		    ctl_svc_names[svc], strerror(-err));
 	if (res->code == RPC_OK)
 		return 0;
+	if (quiet
+	    && (res->transport || res->code == RPC_DEADLINE_EXCEEDED
+	        || res->code == RPC_UNAVAILABLE)) {
+		/* transient (rule 3): the caller polls again */
+		rpc_result_clear(res);
+		return -1;
+	}
 	if (res->transport) {
-		if (quiet) {
-			rpc_result_clear(res);
-			return -1;
-		}
 		char msg[RPC_MESSAGE_MAX];
 		snprintf(msg, sizeof msg, "%s", res->message);
 		/* nng says "Timed out"; messages here are lowercase */
@@ -593,6 +598,8 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 	for (;;) {
 		int64_t left = deadline - clock_mono_ms();
 		int64_t t = left < c->o.timeout_ms ? left : c->o.timeout_ms;
+		if (t < CTL_POLL_MIN_CALL_MS)
+			t = CTL_POLL_MIN_CALL_MS; /* a call needs some time to succeed */
 		rpc_result res;
 		int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, method, &req.base, "get saga",
 		    t > 0 ? t : 1, true, &res);
