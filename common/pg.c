@@ -38,7 +38,7 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 		PGconn *conn = PQconnectdb(conninfo);
 		if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 			/* reads and writes see a consistent clock and text output */
-			PGresult *r = PQexec(conn, "SET TIME ZONE 'UTC'");
+			PGresult *r = PQexec(conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
 			PQclear(r);
 			return conn;
 		}
@@ -71,9 +71,13 @@ int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *param
 	int rc = pg_classify(state);
 	if (PQstatus(conn) != CONNECTION_OK)
 		rc = PG_ERR_CONNECTION;
+	char text[512];
+	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	for (char *c = text; *c; c++)
+		if (*c == '\n')
+			*c = ' '; /* one log line per message */
 	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
-	    "statement failed (sqlstate %s): %s", state ? state : "none",
-	    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	    "statement failed (sqlstate %s): %s", state ? state : "none", text);
 	PQclear(res);
 	return rc;
 }
@@ -108,7 +112,7 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 	if (*conn != NULL) {
 		PQreset(*conn);
 		if (PQstatus(*conn) == CONNECTION_OK) {
-			PGresult *r = PQexec(*conn, "SET TIME ZONE 'UTC'");
+			PGresult *r = PQexec(*conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
 			PQclear(r);
 			log_info(NULL, "reconnected to database");
 			return true;

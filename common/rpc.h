@@ -24,8 +24,8 @@
 #define RPC_MESSAGE_MAX     256
 #define RPC_REQUEST_ID_MAX  64
 
-/* rpc_code_name returns "OK", "INVALID_ARGUMENT", ... or "CODE_<n>" style
- * "UNKNOWN_CODE" for numbers outside 0..16. Static storage. */
+/* rpc_code_name returns the name of a status code ("OK", "INVALID_ARGUMENT", ...),
+ * or "UNKNOWN_CODE" for numbers outside 0..16. Static storage. */
 const char *rpc_code_name(int code);
 
 /* ---- server ---- */

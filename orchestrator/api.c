@@ -153,7 +153,7 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	                    stored.amount != row.amount)) {
 		/* rule 6: the same saga id with another order never applies */
 		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
-		    "could not start saga: saga %s exists with another order", row.saga_id);
+		    "saga %s exists with another order", row.saga_id);
 		goto out_free;
 	}
 	if (created) {

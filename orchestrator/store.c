@@ -218,10 +218,10 @@ int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, s
 	*n = 0;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas s SET next_attempt_at = " TS("$2") " FROM ("
-	    "  SELECT saga_id FROM sagas"
+	    "  SELECT saga_id AS due_id FROM sagas"
 	    "  WHERE state NOT IN ('COMPLETED', 'CANCELLED') AND next_attempt_at <= " TS("$1")
 	    "  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due "
-	    "WHERE s.saga_id = due.saga_id RETURNING " SAGA_COLS,
+	    "WHERE s.saga_id = due.due_id RETURNING " SAGA_COLS,
 	    3, p, &r);
 	if (rc != 0)
 		return rc;

@@ -12,8 +12,9 @@ id=44444444-4444-4444-8444-444444444444
 ctl start c1 B2 2 30.00 --id "$id" >/dev/null
 ctl start c1 B2 2 30.00 --id "$id" --wait >/dev/null
 # concurrent duplicates too
-for _ in 1 2 3 4; do ctl start c1 B2 2 30.00 --id "$id" >/dev/null & done
-wait
+pids=()
+for _ in 1 2 3 4; do ctl start c1 B2 2 30.00 --id "$id" >/dev/null & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; done
 set +e
 out=$(ctl start c1 B2 3 30.00 --id "$id" 2>&1); rc=$?
 set -e
