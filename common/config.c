@@ -125,7 +125,7 @@ void config_print_help(
 			snprintf(flag, sizeof flag, "--%s", o->name);
 		else
 			snprintf(flag, sizeof flag, "--%s %s", o->name,
-			    o->type == CONFIG_INT ? (o->unit ? o->unit : "N") : "TEXT");
+			    o->unit ? o->unit : (o->type == CONFIG_INT ? "N" : "TEXT"));
 		fprintf(out, "  %-30s %s", flag, o->help);
 		if (o->def && *o->def)
 			fprintf(out, " (default %s)", o->def);

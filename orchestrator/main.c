@@ -38,13 +38,13 @@ typedef struct orch_config {
 #define OPT(n, e, t, d, lo, hi, f, h, u) {n, e, t, d, lo, hi, offsetof(orch_config, f), h, u}
 static const config_opt orch_opts[] = {
     OPT("listen", "SAGA_ORCHESTRATOR_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0, listen,
-        "nng URL the Orchestrator API listens on", NULL),
+        "nng URL the Orchestrator API listens on", "URL"),
     OPT("db", "SAGA_ORCHESTRATOR_DB", CONFIG_STR, "dbname=sagas_orchestrator", 0, 0, db,
-        "libpq conninfo of the orchestrator's database", NULL),
+        "libpq conninfo of the orchestrator's database", "CONNINFO"),
     OPT("stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0, stock,
-        "nng URL of the stock daemon", NULL),
+        "nng URL of the stock daemon", "URL"),
     OPT("payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0, payment,
-        "nng URL of the payment daemon", NULL),
+        "nng URL of the payment daemon", "URL"),
     OPT("workers", "SAGA_ORCHESTRATOR_WORKERS", CONFIG_INT, "4", 1, 64, workers,
         "API worker threads (each with its own database connection)", "N"),
     OPT("step-timeout", "SAGA_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000, step_timeout,
@@ -72,7 +72,7 @@ static const config_opt orch_opts[] = {
     OPT("duplicate-delivery", "SAGA_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
     OPT("log-level", "SAGA_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
-        "debug, info, warn or error", NULL),
+        "debug, info, warn or error", "LEVEL"),
 };
 
 int main(int argc, char **argv)

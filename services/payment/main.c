@@ -28,13 +28,13 @@ typedef struct paymentd_config {
 
 static const config_opt paymentd_opts[] = {
     {"listen", "SAGA_PAYMENT_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0,
-        offsetof(paymentd_config, listen), "nng URL to serve sagas.v1.Payment on", NULL},
+        offsetof(paymentd_config, listen), "nng URL to serve sagas.v1.Payment on", "URL"},
     {"db", "SAGA_PAYMENT_DB", CONFIG_STR, "dbname=sagas_payment", 0, 0,
-        offsetof(paymentd_config, db), "libpq connection string of the payment database", NULL},
+        offsetof(paymentd_config, db), "libpq connection string of the payment database", "CONNINFO"},
     {"workers", "SAGA_PAYMENT_WORKERS", CONFIG_INT, "4", 1, 64, offsetof(paymentd_config, workers),
         "worker threads, each with its own connection", NULL},
     {"log-level", "SAGA_PAYMENT_LOG_LEVEL", CONFIG_STR, "info", 0, 0,
-        offsetof(paymentd_config, log_level), "debug, info, warn or error", NULL},
+        offsetof(paymentd_config, log_level), "debug, info, warn or error", "LEVEL"},
     {"max-msg", "SAGA_PAYMENT_MAX_MSG", CONFIG_INT, "1048576", 1024, 1073741824,
         offsetof(paymentd_config, max_msg), "largest request frame accepted", "BYTES"},
     {"db-wait", "SAGA_PAYMENT_DB_WAIT", CONFIG_INT, "30000", 0, 3600000,

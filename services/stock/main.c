@@ -28,13 +28,13 @@ typedef struct stockd_config {
 
 static const config_opt stockd_opts[] = {
     {"listen", "SAGA_STOCK_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0,
-        offsetof(stockd_config, listen), "nng URL to serve sagas.v1.Stock on", NULL},
+        offsetof(stockd_config, listen), "nng URL to serve sagas.v1.Stock on", "URL"},
     {"db", "SAGA_STOCK_DB", CONFIG_STR, "dbname=sagas_stock", 0, 0, offsetof(stockd_config, db),
-        "libpq connection string of the stock database", NULL},
+        "libpq connection string of the stock database", "CONNINFO"},
     {"workers", "SAGA_STOCK_WORKERS", CONFIG_INT, "4", 1, 64, offsetof(stockd_config, workers),
         "worker threads, each with its own connection", NULL},
     {"log-level", "SAGA_STOCK_LOG_LEVEL", CONFIG_STR, "info", 0, 0,
-        offsetof(stockd_config, log_level), "debug, info, warn or error", NULL},
+        offsetof(stockd_config, log_level), "debug, info, warn or error", "LEVEL"},
     {"max-msg", "SAGA_STOCK_MAX_MSG", CONFIG_INT, "1048576", 1024, 1073741824,
         offsetof(stockd_config, max_msg), "largest request frame accepted", "BYTES"},
     {"db-wait", "SAGA_STOCK_DB_WAIT", CONFIG_INT, "30000", 0, 3600000,
