@@ -19,6 +19,8 @@ enum pg_err {
 	PG_ERR_CONNECTION = -1004, /* class 08, 57P01..57P03, or a broken
 	                              connection: transient, reconnect */
 	PG_ERR_OTHER = -1005,      /* anything else: a bug or bad data */
+	PG_ERR_INJECTED = -1006,   /* a failure-injection point (fault.h) failed
+	                              the transaction before COMMIT */
 };
 
 /* pg_classify maps a SQLSTATE (5 chars, may be NULL when the connection

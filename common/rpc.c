@@ -13,7 +13,9 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "admin.h"
 #include "clock.h"
+#include "fault.h"
 #include "log.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
@@ -103,7 +105,7 @@ struct rpc_server {
 
 /* rpc_server_serve decodes one request frame and fills `reply`. */
 static void rpc_server_serve(
-    rpc_server *s, void *wstate, nng_msg *msg, rpc_reply *reply, char *request_id)
+    rpc_server *s, void *wstate, nng_msg *msg, rpc_reply *reply, char *request_id, bool *drop)
 {
 	Sagas__V1__RequestEnvelope *env
 	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
@@ -136,7 +138,20 @@ static void rpc_server_serve(
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
 	};
+	if (admin_handle(&call, reply))
+		goto out_free_env;
+	/* failure injection (fault.h): off unless armed */
+	int64_t delay_ms = 0;
+	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
+		nng_msleep((nng_duration)delay_ms);
+	if (fault_check(FAULT_UNAVAILABLE, env->method, NULL)) {
+		rpc_reply_error(
+		    reply, RPC_UNAVAILABLE, "fault_injected", "unavailable (injected fault)");
+		goto out_free_env;
+	}
 	s->ops->handle(s->app, wstate, &call, reply);
+	fault_exit_if(FAULT_EXIT_AFTER_COMMIT, env->method);
+	*drop = fault_check(FAULT_DROP_REPLY, env->method, NULL);
 out_free_env:
 	sagas__v1__request_envelope__free_unpacked(env, NULL);
 }
@@ -185,8 +200,14 @@ static void rpc_worker_main(void *arg)
 		nng_msg *msg = nng_aio_get_msg(aio);
 		rpc_reply reply = {0};
 		char request_id[RPC_REQUEST_ID_MAX + 1] = "";
-		rpc_server_serve(s, wstate, msg, &reply, request_id);
+		bool drop = false;
+		rpc_server_serve(s, wstate, msg, &reply, request_id, &drop);
 		nng_msg_free(msg);
+		if (drop) {
+			/* the next receive on this context abandons the request */
+			free(reply.payload);
+			continue;
+		}
 		nng_msg *out = rpc_encode_reply(&reply, request_id);
 		free(reply.payload);
 		if (out == NULL)

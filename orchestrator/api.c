@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
@@ -13,7 +14,7 @@
 #include "valid.h"
 
 #define API_LIST_DEFAULT 100
-#define API_LIST_MAX 10000
+#define API_LIST_MAX     10000
 
 typedef struct api_worker {
 	PGconn *conn;
@@ -49,8 +50,8 @@ static void api_db_error(rpc_reply *reply, int rc, const char *what)
 		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_unavailable",
 		    "could not %s: database unavailable", what);
 	else
-		rpc_reply_error(reply, RPC_INTERNAL, "database_error", "could not %s: error %d", what,
-		    rc);
+		rpc_reply_error(
+		    reply, RPC_INTERNAL, "database_error", "could not %s: error %d", what, rc);
 }
 
 /* api_fill_saga points the fields of `m` into `row` (no copies: `row` must
@@ -86,7 +87,8 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	}
 	if (!valid_name(o->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.customer: must be 1..%d bytes of UTF-8 without control characters",
+		    "invalid order.customer: must be 1..%d bytes of UTF-8 without control "
+		    "characters",
 		    VALID_NAME_MAX);
 		return false;
 	}
@@ -111,8 +113,8 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 
 static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__StartSagaRequest *req =
-	    sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__StartSagaRequest *req
+	    = sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode StartSagaRequest");
@@ -143,19 +145,21 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	bool created = false;
 	saga_row stored;
 	int rc = pg_ensure(&w->conn, a->db, 0) ? store_insert_saga(w->conn, &row, &created, &stored)
-	                                         : PG_ERR_CONNECTION;
+	                                       : PG_ERR_CONNECTION;
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
 		goto out_free;
 	}
-	if (!created && (strcmp(stored.customer, row.customer) != 0 ||
-	                    strcmp(stored.sku, row.sku) != 0 || stored.qty != row.qty ||
-	                    stored.amount != row.amount)) {
+	if (!created
+	    && (strcmp(stored.customer, row.customer) != 0 || strcmp(stored.sku, row.sku) != 0
+	        || stored.qty != row.qty || stored.amount != row.amount)) {
 		/* rule 6: the same saga id with another order never applies */
 		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
 		    "saga %s exists with another order", row.saga_id);
 		goto out_free;
 	}
+	if (created)
+		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 	if (created) {
 		log_info(stored.saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored.customer, stored.qty, stored.sku, (long long)stored.amount);
@@ -174,8 +178,8 @@ out_free:
 
 static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__GetSagaRequest *req =
-	    sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__GetSagaRequest *req
+	    = sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode GetSagaRequest");
@@ -188,10 +192,10 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 	}
 	saga_row row;
 	int rc = pg_ensure(&w->conn, a->db, 0) ? store_get_saga(w->conn, req->saga_id, &row)
-	                                         : PG_ERR_CONNECTION;
+	                                       : PG_ERR_CONNECTION;
 	if (rc == -ENOENT) {
-		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist",
-		    req->saga_id);
+		rpc_reply_error(
+		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
 		goto out_free;
 	}
 	if (rc != 0) {
@@ -210,8 +214,8 @@ out_free:
 
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__ListSagasRequest *req =
-	    sagas__v1__list_sagas_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__ListSagasRequest *req
+	    = sagas__v1__list_sagas_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode ListSagasRequest");
@@ -231,10 +235,9 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		    "invalid limit: must be 0..%d", API_LIST_MAX);
 		goto out_free;
 	}
-	int rc = pg_ensure(&w->conn, a->db, 0)
-	    ? store_list_sagas(w->conn, (saga_state)req->state, req->attention_only,
-	          req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n)
-	    : PG_ERR_CONNECTION;
+	int rc = pg_ensure(&w->conn, a->db, 0) ? store_list_sagas(w->conn, (saga_state)req->state,
+	             req->attention_only, req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n)
+	                                       : PG_ERR_CONNECTION;
 	if (rc != 0) {
 		api_db_error(reply, rc, "list sagas");
 		goto out_free;
@@ -264,8 +267,8 @@ out_free:
 
 static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__GetSagaHistoryRequest *req =
-	    sagas__v1__get_saga_history_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__GetSagaHistoryRequest *req
+	    = sagas__v1__get_saga_history_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode GetSagaHistoryRequest");
@@ -280,10 +283,10 @@ static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_repl
 		goto out_free;
 	}
 	int rc = pg_ensure(&w->conn, a->db, 0) ? store_history(w->conn, req->saga_id, &hs, &n)
-	                                         : PG_ERR_CONNECTION;
+	                                       : PG_ERR_CONNECTION;
 	if (rc == -ENOENT) {
-		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist",
-		    req->saga_id);
+		rpc_reply_error(
+		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
 		goto out_free;
 	}
 	if (rc != 0) {
@@ -317,6 +320,49 @@ out_free:
 	sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
 }
 
+static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__RetrySagaRequest *req
+	    = sagas__v1__retry_saga_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode RetrySagaRequest");
+		return;
+	}
+	if (!valid_uuid(req->saga_id)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid saga_id: not a canonical lowercase UUID");
+		goto out_free;
+	}
+	saga_row row;
+	int rc = pg_ensure(&w->conn, a->db, 0)
+	    ? store_rearm(w->conn, req->saga_id, clock_wall_ms(), &row)
+	    : PG_ERR_CONNECTION;
+	if (rc == -ENOENT) {
+		rpc_reply_error(
+		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
+		goto out_free;
+	}
+	if (rc == -EPERM) {
+		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "terminal",
+		    "saga %s has finished: nothing to retry", req->saga_id);
+		goto out_free;
+	}
+	if (rc != 0) {
+		api_db_error(reply, rc, "retry saga");
+		goto out_free;
+	}
+	log_info(row.saga_id, "re-armed by an operator in %s", saga_state_name(row.s.state));
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	api_fill_saga(&m, &o, &row);
+	Sagas__V1__RetrySagaReply out = SAGAS__V1__RETRY_SAGA_REPLY__INIT;
+	out.saga = &m;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	sagas__v1__retry_saga_request__free_unpacked(req, NULL);
+}
+
 static void api_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
 {
 	api *a = app;
@@ -329,9 +375,11 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 		api_list_sagas(a, w, call, reply);
 	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/GetSagaHistory"))
 		api_history(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/RetrySaga"))
+		api_retry_saga(a, w, call, reply);
 	else
-		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"",
-		    call->method);
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method",
+		    "unknown method \"%.100s\"", call->method);
 }
 
 const rpc_server_ops *api_server_ops(void)

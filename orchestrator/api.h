@@ -10,10 +10,10 @@
 #include "rpc.h"
 
 typedef struct api {
-	const char *db;      /* conninfo for the workers' connections; borrowed */
-	int64_t db_wait_ms;  /* how long a worker waits for the database */
-	engine *eng;         /* new sagas are handed to it; borrowed */
-	saga_policy policy;  /* for the start row of a saga */
+	const char *db;     /* conninfo for the workers' connections; borrowed */
+	int64_t db_wait_ms; /* how long a worker waits for the database */
+	engine *eng;        /* new sagas are handed to it; borrowed */
+	saga_policy policy; /* for the start row of a saga */
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

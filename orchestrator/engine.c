@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 #include "rpc.h"
@@ -18,10 +19,10 @@
 typedef struct engine_item {
 	struct engine_item *next;
 	struct engine *eng; /* the engine the reply goes back to */
-	saga_row row;     /* the row as it was when the command was sent */
-	saga_command cmd; /* the command sent */
-	int code;         /* reply status code */
-	bool transport;   /* no reply came */
+	saga_row row;       /* the row as it was when the command was sent */
+	saga_command cmd;   /* the command sent */
+	int code;           /* reply status code */
+	bool transport;     /* no reply came */
 	char reason[RPC_REASON_MAX];
 } engine_item;
 
@@ -82,6 +83,9 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 {
 	engine_item *it = arg;
 	engine *e = it->eng;
+	/* failure injection: the command went out and was answered, and the
+	 * answer is lost with the process */
+	fault_exit_if(FAULT_EXIT_AFTER_SEND, saga_command_name(it->cmd));
 	it->code = res->code;
 	it->transport = res->transport;
 	memcpy(it->reason, res->reason, sizeof it->reason);
@@ -119,8 +123,8 @@ static void engine_dispatch(engine *e, const saga_row *row)
 	nng_mtx_lock(e->mtx);
 	e->inflight++;
 	nng_mtx_unlock(e->mtx);
-	log_debug(row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd),
-	    row->s.attempts + 1);
+	log_debug(
+	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
 	int rc = codec_send_command(client, cmd, row, timeout, engine_on_reply, it);
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
@@ -190,6 +194,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		free(ups);
 		return;
 	}
+	/* failure injection: the transitions are committed, nothing is sent */
+	fault_exit_if(FAULT_EXIT_AFTER_COMMIT, NULL);
 	for (size_t i = 0; i < n; i++) {
 		const saga_row *b = &rows[i];
 		if (!ups[i].applied) {
@@ -225,8 +231,8 @@ static void engine_process_replies(engine *e, engine_item *list)
 			engine_item *it = list;
 			list = it->next;
 			if (rows != NULL && pend != NULL) {
-				saga_event ev = saga_event_from_reply(it->cmd, it->code, it->reason,
-				    it->transport);
+				saga_event ev = saga_event_from_reply(
+				    it->cmd, it->code, it->reason, it->transport);
 				if (ev.kind != SAGA_EV_SUCCESS)
 					log_debug(it->row.saga_id, "%s answered %s (%s)",
 					    saga_command_name(it->cmd), rpc_code_name(it->code),
@@ -300,8 +306,8 @@ static void engine_main(void *arg)
 	int64_t next_sweep = 0;
 	for (;;) {
 		nng_mtx_lock(e->mtx);
-		while (!e->stopping && e->done.head == NULL && e->submitted.head == NULL &&
-		    clock_mono_ms() < next_sweep)
+		while (!e->stopping && e->done.head == NULL && e->submitted.head == NULL
+		    && clock_mono_ms() < next_sweep)
 			nng_cv_until(e->cv, nng_clock() + (nng_time)(next_sweep - clock_mono_ms()));
 		if (e->stopping) {
 			nng_mtx_unlock(e->mtx);

@@ -18,10 +18,10 @@
 #include "store.h"
 
 typedef struct engine_config {
-	const char *db;          /* libpq conninfo; borrowed for the lifetime */
-	const char *stock_url;   /* nng URL of the stock daemon */
-	const char *payment_url; /* nng URL of the payment daemon */
-	saga_policy policy;      /* deadlines and backoff (ms) */
+	const char *db;             /* libpq conninfo; borrowed for the lifetime */
+	const char *stock_url;      /* nng URL of the stock daemon */
+	const char *payment_url;    /* nng URL of the payment daemon */
+	saga_policy policy;         /* deadlines and backoff (ms) */
 	int64_t request_timeout_ms; /* one command's wait for its reply */
 	int64_t resend_ms;          /* NNG_OPT_REQ_RESENDTIME, 0 = off */
 	int64_t sweep_interval_ms;  /* how often due rows are looked for */

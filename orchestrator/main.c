@@ -9,6 +9,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "engine.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 #include "rpc.h"
@@ -33,9 +34,13 @@ typedef struct orch_config {
 	int64_t max_msg;
 	int64_t db_wait;
 	bool duplicate_delivery;
+	char fault[CONFIG_STR_MAX];
 } orch_config;
 
-#define OPT(n, e, t, d, lo, hi, f, h, u) {n, e, t, d, lo, hi, offsetof(orch_config, f), h, u}
+#define OPT(n, e, t, d, lo, hi, f, h, u)                                                           \
+	{                                                                                          \
+		n, e, t, d, lo, hi, offsetof(orch_config, f), h, u                                 \
+	}
 static const config_opt orch_opts[] = {
     OPT("listen", "SAGA_ORCHESTRATOR_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0, listen,
         "nng URL the Orchestrator API listens on", "URL"),
@@ -57,8 +62,8 @@ static const config_opt orch_opts[] = {
         "first retry delay ceiling (exponential backoff, full jitter)", "MS"),
     OPT("backoff-cap", "SAGA_BACKOFF_CAP_MS", CONFIG_INT, "5000", 1, 3600000, backoff_cap,
         "largest retry delay", "MS"),
-    OPT("attention-after", "SAGA_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000,
-        attention_after, "failed compensation tries before a saga is flagged", "N"),
+    OPT("attention-after", "SAGA_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000, attention_after,
+        "failed compensation tries before a saga is flagged", "N"),
     OPT("sweep-interval", "SAGA_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000, sweep_interval,
         "how often due retries, deadlines and unfinished sagas are looked for", "MS"),
     OPT("batch", "SAGA_BATCH", CONFIG_INT, "256", 1, 10000, batch,
@@ -71,6 +76,8 @@ static const config_opt orch_opts[] = {
         "how long to wait for the database at start and on reconnect", "MS"),
     OPT("duplicate-delivery", "SAGA_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
+    OPT("fault", "SAGA_ORCHESTRATOR_FAULT", CONFIG_STR, "", 0, 0, fault,
+        "failure injection, e.g. exit_after_send:ChargePayment (docs/testing.md)", "SPEC"),
     OPT("log-level", "SAGA_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
@@ -98,6 +105,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("orchestratord", level);
+	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
+		return 2;
 	daemon_install_signals();
 
 	PGconn *conn = pg_connect(c.db, c.db_wait);
@@ -137,7 +146,8 @@ int main(int argc, char **argv)
 	}
 	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy};
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(&srv, c.listen, (int)c.workers, (size_t)c.max_msg, api_server_ops(), &a);
+	rc = rpc_server_start(
+	    &srv, c.listen, (int)c.workers, (size_t)c.max_msg, api_server_ops(), &a);
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
 		engine_stop(eng);

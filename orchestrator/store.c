@@ -13,11 +13,13 @@
 /* ms since the epoch of a timestamptz column, 0 when NULL */
 #define MS(col) "coalesce((extract(epoch from " col ") * 1000)::bigint, 0)"
 /* a timestamptz from a ms parameter, NULL when 0 */
-#define TS(p) "(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
+#define TS(p)                                                                                      \
+	"(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
 
 #define SAGA_COLS                                                                                  \
-	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, attention, " \
-	MS("next_attempt_at") ", " MS("step_deadline") ", " MS("created_at") ", " MS("updated_at")
+	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
+	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
+	    "created_at") ", " MS("updated_at")
 
 static void store_read_row(const PGresult *r, int i, saga_row *out)
 {
@@ -60,13 +62,14 @@ int store_apply_schema(PGconn *conn)
 	return pg_commit(conn);
 }
 
-static int store_insert_history(PGconn *conn, const char *saga_id, int64_t version,
-    saga_state from, saga_state to, const char *event, const char *reason)
+static int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,
+    saga_state to, const char *event, const char *reason)
 {
 	char ver[24];
 	snprintf(ver, sizeof ver, "%" PRId64, version);
-	const char *p[6] = {saga_id, ver, from == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(from),
-	    saga_state_name(to), event, reason};
+	const char *p[6]
+	    = {saga_id, ver, from == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(from),
+	        saga_state_name(to), event, reason};
 	return pg_run(conn,
 	    "INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason) "
 	    "VALUES ($1, $2, $3, $4, $5, $6)",
@@ -80,8 +83,8 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[8] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku, qty,
-	    amount, next, deadline};
+	const char *p[8] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
+	    qty, amount, next, deadline};
 	PGresult *r = NULL;
 	*created = false;
 	int rc = pg_begin(conn);
@@ -89,16 +92,17 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
 		return rc;
 	rc = pg_exec(conn,
 	    "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at, "
-	    "step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS("$8") ") "
-	    "ON CONFLICT (saga_id) DO NOTHING RETURNING " SAGA_COLS,
+	    "step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS(
+	        "$8") ") "
+	              "ON CONFLICT (saga_id) DO NOTHING RETURNING " SAGA_COLS,
 	    8, p, &r);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(r) == 1) {
 		store_read_row(r, 0, existing);
 		*created = true;
-		rc = store_insert_history(conn, row->saga_id, 1, SAGA_STATE_UNSPECIFIED, row->s.state,
-		    "started", "");
+		rc = store_insert_history(
+		    conn, row->saga_id, 1, SAGA_STATE_UNSPECIFIED, row->s.state, "started", "");
 		if (rc != 0)
 			goto out_rollback;
 	} else {
@@ -149,8 +153,8 @@ static int store_rows(PGresult *r, saga_row **rows, size_t *n)
 	return 0;
 }
 
-int store_list_sagas(PGconn *conn, saga_state state, bool attention_only, int limit,
-    saga_row **rows, size_t *n)
+int store_list_sagas(
+    PGconn *conn, saga_state state, bool attention_only, int limit, saga_row **rows, size_t *n)
 {
 	char lim[16];
 	snprintf(lim, sizeof lim, "%d", limit);
@@ -173,9 +177,9 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	const char *p[1] = {saga_id};
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
-	    "SELECT h.version, coalesce(h.from_state, ''), h.to_state, h.event, h.reason, " MS("h.at")
-	    " FROM sagas s LEFT JOIN saga_history h ON h.saga_id = s.saga_id "
-	    "WHERE s.saga_id = $1 ORDER BY h.id",
+	    "SELECT h.version, coalesce(h.from_state, ''), h.to_state, h.event, h.reason, " MS(
+	        "h.at") " FROM sagas s LEFT JOIN saga_history h ON h.saga_id = s.saga_id "
+	                "WHERE s.saga_id = $1 ORDER BY h.id",
 	    1, p, &r);
 	if (rc != 0)
 		return rc;
@@ -206,8 +210,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	return 0;
 }
 
-int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows,
-    size_t *n)
+int store_claim_due(
+    PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows, size_t *n)
 {
 	char now[24], until[24], lim[16];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -217,11 +221,12 @@ int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, s
 	PGresult *r = NULL;
 	*n = 0;
 	int rc = pg_exec(conn,
-	    "UPDATE sagas s SET next_attempt_at = " TS("$2") " FROM ("
-	    "  SELECT saga_id AS due_id FROM sagas"
-	    "  WHERE state NOT IN ('COMPLETED', 'CANCELLED') AND next_attempt_at <= " TS("$1")
-	    "  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due "
-	    "WHERE s.saga_id = due.due_id RETURNING " SAGA_COLS,
+	    "UPDATE sagas s SET next_attempt_at = " TS(
+	        "$2") " FROM ("
+	              "  SELECT saga_id AS due_id FROM sagas"
+	              "  WHERE state NOT IN ('COMPLETED', 'CANCELLED') AND next_attempt_at <= " TS(
+	                  "$1") "  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due "
+	                        "WHERE s.saga_id = due.due_id RETURNING " SAGA_COLS,
 	    3, p, &r);
 	if (rc != 0)
 		return rc;
@@ -246,9 +251,10 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
-	    "next_attempt_at = " TS("$6") ", step_deadline = " TS("$7") ", "
-	    "version = version + 1, updated_at = now() "
-	    "WHERE saga_id = $1 AND version = $8",
+	    "next_attempt_at = " TS("$6") ", step_deadline = " TS(
+	        "$7") ", "
+	              "version = version + 1, updated_at = now() "
+	              "WHERE saga_id = $1 AND version = $8",
 	    8, p, &r);
 	if (rc != 0)
 		return rc;
@@ -288,5 +294,45 @@ out_rollback:
 out_clear:
 	for (size_t i = 0; i < n; i++)
 		ups[i].applied = false;
+	return rc;
+}
+
+int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out)
+{
+	char now[24];
+	snprintf(now, sizeof now, "%" PRId64, now_ms);
+	const char *p[2] = {saga_id, now};
+	PGresult *r = NULL;
+	int rc = pg_begin(conn);
+	if (rc != 0)
+		return rc;
+	rc = pg_exec(conn,
+	    "UPDATE sagas SET attention = false, attempts = 0, next_attempt_at = " TS(
+	        "$2") ", "
+	              "version = version + 1, updated_at = now() "
+	              "WHERE saga_id = $1 AND state NOT IN ('COMPLETED', 'CANCELLED') "
+	              "RETURNING " SAGA_COLS,
+	    2, p, &r);
+	if (rc != 0)
+		goto out_rollback;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		r = NULL;
+		rc = pg_exec(conn, "SELECT 1 FROM sagas WHERE saga_id = $1", 1, p, &r);
+		if (rc == 0)
+			rc = PQntuples(r) == 0 ? -ENOENT : -EPERM;
+		goto out_rollback;
+	}
+	store_read_row(r, 0, out);
+	PQclear(r);
+	r = NULL;
+	rc = store_insert_history(
+	    conn, saga_id, out->version, out->s.state, out->s.state, "retry", out->s.reason);
+	if (rc != 0)
+		goto out_rollback;
+	return pg_commit(conn);
+out_rollback:
+	PQclear(r);
+	pg_rollback(conn);
 	return rc;
 }

@@ -63,8 +63,8 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
 /* store_list_sagas returns up to `limit` sagas, newest first, in `state`
  * (UNSPECIFIED: all), only flagged ones when attention_only. *rows is
  * malloc'd (caller frees), *n its length. */
-int store_list_sagas(PGconn *conn, saga_state state, bool attention_only, int limit,
-    saga_row **rows, size_t *n);
+int store_list_sagas(
+    PGconn *conn, saga_state state, bool attention_only, int limit, saga_row **rows, size_t *n);
 
 /* store_history returns the history of one saga, oldest first; *out is
  * malloc'd (caller frees). -ENOENT when the saga does not exist. */
@@ -75,8 +75,15 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * (FOR UPDATE SKIP LOCKED), and moves their next_attempt_at to
  * now_ms + lease_ms so nobody else claims them meanwhile. Fills rows[0..*n).
  * The version is not changed: a claim is not a transition. */
-int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows,
-    size_t *n);
+int store_claim_due(
+    PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows, size_t *n);
+
+/* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
+ * attention flag and attempt count, bumps its version (a reply in flight is
+ * then dropped) and appends a history row "retry", in one transaction.
+ * Returns 0 with *out the new row, -ENOENT for an unknown saga, -EPERM for a
+ * terminal one. */
+int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out);
 
 /* store_apply writes `n` updates in ONE transaction (group commit): each a
  * version-checked UPDATE (a lost race sets applied = false and writes

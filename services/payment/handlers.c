@@ -59,6 +59,10 @@ static void payment_store_failed(rpc_reply *r, int rc, const char *what, const c
 		rpc_reply_error(r, RPC_UNAVAILABLE, "database_unavailable",
 		    "could not %s: database unavailable", what);
 		break;
+	case PG_ERR_INJECTED:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "fault_injected",
+		    "could not %s: injected failure before commit", what);
+		break;
 	case PG_ERR_RETRY:
 		rpc_reply_error(r, RPC_UNAVAILABLE, "database_busy",
 		    "could not %s: too many concurrent attempts", what);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "handlers.h"
+#include "fault.h"
 #include "log.h"
 #include "rpc.h"
 #include "store.h"
@@ -24,13 +25,15 @@ typedef struct paymentd_config {
 	char log_level[CONFIG_STR_MAX];
 	int64_t max_msg;
 	int64_t db_wait;
+	char fault[CONFIG_STR_MAX];
 } paymentd_config;
 
 static const config_opt paymentd_opts[] = {
     {"listen", "SAGA_PAYMENT_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0,
         offsetof(paymentd_config, listen), "nng URL to serve sagas.v1.Payment on", "URL"},
     {"db", "SAGA_PAYMENT_DB", CONFIG_STR, "dbname=sagas_payment", 0, 0,
-        offsetof(paymentd_config, db), "libpq connection string of the payment database", "CONNINFO"},
+        offsetof(paymentd_config, db), "libpq connection string of the payment database",
+        "CONNINFO"},
     {"workers", "SAGA_PAYMENT_WORKERS", CONFIG_INT, "4", 1, 64, offsetof(paymentd_config, workers),
         "worker threads, each with its own connection", NULL},
     {"log-level", "SAGA_PAYMENT_LOG_LEVEL", CONFIG_STR, "info", 0, 0,
@@ -39,6 +42,8 @@ static const config_opt paymentd_opts[] = {
         offsetof(paymentd_config, max_msg), "largest request frame accepted", "BYTES"},
     {"db-wait", "SAGA_PAYMENT_DB_WAIT", CONFIG_INT, "30000", 0, 3600000,
         offsetof(paymentd_config, db_wait), "how long to wait for the database at start", "MS"},
+    {"fault", "SAGA_PAYMENT_FAULT", CONFIG_STR, "", 0, 0, offsetof(paymentd_config, fault),
+        "failure injection, e.g. delay:ReserveStock:ms=3000 (docs/testing.md)", "SPEC"},
 };
 
 int main(int argc, char **argv)
@@ -59,6 +64,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("paymentd", level);
+	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
+		return 2;
 
 	if (payment_store_migrate(cfg.db, cfg.db_wait) != 0) {
 		log_error(NULL, "could not start: the payment schema could not be applied");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 #include "schema_sql.h"
@@ -192,6 +193,12 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 			rc = PG_ERR_OTHER;
 			goto out_rollback;
 		}
+	}
+	/* failure injection: the transaction fails at its last moment */
+	if (fault_check(FAULT_FAIL_BEFORE_COMMIT,
+	        cmd->op == PAYMENT_OP_CHARGE ? "ChargePayment" : "RefundPayment", NULL)) {
+		rc = PG_ERR_INJECTED;
+		goto out_rollback;
 	}
 	rc = pg_commit(s->conn);
 	if (rc != 0)

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "handlers.h"
+#include "fault.h"
 #include "log.h"
 #include "rpc.h"
 #include "store.h"
@@ -24,6 +25,7 @@ typedef struct stockd_config {
 	char log_level[CONFIG_STR_MAX];
 	int64_t max_msg;
 	int64_t db_wait;
+	char fault[CONFIG_STR_MAX];
 } stockd_config;
 
 static const config_opt stockd_opts[] = {
@@ -39,6 +41,8 @@ static const config_opt stockd_opts[] = {
         offsetof(stockd_config, max_msg), "largest request frame accepted", "BYTES"},
     {"db-wait", "SAGA_STOCK_DB_WAIT", CONFIG_INT, "30000", 0, 3600000,
         offsetof(stockd_config, db_wait), "how long to wait for the database at start", "MS"},
+    {"fault", "SAGA_STOCK_FAULT", CONFIG_STR, "", 0, 0, offsetof(stockd_config, fault),
+        "failure injection, e.g. delay:ReserveStock:ms=3000 (docs/testing.md)", "SPEC"},
 };
 
 int main(int argc, char **argv)
@@ -59,6 +63,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("stockd", level);
+	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
+		return 2;
 
 	if (stock_store_migrate(cfg.db, cfg.db_wait) != 0) {
 		log_error(NULL, "could not start: the stock schema could not be applied");
