@@ -36,6 +36,7 @@
 #include "status.h"
 #include "valid.h"
 
+#include "sagas/v1/admin.pb-c.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
@@ -46,10 +47,11 @@ enum {
 	CTL_EXIT_USAGE = 2,
 };
 
-#define CTL_POLL_MS          20    /* --wait polls GetSaga this often */
-#define CTL_POLL_MIN_CALL_MS 100   /* shortest timeout of one poll */
-#define CTL_LIST_LIMIT_MAX   10000 /* the orchestrator's largest page */
-#define CTL_MAX_ARGS         256   /* positional arguments of one verb */
+#define CTL_POLL_MS          20     /* --wait polls GetSaga this often */
+#define CTL_POLL_MIN_CALL_MS 100    /* shortest timeout of one poll */
+#define CTL_LIST_LIMIT_MAX   10000  /* the orchestrator's largest page */
+#define CTL_MAX_ARGS         256    /* positional arguments of one verb */
+#define CTL_FAULT_DELAY_MAX  600000 /* the Admin service's largest delay_ms */
 
 /* The services sagactl talks to. */
 typedef enum ctl_svc {
@@ -73,6 +75,9 @@ typedef struct ctl_opts {
 	int64_t limit;
 	bool attention;
 	bool reservations;
+	char method[CONFIG_STR_MAX];
+	int64_t count;
+	int64_t delay_ms;
 } ctl_opts;
 
 typedef struct ctl_ctx ctl_ctx;
@@ -140,6 +145,18 @@ static const config_opt ctl_opts_stock_list[] = {
     CTL_OPT_GLOBAL,
     {"reservations", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, reservations),
         "also list every reservation row", NULL},
+};
+
+static const config_opt ctl_opts_fault_set[] = {
+    CTL_OPT_GLOBAL,
+    {"method", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, method),
+        "only calls of this short method or command name, e.g. ReserveStock (default: every "
+        "method)",
+        "M"},
+    {"count", NULL, CONFIG_INT, "0", 0, INT32_MAX, offsetof(ctl_opts, count),
+        "fire on the next N matching calls (0: always)", "N"},
+    {"delay", NULL, CONFIG_INT, "0", 0, CTL_FAULT_DELAY_MAX, offsetof(ctl_opts, delay_ms),
+        "how long a delay fault holds each call", "MS"},
 };
 
 /* ---- small helpers ---- */
@@ -1279,6 +1296,156 @@ out_free_sagas:
 	return rc;
 }
 
+static int ctl_retry(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__RetrySagaRequest req = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/RetrySaga", &req.base,
+	    "retry saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__RetrySagaReply *rep
+	    = sagas__v1__retry_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "RetrySaga");
+		goto out_free_rep;
+	}
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(rep->saga));
+	} else {
+		ctl_saga_print(rep->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__retry_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* The fault kinds of `fault set`, as sagas.v1.FaultKind names them. */
+static const struct {
+	const char *name;
+	Sagas__V1__FaultKind kind;
+} ctl_fault_kinds[] = {
+    {"delay", SAGAS__V1__FAULT_KIND__FAULT_KIND_DELAY},
+    {"drop_reply", SAGAS__V1__FAULT_KIND__FAULT_KIND_DROP_REPLY},
+    {"unavailable", SAGAS__V1__FAULT_KIND__FAULT_KIND_UNAVAILABLE},
+    {"exit_after_commit", SAGAS__V1__FAULT_KIND__FAULT_KIND_EXIT_AFTER_COMMIT},
+    {"fail_before_commit", SAGAS__V1__FAULT_KIND__FAULT_KIND_FAIL_BEFORE_COMMIT},
+    {"exit_after_send", SAGAS__V1__FAULT_KIND__FAULT_KIND_EXIT_AFTER_SEND},
+};
+
+/* ctl_parse_service reads SERVICE into *out; returns 0 or a usage exit code. */
+static int ctl_parse_service(ctl_ctx *c, const char *text, ctl_svc *out)
+{
+	for (int i = 0; i < CTL_SVC_COUNT; i++) {
+		if (strcmp(text, ctl_svc_names[i]) == 0) {
+			*out = (ctl_svc)i;
+			return 0;
+		}
+	}
+	return ctl_usage(
+	    c->cmd, "invalid SERVICE \"%s\": expected one of orchestrator, stock, payment", text);
+}
+
+/* ctl_parse_fault_kind reads KIND into *out; returns 0 or a usage exit code. */
+static int ctl_parse_fault_kind(ctl_ctx *c, const char *text, Sagas__V1__FaultKind *out)
+{
+	for (size_t i = 0; i < CTL_NELEM(ctl_fault_kinds); i++) {
+		if (strcmp(text, ctl_fault_kinds[i].name) == 0) {
+			*out = ctl_fault_kinds[i].kind;
+			return 0;
+		}
+	}
+	return ctl_usage(c->cmd,
+	    "invalid KIND \"%s\": expected one of delay, drop_reply, unavailable, "
+	    "exit_after_commit, fail_before_commit, exit_after_send",
+	    text);
+}
+
+static int ctl_fault_set(ctl_ctx *c, char **args)
+{
+	ctl_svc svc = CTL_SVC_ORCHESTRATOR;
+	Sagas__V1__FaultKind kind = SAGAS__V1__FAULT_KIND__FAULT_KIND_UNSPECIFIED;
+	int rc;
+	if ((rc = ctl_parse_service(c, args[0], &svc)) != 0
+	    || (rc = ctl_parse_fault_kind(c, args[1], &kind)) != 0)
+		return rc;
+	if (c->o.method[0] != '\0' && !valid_name(c->o.method))
+		return ctl_usage(c->cmd,
+		    "invalid --method \"%s\": expected a short method or command name, e.g. "
+		    "ReserveStock (1..%d bytes of UTF-8 without control characters)",
+		    c->o.method, VALID_NAME_MAX);
+	Sagas__V1__SetFaultRequest req = SAGAS__V1__SET_FAULT_REQUEST__INIT;
+	req.kind = kind;
+	req.method = c->o.method;
+	req.delay_ms = c->o.delay_ms;
+	req.count = (int32_t)c->o.count;
+	rpc_result res;
+	rc = ctl_call(c, svc, "/sagas.v1.Admin/SetFault", &req.base, "set fault", c->o.timeout_ms,
+	    false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__SetFaultReply *rep
+	    = sagas__v1__set_fault_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, svc, "SetFault");
+	if (c->o.json) {
+		rc = ctl_json_print(json_pack("{s:s, s:s, s:s, s:I, s:I}", "service",
+		    ctl_svc_names[svc], "kind", args[1], "method", c->o.method, "count",
+		    (json_int_t)c->o.count, "delay_ms", (json_int_t)c->o.delay_ms));
+	} else {
+		char times[48];
+		if (c->o.count == 0)
+			snprintf(times, sizeof times, "every matching call");
+		else
+			snprintf(times, sizeof times, "the next %" PRId64 " matching call%s",
+			    c->o.count, c->o.count == 1 ? "" : "s");
+		printf("armed %s on %s for %s%s: fires on %s", args[1], ctl_svc_names[svc],
+		    c->o.method[0] ? "method " : "every method", c->o.method, times);
+		if (kind == SAGAS__V1__FAULT_KIND__FAULT_KIND_DELAY)
+			printf(", holding each %" PRId64 " ms", c->o.delay_ms);
+		printf("\n");
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__set_fault_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int ctl_fault_clear(ctl_ctx *c, char **args)
+{
+	ctl_svc svc = CTL_SVC_ORCHESTRATOR;
+	int rc = ctl_parse_service(c, args[0], &svc);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__ClearFaultsRequest req = SAGAS__V1__CLEAR_FAULTS_REQUEST__INIT;
+	rpc_result res;
+	rc = ctl_call(c, svc, "/sagas.v1.Admin/ClearFaults", &req.base, "clear faults",
+	    c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__ClearFaultsReply *rep
+	    = sagas__v1__clear_faults_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, svc, "ClearFaults");
+	if (c->o.json) {
+		rc = ctl_json_print(
+		    json_pack("{s:s, s:b}", "service", ctl_svc_names[svc], "cleared", 1));
+	} else {
+		printf("cleared every fault on %s\n", ctl_svc_names[svc]);
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__clear_faults_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
 /* ---- the verb table ---- */
 
 static const char *const ctl_args_start[] = {"CUSTOMER", "SKU", "QTY", "AMOUNT", NULL};
@@ -1286,6 +1453,8 @@ static const char *const ctl_args_id[] = {"ID", NULL};
 static const char *const ctl_args_none[] = {NULL};
 static const char *const ctl_args_stock_set[] = {"SKU", "ON_HAND", NULL};
 static const char *const ctl_args_deposit[] = {"CUSTOMER", "AMOUNT", NULL};
+static const char *const ctl_args_fault_set[] = {"SERVICE", "KIND", NULL};
+static const char *const ctl_args_fault_clear[] = {"SERVICE", NULL};
 
 static const ctl_cmd ctl_cmds[] = {
     {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
@@ -1309,6 +1478,13 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: [{\"version\",\"at_unix_ms\",\"at\",\"from_state\",\"to_state\",\"event\","
         "\"reason\"}, ...]",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_history},
+    {"retry", "ID", "re-arm an unfinished saga now (clears attention)",
+        "sagactl retry ID [OPTIONS]",
+        "Re-arm an unfinished saga: clear its attention flag and attempt count and make\n"
+        "its next command due at once. Prints the saga as re-armed. A COMPLETED or\n"
+        "CANCELLED saga cannot be retried (FAILED_PRECONDITION, exit 1).\n"
+        "--json: SAGA (see sagactl --help)",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_retry},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
         "sagactl stock set SKU ON_HAND [OPTIONS]",
         "Admin: set the on-hand quantity of SKU (creates the sku).\n"
@@ -1339,6 +1515,25 @@ static const ctl_cmd ctl_cmds[] = {
         "         \"releasing\",\"cancelled\",\"attention\",\"skus\",\"live_reservations\",\n"
         "         \"accounts\",\"charges\",\"charged\",\"refunded\",\"truncated\"}}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_none, ctl_report},
+    {"fault set", "SERVICE KIND", "test: arm a fault point (--method, --count, --delay)",
+        "sagactl fault set SERVICE KIND [--method M] [--count N] [--delay MS] [OPTIONS]",
+        "Test: arm a fault point on SERVICE (orchestrator, stock or payment, at the URL of\n"
+        "--orchestrator, --stock or --payment) through its Admin service. KIND is one of\n"
+        "  delay               hold each call --delay MS before serving it\n"
+        "  drop_reply          serve the call (apply and commit) but send no reply\n"
+        "  unavailable         answer UNAVAILABLE without serving the call\n"
+        "  exit_after_commit   exit the daemon right after the call committed\n"
+        "  fail_before_commit  roll the call back just before COMMIT (UNAVAILABLE)\n"
+        "  exit_after_send     orchestrator: exit once a command's reply came back,\n"
+        "                      before it is stored\n"
+        "Faults stack; each fires on the matching calls until its --count runs out.\n"
+        "--json: {\"service\",\"kind\",\"method\",\"count\",\"delay_ms\"}",
+        ctl_opts_fault_set, CTL_NELEM(ctl_opts_fault_set), ctl_args_fault_set, ctl_fault_set},
+    {"fault clear", "SERVICE", "test: disarm every fault point of a service",
+        "sagactl fault clear SERVICE [OPTIONS]",
+        "Test: disarm every fault point of SERVICE (orchestrator, stock or payment).\n"
+        "--json: {\"service\",\"cleared\":true}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_fault_clear, ctl_fault_clear},
 };
 
 static void ctl_print_help(FILE *out)
@@ -1368,7 +1563,7 @@ static void ctl_print_help(FILE *out)
 	}
 	fprintf(out,
 	    "  %-32s %s\n\n"
-	    "SAGA (--json of get, list, start, report): "
+	    "SAGA (--json of get, list, start, retry, report): "
 	    "{\"saga_id\",\"state\",\"reason\",\"customer\",\n"
 	    "  "
 	    "\"sku\",\"qty\",\"amount_minor\",\"amount\",\"attention\",\"version\",\"attempts\",\n"
@@ -1489,15 +1684,44 @@ out_free:
 	return rc;
 }
 
-/* ctl_lookup finds the verb at argv[vi] (and for "stock", its subverb at
- * argv[vi + 1]); *words is how many arguments name it. NULL when unknown. */
+/* The verbs of two words: the first word and its subcommands. */
+typedef struct ctl_group {
+	const char *name;  /* "stock" */
+	const char *subs;  /* "set or list", for errors */
+	const char *usage; /* printed by 'sagactl stock --help' */
+} ctl_group;
+
+static const ctl_group ctl_groups[] = {
+    {"stock", "set or list",
+        "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
+        "       sagactl stock list [--reservations] [OPTIONS]\n\n"
+        "Run 'sagactl stock set --help' or 'sagactl stock list --help' for details.\n"},
+    {"fault", "set or clear",
+        "usage: sagactl fault set SERVICE KIND [--method M] [--count N] [--delay MS] "
+        "[OPTIONS]\n"
+        "       sagactl fault clear SERVICE [OPTIONS]\n\n"
+        "Run 'sagactl fault set --help' or 'sagactl fault clear --help' for details.\n"},
+};
+
+/* ctl_find_group returns the group named `word`, or NULL. */
+static const ctl_group *ctl_find_group(const char *word)
+{
+	for (size_t i = 0; i < CTL_NELEM(ctl_groups); i++)
+		if (strcmp(ctl_groups[i].name, word) == 0)
+			return &ctl_groups[i];
+	return NULL;
+}
+
+/* ctl_lookup finds the verb at argv[vi] (and for a group such as "stock",
+ * its subverb at argv[vi + 1]); *words is how many arguments name it. NULL
+ * when unknown. */
 static const ctl_cmd *ctl_lookup(int argc, char **argv, int vi, int *words)
 {
 	char name[64];
 	*words = 1;
 	snprintf(name, sizeof name, "%s", argv[vi]);
-	if (strcmp(argv[vi], "stock") == 0 && vi + 1 < argc) {
-		snprintf(name, sizeof name, "stock %s", argv[vi + 1]);
+	if (ctl_find_group(argv[vi]) != NULL && vi + 1 < argc) {
+		snprintf(name, sizeof name, "%s %s", argv[vi], argv[vi + 1]);
 		*words = 2;
 	}
 	for (size_t i = 0; i < CTL_NELEM(ctl_cmds); i++)
@@ -1522,26 +1746,23 @@ int main(int argc, char **argv)
 	int words = 1;
 	const ctl_cmd *cmd = ctl_lookup(argc, argv, vi, &words);
 	if (cmd == NULL) {
-		if (strcmp(argv[vi], "stock") == 0) {
+		const ctl_group *g = ctl_find_group(argv[vi]);
+		if (g != NULL) {
 			bool sub_help = vi + 1 < argc
 			    && (strcmp(argv[vi + 1], "--help") == 0
 			        || strcmp(argv[vi + 1], "-h") == 0);
 			if (sub_help || help) {
-				printf(
-				    "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
-				    "       sagactl stock list [--reservations] [OPTIONS]\n\n"
-				    "Run 'sagactl stock set --help' or 'sagactl stock list --help' "
-				    "for details.\n");
+				fputs(g->usage, stdout);
 				return CTL_EXIT_OK;
 			}
 			if (vi + 1 >= argc)
-				fprintf(stderr, "error: missing stock subcommand (set or list)\n");
+				fprintf(stderr, "error: missing %s subcommand (%s)\n", g->name,
+				    g->subs);
 			else
 				fprintf(stderr,
-				    "error: unknown stock subcommand \"%s\" (expected set or "
-				    "list)\n",
-				    argv[vi + 1]);
-			fprintf(stderr, "hint: see 'sagactl stock --help'\n");
+				    "error: unknown %s subcommand \"%s\" (expected %s)\n", g->name,
+				    argv[vi + 1], g->subs);
+			fprintf(stderr, "hint: see 'sagactl %s --help'\n", g->name);
 			return CTL_EXIT_USAGE;
 		}
 		fprintf(stderr,

@@ -41,14 +41,19 @@ expect() {
 # help: exit 0, usage on stdout
 expect 0 '^usage: sagactl' --help
 expect 0 '^usage: sagactl' -h
-for verb in start get list history "stock set" "stock list" deposit accounts report; do
+for verb in start get list history retry "stock set" "stock list" deposit accounts report \
+	"fault set" "fault clear"; do
 	# shellcheck disable=SC2086 # "stock set" is two words on purpose
 	expect 0 "^usage: sagactl $verb" $verb --help
 done
 expect 0 'stock set' stock --help
+expect 0 'fault set' fault --help
 expect 0 '^usage: sagactl start' --json start --help
 expect 0 'verbs:' --help
 expect 0 'report' --help
+expect 0 'retry ID' --help
+expect 0 'fault set SERVICE KIND' --help
+expect 0 'fault clear SERVICE' --help
 
 # no verb, unknown verb
 expect 2 'missing verb'
@@ -57,6 +62,8 @@ expect 2 'missing verb' --json
 expect 2 'unknown verb "frob"' frob
 expect 2 'missing stock subcommand' stock
 expect 2 'unknown stock subcommand "frob"' stock frob
+expect 2 'missing fault subcommand \(set or clear\)' fault
+expect 2 'unknown fault subcommand "frob"' fault frob
 expect 2 'unknown option "--bogus"' get --bogus 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 
 # nothing printed on stdout for a usage error
@@ -101,6 +108,32 @@ expect 2 'timeout' get --timeout abc 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 2 'invalid ON_HAND "-3"' stock set A1 -3
 expect 2 'invalid ON_HAND "x"' stock set A1 x
 
+# retry ID
+expect 2 'invalid ID "nope"' retry nope
+expect 2 'invalid ID "1B4E28BA' retry 1B4E28BA-2FA1-11D2-883F-0016D3CCA427
+expect 2 'missing argument ID' retry
+expect 2 'unexpected argument "extra"' retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427 extra
+
+# fault set SERVICE KIND, fault clear SERVICE: unknown values list the valid ones
+expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment' fault set frob delay
+expect 2 'invalid SERVICE "Stock"' fault set Stock unavailable
+expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment' fault clear frob
+expect 2 'invalid SERVICE ""' fault clear ""
+expect 2 'invalid KIND "frob".*delay.*drop_reply.*unavailable.*exit_after_commit.*fail_before_commit.*exit_after_send' \
+	fault set stock frob
+expect 2 'invalid KIND "DELAY"' fault set payment DELAY
+expect 2 'missing argument KIND' fault set stock
+expect 2 'missing argument SERVICE' fault clear
+expect 2 'unexpected argument "delay"' fault clear stock delay
+expect 2 'count' fault set stock unavailable --count -1
+expect 2 'count' fault set stock unavailable --count abc
+expect 2 'count' fault set stock unavailable --count 2147483648
+expect 2 'delay' fault set stock delay --delay 600001
+expect 2 'delay' fault set stock delay --delay -5
+expect 2 'invalid --method' fault set stock unavailable --method "$(printf 'a\tb')"
+expect 2 'invalid --stock URL "foo"' --stock foo fault set stock unavailable
+expect 2 'invalid --payment URL "foo"' fault clear payment --payment foo
+
 # a bad URL is a usage error
 expect 2 'invalid --orchestrator URL "foo"' --orchestrator foo get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 
@@ -119,6 +152,11 @@ expect 1 'could not reach stock at tcp://127.0.0.1:1: timed out' --timeout 300 s
 expect 1 'could not reach stock' --timeout 300 stock set A1 5
 expect 1 'could not reach payment at tcp://127.0.0.1:1: timed out' --timeout 300 accounts
 expect 1 'could not reach payment' --timeout 300 deposit ali 500.00
+expect 1 "$UNREACH" --timeout 300 retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+expect 1 'could not reach stock at tcp://127.0.0.1:1: timed out' --timeout 300 fault set stock \
+	unavailable --method ReserveStock --count 2
+expect 1 'could not reach payment' --timeout 300 fault set payment delay --delay 100 --json
+expect 1 "$UNREACH" --timeout 300 fault clear orchestrator
 # an error writes nothing to stdout, even with --json
 "$SAGACTL" --timeout 300 --json report >"$OUT" 2>"$ERR" || true
 [[ -s $OUT ]] && fail "an error wrote to stdout"
