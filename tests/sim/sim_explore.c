@@ -1,0 +1,378 @@
+/* sim_explore: bounded exhaustive exploration of one or two sagas.
+ *
+ * Depth-first over choice points: at each state every enabled action is
+ * tried (deliver any message, lose it, duplicate it, a participant answering
+ * UNAVAILABLE, the orchestrator crashing after a commit, a call timing out,
+ * a sweep after the clock moves to the next due row, StartSaga, an
+ * orchestrator crash). States are hashed (sim_hash) to prune revisits.
+ * From every new state a calm run (no more faults) must end every saga:
+ * that is the liveness check.
+ */
+#include "sim_explore.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* The network holds at most this many messages in the explorer: it bounds
+ * duplicates. */
+#define EXPLORE_NET_MAX 5
+
+typedef enum explore_kind {
+	ACT_START,
+	ACT_DELIVER,
+	ACT_DELIVER_UNAVAILABLE,
+	ACT_DELIVER_CRASH,
+	ACT_DROP,
+	ACT_DUP,
+	ACT_TIMEOUT,
+	ACT_SWEEP,
+	ACT_SWEEP_CRASH,
+	ACT_ORCH_CRASH,
+} explore_kind;
+
+typedef struct explore_action {
+	explore_kind kind;
+	int idx;
+} explore_action;
+
+#define EXPLORE_MAX_ACTIONS (SIM_MAX_MSGS * 5 + SIM_MAX_CALLS + SIM_MAX_SAGAS + 4)
+
+/* Visited set: open addressing on the state hash, with the least depth at
+ * which each state was reached (a state reached again higher up the tree
+ * is explored again, since more depth remains below it). */
+typedef struct explore_set {
+	uint64_t *keys;
+	uint8_t *depth;
+	size_t cap;
+	size_t count;
+} explore_set;
+
+typedef struct explorer {
+	const explore_opts *opts;
+	explore_set seen;
+	sim_world root;
+	sim_world *stack; /* one world per depth */
+	explore_action path[EXPLORE_MAX_DEPTH];
+	explore_result *res;
+} explorer;
+
+static int set_grow(explore_set *s);
+
+/* set_visit records `key` reached at `depth`; returns true when it must be
+ * explored (new, or reached at a lesser depth than before). *fresh is true
+ * for a state never seen. */
+static bool set_visit(explore_set *s, uint64_t key, int depth, bool *fresh)
+{
+	*fresh = false;
+	if (key == 0)
+		key = 1;
+	if ((s->count + 1) * 2 > s->cap && set_grow(s) != 0)
+		return false; /* out of memory: prune */
+	size_t i = (size_t)key & (s->cap - 1);
+	while (s->keys[i] != 0) {
+		if (s->keys[i] == key) {
+			if (depth < s->depth[i]) {
+				s->depth[i] = (uint8_t)depth;
+				return true;
+			}
+			return false;
+		}
+		i = (i + 1) & (s->cap - 1);
+	}
+	s->keys[i] = key;
+	s->depth[i] = (uint8_t)depth;
+	s->count++;
+	*fresh = true;
+	return true;
+}
+
+static int set_grow(explore_set *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 1u << 16;
+	uint64_t *keys = calloc(cap, sizeof *keys);
+	uint8_t *depth = calloc(cap, sizeof *depth);
+	if (keys == NULL || depth == NULL) {
+		free(keys);
+		free(depth);
+		return -1;
+	}
+	for (size_t j = 0; j < s->cap; j++) {
+		if (s->keys[j] == 0)
+			continue;
+		size_t i = (size_t)s->keys[j] & (cap - 1);
+		while (keys[i] != 0)
+			i = (i + 1) & (cap - 1);
+		keys[i] = s->keys[j];
+		depth[i] = s->depth[j];
+	}
+	free(s->keys);
+	free(s->depth);
+	s->keys = keys;
+	s->depth = depth;
+	s->cap = cap;
+	return 0;
+}
+
+static int net_count(const sim_world *w)
+{
+	int n = 0;
+	for (int m = 0; m < SIM_MAX_MSGS; m++)
+		n += w->msgs[m].used;
+	return n;
+}
+
+/* sweep_time is when the next sweep finds work: now, or the next due row. */
+static int64_t sweep_time(const sim_world *w)
+{
+	int64_t due = sim_next_due_ms(w);
+	return due > w->now ? due : w->now;
+}
+
+/* sweep_hits_deadline is true when a sweep at `t` turns a deadline into an
+ * event (only then can a crash after its commit differ from a crash). */
+static bool sweep_hits_deadline(const sim_world *w, int64_t t)
+{
+	for (int i = 0; i < w->nsagas; i++) {
+		const sim_row *r = &w->rows[i];
+		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms <= t
+		    && r->s.step_deadline_ms > 0 && t >= r->s.step_deadline_ms)
+			return true;
+	}
+	return false;
+}
+
+/* explore_actions lists the actions enabled in `w`. */
+static int explore_actions(const sim_world *w, explore_action *acts)
+{
+	int n = 0;
+	for (int i = 0; i < w->nsagas; i++)
+		if (!w->started[i])
+			acts[n++] = (explore_action) {ACT_START, i};
+	int in_net = net_count(w);
+	for (int m = 0; m < SIM_MAX_MSGS; m++) {
+		if (!w->msgs[m].used)
+			continue;
+		acts[n++] = (explore_action) {ACT_DELIVER, m};
+		acts[n++] = (explore_action) {ACT_DROP, m};
+		if (in_net < EXPLORE_NET_MAX)
+			acts[n++] = (explore_action) {ACT_DUP, m};
+		if (w->msgs[m].reply)
+			acts[n++] = (explore_action) {ACT_DELIVER_CRASH, m};
+		else
+			acts[n++] = (explore_action) {ACT_DELIVER_UNAVAILABLE, m};
+	}
+	bool calls = false;
+	for (int c = 0; c < SIM_MAX_CALLS; c++) {
+		if (w->calls[c].used) {
+			acts[n++] = (explore_action) {ACT_TIMEOUT, c};
+			calls = true;
+		}
+	}
+	if (sim_next_due_ms(w) != INT64_MAX) {
+		acts[n++] = (explore_action) {ACT_SWEEP, 0};
+		if (sweep_hits_deadline(w, sweep_time(w)))
+			acts[n++] = (explore_action) {ACT_SWEEP_CRASH, 0};
+	}
+	if (calls)
+		acts[n++] = (explore_action) {ACT_ORCH_CRASH, 0};
+	return n;
+}
+
+static const char *explore_kind_name(explore_kind k)
+{
+	switch (k) {
+	case ACT_START:
+		return "start";
+	case ACT_DELIVER:
+		return "deliver";
+	case ACT_DELIVER_UNAVAILABLE:
+		return "deliver, participant unavailable";
+	case ACT_DELIVER_CRASH:
+		return "deliver, orchestrator crashes after commit";
+	case ACT_DROP:
+		return "drop";
+	case ACT_DUP:
+		return "duplicate";
+	case ACT_TIMEOUT:
+		return "timeout";
+	case ACT_SWEEP:
+		return "sweep";
+	case ACT_SWEEP_CRASH:
+		return "sweep, orchestrator crashes after commit";
+	case ACT_ORCH_CRASH:
+		return "orchestrator crash";
+	}
+	return "?";
+}
+
+/* explore_apply performs `a` on `w` (one step; the invariants are checked
+ * by the step itself). */
+static void explore_apply(sim_world *w, const explore_action *a)
+{
+	w->steps++;
+	sim_trace(w, "explore: %s %d", explore_kind_name(a->kind), a->idx);
+	switch (a->kind) {
+	case ACT_START:
+		sim_start_saga(w, a->idx);
+		break;
+	case ACT_DELIVER:
+		sim_deliver(w, a->idx, 0);
+		break;
+	case ACT_DELIVER_UNAVAILABLE:
+		sim_deliver(w, a->idx, 1);
+		break;
+	case ACT_DELIVER_CRASH:
+		sim_deliver(w, a->idx, 2);
+		break;
+	case ACT_DROP:
+		sim_drop(w, a->idx);
+		break;
+	case ACT_DUP:
+		(void)sim_duplicate(w, a->idx, w->now);
+		break;
+	case ACT_TIMEOUT:
+		sim_timeout(w, a->idx);
+		break;
+	case ACT_SWEEP:
+	case ACT_SWEEP_CRASH:
+		w->now = sweep_time(w);
+		sim_sweep(w, a->kind == ACT_SWEEP_CRASH);
+		break;
+	case ACT_ORCH_CRASH:
+		sim_crash(w, SIM_ORCH, w->now);
+		break;
+	}
+}
+
+/* calm_run checks liveness from `w`: with faults stopped and messages on
+ * the wire arriving in order, every saga must end. Returns 0 or -1 with
+ * the violation in *out. */
+static int calm_run(const sim_world *w, sim_world *out)
+{
+	*out = *w;
+	sim_make_calm(out);
+	int k = 0;
+	for (int m = 0; m < SIM_MAX_MSGS; m++)
+		if (out->msgs[m].used)
+			out->msgs[m].at_ms = out->now + 1 + k++;
+	out->next_sweep_ms = out->now;
+	return sim_run_to_end(out, 100000);
+}
+
+static void explore_report(explorer *x, int depth, const sim_world *bad, bool in_calm)
+{
+	explore_result *res = x->res;
+	res->violations++;
+	if (res->violations > 1)
+		return;
+	fprintf(stderr, "VIOLATION (exhaustive, depth %d%s): %s\n", depth,
+	    in_calm ? ", then calm" : "", bad->violation);
+	fprintf(stderr, "path:");
+	for (int d = 0; d < depth; d++)
+		fprintf(stderr, " [%s %d]", explore_kind_name(x->path[d].kind), x->path[d].idx);
+	fprintf(stderr, "\n");
+	/* replay the path with the trace on */
+	sim_trace_enable(true);
+	sim_world *w = malloc(sizeof *w);
+	sim_world *c = malloc(sizeof *c);
+	if (w != NULL && c != NULL) {
+		*w = x->root;
+		for (int d = 0; d < depth && !w->violated; d++)
+			explore_apply(w, &x->path[d]);
+		if (!w->violated && in_calm)
+			(void)calm_run(w, c);
+		sim_trace_print(40);
+	}
+	free(w);
+	free(c);
+	sim_trace_enable(false);
+}
+
+static void explore_dfs(explorer *x, int depth)
+{
+	const sim_world *w = &x->stack[depth];
+	explore_action acts[EXPLORE_MAX_ACTIONS];
+	int n = explore_actions(w, acts);
+	sim_world *child = &x->stack[depth + 1];
+	for (int k = 0; k < n; k++) {
+		if (x->opts->stop_at_first && x->res->violations > 0)
+			return;
+		*child = *w;
+		x->path[depth] = acts[k];
+		explore_apply(child, &acts[k]);
+		x->res->transitions++;
+		if (child->violated) {
+			explore_report(x, depth + 1, child, false);
+			continue;
+		}
+		bool fresh;
+		if (!set_visit(&x->seen, sim_hash(child), depth + 1, &fresh))
+			continue;
+		if (depth + 1 > x->res->max_depth)
+			x->res->max_depth = depth + 1;
+		if (fresh) {
+			sim_world *calm = malloc(sizeof *calm);
+			if (calm != NULL) {
+				x->res->calm_runs++;
+				if (calm_run(child, calm) != 0)
+					explore_report(x, depth + 1, calm, true);
+				x->res->calm_steps += calm->steps - child->steps;
+				free(calm);
+			}
+		}
+		if (depth + 1 < x->opts->depth)
+			explore_dfs(x, depth + 1);
+	}
+}
+
+/* explore_root builds the starting world: the seed lab's stock and
+ * accounts, and `nsagas` orders chosen to reach every branch of the table
+ * (a sale that completes, and with two sagas one whose charge is declined). */
+static void explore_root(sim_world *w, int nsagas)
+{
+	sim_world_init(w, 1);
+	w->explore = true;
+	w->sku_exists[0] = w->sku_exists[1] = true;
+	w->init_on_hand[0] = w->on_hand[0] = 5;
+	w->init_on_hand[1] = w->on_hand[1] = 1;
+	w->acct_exists[0] = w->acct_exists[1] = w->acct_exists[2] = true;
+	w->init_balance[0] = w->balance[0] = 50000;
+	w->init_balance[1] = w->balance[1] = 2000;
+	w->init_balance[2] = w->balance[2] = 0;
+	w->nsagas = nsagas;
+	w->orders[0] = (sim_order) {.sku = 0, .customer = 0, .qty = 2, .amount = 20000};
+	if (nsagas > 1)
+		w->orders[1] = (sim_order) {.sku = 0, .customer = 1, .qty = 1, .amount = 10000};
+	/* the first saga starts at once; later ones are a choice */
+	sim_start_saga(w, 0);
+}
+
+int sim_explore(const explore_opts *opts, explore_result *res)
+{
+	memset(res, 0, sizeof *res);
+	if (opts->nsagas < 1 || opts->nsagas > 2 || opts->depth < 1
+	    || opts->depth > EXPLORE_MAX_DEPTH)
+		return -1;
+	explorer x;
+	memset(&x, 0, sizeof x);
+	x.opts = opts;
+	x.res = res;
+	x.stack = calloc((size_t)opts->depth + 1, sizeof *x.stack);
+	if (x.stack == NULL)
+		return -1;
+	sim_trace_enable(false);
+	explore_root(&x.root, opts->nsagas);
+	x.stack[0] = x.root;
+	bool fresh;
+	(void)set_visit(&x.seen, sim_hash(&x.root), 0, &fresh);
+	explore_dfs(&x, 0);
+	res->states = x.seen.count;
+	free(x.seen.keys);
+	free(x.seen.depth);
+	free(x.stack);
+	return 0;
+}

@@ -1,0 +1,244 @@
+/* sim: the command line of the deterministic saga simulation.
+ *
+ *   sim --seed N             replay one seed (prints its trace on failure)
+ *   sim --seeds A..B         run every seed in [A, B]
+ *   sim --exhaustive --sagas 1 --depth D
+ *
+ * Exit status: 0 when every invariant held, 1 on a violation, 2 on a usage
+ * error; --expect-violation swaps 0 and 1 (for the broken variants).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+#include "sim_explore.h"
+#include "sim_rules.h"
+
+#define SIM_MAX_STEPS  2000000
+#define SIM_REPORT_MAX 5 /* failing seeds printed in a range run */
+
+typedef struct sim_opts {
+	uint64_t first, last;
+	bool exhaustive;
+	int nsagas; /* 0 = random per seed */
+	int depth;
+	bool expect_violation;
+	bool trace;
+	bool quiet;
+} sim_opts;
+
+static void sim_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: sim [--seed N | --seeds A..B] [--sagas N] [--trace] [--quiet]\n"
+	    "       sim --exhaustive [--sagas 1|2] [--depth D]\n"
+	    "\n"
+	    "Deterministic simulation of the order saga: the production decisions\n"
+	    "(saga_transition, stock_decide, payment_decide) against a simulated clock and a\n"
+	    "network that drops, duplicates, delays and reorders, with crashes.\n"
+	    "\n"
+	    "  --seed N            run one seed (replays it exactly)\n"
+	    "  --seeds A..B        run seeds A to B inclusive (default 1..1000)\n"
+	    "  --sagas N           sagas per run (random mode: 1..%d, default random;\n"
+	    "                      exhaustive: 1 or 2, default 1)\n"
+	    "  --exhaustive        explore every interleaving up to --depth actions\n"
+	    "  --depth D           exhaustive depth (1..%d, default 10)\n"
+	    "  --trace             print the whole trace of a single seed\n"
+	    "  --quiet             print only the summary\n"
+	    "  --expect-violation  succeed only if a violation is found\n"
+	    "  --break NAME        use a broken decision variant: tombstone, refund\n"
+	    "                      (only in the sim_broken build)\n"
+	    "  --help              this text\n",
+	    SIM_MAX_SAGAS, EXPLORE_MAX_DEPTH);
+}
+
+static bool sim_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return false;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool sim_parse_range(const char *s, uint64_t *a, uint64_t *b)
+{
+	const char *dots = strstr(s, "..");
+	if (dots == NULL)
+		return false;
+	char left[32];
+	size_t n = (size_t)(dots - s);
+	if (n == 0 || n >= sizeof left)
+		return false;
+	memcpy(left, s, n);
+	left[n] = '\0';
+	return sim_parse_u64(left, a) && sim_parse_u64(dots + 2, b) && *a <= *b;
+}
+
+static double sim_wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* sim_parse fills *o from argv; returns 0, 1 for --help, or 2 on a usage
+ * error (after printing it). */
+static int sim_parse(int argc, char **argv, sim_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->first = 1;
+	o->last = 1000;
+	o->depth = 10;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t n;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			return 1;
+		} else if (strcmp(a, "--seed") == 0 && v && sim_parse_u64(v, &n)) {
+			o->first = o->last = n;
+			i++;
+		} else if (strcmp(a, "--seeds") == 0 && v
+		    && sim_parse_range(v, &o->first, &o->last)) {
+			i++;
+		} else if (strcmp(a, "--sagas") == 0 && v && sim_parse_u64(v, &n) && n >= 1
+		    && n <= SIM_MAX_SAGAS) {
+			o->nsagas = (int)n;
+			i++;
+		} else if (strcmp(a, "--depth") == 0 && v && sim_parse_u64(v, &n) && n >= 1
+		    && n <= EXPLORE_MAX_DEPTH) {
+			o->depth = (int)n;
+			i++;
+		} else if (strcmp(a, "--break") == 0 && v) {
+			if (!sim_rules_set_break(v)) {
+				fprintf(stderr,
+				    "error: --break %s: no such variant in this build (use "
+				    "sim_broken)\n",
+				    v);
+				return 2;
+			}
+			i++;
+		} else if (strcmp(a, "--exhaustive") == 0) {
+			o->exhaustive = true;
+		} else if (strcmp(a, "--expect-violation") == 0) {
+			o->expect_violation = true;
+		} else if (strcmp(a, "--trace") == 0) {
+			o->trace = true;
+		} else if (strcmp(a, "--quiet") == 0) {
+			o->quiet = true;
+		} else {
+			fprintf(stderr, "error: bad argument \"%s\"%s\n", a,
+			    v ? "" : " (or its value is missing)");
+			sim_usage(stderr);
+			return 2;
+		}
+	}
+	if (o->exhaustive && o->nsagas > 2) {
+		fprintf(stderr, "error: --exhaustive takes --sagas 1 or 2\n");
+		return 2;
+	}
+	return 0;
+}
+
+static int sim_run_random(const sim_opts *o)
+{
+	uint64_t violations = 0, steps = 0, sim_ms = 0, sagas = 0, completed = 0, cancelled = 0;
+	uint64_t first_bad = 0;
+	bool single = o->first == o->last;
+	sim_world *w = malloc(sizeof *w);
+	if (w == NULL)
+		return 2;
+	double t0 = sim_wall_s();
+	for (uint64_t seed = o->first;; seed++) {
+		sim_trace_enable(true);
+		sim_world_random(w, seed, o->nsagas);
+		int rc = sim_run_to_end(w, SIM_MAX_STEPS);
+		steps += w->steps;
+		sim_ms += (uint64_t)w->now;
+		sagas += (uint64_t)w->nsagas;
+		for (int i = 0; i < w->nsagas; i++) {
+			completed += w->rows[i].s.state == SAGA_STATE_COMPLETED;
+			cancelled += w->rows[i].s.state == SAGA_STATE_CANCELLED;
+		}
+		if (single && o->trace)
+			sim_trace_print(64);
+		if (rc != 0) {
+			if (violations == 0)
+				first_bad = seed;
+			violations++;
+			if (violations <= SIM_REPORT_MAX && !o->quiet) {
+				fprintf(stderr, "VIOLATION seed %" PRIu64 " (break=%s): %s\n", seed,
+				    sim_rules_break_name(), w->violation);
+				if (violations == 1 && !(single && o->trace))
+					sim_trace_print(40);
+				fprintf(stderr, "replay: sim --seed %" PRIu64 "%s%s\n", seed,
+				    strcmp(sim_rules_break_name(), "none") ? " --break " : "",
+				    strcmp(sim_rules_break_name(), "none") ? sim_rules_break_name()
+				                                           : "");
+			}
+		}
+		if (seed == o->last)
+			break;
+	}
+	double wall = sim_wall_s() - t0;
+	printf("sim: seeds %" PRIu64 "..%" PRIu64 " (%" PRIu64 "), break=%s: %" PRIu64
+	       " violations; %" PRIu64 " steps, %" PRIu64 " sagas (%" PRIu64 " completed, %" PRIu64
+	       " cancelled), %.1f simulated s, %.2f s wall\n",
+	    o->first, o->last, o->last - o->first + 1, sim_rules_break_name(), violations, steps,
+	    sagas, completed, cancelled, (double)sim_ms / 1000.0, wall);
+	if (violations > 0)
+		printf("sim: first failing seed %" PRIu64 "\n", first_bad);
+	free(w);
+	return violations > 0 ? 1 : 0;
+}
+
+static int sim_run_exhaustive(const sim_opts *o)
+{
+	explore_opts eo
+	    = {.nsagas = o->nsagas > 0 ? o->nsagas : 1, .depth = o->depth, .stop_at_first = true};
+	explore_result r;
+	double t0 = sim_wall_s();
+	if (sim_explore(&eo, &r) != 0) {
+		fprintf(stderr, "error: could not explore (options or memory)\n");
+		return 2;
+	}
+	printf("sim: exhaustive, %d saga%s, depth %d, break=%s: %" PRIu64
+	       " distinct states, %" PRIu64 " transitions, %" PRIu64 " calm runs (%" PRIu64
+	       " steps), %" PRIu64 " violations%s, %.2f s wall\n",
+	    eo.nsagas, eo.nsagas > 1 ? "s" : "", eo.depth, sim_rules_break_name(), r.states,
+	    r.transitions, r.calm_runs, r.calm_steps, r.violations,
+	    r.violations ? " (stopped at the first)" : "", sim_wall_s() - t0);
+	return r.violations > 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	sim_opts o;
+	int rc = sim_parse(argc, argv, &o);
+	if (rc == 1) {
+		sim_usage(stdout);
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	rc = o.exhaustive ? sim_run_exhaustive(&o) : sim_run_random(&o);
+	if (rc == 2)
+		return rc;
+	if (o.expect_violation) {
+		if (rc == 0)
+			fprintf(stderr, "error: a violation was expected, none was found\n");
+		else
+			printf("sim: the expected violation was found\n");
+		return rc == 0 ? 1 : 0;
+	}
+	return rc;
+}

@@ -1,0 +1,951 @@
+/* sim_world: the simulated daemons around the production decisions.
+ *
+ * What each function mirrors in the real daemons:
+ *   orch_decide/orch_commit  engine_decide/engine_commit + store_apply
+ *                            (version-checked writes, send after commit)
+ *   orch_dispatch            engine_dispatch (a call with a timeout capped by
+ *                            the step deadline; the row was leased first)
+ *   sim_sweep                engine_sweep + store_claim_due
+ *   sim_start_saga           api.c StartSaga (row written leased, submitted)
+ *   part_stock/part_payment  services/ * /store.c (decide and write in one
+ *                            transaction, then reply)
+ */
+#include "sim.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim_rules.h"
+#include "status.h"
+
+const saga_policy sim_policy = {
+    .step_timeout_ms = 5000, .backoff_base_ms = 50, .backoff_cap_ms = 5000, .attention_after = 10};
+
+const char *const sim_sku_names[SIM_NSKU] = {"A1", "B2", "ZZ"};
+const char *const sim_customer_names[SIM_NACCT] = {"ali", "sara", "bob", "ghost"};
+
+static const char *const sim_node_names[SIM_NODES] = {"orchestrator", "stock", "payment"};
+
+/* --- trace ring --- */
+
+#define SIM_TRACE_LINES 64
+#define SIM_TRACE_LEN   160
+
+static bool sim_trace_on;
+static char sim_trace_ring[SIM_TRACE_LINES][SIM_TRACE_LEN];
+static uint64_t sim_trace_count;
+
+void sim_trace_enable(bool on)
+{
+	sim_trace_on = on;
+	sim_trace_count = 0;
+}
+
+void sim_trace(const sim_world *w, const char *fmt, ...)
+{
+	if (!sim_trace_on)
+		return;
+	char *line = sim_trace_ring[sim_trace_count % SIM_TRACE_LINES];
+	int n = snprintf(line, SIM_TRACE_LEN, "t=%-7" PRId64 " ", w->now);
+	if (n < 0 || n >= SIM_TRACE_LEN)
+		n = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + n, (size_t)(SIM_TRACE_LEN - n), fmt, ap);
+	va_end(ap);
+	sim_trace_count++;
+}
+
+void sim_trace_print(int n)
+{
+	if (n > SIM_TRACE_LINES)
+		n = SIM_TRACE_LINES;
+	uint64_t from = sim_trace_count > (uint64_t)n ? sim_trace_count - (uint64_t)n : 0;
+	fprintf(stderr, "trace (last %d of %" PRIu64 " events):\n", (int)(sim_trace_count - from),
+	    sim_trace_count);
+	for (uint64_t i = from; i < sim_trace_count; i++)
+		fprintf(stderr, "  %s\n", sim_trace_ring[i % SIM_TRACE_LINES]);
+}
+
+/* --- randomness --- */
+
+uint64_t sim_rand(sim_world *w)
+{
+	/* splitmix64 */
+	uint64_t z = (w->rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* sim_chance is true with probability p. */
+static bool sim_chance(sim_world *w, double p)
+{
+	if (p <= 0)
+		return false;
+	return (double)(sim_rand(w) >> 11) * 0x1.0p-53 < p;
+}
+
+/* sim_range returns a uniform number in [lo, hi]. */
+static int64_t sim_range(sim_world *w, int64_t lo, int64_t hi)
+{
+	return lo + (int64_t)(sim_rand(w) % (uint64_t)(hi - lo + 1));
+}
+
+/* orch_rand is the jitter the orchestrator passes to saga_transition. */
+static uint64_t orch_rand(sim_world *w)
+{
+	return w->explore ? 0x5bd1e995u : sim_rand(w);
+}
+
+/* --- setup --- */
+
+void sim_world_init(sim_world *w, uint64_t seed)
+{
+	memset(w, 0, sizeof *w);
+	w->rng = seed;
+	for (int n = 0; n < SIM_NODES; n++)
+		w->up[n] = true;
+	w->calm = true;
+	w->calm_at_ms = 0;
+	w->next_fault_ms = INT64_MAX;
+}
+
+void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
+{
+	sim_world_init(w, seed * 0x2545f4914f6cdd1dULL + 1);
+	w->sku_exists[0] = w->sku_exists[1] = true;
+	w->init_on_hand[0] = w->on_hand[0] = sim_range(w, 0, 6);
+	w->init_on_hand[1] = w->on_hand[1] = sim_range(w, 0, 3);
+	w->acct_exists[0] = w->acct_exists[1] = w->acct_exists[2] = true;
+	w->init_balance[0] = w->balance[0] = sim_range(w, 50000, 150000);
+	w->init_balance[1] = w->balance[1] = sim_range(w, 0, 5000);
+	w->init_balance[2] = w->balance[2] = sim_range(w, 0, 30000);
+	w->nsagas = nsagas > 0 ? nsagas : (int)sim_range(w, 1, SIM_MAX_SAGAS);
+	for (int i = 0; i < w->nsagas; i++) {
+		sim_order *o = &w->orders[i];
+		o->sku = sim_chance(w, 0.05) ? 2 : (int)sim_range(w, 0, 1);
+		o->customer = sim_chance(w, 0.05) ? 3 : (int)sim_range(w, 0, 2);
+		o->qty = (int32_t)sim_range(w, 1, 3);
+		o->amount = o->qty * sim_range(w, 500, 3500);
+		o->start_ms = sim_range(w, 0, 4000);
+	}
+	/* swarm testing: every seed turns on its own mix of faults */
+	sim_faults *f = &w->faults;
+	f->drop = sim_chance(w, 0.7) ? 0.25 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->dup = sim_chance(w, 0.7) ? 0.30 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->slow = sim_chance(w, 0.7) ? 0.10 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->unavailable = sim_chance(w, 0.5) ? 0.10 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->crash_commit = sim_chance(w, 0.5) ? 0.08 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->crash_before = sim_chance(w, 0.5) ? 0.04 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->orch_crash_send = sim_chance(w, 0.5) ? 0.05 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->db_fail = sim_chance(w, 0.5) ? 0.05 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->crash_every_ms = sim_chance(w, 0.6) ? sim_range(w, 500, 8000) : 0;
+	w->calm = false;
+	w->calm_at_ms = 20000;
+	w->next_fault_ms = f->crash_every_ms ? sim_range(w, 0, f->crash_every_ms) : INT64_MAX;
+}
+
+/* --- the network --- */
+
+static int net_free_slot(const sim_world *w)
+{
+	for (int m = 0; m < SIM_MAX_MSGS; m++)
+		if (!w->msgs[m].used)
+			return m;
+	return -1;
+}
+
+/* net_delay is how long one copy of a message travels. */
+static int64_t net_delay(sim_world *w)
+{
+	if (w->explore)
+		return 1;
+	if (!w->calm && sim_chance(w, w->faults.slow))
+		return sim_range(w, 500, 12000); /* past a step deadline */
+	return sim_range(w, 1, 20);
+}
+
+/* net_send puts `tmpl` on the wire: dropped, duplicated or delayed by the
+ * faults of the run (random mode); exactly once in exhaustive mode, where
+ * the explorer chooses drops and duplicates itself. */
+static void net_send(sim_world *w, const sim_msg *tmpl)
+{
+	int copies = 1;
+	if (!w->explore && !w->calm) {
+		if (sim_chance(w, w->faults.drop)) {
+			sim_trace(w, "net: drop %s%s saga %d", saga_command_name(tmpl->cmd),
+			    tmpl->reply ? " reply" : "", tmpl->saga);
+			return;
+		}
+		while (copies < 4 && sim_chance(w, w->faults.dup))
+			copies++;
+	}
+	for (int k = 0; k < copies; k++) {
+		int m = net_free_slot(w);
+		if (m < 0) {
+			sim_trace(w, "net: full, drop %s", saga_command_name(tmpl->cmd));
+			return;
+		}
+		w->msgs[m] = *tmpl;
+		w->msgs[m].used = true;
+		w->msgs[m].at_ms = w->now + net_delay(w);
+		w->msgs[m].seq = ++w->seq;
+	}
+	if (copies > 1)
+		sim_trace(w, "net: %s%s saga %d sent %d times", saga_command_name(tmpl->cmd),
+		    tmpl->reply ? " reply" : "", tmpl->saga, copies);
+}
+
+void sim_drop(sim_world *w, int m)
+{
+	sim_trace(w, "net: drop %s%s saga %d", saga_command_name(w->msgs[m].cmd),
+	    w->msgs[m].reply ? " reply" : "", w->msgs[m].saga);
+	w->msgs[m].used = false;
+	sim_check(w);
+}
+
+bool sim_duplicate(sim_world *w, int m, int64_t at_ms)
+{
+	int d = net_free_slot(w);
+	if (d < 0)
+		return false;
+	w->msgs[d] = w->msgs[m];
+	w->msgs[d].at_ms = at_ms;
+	w->msgs[d].seq = ++w->seq;
+	sim_trace(w, "net: duplicate %s%s saga %d", saga_command_name(w->msgs[m].cmd),
+	    w->msgs[m].reply ? " reply" : "", w->msgs[m].saga);
+	return true;
+}
+
+bool sim_net_empty(const sim_world *w)
+{
+	for (int m = 0; m < SIM_MAX_MSGS; m++)
+		if (w->msgs[m].used)
+			return false;
+	return true;
+}
+
+/* --- crashes --- */
+
+void sim_restart(sim_world *w, sim_node node)
+{
+	w->up[node] = true;
+	w->restart_ms[node] = 0;
+	if (node == SIM_ORCH)
+		w->next_sweep_ms = w->now; /* resume: sweep at once (rule 9) */
+	sim_trace(w, "%s: restart", sim_node_names[node]);
+}
+
+void sim_crash(sim_world *w, sim_node node, int64_t restart_ms)
+{
+	w->up[node] = false;
+	w->restart_ms[node] = restart_ms;
+	sim_trace(w, "%s: CRASH (back at %" PRId64 ")", sim_node_names[node], restart_ms);
+	if (node == SIM_ORCH) {
+		/* commands in flight are volatile; their replies go nowhere */
+		memset(w->calls, 0, sizeof w->calls);
+		for (int m = 0; m < SIM_MAX_MSGS; m++)
+			if (w->msgs[m].used && w->msgs[m].reply)
+				w->msgs[m].used = false;
+	}
+	if (restart_ms <= w->now)
+		sim_restart(w, node);
+}
+
+/* sim_downtime is how long a crashed node stays down. */
+static int64_t sim_downtime(sim_world *w)
+{
+	return w->explore ? 0 : sim_range(w, 50, 3000);
+}
+
+/* --- the orchestrator --- */
+
+/* orch_dispatch sends the command `row` makes due (engine_dispatch): the
+ * row must already be leased in the store. */
+static void orch_dispatch(sim_world *w, int i, const sim_row *row)
+{
+	saga_command cmd = saga_command_of(row->s.state);
+	if (cmd == SAGA_CMD_NONE)
+		return;
+	int c = 0;
+	while (c < SIM_MAX_CALLS && w->calls[c].used)
+		c++;
+	if (c == SIM_MAX_CALLS) {
+		sim_trace(w, "orch: no room to send %s saga %d", saga_command_name(cmd), i);
+		return; /* the sweep sends it when the lease ends */
+	}
+	int64_t timeout = SIM_REQUEST_TIMEOUT_MS;
+	if (row->s.step_deadline_ms > 0) {
+		int64_t left = row->s.step_deadline_ms - w->now;
+		if (left < timeout)
+			timeout = left > 1 ? left : 1;
+	}
+	sim_call *call = &w->calls[c];
+	call->used = true;
+	call->id = ++w->next_call;
+	call->saga = i;
+	call->cmd = cmd;
+	call->row = *row;
+	call->expire_ms = w->now + timeout;
+	sim_trace(w, "orch: send %s saga %d (v%" PRId64 ", attempt %d)", saga_command_name(cmd), i,
+	    row->version, row->s.attempts + 1);
+	sim_msg msg = {.saga = i, .cmd = cmd, .call = call->id};
+	net_send(w, &msg);
+}
+
+/* A decision waiting to be committed (engine_pending). */
+typedef struct orch_pending {
+	int saga;
+	sim_row before;
+	sim_row after;
+	saga_command send;
+	bool applied;
+} orch_pending;
+
+/* orch_decide runs the state machine on one event for the row `before`
+ * and, unless the event is ignored, appends the write it needs. */
+static void orch_decide(sim_world *w, int i, const sim_row *before, const saga_event *ev,
+    orch_pending *pend, int *npend)
+{
+	saga_decision d;
+	sim_rules_transition(&before->s, ev, w->now, orch_rand(w), &sim_policy, &d);
+	if (d.ignored) {
+		sim_trace(w, "orch: saga %d %s event ignored in %s", i,
+		    ev->kind == SAGA_EV_DEADLINE ? "deadline" : saga_command_name(ev->cmd),
+		    saga_state_name(before->s.state));
+		return;
+	}
+	orch_pending *p = &pend[(*npend)++];
+	memset(p, 0, sizeof *p);
+	p->saga = i;
+	p->before = *before;
+	p->after = *before;
+	p->after.s = d.next;
+	p->after.version = before->version + 1;
+	p->send = d.send;
+	if (d.send != SAGA_CMD_NONE) /* hold the row while the command is sent */
+		p->after.s.next_attempt_ms = w->now + SIM_LEASE_MS;
+}
+
+/* orch_commit writes the pending decisions in one transaction, each
+ * conditional on the version it read (rule 7), then sends the commands they
+ * made due, only after the commit (rule 1). */
+static void orch_commit(sim_world *w, orch_pending *pend, int n, bool crash_after_commit)
+{
+	if (n == 0)
+		return;
+	if (!w->explore && !w->calm && sim_chance(w, w->faults.db_fail)) {
+		sim_trace(w, "orch: commit of %d transitions failed, nothing written", n);
+		return;
+	}
+	for (int k = 0; k < n; k++) {
+		orch_pending *p = &pend[k];
+		sim_row *row = &w->rows[p->saga];
+		if (row->version != p->before.version) {
+			sim_trace(w, "orch: saga %d lost a race at v%" PRId64 " (now v%" PRId64 ")",
+			    p->saga, p->before.version, row->version);
+			continue;
+		}
+		*row = p->after;
+		p->applied = true;
+		if (p->after.s.state != p->before.s.state)
+			sim_trace(w, "orch: saga %d %s -> %s%s%s (v%" PRId64 ")", p->saga,
+			    saga_state_name(p->before.s.state), saga_state_name(p->after.s.state),
+			    p->after.s.reason[0] ? " " : "", p->after.s.reason, p->after.version);
+		else
+			sim_trace(w, "orch: saga %d retry %s in %" PRId64 " ms (attempts %d%s)",
+			    p->saga, saga_command_name(saga_command_of(p->after.s.state)),
+			    p->after.s.next_attempt_ms - w->now, p->after.s.attempts,
+			    p->after.s.attention ? ", attention" : "");
+	}
+	if (crash_after_commit) {
+		sim_crash(w, SIM_ORCH, w->now + sim_downtime(w));
+		return;
+	}
+	for (int k = 0; k < n; k++)
+		if (pend[k].applied && pend[k].send != SAGA_CMD_NONE)
+			orch_dispatch(w, pend[k].saga, &pend[k].after);
+}
+
+void sim_start_saga(sim_world *w, int i)
+{
+	if (!w->up[SIM_ORCH] || w->started[i])
+		return;
+	w->started[i] = true;
+	sim_row *row = &w->rows[i];
+	row->exists = true;
+	row->s = saga_start(w->now, &sim_policy);
+	row->s.next_attempt_ms = w->now + SIM_LEASE_MS; /* written leased */
+	row->version = 1;
+	const sim_order *o = &w->orders[i];
+	sim_trace(w, "orch: start saga %d: %s %d x %s, %" PRId64, i,
+	    sim_customer_names[o->customer], o->qty, sim_sku_names[o->sku], o->amount);
+	if (!w->explore && !w->calm && sim_chance(w, w->faults.orch_crash_send)) {
+		sim_crash(w, SIM_ORCH, w->now + sim_downtime(w));
+	} else {
+		sim_row copy = *row;
+		orch_dispatch(w, i, &copy);
+	}
+	sim_check(w);
+}
+
+void sim_sweep(sim_world *w, bool crash_after_commit)
+{
+	if (!w->up[SIM_ORCH])
+		return;
+	/* claim every due row, oldest due first (store_claim_due) */
+	int order[SIM_MAX_SAGAS];
+	int n = 0;
+	for (int i = 0; i < w->nsagas; i++) {
+		const sim_row *r = &w->rows[i];
+		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms <= w->now) {
+			int k = n++;
+			while (k > 0
+			    && w->rows[order[k - 1]].s.next_attempt_ms > r->s.next_attempt_ms) {
+				order[k] = order[k - 1];
+				k--;
+			}
+			order[k] = i;
+		}
+	}
+	sim_row claimed[SIM_MAX_SAGAS];
+	for (int k = 0; k < n; k++) {
+		/* the claim moves next_attempt only; the version stays */
+		w->rows[order[k]].s.next_attempt_ms = w->now + SIM_LEASE_MS;
+		claimed[k] = w->rows[order[k]];
+	}
+	orch_pending pend[SIM_MAX_SAGAS];
+	int npend = 0;
+	for (int k = 0; k < n; k++) {
+		const sim_row *r = &claimed[k];
+		if (r->s.step_deadline_ms > 0 && w->now >= r->s.step_deadline_ms) {
+			saga_event ev = {.kind = SAGA_EV_DEADLINE};
+			sim_trace(w, "orch: sweep: saga %d deadline in %s", order[k],
+			    saga_state_name(r->s.state));
+			orch_decide(w, order[k], r, &ev, pend, &npend);
+		} else {
+			orch_dispatch(w, order[k], r);
+		}
+	}
+	orch_commit(w, pend, npend, crash_after_commit);
+	sim_check(w);
+}
+
+int64_t sim_next_due_ms(const sim_world *w)
+{
+	int64_t due = INT64_MAX;
+	for (int i = 0; i < w->nsagas; i++) {
+		const sim_row *r = &w->rows[i];
+		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms < due)
+			due = r->s.next_attempt_ms;
+	}
+	return due;
+}
+
+/* orch_complete ends call `c` with a reply (or none: transport) and decides
+ * on it; crash_after_commit crashes the orchestrator before it sends. */
+static void orch_complete(
+    sim_world *w, int c, int code, const char *reason, bool transport, bool crash_after_commit)
+{
+	sim_call call = w->calls[c];
+	w->calls[c].used = false;
+	saga_event ev = saga_event_from_reply(call.cmd, code, reason, transport);
+	orch_pending pend[1];
+	int npend = 0;
+	orch_decide(w, call.saga, &call.row, &ev, pend, &npend);
+	orch_commit(w, pend, npend, crash_after_commit);
+}
+
+void sim_timeout(sim_world *w, int c)
+{
+	if (w->calls[c].expire_ms > w->now)
+		w->now = w->calls[c].expire_ms;
+	sim_trace(w, "orch: %s saga %d: no reply (timeout)", saga_command_name(w->calls[c].cmd),
+	    w->calls[c].saga);
+	orch_complete(w, c, RPC_DEADLINE_EXCEEDED, "", true, false);
+	sim_check(w);
+}
+
+/* --- the participants --- */
+
+static void sim_violation(sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sim_violation(sim_world *w, const char *fmt, ...)
+{
+	if (w->violated)
+		return;
+	w->violated = true;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->violation, sizeof w->violation, fmt, ap);
+	va_end(ap);
+	sim_trace(w, "VIOLATION: %s", w->violation);
+}
+
+/* sim_effect counts an effect of (saga, command): at most one each. */
+static void sim_effect(sim_world *w, int i, saga_command cmd)
+{
+	if (++w->effects[i][cmd] > 1)
+		sim_violation(w, "saga %d: %s applied %d times", i, saga_command_name(cmd),
+		    w->effects[i][cmd]);
+}
+
+/* part_stock applies one stock command in one transaction (stock_store)
+ * and fills the reply. */
+static void part_stock(sim_world *w, int i, saga_command c, int *code, const char **reason)
+{
+	const sim_order *o = &w->orders[i];
+	stock_cmd cmd = {.op = c == SAGA_CMD_RESERVE_STOCK ? STOCK_OP_RESERVE : STOCK_OP_RELEASE,
+	    .sku = sim_sku_names[o->sku],
+	    .qty = o->qty};
+	stock_row row = {.exists = w->sku_exists[o->sku], .on_hand = w->on_hand[o->sku]};
+	stock_outcome out;
+	sim_rules_stock(&w->srec[i], &row, &cmd, &out);
+	if (out.write_row) {
+		if (!row.exists) {
+			/* the store rolls back: an sku without a row is bad data */
+			*code = RPC_UNAVAILABLE;
+			*reason = "store_error";
+			return;
+		}
+		int64_t delta = out.on_hand - row.on_hand;
+		if (cmd.op == STOCK_OP_RESERVE && delta == -o->qty)
+			sim_effect(w, i, c);
+		else if (cmd.op == STOCK_OP_RELEASE && delta == o->qty)
+			sim_effect(w, i, c);
+		else
+			sim_violation(w, "saga %d: %s moved %s by %" PRId64, i,
+			    saga_command_name(c), cmd.sku, delta);
+		w->on_hand[o->sku] = out.on_hand;
+	}
+	if (out.write_record)
+		w->srec[i] = out.record;
+	sim_trace(w, "stock: %s saga %d -> %s %s (on_hand %s=%" PRId64 ")%s", saga_command_name(c),
+	    i, stock_status_name(out.reply_status), out.reason, cmd.sku, w->on_hand[o->sku],
+	    out.write_record ? "" : " from record");
+	*code = out.code;
+	*reason = out.reason;
+}
+
+/* part_payment applies one payment command in one transaction
+ * (payment_store) and fills the reply. */
+static void part_payment(sim_world *w, int i, saga_command c, int *code, const char **reason)
+{
+	const sim_order *o = &w->orders[i];
+	payment_cmd cmd
+	    = {.op = c == SAGA_CMD_CHARGE_PAYMENT ? PAYMENT_OP_CHARGE : PAYMENT_OP_REFUND,
+	        .customer = sim_customer_names[o->customer],
+	        .amount = o->amount};
+	payment_account acct
+	    = {.exists = w->acct_exists[o->customer], .balance = w->balance[o->customer]};
+	payment_outcome out;
+	sim_rules_payment(&w->prec[i], &acct, &cmd, &out);
+	if (out.write_account) {
+		if (!acct.exists) {
+			*code = RPC_UNAVAILABLE;
+			*reason = "store_error";
+			return;
+		}
+		int64_t delta = out.balance - acct.balance;
+		if (cmd.op == PAYMENT_OP_CHARGE && delta == -o->amount)
+			sim_effect(w, i, c);
+		else if (cmd.op == PAYMENT_OP_REFUND && delta == o->amount)
+			sim_effect(w, i, c);
+		else
+			sim_violation(w, "saga %d: %s moved %s by %" PRId64, i,
+			    saga_command_name(c), cmd.customer, delta);
+		w->balance[o->customer] = out.balance;
+	}
+	if (out.write_record)
+		w->prec[i] = out.record;
+	sim_trace(w, "payment: %s saga %d -> %s %s (%s=%" PRId64 ")%s", saga_command_name(c), i,
+	    payment_status_name(out.reply_status), out.reason, cmd.customer,
+	    w->balance[o->customer], out.write_record ? "" : " from record");
+	*code = out.code;
+	*reason = out.reason;
+}
+
+void sim_deliver(sim_world *w, int m, int fault)
+{
+	sim_msg msg = w->msgs[m];
+	w->msgs[m].used = false;
+	if (msg.reply) {
+		int c = 0;
+		while (c < SIM_MAX_CALLS && !(w->calls[c].used && w->calls[c].id == msg.call))
+			c++;
+		if (!w->up[SIM_ORCH] || c == SIM_MAX_CALLS) {
+			/* the REQ socket has no such request any more */
+			sim_trace(w, "orch: late %s reply saga %d discarded",
+			    saga_command_name(msg.cmd), msg.saga);
+		} else {
+			sim_trace(w, "orch: %s saga %d answered %d %s", saga_command_name(msg.cmd),
+			    msg.saga, msg.code, msg.reason);
+			orch_complete(w, c, msg.code, msg.reason, false, fault == 2);
+		}
+		sim_check(w);
+		return;
+	}
+	bool stock = msg.cmd == SAGA_CMD_RESERVE_STOCK || msg.cmd == SAGA_CMD_RELEASE_STOCK;
+	sim_node node = stock ? SIM_STOCK : SIM_PAYMENT;
+	if (!w->up[node]) {
+		sim_trace(w, "%s: down, %s saga %d lost", sim_node_names[node],
+		    saga_command_name(msg.cmd), msg.saga);
+		return;
+	}
+	int code = RPC_OK;
+	const char *reason = "";
+	if (fault == 1) {
+		sim_trace(w, "%s: %s saga %d -> UNAVAILABLE", sim_node_names[node],
+		    saga_command_name(msg.cmd), msg.saga);
+		code = RPC_UNAVAILABLE;
+		reason = "store_error";
+	} else if (fault == 3) {
+		sim_crash(w, node, w->now + sim_downtime(w));
+		return; /* before commit: nothing happened */
+	} else {
+		if (stock)
+			part_stock(w, msg.saga, msg.cmd, &code, &reason);
+		else
+			part_payment(w, msg.saga, msg.cmd, &code, &reason);
+		if (fault == 2) {
+			/* committed, but the reply never leaves */
+			sim_crash(w, node, w->now + sim_downtime(w));
+			sim_check(w);
+			return;
+		}
+	}
+	sim_msg rep
+	    = {.reply = true, .saga = msg.saga, .cmd = msg.cmd, .call = msg.call, .code = code};
+	snprintf(rep.reason, sizeof rep.reason, "%s", reason);
+	net_send(w, &rep);
+	sim_check(w);
+}
+
+/* --- invariants --- */
+
+bool sim_check(sim_world *w)
+{
+	if (w->violated)
+		return false;
+	/* stock conservation and no negative stock, per sku */
+	for (int k = 0; k < SIM_NSKU; k++) {
+		int64_t reserved = 0;
+		for (int i = 0; i < w->nsagas; i++)
+			if (w->srec[i].status == STOCK_RESERVED
+			    && strcmp(w->srec[i].sku, sim_sku_names[k]) == 0)
+				reserved += w->srec[i].qty;
+		if (w->on_hand[k] < 0)
+			sim_violation(
+			    w, "stock %s on hand %" PRId64 " < 0", sim_sku_names[k], w->on_hand[k]);
+		if (w->on_hand[k] + reserved != w->init_on_hand[k])
+			sim_violation(w,
+			    "stock conservation: %s on_hand %" PRId64 " + reserved %" PRId64
+			    " != initial %" PRId64,
+			    sim_sku_names[k], w->on_hand[k], reserved, w->init_on_hand[k]);
+	}
+	/* money conservation and no negative balance, per account */
+	for (int a = 0; a < SIM_NACCT; a++) {
+		int64_t charged = 0;
+		for (int i = 0; i < w->nsagas; i++)
+			if (w->prec[i].status == PAYMENT_CHARGED
+			    && strcmp(w->prec[i].customer, sim_customer_names[a]) == 0)
+				charged += w->prec[i].amount;
+		if (w->balance[a] < 0)
+			sim_violation(w, "account %s balance %" PRId64 " < 0",
+			    sim_customer_names[a], w->balance[a]);
+		if (w->balance[a] + charged != w->init_balance[a])
+			sim_violation(w,
+			    "money conservation: %s balance %" PRId64 " + charged %" PRId64
+			    " != initial %" PRId64,
+			    sim_customer_names[a], w->balance[a], charged, w->init_balance[a]);
+	}
+	for (int i = 0; i < w->nsagas; i++) {
+		const sim_order *o = &w->orders[i];
+		if (w->srec[i].status != STOCK_NONE
+		    && (strcmp(w->srec[i].sku, sim_sku_names[o->sku]) != 0
+		        || w->srec[i].qty != o->qty))
+			sim_violation(w, "saga %d: stock record for other arguments", i);
+		if (w->prec[i].status != PAYMENT_NONE
+		    && (strcmp(w->prec[i].customer, sim_customer_names[o->customer]) != 0
+		        || w->prec[i].amount != o->amount))
+			sim_violation(w, "saga %d: payment record for other arguments", i);
+		if (!w->rows[i].exists)
+			continue;
+		saga_state st = w->rows[i].s.state;
+		bool reserved = w->srec[i].status == STOCK_RESERVED;
+		bool charged = w->prec[i].status == PAYMENT_CHARGED;
+		if (st == SAGA_STATE_COMPLETED && (!reserved || !charged))
+			sim_violation(w, "saga %d COMPLETED with stock %s and payment %s", i,
+			    stock_status_name(w->srec[i].status),
+			    payment_status_name(w->prec[i].status));
+		if (st == SAGA_STATE_CANCELLED && (reserved || charged))
+			sim_violation(w, "saga %d CANCELLED (%s) with stock %s and payment %s", i,
+			    w->rows[i].s.reason, stock_status_name(w->srec[i].status),
+			    payment_status_name(w->prec[i].status));
+	}
+	return !w->violated;
+}
+
+bool sim_all_terminal(const sim_world *w)
+{
+	for (int i = 0; i < w->nsagas; i++)
+		if (!w->started[i] || !saga_is_terminal(w->rows[i].s.state))
+			return false;
+	return true;
+}
+
+/* --- the random-mode scheduler --- */
+
+void sim_make_calm(sim_world *w)
+{
+	w->calm = true;
+	w->calm_at_ms = w->now;
+	sim_trace(w, "calm: faults stop");
+	for (int n = 0; n < SIM_NODES; n++)
+		if (!w->up[n])
+			sim_restart(w, (sim_node)n);
+}
+
+enum sim_ev {
+	SIM_EV_NONE,
+	SIM_EV_RESTART,
+	SIM_EV_CALM,
+	SIM_EV_FAULT,
+	SIM_EV_START,
+	SIM_EV_SWEEP,
+	SIM_EV_TIMEOUT,
+	SIM_EV_MSG,
+};
+
+bool sim_step(sim_world *w)
+{
+	int64_t best = INT64_MAX;
+	uint64_t best_seq = UINT64_MAX;
+	enum sim_ev kind = SIM_EV_NONE;
+	int idx = -1;
+#define SIM_CAND(t, k, i)                                                                          \
+	do {                                                                                       \
+		if ((t) < best) {                                                                  \
+			best = (t);                                                                \
+			kind = (k);                                                                \
+			idx = (i);                                                                 \
+		}                                                                                  \
+	} while (0)
+	for (int n = 0; n < SIM_NODES; n++)
+		if (!w->up[n])
+			SIM_CAND(w->restart_ms[n], SIM_EV_RESTART, n);
+	if (!w->calm) {
+		SIM_CAND(w->calm_at_ms, SIM_EV_CALM, 0);
+		SIM_CAND(w->next_fault_ms, SIM_EV_FAULT, 0);
+	}
+	if (w->up[SIM_ORCH]) {
+		for (int i = 0; i < w->nsagas; i++)
+			if (!w->started[i])
+				SIM_CAND(w->orders[i].start_ms, SIM_EV_START, i);
+		SIM_CAND(w->next_sweep_ms, SIM_EV_SWEEP, 0);
+		for (int c = 0; c < SIM_MAX_CALLS; c++)
+			if (w->calls[c].used)
+				SIM_CAND(w->calls[c].expire_ms, SIM_EV_TIMEOUT, c);
+	}
+	for (int m = 0; m < SIM_MAX_MSGS; m++) {
+		const sim_msg *msg = &w->msgs[m];
+		if (msg->used
+		    && (msg->at_ms < best
+		        || (msg->at_ms == best && kind == SIM_EV_MSG && msg->seq < best_seq))) {
+			best = msg->at_ms;
+			best_seq = msg->seq;
+			kind = SIM_EV_MSG;
+			idx = m;
+		}
+	}
+#undef SIM_CAND
+	if (kind == SIM_EV_NONE)
+		return false;
+	if (best > w->now)
+		w->now = best;
+	w->steps++;
+	switch (kind) {
+	case SIM_EV_RESTART:
+		sim_restart(w, (sim_node)idx);
+		break;
+	case SIM_EV_CALM:
+		sim_make_calm(w);
+		break;
+	case SIM_EV_FAULT: {
+		sim_node node = (sim_node)sim_range(w, 0, SIM_NODES - 1);
+		if (w->up[node])
+			sim_crash(w, node, w->now + sim_downtime(w));
+		w->next_fault_ms = w->now + 1 + sim_range(w, 0, 2 * w->faults.crash_every_ms);
+		break;
+	}
+	case SIM_EV_START:
+		sim_start_saga(w, idx);
+		break;
+	case SIM_EV_SWEEP: {
+		bool crash = !w->calm && sim_chance(w, w->faults.orch_crash_send);
+		sim_sweep(w, crash);
+		if (w->up[SIM_ORCH])
+			w->next_sweep_ms = w->now + SIM_SWEEP_MS;
+		break;
+	}
+	case SIM_EV_TIMEOUT:
+		sim_timeout(w, idx);
+		break;
+	case SIM_EV_MSG: {
+		int fault = 0;
+		if (!w->calm && !w->explore) {
+			const sim_faults *f = &w->faults;
+			if (w->msgs[idx].reply) {
+				if (sim_chance(w, f->orch_crash_send))
+					fault = 2;
+			} else if (sim_chance(w, f->unavailable)) {
+				fault = 1;
+			} else if (sim_chance(w, f->crash_commit)) {
+				fault = 2;
+			} else if (sim_chance(w, f->crash_before)) {
+				fault = 3;
+			}
+		}
+		sim_deliver(w, idx, fault);
+		break;
+	}
+	case SIM_EV_NONE:
+		break;
+	}
+	return true;
+}
+
+/* sim_end_check verifies what must hold once the run is over: every saga
+ * ended, and each effect happened at most once and only as the state says. */
+static void sim_end_check(sim_world *w)
+{
+	if (!sim_check(w))
+		return;
+	for (int i = 0; i < w->nsagas; i++) {
+		if (!w->started[i] || !saga_is_terminal(w->rows[i].s.state)) {
+			sim_violation(w, "liveness: saga %d still %s %" PRId64 " ms after calm", i,
+			    w->started[i] ? saga_state_name(w->rows[i].s.state) : "not started",
+			    w->now - w->calm_at_ms);
+			return;
+		}
+		int reserve = w->effects[i][SAGA_CMD_RESERVE_STOCK];
+		int release = w->effects[i][SAGA_CMD_RELEASE_STOCK];
+		int charge = w->effects[i][SAGA_CMD_CHARGE_PAYMENT];
+		int refund = w->effects[i][SAGA_CMD_REFUND_PAYMENT];
+		if (w->rows[i].s.state == SAGA_STATE_COMPLETED
+		    && (reserve != 1 || release != 0 || charge != 1 || refund != 0))
+			sim_violation(w,
+			    "saga %d COMPLETED with effects reserve %d release %d charge %d refund "
+			    "%d",
+			    i, reserve, release, charge, refund);
+		if (w->rows[i].s.state == SAGA_STATE_CANCELLED
+		    && (reserve != release || charge != refund))
+			sim_violation(w,
+			    "saga %d CANCELLED with effects reserve %d release %d charge %d refund "
+			    "%d",
+			    i, reserve, release, charge, refund);
+	}
+}
+
+int sim_run_to_end(sim_world *w, uint64_t max_steps)
+{
+	uint64_t start = w->steps;
+	while (!w->violated) {
+		if (w->calm && sim_all_terminal(w) && sim_net_empty(w))
+			break;
+		if (w->calm && w->now > w->calm_at_ms + SIM_LIVENESS_MS)
+			break; /* sim_end_check reports the saga that did not end */
+		if (w->steps - start >= max_steps) {
+			sim_violation(w, "liveness: %" PRIu64 " steps without an end", max_steps);
+			break;
+		}
+		if (!sim_step(w))
+			break;
+	}
+	if (!w->violated)
+		sim_end_check(w);
+	return w->violated ? -1 : 0;
+}
+
+/* --- state hashing --- */
+
+static uint64_t sim_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
+static uint64_t sim_mix_str(uint64_t h, const char *s)
+{
+	while (*s)
+		h = sim_mix(h, (unsigned char)*s++);
+	return sim_mix(h, 0);
+}
+
+static uint64_t sim_hash_row(const sim_row *r)
+{
+	uint64_t h = sim_mix(1, r->exists);
+	h = sim_mix(h, (uint64_t)r->s.state);
+	h = sim_mix_str(h, r->s.reason);
+	h = sim_mix(h, (uint64_t)r->s.attempts);
+	h = sim_mix(h, r->s.attention);
+	h = sim_mix(h, (uint64_t)r->s.step_deadline_ms);
+	h = sim_mix(h, (uint64_t)r->s.next_attempt_ms);
+	return sim_mix(h, (uint64_t)r->version);
+}
+
+/* sim_hash_call hashes a call by content, not by its id or slot, so that
+ * states equal up to naming hash alike. */
+static uint64_t sim_hash_call(const sim_call *c)
+{
+	uint64_t h = sim_mix(2, (uint64_t)c->saga);
+	h = sim_mix(h, (uint64_t)c->cmd);
+	h = sim_mix(h, sim_hash_row(&c->row));
+	return sim_mix(h, (uint64_t)c->expire_ms);
+}
+
+uint64_t sim_hash(const sim_world *w)
+{
+	uint64_t h = sim_mix(0, (uint64_t)w->now);
+	for (int n = 0; n < SIM_NODES; n++)
+		h = sim_mix(h, w->up[n]);
+	for (int i = 0; i < w->nsagas; i++) {
+		h = sim_mix(h, w->started[i]);
+		h = sim_mix(h, sim_hash_row(&w->rows[i]));
+		h = sim_mix(h, (uint64_t)w->srec[i].status);
+		h = sim_mix(h, (uint64_t)w->prec[i].status);
+		for (int c = 0; c < 5; c++)
+			h = sim_mix(h, w->effects[i][c]);
+	}
+	for (int k = 0; k < SIM_NSKU; k++)
+		h = sim_mix(h, (uint64_t)w->on_hand[k]);
+	for (int a = 0; a < SIM_NACCT; a++)
+		h = sim_mix(h, (uint64_t)w->balance[a]);
+	/* calls and messages are multisets: sum their hashes */
+	uint64_t calls = 0;
+	for (int c = 0; c < SIM_MAX_CALLS; c++)
+		if (w->calls[c].used)
+			calls += sim_mix(3, sim_hash_call(&w->calls[c]));
+	h = sim_mix(h, calls);
+	uint64_t msgs = 0;
+	for (int m = 0; m < SIM_MAX_MSGS; m++) {
+		const sim_msg *msg = &w->msgs[m];
+		if (!msg->used)
+			continue;
+		uint64_t mh = sim_mix(4, msg->reply);
+		mh = sim_mix(mh, (uint64_t)msg->saga);
+		mh = sim_mix(mh, (uint64_t)msg->cmd);
+		mh = sim_mix(mh, (uint64_t)msg->code);
+		mh = sim_mix_str(mh, msg->reason);
+		uint64_t target = 0; /* the content of the call it belongs to */
+		for (int c = 0; c < SIM_MAX_CALLS; c++)
+			if (w->calls[c].used && w->calls[c].id == msg->call)
+				target = sim_hash_call(&w->calls[c]);
+		msgs += sim_mix(mh, target);
+	}
+	return sim_mix(h, msgs);
+}
