@@ -18,7 +18,7 @@ static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 		return;
 	}
 	int kind = (int)req->kind;
-	if (kind < FAULT_DELAY || kind > FAULT_EXIT_AFTER_SEND) {
+	if (kind < FAULT_DELAY || kind > FAULT_DUPLICATE_REPLY) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid kind: %d is not a FaultKind", kind);
 	} else if (req->method[0] != '\0' && !valid_name(req->method)) {

@@ -12,6 +12,8 @@
 
 #include "log.h"
 
+#define FAULT_LAST FAULT_DUPLICATE_REPLY
+
 #define FAULT_MAX        32
 #define FAULT_METHOD_MAX 64
 
@@ -28,11 +30,12 @@ static int fault_count;
 static atomic_int fault_armed; /* fast path: any fault at all */
 
 static const char *const fault_names[] = {"", "delay", "drop_reply", "unavailable",
-    "exit_after_commit", "fail_before_commit", "exit_after_send"};
+    "exit_after_commit", "fail_before_commit", "exit_after_send", "drop_request",
+    "duplicate_reply"};
 
 const char *fault_kind_name(fault_kind kind)
 {
-	if (kind < FAULT_DELAY || kind > FAULT_EXIT_AFTER_SEND)
+	if (kind < FAULT_DELAY || kind > FAULT_LAST)
 		return "unknown";
 	return fault_names[kind];
 }
@@ -53,7 +56,7 @@ static const char *fault_short(const char *method)
 
 int fault_arm(fault_kind kind, const char *method, int64_t delay_ms, int32_t count)
 {
-	if (kind < FAULT_DELAY || kind > FAULT_EXIT_AFTER_SEND || delay_ms < 0 || delay_ms > 600000
+	if (kind < FAULT_DELAY || kind > FAULT_LAST || delay_ms < 0 || delay_ms > 600000
 	    || count < 0 || method == NULL || strlen(method) >= FAULT_METHOD_MAX)
 		return -EINVAL;
 	fault_lock();
@@ -138,7 +141,7 @@ int fault_parse(const char *spec)
 		char *isave = NULL;
 		char *kind_s = strtok_r(item, ":", &isave);
 		fault_kind kind = 0;
-		for (int k = FAULT_DELAY; k <= FAULT_EXIT_AFTER_SEND; k++)
+		for (int k = FAULT_DELAY; k <= FAULT_LAST; k++)
 			if (kind_s && strcmp(kind_s, fault_names[k]) == 0)
 				kind = (fault_kind)k;
 		if (kind == 0) {

@@ -18,6 +18,8 @@ typedef enum fault_kind {
 	FAULT_FAIL_BEFORE_COMMIT = 5, /* roll back instead of committing */
 	FAULT_EXIT_AFTER_SEND = 6,    /* orchestrator: _exit when a reply came
 	                                 back, before storing it */
+	FAULT_DROP_REQUEST = 7,       /* neither serve nor reply (lost request) */
+	FAULT_DUPLICATE_REPLY = 8,    /* orchestrator: a reply handled twice */
 } fault_kind;
 
 #define FAULT_EXIT_CODE 86 /* the exit status of a fault exit */
@@ -34,6 +36,7 @@ void fault_clear(void);
 /* fault_parse arms the faults of a spec: comma-separated items
  * `kind[:Method][:ms=N][:count=N]`, kind one of delay, drop_reply,
  * unavailable, exit_after_commit, fail_before_commit, exit_after_send,
+ * drop_request, duplicate_reply,
  * e.g. "delay:ReserveStock:ms=3000,unavailable:ReleaseStock:count=5".
  * Returns 0, or -EINVAL after printing what is wrong to stderr. */
 int fault_parse(const char *spec);

@@ -144,6 +144,10 @@ static void rpc_server_serve(
 	int64_t delay_ms = 0;
 	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
 		nng_msleep((nng_duration)delay_ms);
+	if (fault_check(FAULT_DROP_REQUEST, env->method, NULL)) {
+		*drop = true;
+		goto out_free_env;
+	}
 	if (fault_check(FAULT_UNAVAILABLE, env->method, NULL)) {
 		rpc_reply_error(
 		    reply, RPC_UNAVAILABLE, "fault_injected", "unavailable (injected fault)");

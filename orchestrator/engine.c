@@ -89,8 +89,16 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	it->code = res->code;
 	it->transport = res->transport;
 	memcpy(it->reason, res->reason, sizeof it->reason);
+	engine_item *copy = NULL;
+	if (fault_check(FAULT_DUPLICATE_REPLY, saga_command_name(it->cmd), NULL)) {
+		copy = malloc(sizeof *copy);
+		if (copy)
+			*copy = *it;
+	}
 	nng_mtx_lock(e->mtx);
 	engine_push(&e->done, it);
+	if (copy)
+		engine_push(&e->done, copy);
 	e->inflight--;
 	nng_cv_wake(e->cv);
 	nng_mtx_unlock(e->mtx);

@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Helpers of the fault tests (tests/fault/): the fixture of the fault issue
+# (stock X = 10, account c1 = 100.00, saga S orders 2 x X for 30.00), reads
+# of the three databases, and the invariants of saga-semantics.md.
+# Needs tests/lib/stack.sh.
+
+# Fast timers so that deadlines and retries happen within seconds.
+FAST_ORCH="--step-timeout 1500 --request-timeout 500 --backoff-base 20 --backoff-cap 500 --sweep-interval 50 --req-resend 0"
+S=5a9a5a9a-0000-4000-8000-000000000001
+
+fixture() {
+  ctl stock set X 10 >/dev/null
+  ctl deposit c1 100.00 >/dev/null
+}
+
+saga_state() { # ID -> STATE|reason
+  psql_db sagas_orchestrator "SELECT state || '|' || reason FROM sagas WHERE saga_id = '$1'"
+}
+_saga_in() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = "$2" ]; }
+wait_state() { # ID STATE [TIMEOUT_S]
+  wait_until "${3:-30}" _saga_in "$1" "$2"
+}
+_all_terminal() {
+  [ "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")" = 0 ]
+}
+wait_all_terminal() { wait_until "${1:-60}" _all_terminal; }
+
+on_hand() { psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = '$1'"; }
+balance() { psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = '$1'"; }
+reservation() { psql_db sagas_stock "SELECT status FROM reservations WHERE saga_id = '$1'"; }
+charge() { psql_db sagas_payment "SELECT status FROM charges WHERE saga_id = '$1'"; }
+path_of() {
+  psql_db sagas_orchestrator "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$1' AND (from_state IS NULL OR from_state <> to_state)"
+}
+# log_count NAME PATTERN: lines of a daemon's log matching a fixed string.
+log_count() { grep -cF -- "$2" "$STACK_DIR/$1.log" || true; }
+
+# check_invariants "SKU:INITIAL ..." "CUSTOMER:INITIAL_MINOR ...": every
+# invariant of saga-semantics.md, once every saga is terminal.
+check_invariants() {
+  local item sku cust init
+  for item in $1; do
+    sku=${item%%:*}; init=${item#*:}
+    assert_eq "stock conservation $sku" "$init" "$(psql_db sagas_stock \
+      "SELECT s.on_hand + coalesce((SELECT sum(qty) FROM reservations r WHERE r.sku = s.sku AND r.status = 'RESERVED'), 0) FROM stock s WHERE s.sku = '$sku'")"
+    assert_eq "no negative stock $sku" "t" "$(psql_db sagas_stock "SELECT on_hand >= 0 FROM stock WHERE sku = '$sku'")"
+  done
+  for item in $2; do
+    cust=${item%%:*}; init=${item#*:}
+    assert_eq "money conservation $cust" "$init" "$(psql_db sagas_payment \
+      "SELECT a.balance + coalesce((SELECT sum(amount) FROM charges c WHERE c.customer = a.customer AND c.status = 'CHARGED'), 0) FROM accounts a WHERE a.customer = '$cust'")"
+    assert_eq "no negative balance $cust" "t" "$(psql_db sagas_payment "SELECT balance >= 0 FROM accounts WHERE customer = '$cust'")"
+  done
+  assert_eq "every saga terminal" "0" "$(psql_db sagas_orchestrator \
+    "SELECT count(*) FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")"
+  local completed reserved charged
+  completed=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED' ORDER BY 1" | tr '\n' ' ')
+  reserved=$(psql_db sagas_stock "SELECT saga_id FROM reservations WHERE status = 'RESERVED' ORDER BY 1" | tr '\n' ' ')
+  charged=$(psql_db sagas_payment "SELECT saga_id FROM charges WHERE status = 'CHARGED' ORDER BY 1" | tr '\n' ' ')
+  # a COMPLETED saga has one reservation and one charge; a CANCELLED one none
+  assert_eq "live reservations are exactly the COMPLETED sagas" "$completed" "$reserved"
+  assert_eq "charges are exactly the COMPLETED sagas" "$completed" "$charged"
+}
