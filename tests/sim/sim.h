@@ -87,11 +87,21 @@ typedef struct sim_faults {
 	double crash_before;    /* a participant crashes before commit */
 	double orch_crash_send; /* the orchestrator crashes after commit, before send */
 	double db_fail;         /* an orchestrator commit fails: nothing written */
+	double dup_reply;       /* the engine queues a reply twice */
 	int64_t crash_every_ms; /* mean time between random crashes; 0 = none */
 } sim_faults;
 
+/* The orchestrator's timing: its policy and engine settings. */
+typedef struct sim_timing {
+	saga_policy policy;
+	int64_t request_timeout_ms; /* one command's wait for its reply */
+	int64_t lease_ms;           /* engine_lease_ms: request timeout + 1000 */
+	int64_t sweep_ms;           /* sweep interval */
+} sim_timing;
+
 typedef struct sim_world {
 	int64_t now;
+	sim_timing timing;
 	uint64_t rng;
 	bool explore; /* exhaustive mode: no random faults, constant jitter,
 	                 crashed nodes restart at once */
@@ -130,16 +140,14 @@ typedef struct sim_world {
 	/* ghost state for the checks: effects applied per (saga, command) */
 	uint8_t effects[SIM_MAX_SAGAS][5];
 	uint64_t steps;
+	int64_t ended_ms; /* when every saga had ended after calm; 0 = not yet */
 	bool violated;
 	char violation[SIM_VIOLATION_MAX];
 } sim_world;
 
-/* The fixed timing of the simulated daemons (the daemon defaults). */
-extern const saga_policy sim_policy;
-#define SIM_REQUEST_TIMEOUT_MS 2000
-#define SIM_LEASE_MS           (SIM_REQUEST_TIMEOUT_MS + 1000) /* engine_lease_ms */
-#define SIM_SWEEP_MS           100
-#define SIM_LIVENESS_MS        60000 /* after calm, every saga ends within this */
+/* The daemon defaults (orchestrator/main.c); a random run may draw others. */
+extern const sim_timing sim_default_timing;
+#define SIM_LIVENESS_MS 60000 /* after calm, every saga ends within this */
 
 extern const char *const sim_sku_names[SIM_NSKU];
 extern const char *const sim_customer_names[SIM_NACCT];
@@ -181,7 +189,8 @@ void sim_start_saga(sim_world *w, int i);
  * at that point: 0 none, 1 the participant answers UNAVAILABLE, 2 it
  * crashes after commit before the reply, 3 it crashes before commit. For a
  * reply, fault 2 crashes the orchestrator after it commits the decision,
- * before it sends the next command. */
+ * before it sends the next command, and fault 3 has the engine decide on
+ * the reply twice. */
 void sim_deliver(sim_world *w, int m, int fault);
 
 /* sim_drop loses message `m`. */
@@ -241,7 +250,8 @@ int sim_run_to_end(sim_world *w, uint64_t max_steps);
 void sim_make_calm(sim_world *w);
 
 /* sim_hash is a hash of the decision-relevant state of `w` (not its PRNG,
- * step counter or trace), for the explorer's visited set. */
+ * step counter or trace), for the explorer's visited set. Times enter as
+ * distances from w->now: a state and its shift in time hash alike. */
 uint64_t sim_hash(const sim_world *w);
 
 #endif

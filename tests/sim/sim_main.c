@@ -18,8 +18,9 @@
 #include "sim_explore.h"
 #include "sim_rules.h"
 
-#define SIM_MAX_STEPS  2000000
-#define SIM_REPORT_MAX 5 /* failing seeds printed in a range run */
+#define SIM_MAX_STEPS    2000000
+#define SIM_REPORT_MAX   5  /* failing seeds printed in a range run */
+#define SIM_REPLAY_EVERY 50 /* every 50th seed is run twice and compared */
 
 typedef struct sim_opts {
 	uint64_t first, last;
@@ -152,16 +153,36 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 static int sim_run_random(const sim_opts *o)
 {
 	uint64_t violations = 0, steps = 0, sim_ms = 0, sagas = 0, completed = 0, cancelled = 0;
-	uint64_t first_bad = 0;
+	uint64_t first_bad = 0, replays = 0;
+	int64_t worst_end_ms = 0; /* longest time from calm to every saga ended */
 	bool single = o->first == o->last;
 	sim_world *w = malloc(sizeof *w);
-	if (w == NULL)
+	sim_world *again = malloc(sizeof *again);
+	if (w == NULL || again == NULL) {
+		free(w);
+		free(again);
 		return 2;
+	}
 	double t0 = sim_wall_s();
 	for (uint64_t seed = o->first;; seed++) {
 		sim_trace_enable(true);
 		sim_world_random(w, seed, o->nsagas);
 		int rc = sim_run_to_end(w, SIM_MAX_STEPS);
+		if (rc == 0 && (seed % SIM_REPLAY_EVERY == 0 || single)) {
+			/* same seed, same run, bit for bit */
+			replays++;
+			sim_world_random(again, seed, o->nsagas);
+			int rc2 = sim_run_to_end(again, SIM_MAX_STEPS);
+			if (rc2 != rc || again->steps != w->steps || again->now != w->now
+			    || sim_hash(again) != sim_hash(w) || again->rng != w->rng) {
+				snprintf(w->violation, sizeof w->violation,
+				    "determinism: a replay of seed %" PRIu64 " differs", seed);
+				w->violated = true;
+				rc = -1;
+			}
+		}
+		if (w->ended_ms - w->calm_at_ms > worst_end_ms)
+			worst_end_ms = w->ended_ms - w->calm_at_ms;
 		steps += w->steps;
 		sim_ms += (uint64_t)w->now;
 		sagas += (uint64_t)w->nsagas;
@@ -192,12 +213,15 @@ static int sim_run_random(const sim_opts *o)
 	double wall = sim_wall_s() - t0;
 	printf("sim: seeds %" PRIu64 "..%" PRIu64 " (%" PRIu64 "), break=%s: %" PRIu64
 	       " violations; %" PRIu64 " steps, %" PRIu64 " sagas (%" PRIu64 " completed, %" PRIu64
-	       " cancelled), %.1f simulated s, %.2f s wall\n",
+	       " cancelled), %.1f simulated s, every saga ended within %.1f s of calm, %" PRIu64
+	       " replays identical, %.2f s wall\n",
 	    o->first, o->last, o->last - o->first + 1, sim_rules_break_name(), violations, steps,
-	    sagas, completed, cancelled, (double)sim_ms / 1000.0, wall);
+	    sagas, completed, cancelled, (double)sim_ms / 1000.0, (double)worst_end_ms / 1000.0,
+	    replays, wall);
 	if (violations > 0)
 		printf("sim: first failing seed %" PRIu64 "\n", first_bad);
 	free(w);
+	free(again);
 	return violations > 0 ? 1 : 0;
 }
 

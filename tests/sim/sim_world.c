@@ -20,8 +20,15 @@
 #include "sim_rules.h"
 #include "status.h"
 
-const saga_policy sim_policy = {
-    .step_timeout_ms = 5000, .backoff_base_ms = 50, .backoff_cap_ms = 5000, .attention_after = 10};
+const sim_timing sim_default_timing = {
+    .policy = {.step_timeout_ms = 5000,
+        .backoff_base_ms = 50,
+        .backoff_cap_ms = 5000,
+        .attention_after = 10},
+    .request_timeout_ms = 2000,
+    .lease_ms = 2000 + 1000,
+    .sweep_ms = 100,
+};
 
 const char *const sim_sku_names[SIM_NSKU] = {"A1", "B2", "ZZ"};
 const char *const sim_customer_names[SIM_NACCT] = {"ali", "sara", "bob", "ghost"};
@@ -106,6 +113,7 @@ void sim_world_init(sim_world *w, uint64_t seed)
 {
 	memset(w, 0, sizeof *w);
 	w->rng = seed;
+	w->timing = sim_default_timing;
 	for (int n = 0; n < SIM_NODES; n++)
 		w->up[n] = true;
 	w->calm = true;
@@ -132,6 +140,18 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 		o->amount = o->qty * sim_range(w, 500, 3500);
 		o->start_ms = sim_range(w, 0, 4000);
 	}
+	if (sim_chance(w, 0.5)) {
+		/* other timings than the defaults: deadlines shorter than a
+		 * request, long backoff, early attention, slow sweeps */
+		sim_timing *t = &w->timing;
+		t->policy.step_timeout_ms = sim_range(w, 100, 8000);
+		t->policy.backoff_base_ms = sim_range(w, 1, 300);
+		t->policy.backoff_cap_ms = sim_range(w, t->policy.backoff_base_ms, 5000);
+		t->policy.attention_after = (int32_t)sim_range(w, 1, 10);
+		t->request_timeout_ms = sim_range(w, 20, 4000);
+		t->lease_ms = t->request_timeout_ms + 1000;
+		t->sweep_ms = sim_range(w, 5, 500);
+	}
 	/* swarm testing: every seed turns on its own mix of faults */
 	sim_faults *f = &w->faults;
 	f->drop = sim_chance(w, 0.7) ? 0.25 * (double)sim_range(w, 0, 100) / 100 : 0;
@@ -142,6 +162,7 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 	f->crash_before = sim_chance(w, 0.5) ? 0.04 * (double)sim_range(w, 0, 100) / 100 : 0;
 	f->orch_crash_send = sim_chance(w, 0.5) ? 0.05 * (double)sim_range(w, 0, 100) / 100 : 0;
 	f->db_fail = sim_chance(w, 0.5) ? 0.05 * (double)sim_range(w, 0, 100) / 100 : 0;
+	f->dup_reply = sim_chance(w, 0.3) ? 0.10 * (double)sim_range(w, 0, 100) / 100 : 0;
 	f->crash_every_ms = sim_chance(w, 0.6) ? sim_range(w, 500, 8000) : 0;
 	w->calm = false;
 	w->calm_at_ms = 20000;
@@ -277,7 +298,7 @@ static void orch_dispatch(sim_world *w, int i, const sim_row *row)
 		sim_trace(w, "orch: no room to send %s saga %d", saga_command_name(cmd), i);
 		return; /* the sweep sends it when the lease ends */
 	}
-	int64_t timeout = SIM_REQUEST_TIMEOUT_MS;
+	int64_t timeout = w->timing.request_timeout_ms;
 	if (row->s.step_deadline_ms > 0) {
 		int64_t left = row->s.step_deadline_ms - w->now;
 		if (left < timeout)
@@ -311,7 +332,7 @@ static void orch_decide(sim_world *w, int i, const sim_row *before, const saga_e
     orch_pending *pend, int *npend)
 {
 	saga_decision d;
-	sim_rules_transition(&before->s, ev, w->now, orch_rand(w), &sim_policy, &d);
+	sim_rules_transition(&before->s, ev, w->now, orch_rand(w), &w->timing.policy, &d);
 	if (d.ignored) {
 		sim_trace(w, "orch: saga %d %s event ignored in %s", i,
 		    ev->kind == SAGA_EV_DEADLINE ? "deadline" : saga_command_name(ev->cmd),
@@ -327,7 +348,7 @@ static void orch_decide(sim_world *w, int i, const sim_row *before, const saga_e
 	p->after.version = before->version + 1;
 	p->send = d.send;
 	if (d.send != SAGA_CMD_NONE) /* hold the row while the command is sent */
-		p->after.s.next_attempt_ms = w->now + SIM_LEASE_MS;
+		p->after.s.next_attempt_ms = w->now + w->timing.lease_ms;
 }
 
 /* orch_commit writes the pending decisions in one transaction, each
@@ -377,8 +398,8 @@ void sim_start_saga(sim_world *w, int i)
 	w->started[i] = true;
 	sim_row *row = &w->rows[i];
 	row->exists = true;
-	row->s = saga_start(w->now, &sim_policy);
-	row->s.next_attempt_ms = w->now + SIM_LEASE_MS; /* written leased */
+	row->s = saga_start(w->now, &w->timing.policy);
+	row->s.next_attempt_ms = w->now + w->timing.lease_ms; /* written leased */
 	row->version = 1;
 	const sim_order *o = &w->orders[i];
 	sim_trace(w, "orch: start saga %d: %s %d x %s, %" PRId64, i,
@@ -414,7 +435,7 @@ void sim_sweep(sim_world *w, bool crash_after_commit)
 	sim_row claimed[SIM_MAX_SAGAS];
 	for (int k = 0; k < n; k++) {
 		/* the claim moves next_attempt only; the version stays */
-		w->rows[order[k]].s.next_attempt_ms = w->now + SIM_LEASE_MS;
+		w->rows[order[k]].s.next_attempt_ms = w->now + w->timing.lease_ms;
 		claimed[k] = w->rows[order[k]];
 	}
 	orch_pending pend[SIM_MAX_SAGAS];
@@ -446,9 +467,11 @@ int64_t sim_next_due_ms(const sim_world *w)
 }
 
 /* orch_complete ends call `c` with a reply (or none: transport) and decides
- * on it; crash_after_commit crashes the orchestrator before it sends. */
-static void orch_complete(
-    sim_world *w, int c, int code, const char *reason, bool transport, bool crash_after_commit)
+ * on it; crash_after_commit crashes the orchestrator before it sends; twice
+ * queues the reply twice (the engine's duplicate-reply fault point), the
+ * second decision made on the same row as the first. */
+static void orch_complete(sim_world *w, int c, int code, const char *reason, bool transport,
+    bool crash_after_commit, bool twice)
 {
 	sim_call call = w->calls[c];
 	w->calls[c].used = false;
@@ -456,7 +479,14 @@ static void orch_complete(
 	orch_pending pend[1];
 	int npend = 0;
 	orch_decide(w, call.saga, &call.row, &ev, pend, &npend);
-	orch_commit(w, pend, npend, crash_after_commit);
+	orch_commit(w, pend, npend, crash_after_commit && !twice);
+	if (twice && w->up[SIM_ORCH]) {
+		sim_trace(w, "orch: %s saga %d reply queued twice", saga_command_name(call.cmd),
+		    call.saga);
+		npend = 0;
+		orch_decide(w, call.saga, &call.row, &ev, pend, &npend);
+		orch_commit(w, pend, npend, crash_after_commit);
+	}
 }
 
 void sim_timeout(sim_world *w, int c)
@@ -465,7 +495,7 @@ void sim_timeout(sim_world *w, int c)
 		w->now = w->calls[c].expire_ms;
 	sim_trace(w, "orch: %s saga %d: no reply (timeout)", saga_command_name(w->calls[c].cmd),
 	    w->calls[c].saga);
-	orch_complete(w, c, RPC_DEADLINE_EXCEEDED, "", true, false);
+	orch_complete(w, c, RPC_DEADLINE_EXCEEDED, "", true, false, false);
 	sim_check(w);
 }
 
@@ -583,7 +613,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 		} else {
 			sim_trace(w, "orch: %s saga %d answered %d %s", saga_command_name(msg.cmd),
 			    msg.saga, msg.code, msg.reason);
-			orch_complete(w, c, msg.code, msg.reason, false, fault == 2);
+			orch_complete(w, c, msg.code, msg.reason, false, fault == 2, fault == 3);
 		}
 		sim_check(w);
 		return;
@@ -788,7 +818,7 @@ bool sim_step(sim_world *w)
 		bool crash = !w->calm && sim_chance(w, w->faults.orch_crash_send);
 		sim_sweep(w, crash);
 		if (w->up[SIM_ORCH])
-			w->next_sweep_ms = w->now + SIM_SWEEP_MS;
+			w->next_sweep_ms = w->now + w->timing.sweep_ms;
 		break;
 	}
 	case SIM_EV_TIMEOUT:
@@ -801,6 +831,8 @@ bool sim_step(sim_world *w)
 			if (w->msgs[idx].reply) {
 				if (sim_chance(w, f->orch_crash_send))
 					fault = 2;
+				else if (sim_chance(w, f->dup_reply))
+					fault = 3;
 			} else if (sim_chance(w, f->unavailable)) {
 				fault = 1;
 			} else if (sim_chance(w, f->crash_commit)) {
@@ -854,7 +886,9 @@ int sim_run_to_end(sim_world *w, uint64_t max_steps)
 {
 	uint64_t start = w->steps;
 	while (!w->violated) {
-		if (w->calm && sim_all_terminal(w) && sim_net_empty(w))
+		if (w->calm && w->ended_ms == 0 && sim_all_terminal(w))
+			w->ended_ms = w->now;
+		if (w->calm && w->ended_ms != 0 && sim_net_empty(w))
 			break;
 		if (w->calm && w->now > w->calm_at_ms + SIM_LIVENESS_MS)
 			break; /* sim_end_check reports the saga that did not end */
@@ -886,36 +920,45 @@ static uint64_t sim_mix_str(uint64_t h, const char *s)
 	return sim_mix(h, 0);
 }
 
-static uint64_t sim_hash_row(const sim_row *r)
+/* sim_rel maps a time to its distance from `now` (0 stays "none"): the
+ * decisions depend only on such differences, so states that differ by a
+ * shift of the clock behave alike and hash alike. */
+static uint64_t sim_rel(int64_t t, int64_t now)
+{
+	return t == 0 ? 0 : (uint64_t)(t - now) + (1ULL << 40);
+}
+
+static uint64_t sim_hash_row(const sim_row *r, int64_t now)
 {
 	uint64_t h = sim_mix(1, r->exists);
 	h = sim_mix(h, (uint64_t)r->s.state);
 	h = sim_mix_str(h, r->s.reason);
 	h = sim_mix(h, (uint64_t)r->s.attempts);
 	h = sim_mix(h, r->s.attention);
-	h = sim_mix(h, (uint64_t)r->s.step_deadline_ms);
-	h = sim_mix(h, (uint64_t)r->s.next_attempt_ms);
+	h = sim_mix(h, sim_rel(r->s.step_deadline_ms, now));
+	h = sim_mix(h, sim_rel(r->s.next_attempt_ms, now));
 	return sim_mix(h, (uint64_t)r->version);
 }
 
 /* sim_hash_call hashes a call by content, not by its id or slot, so that
  * states equal up to naming hash alike. */
-static uint64_t sim_hash_call(const sim_call *c)
+static uint64_t sim_hash_call(const sim_call *c, int64_t now)
 {
 	uint64_t h = sim_mix(2, (uint64_t)c->saga);
 	h = sim_mix(h, (uint64_t)c->cmd);
-	h = sim_mix(h, sim_hash_row(&c->row));
-	return sim_mix(h, (uint64_t)c->expire_ms);
+	h = sim_mix(h, sim_hash_row(&c->row, now));
+	return sim_mix(h, sim_rel(c->expire_ms, now));
 }
 
 uint64_t sim_hash(const sim_world *w)
 {
-	uint64_t h = sim_mix(0, (uint64_t)w->now);
+	int64_t now = w->now;
+	uint64_t h = sim_mix(0, 0);
 	for (int n = 0; n < SIM_NODES; n++)
 		h = sim_mix(h, w->up[n]);
 	for (int i = 0; i < w->nsagas; i++) {
 		h = sim_mix(h, w->started[i]);
-		h = sim_mix(h, sim_hash_row(&w->rows[i]));
+		h = sim_mix(h, sim_hash_row(&w->rows[i], now));
 		h = sim_mix(h, (uint64_t)w->srec[i].status);
 		h = sim_mix(h, (uint64_t)w->prec[i].status);
 		for (int c = 0; c < 5; c++)
@@ -929,7 +972,7 @@ uint64_t sim_hash(const sim_world *w)
 	uint64_t calls = 0;
 	for (int c = 0; c < SIM_MAX_CALLS; c++)
 		if (w->calls[c].used)
-			calls += sim_mix(3, sim_hash_call(&w->calls[c]));
+			calls += sim_mix(3, sim_hash_call(&w->calls[c], now));
 	h = sim_mix(h, calls);
 	uint64_t msgs = 0;
 	for (int m = 0; m < SIM_MAX_MSGS; m++) {
@@ -944,7 +987,7 @@ uint64_t sim_hash(const sim_world *w)
 		uint64_t target = 0; /* the content of the call it belongs to */
 		for (int c = 0; c < SIM_MAX_CALLS; c++)
 			if (w->calls[c].used && w->calls[c].id == msg->call)
-				target = sim_hash_call(&w->calls[c]);
+				target = sim_hash_call(&w->calls[c], now);
 		msgs += sim_mix(mh, target);
 	}
 	return sim_mix(h, msgs);
