@@ -31,8 +31,12 @@ start)
   fi
   port=${3:-}
   if [ -z "$port" ]; then
+    # below the kernel's ephemeral port range, which outgoing connections use
+    lo=32768
+    [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+    [ "$lo" -gt 12000 ] || lo=32768
     for _ in $(seq 1 50); do
-      p=$((20000 + RANDOM % 30000))
+      p=$((10000 + RANDOM % (lo - 10000)))
       if port_free "$p"; then port=$p; break; fi
     done
   fi

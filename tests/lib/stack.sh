@@ -20,10 +20,14 @@ declare -A STACK_PID_OF
 
 _stack_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Ports are drawn below the kernel's ephemeral range (outgoing connections
+# take ports from it, so a port free now could be taken before we bind).
 _stack_free_port() {
-  local p
+  local p lo=32768
+  [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+  [ "$lo" -gt 12000 ] || lo=32768
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (lo - 10000)))
     if _stack_port_free "$p"; then echo "$p"; return 0; fi
   done
   echo "stack: no free port found" >&2
@@ -60,11 +64,15 @@ _stack_daemon() {
   local pid=$!
   STACK_PIDS+=("$pid")
   STACK_PID_OF[$name]=$pid
-  if ! wait_until 30 _stack_listening "$port"; then
-    echo "stack: $name did not start; its log:" >&2
-    tail -20 "$STACK_DIR/$name.log" >&2
-    return 1
-  fi
+  local deadline=$((SECONDS + 30))
+  until _stack_listening "$port"; do
+    if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+      echo "stack: $name did not start; its log:" >&2
+      tail -20 "$STACK_DIR/$name.log" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
 }
 
 stack_start_orchestrator() {
