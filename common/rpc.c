@@ -50,6 +50,8 @@ static int rpc_errno(int nng_rv)
 		return -ESHUTDOWN;
 	case NNG_EMSGSIZE:
 		return -EMSGSIZE;
+	case NNG_ECONNREFUSED:
+		return -ECONNREFUSED;
 	default:
 		return -EIO;
 	}
@@ -298,6 +300,20 @@ struct rpc_client {
 	atomic_uint_fast64_t next_id;
 };
 
+bool rpc_url_ok(const char *url)
+{
+	static const char *const schemes[]
+	    = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://"};
+	if (url == NULL)
+		return false;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0')
+			return true;
+	}
+	return false;
+}
+
 int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
 {
 	rpc_client *c = calloc(1, sizeof *c);
@@ -318,9 +334,10 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, c->opts.max_msg);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 1000);
-	rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK);
+	rv = nng_dial(c->sock, url, NULL, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
 	if (rv != 0) {
-		log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
+		if (!c->opts.connect_now) /* the CLI reports it itself */
+			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
 		nng_close(c->sock);
 		free(c);
 		return rpc_errno(rv);

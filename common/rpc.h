@@ -88,6 +88,8 @@ typedef struct rpc_client_opts {
 	size_t max_msg;    /* 0 = RPC_MAX_MSG_DEFAULT */
 	bool duplicate;    /* send every request twice at once, report the
 	                      reply that arrives last (tests idempotency) */
+	bool connect_now;  /* dial synchronously: rpc_client_open fails with
+	                      -ECONNREFUSED when nothing listens (the CLI) */
 } rpc_client_opts;
 
 /* The outcome of one call. A transport failure (no connection, timeout,
@@ -103,6 +105,10 @@ typedef struct rpc_result {
 } rpc_result;
 
 typedef struct rpc_client rpc_client;
+
+/* rpc_url_ok is true when `url` has a scheme nng can listen on or dial
+ * (tcp, tcp4, tcp6, ipc, inproc, abstract, ws) and something after it. */
+bool rpc_url_ok(const char *url);
 
 /* rpc_client_open makes a REQ socket dialing `url` in the background (it
  * connects and reconnects by itself; calls wait for a connection until their

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -159,7 +160,7 @@ typedef struct engine_pending {
 /* engine_decide runs the state machine on one event and, unless the event
  * is ignored, appends the write it needs to `pend`. */
 static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, int64_t now,
-    engine_pending *pend, size_t *npend)
+    const char *why, engine_pending *pend, size_t *npend)
 {
 	saga_decision d;
 	saga_transition(&row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
@@ -167,6 +168,11 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 		log_debug(row->saga_id, "event ignored in state %s", saga_state_name(row->s.state));
 		return;
 	}
+	int32_t n = d.next.attempts;
+	if (!d.state_changed && (n & (n - 1)) == 0) /* a retry: tries 1, 2, 4, 8, ... */
+		log_info(row->saga_id, "%s failed (%s), try %d again in %lld ms",
+		    saga_command_name(saga_command_of(row->s.state)), why ? why : "unknown", n + 1,
+		    (long long)(d.next.next_attempt_ms - now));
 	engine_pending *p = &pend[(*npend)++];
 	memset(p, 0, sizeof *p);
 	p->after = *row;
@@ -218,8 +224,9 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    a->reason);
 		if (ups[i].attention_raised)
 			log_warn(b->saga_id,
-			    "saga needs attention: %s failed %d times, still retrying",
-			    saga_command_name(saga_command_of(a->state)), a->attempts);
+			    "saga needs attention: %s failed %d times, retrying every %lld ms",
+			    saga_command_name(saga_command_of(a->state)), a->attempts,
+			    (long long)e->cfg.policy.backoff_cap_ms);
 		if (pend[i].send != SAGA_CMD_NONE)
 			engine_dispatch(e, &pend[i].after);
 	}
@@ -246,7 +253,10 @@ static void engine_process_replies(engine *e, engine_item *list)
 					    saga_command_name(it->cmd), rpc_code_name(it->code),
 					    it->reason);
 				size_t before = n;
-				engine_decide(e, &it->row, &ev, now, pend, &n);
+				char why[RPC_REASON_MAX + 32];
+				snprintf(why, sizeof why, "%s%s%s", rpc_code_name(it->code),
+				    it->reason[0] ? " " : "", it->reason);
+				engine_decide(e, &it->row, &ev, now, why, pend, &n);
 				if (n > before)
 					rows[before] = it->row;
 			}
@@ -291,7 +301,7 @@ static bool engine_sweep(engine *e)
 		if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
 			saga_event ev = {.kind = SAGA_EV_DEADLINE};
 			size_t before = npend;
-			engine_decide(e, r, &ev, now, pend, &npend);
+			engine_decide(e, r, &ev, now, "deadline", pend, &npend);
 			if (npend > before)
 				dl_rows[before] = *r;
 		} else {

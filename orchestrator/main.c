@@ -52,33 +52,34 @@ static const config_opt orch_opts[] = {
         "nng URL of the payment daemon", "URL"),
     OPT("workers", "SAGA_ORCHESTRATOR_WORKERS", CONFIG_INT, "4", 1, 64, workers,
         "API worker threads (each with its own database connection)", "N"),
-    OPT("step-timeout", "SAGA_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000, step_timeout,
-        "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
-    OPT("request-timeout", "SAGA_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
+    OPT("step-timeout", "SAGA_ORCHESTRATOR_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000,
+        step_timeout, "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
+    OPT("request-timeout", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
         request_timeout, "how long one command waits for its reply", "MS"),
-    OPT("req-resend", "SAGA_REQ_RESEND_MS", CONFIG_INT, "1000", 0, 600000, resend,
+    OPT("req-resend", "SAGA_ORCHESTRATOR_REQ_RESEND_MS", CONFIG_INT, "1000", 0, 600000, resend,
         "nng REQ resend time (0 = never resend within a request)", "MS"),
-    OPT("backoff-base", "SAGA_BACKOFF_BASE_MS", CONFIG_INT, "50", 1, 600000, backoff_base,
-        "first retry delay ceiling (exponential backoff, full jitter)", "MS"),
-    OPT("backoff-cap", "SAGA_BACKOFF_CAP_MS", CONFIG_INT, "5000", 1, 3600000, backoff_cap,
-        "largest retry delay", "MS"),
-    OPT("attention-after", "SAGA_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000, attention_after,
-        "failed compensation tries before a saga is flagged", "N"),
-    OPT("sweep-interval", "SAGA_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000, sweep_interval,
-        "how often due retries, deadlines and unfinished sagas are looked for", "MS"),
-    OPT("batch", "SAGA_BATCH", CONFIG_INT, "256", 1, 10000, batch,
+    OPT("backoff-base", "SAGA_ORCHESTRATOR_BACKOFF_BASE_MS", CONFIG_INT, "50", 1, 600000,
+        backoff_base, "first retry delay ceiling (exponential backoff, full jitter)", "MS"),
+    OPT("backoff-cap", "SAGA_ORCHESTRATOR_BACKOFF_CAP_MS", CONFIG_INT, "5000", 1, 3600000,
+        backoff_cap, "largest retry delay", "MS"),
+    OPT("attention-after", "SAGA_ORCHESTRATOR_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000,
+        attention_after, "failed compensation tries before a saga is flagged", "N"),
+    OPT("sweep-interval", "SAGA_ORCHESTRATOR_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000,
+        sweep_interval, "how often due retries, deadlines and unfinished sagas are looked for",
+        "MS"),
+    OPT("batch", "SAGA_ORCHESTRATOR_BATCH", CONFIG_INT, "256", 1, 10000, batch,
         "most saga transitions written in one transaction", "N"),
-    OPT("max-inflight", "SAGA_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000, max_inflight,
-        "most commands awaiting replies at once", "N"),
-    OPT("max-msg", "SAGA_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
+    OPT("max-inflight", "SAGA_ORCHESTRATOR_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000,
+        max_inflight, "most commands awaiting replies at once", "N"),
+    OPT("max-msg", "SAGA_ORCHESTRATOR_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
         "largest frame accepted, in bytes", "BYTES"),
-    OPT("db-wait", "SAGA_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
+    OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
         "how long to wait for the database at start and on reconnect", "MS"),
-    OPT("duplicate-delivery", "SAGA_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
+    OPT("duplicate-delivery", "SAGA_ORCHESTRATOR_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
     OPT("fault", "SAGA_ORCHESTRATOR_FAULT", CONFIG_STR, "", 0, 0, fault,
         "failure injection, e.g. exit_after_send:ChargePayment (docs/testing.md)", "SPEC"),
-    OPT("log-level", "SAGA_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
+    OPT("log-level", "SAGA_ORCHESTRATOR_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
 
@@ -105,6 +106,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("orchestratord", level);
+	if (!rpc_url_ok(c.listen)) {
+		fprintf(stderr,
+		    "error: invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
+		    "ipc://PATH URL\n",
+		    c.listen);
+		return 2;
+	}
+	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
+		fprintf(stderr,
+		    "error: invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
+		    "URL\n",
+		    rpc_url_ok(c.stock) ? "payment" : "stock",
+		    rpc_url_ok(c.stock) ? c.payment : c.stock);
+		return 2;
+	}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
 		return 2;
 	daemon_install_signals();

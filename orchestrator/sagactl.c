@@ -475,8 +475,17 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	}
 	/* never resend: sagactl retries nothing by itself, and StartSaga always
 	 * carries a saga id so that a duplicate would be harmless anyway */
-	rpc_client_opts opts = {.resend_ms = 0};
+	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true};
 	int err = rpc_client_open(&c->client[svc], url, &opts);
+	if (err == -ECONNREFUSED) {
+		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
+		    ctl_svc_names[svc], url,
+		    svc == CTL_SVC_ORCHESTRATOR ? "orchestratord"
+		        : svc == CTL_SVC_STOCK  ? "stockd"
+		                                : "paymentd");
+		c->client[svc] = NULL;
+		return NULL;
+	}
 	if (err != 0) {
 		*rc = ctl_error("could not open a connection to %s at %s: %s", ctl_svc_names[svc],
 		    url, strerror(-err));

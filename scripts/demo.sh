@@ -10,8 +10,9 @@ source "$here/../tests/lib/stack.sh"
 source "$here/../tests/lib/seed_lab.sh"
 
 PG_FAST=0 # the demo keeps PostgreSQL's durable defaults
-echo "== starting PostgreSQL and the daemons (logs in a folder under /tmp)"
+echo "== starting PostgreSQL and the daemons"
 stack_start
+echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keeps it)"
 echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, PostgreSQL 127.0.0.1:$PG_PORT"
 echo
 echo "== seeding: stock A1 = 5; accounts ali 500.00, sara 20.00"
@@ -26,6 +27,6 @@ echo
 echo "== order 3: ali orders 10 x A1 for 1000.00"
 ctl start ali A1 10 1000.00 --wait
 echo
-echo "== final state"
+echo "== final state (a COMPLETED order keeps its reservation: the stock is sold)"
 ctl report
 ctl report --json

@@ -39,7 +39,7 @@ static const config_opt stockd_opts[] = {
         offsetof(stockd_config, log_level), "debug, info, warn or error", "LEVEL"},
     {"max-msg", "SAGA_STOCK_MAX_MSG", CONFIG_INT, "1048576", 1024, 1073741824,
         offsetof(stockd_config, max_msg), "largest request frame accepted", "BYTES"},
-    {"db-wait", "SAGA_STOCK_DB_WAIT", CONFIG_INT, "30000", 0, 3600000,
+    {"db-wait", "SAGA_STOCK_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000,
         offsetof(stockd_config, db_wait), "how long to wait for the database at start", "MS"},
     {"fault", "SAGA_STOCK_FAULT", CONFIG_STR, "", 0, 0, offsetof(stockd_config, fault),
         "failure injection, e.g. delay:ReserveStock:ms=3000 (docs/testing.md)", "SPEC"},
@@ -63,6 +63,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("stockd", level);
+	if (!rpc_url_ok(cfg.listen)) {
+		fprintf(stderr,
+		    "error: invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
+		    "ipc://PATH URL\n",
+		    cfg.listen);
+		return 2;
+	}
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 
