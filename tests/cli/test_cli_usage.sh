@@ -139,7 +139,7 @@ expect 2 'invalid --orchestrator URL "foo"' --orchestrator foo get 1b4e28ba-2fa1
 
 # unreachable services: exit 1 after --timeout with a clear message; global
 # options before or after the verb; the environment gives the default URL
-UNREACH='could not reach orchestrator at tcp://127.0.0.1:1: timed out'
+UNREACH='could not reach orchestrator at tcp://127.0.0.1:1: connection refused'
 expect 1 "$UNREACH" --orchestrator tcp://127.0.0.1:1 --timeout 300 start ali A1 2 12.5
 expect 1 "$UNREACH" start ali A1 2 12.5 --timeout 300 --orchestrator tcp://127.0.0.1:1
 expect 1 "$UNREACH" --timeout 300 list --state completed
@@ -148,12 +148,12 @@ expect 1 "$UNREACH" --timeout 300 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 1 "$UNREACH" --timeout 300 history 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 1 "$UNREACH" --timeout 300 report --json
 expect 1 "$UNREACH" --timeout 300 start ali A1 2 12.5 --wait --wait-timeout 500
-expect 1 'could not reach stock at tcp://127.0.0.1:1: timed out' --timeout 300 stock list
+expect 1 'could not reach stock at tcp://127.0.0.1:1: connection refused' --timeout 300 stock list
 expect 1 'could not reach stock' --timeout 300 stock set A1 5
-expect 1 'could not reach payment at tcp://127.0.0.1:1: timed out' --timeout 300 accounts
+expect 1 'could not reach payment at tcp://127.0.0.1:1: connection refused' --timeout 300 accounts
 expect 1 'could not reach payment' --timeout 300 deposit ali 500.00
 expect 1 "$UNREACH" --timeout 300 retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427
-expect 1 'could not reach stock at tcp://127.0.0.1:1: timed out' --timeout 300 fault set stock \
+expect 1 'could not reach stock at tcp://127.0.0.1:1: connection refused' --timeout 300 fault set stock \
 	unavailable --method ReserveStock --count 2
 expect 1 'could not reach payment' --timeout 300 fault set payment delay --delay 100 --json
 expect 1 "$UNREACH" --timeout 300 fault clear orchestrator
