@@ -73,6 +73,9 @@ bool valid_name(const char *s)
 		unsigned char c = (unsigned char)s[i];
 		if (c < 0x20 || c == 0x7f)
 			return false;
+		/* C1 controls U+0080..U+009F are encoded as C2 80..C2 9F */
+		if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] <= 0x9f)
+			return false;
 	}
 	return valid_utf8(s, len);
 }

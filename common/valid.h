@@ -17,7 +17,7 @@
 bool valid_uuid(const char *s);
 
 /* valid_name is true when `s` is 1..VALID_NAME_MAX bytes of valid UTF-8 with
- * no control characters (used for sku and customer). */
+ * no control characters, C0 or C1 (used for sku and customer). */
 bool valid_name(const char *s);
 
 /* valid_utf8 is true when the `len` bytes at `s` are valid UTF-8 (RFC 3629:

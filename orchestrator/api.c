@@ -16,6 +16,20 @@
 #define API_LIST_DEFAULT 100
 #define API_LIST_MAX     10000
 
+/* API_DB runs the store call `expr` on the worker's connection and, when it
+ * failed because the connection was lost, once more on a fresh one: a
+ * server restart is only noticed by the next query. Every store call here
+ * is safe to run twice: reads, and writes keyed by saga id (a StartSaga whose
+ * first COMMIT went through finds its own row). */
+#define API_DB(a, w, rc, expr)                                                                     \
+	do {                                                                                       \
+		for (int api_try_ = 0; api_try_ < 2; api_try_++) {                                 \
+			(rc) = pg_ensure(&(w)->conn, (a)->db, 0) ? (expr) : PG_ERR_CONNECTION;     \
+			if ((rc) != PG_ERR_CONNECTION)                                             \
+				break;                                                             \
+		}                                                                                  \
+	} while (0)
+
 typedef struct api_worker {
 	PGconn *conn;
 } api_worker;
@@ -144,8 +158,8 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	row.s.next_attempt_ms = now + engine_lease_ms(a->eng);
 	bool created = false;
 	saga_row stored;
-	int rc = pg_ensure(&w->conn, a->db, 0) ? store_insert_saga(w->conn, &row, &created, &stored)
-	                                       : PG_ERR_CONNECTION;
+	int rc;
+	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
 		goto out_free;
@@ -191,8 +205,8 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 		goto out_free;
 	}
 	saga_row row;
-	int rc = pg_ensure(&w->conn, a->db, 0) ? store_get_saga(w->conn, req->saga_id, &row)
-	                                       : PG_ERR_CONNECTION;
+	int rc;
+	API_DB(a, w, rc, store_get_saga(w->conn, req->saga_id, &row));
 	if (rc == -ENOENT) {
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
@@ -235,9 +249,10 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		    "invalid limit: must be 0..%d", API_LIST_MAX);
 		goto out_free;
 	}
-	int rc = pg_ensure(&w->conn, a->db, 0) ? store_list_sagas(w->conn, (saga_state)req->state,
-	             req->attention_only, req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n)
-	                                       : PG_ERR_CONNECTION;
+	int rc;
+	API_DB(a, w, rc,
+	    store_list_sagas(w->conn, (saga_state)req->state, req->attention_only,
+	        req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n));
 	if (rc != 0) {
 		api_db_error(reply, rc, "list sagas");
 		goto out_free;
@@ -282,8 +297,8 @@ static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_repl
 		    "invalid saga_id: not a canonical lowercase UUID");
 		goto out_free;
 	}
-	int rc = pg_ensure(&w->conn, a->db, 0) ? store_history(w->conn, req->saga_id, &hs, &n)
-	                                       : PG_ERR_CONNECTION;
+	int rc;
+	API_DB(a, w, rc, store_history(w->conn, req->saga_id, &hs, &n));
 	if (rc == -ENOENT) {
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
@@ -335,9 +350,8 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		goto out_free;
 	}
 	saga_row row;
-	int rc = pg_ensure(&w->conn, a->db, 0)
-	    ? store_rearm(w->conn, req->saga_id, clock_wall_ms(), &row)
-	    : PG_ERR_CONNECTION;
+	int rc;
+	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, clock_wall_ms(), &row));
 	if (rc == -ENOENT) {
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);

@@ -662,6 +662,9 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 	}
 }
 
+/* tries of StartSaga before giving up on transient failures */
+#define CTL_START_TRIES 3
+
 static int ctl_start(ctl_ctx *c, char **args)
 {
 	int rc;
@@ -700,10 +703,25 @@ static int ctl_start(ctl_ctx *c, char **args)
 	req.saga_id = id;
 	req.order = &order;
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
-	    "start saga", c->o.timeout_ms, false, &res);
-	if (rc != 0)
+	/* StartSaga is idempotent by saga id, so a transient failure (no reply,
+	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
+	 * reply was lost is settled instead of left unknown */
+	for (int attempt = 1; attempt <= CTL_START_TRIES; attempt++) {
+		bool last = attempt == CTL_START_TRIES;
+		rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga",
+		    &req.base, "start saga", c->o.timeout_ms, !last, &res);
+		if (rc != -1)
+			break;
+		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
+		nanosleep(&pause, NULL);
+	}
+	if (rc != 0) {
+		fprintf(stderr,
+		    "hint: the saga id was %s; 'sagactl get %s' tells whether it started, and the "
+		    "same command with --id %s retries it safely\n",
+		    id, id, id);
 		return rc;
+	}
 	Sagas__V1__StartSagaReply *rep
 	    = sagas__v1__start_saga_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);

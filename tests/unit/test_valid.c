@@ -80,11 +80,14 @@ static void test_names(void **st)
 	assert_false(valid_name(""));
 	assert_false(valid_name("tab\there"));
 	assert_false(valid_name("\x7f"));
-	assert_false(valid_name("\xc3\x28"));             /* bad continuation */
-	assert_false(valid_name("\xc0\xaf"));             /* overlong */
-	assert_false(valid_name("\xed\xa0\x80"));         /* surrogate */
-	assert_false(valid_name("\xf4\x90\x80\x80"));     /* past U+10FFFF */
-	assert_false(valid_name("\xe2\x82"));             /* truncated */
+	assert_false(valid_name("a\xc2\x85"
+	                        "b"));                /* U+0085, a C1 control */
+	assert_true(valid_name("\xc2\xa0"));          /* U+00A0 is not a control */
+	assert_false(valid_name("\xc3\x28"));         /* bad continuation */
+	assert_false(valid_name("\xc0\xaf"));         /* overlong */
+	assert_false(valid_name("\xed\xa0\x80"));     /* surrogate */
+	assert_false(valid_name("\xf4\x90\x80\x80")); /* past U+10FFFF */
+	assert_false(valid_name("\xe2\x82"));         /* truncated */
 	char longname[VALID_NAME_MAX + 2];
 	memset(longname, 'x', sizeof longname);
 	longname[VALID_NAME_MAX] = '\0';
