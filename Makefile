@@ -32,6 +32,11 @@ test-integration: build
 asan:
 	@$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DSAGA_SANITIZER=address,undefined"
 
+# The long deterministic simulation run of docs/testing.md ("Simulation").
+.PHONY: sim-long
+sim-long: build
+	@cmake --build $(BUILD) --target sim-long
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 

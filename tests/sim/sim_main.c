@@ -32,6 +32,8 @@ typedef struct sim_opts {
 	bool quiet;
 } sim_opts;
 
+static const char *sim_prog = "sim"; /* argv[0] without its folder */
+
 static void sim_usage(FILE *f)
 {
 	fprintf(f,
@@ -201,8 +203,8 @@ static int sim_run_random(const sim_opts *o)
 				    sim_rules_break_name(), w->violation);
 				if (violations == 1 && !(single && o->trace))
 					sim_trace_print(40);
-				fprintf(stderr, "replay: sim --seed %" PRIu64 "%s%s\n", seed,
-				    strcmp(sim_rules_break_name(), "none") ? " --break " : "",
+				fprintf(stderr, "replay: %s --seed %" PRIu64 "%s%s\n", sim_prog,
+				    seed, strcmp(sim_rules_break_name(), "none") ? " --break " : "",
 				    strcmp(sim_rules_break_name(), "none") ? sim_rules_break_name()
 				                                           : "");
 			}
@@ -246,6 +248,10 @@ static int sim_run_exhaustive(const sim_opts *o)
 
 int main(int argc, char **argv)
 {
+	if (argc > 0 && argv[0] != NULL) {
+		const char *slash = strrchr(argv[0], '/');
+		sim_prog = slash ? slash + 1 : argv[0];
+	}
 	sim_opts o;
 	int rc = sim_parse(argc, argv, &o);
 	if (rc == 1) {
