@@ -29,9 +29,9 @@ static fault fault_table[FAULT_MAX];
 static int fault_count;
 static atomic_int fault_armed; /* fast path: any fault at all */
 
-static const char *const fault_names[] = {"", "delay", "drop_reply", "unavailable",
-    "exit_after_commit", "fail_before_commit", "exit_after_send", "drop_request",
-    "duplicate_reply"};
+static const char *const fault_names[]
+    = {"", "delay", "drop_reply", "unavailable", "exit_after_commit", "fail_before_commit",
+        "exit_after_send", "drop_request", "duplicate_reply"};
 
 const char *fault_kind_name(fault_kind kind)
 {

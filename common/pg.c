@@ -38,7 +38,8 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 		PGconn *conn = PQconnectdb(conninfo);
 		if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 			/* reads and writes see a consistent clock and text output */
-			PGresult *r = PQexec(conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+			PGresult *r = PQexec(
+			    conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
 			PQclear(r);
 			return conn;
 		}
@@ -112,7 +113,8 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 	if (*conn != NULL) {
 		PQreset(*conn);
 		if (PQstatus(*conn) == CONNECTION_OK) {
-			PGresult *r = PQexec(*conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+			PGresult *r = PQexec(
+			    *conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
 			PQclear(r);
 			log_info(NULL, "reconnected to database");
 			return true;

@@ -38,8 +38,8 @@ static rpc_client *open_client(const char *env)
 }
 
 /* send raw bytes, expect a decodable reply with `code` and `reason` */
-static void expect_reply(rpc_client *c, const uint8_t *bytes, size_t len, int code,
-    const char *reason)
+static void expect_reply(
+    rpc_client *c, const uint8_t *bytes, size_t len, int code, const char *reason)
 {
 	uint8_t *reply = NULL;
 	size_t n = 0;

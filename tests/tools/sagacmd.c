@@ -2,8 +2,8 @@
  * replay a lost command.
  *   sagacmd URL reserve|release SAGA_ID SKU QTY
  *   sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR
- * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply came, 1
- * when none came, 2 on usage errors. */
+ * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply
+ * came, 1 when none came, 2 on usage errors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,9 @@
 
 static int sagacmd_usage(void)
 {
-	fprintf(stderr, "usage: sagacmd URL reserve|release SAGA_ID SKU QTY\n"
-	                "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n");
+	fprintf(stderr,
+	    "usage: sagacmd URL reserve|release SAGA_ID SKU QTY\n"
+	    "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n");
 	return 2;
 }
 
@@ -43,11 +44,12 @@ int main(int argc, char **argv)
 		m.sku = name;
 		m.qty = (int32_t)n;
 		/* both requests have the same fields, numbered alike */
-		rc = rpc_call(c, reserve ? "/sagas.v1.Stock/ReserveStock" : "/sagas.v1.Stock/ReleaseStock",
+		rc = rpc_call(c,
+		    reserve ? "/sagas.v1.Stock/ReserveStock" : "/sagas.v1.Stock/ReleaseStock",
 		    &m.base, 5000, &res);
 		if (rc == 0 && res.code == 0) {
-			Sagas__V1__ReleaseStockReply *r =
-			    sagas__v1__release_stock_reply__unpack(NULL, res.payload_len, res.payload);
+			Sagas__V1__ReleaseStockReply *r = sagas__v1__release_stock_reply__unpack(
+			    NULL, res.payload_len, res.payload);
 			if (r) {
 				status = r->status;
 				sagas__v1__release_stock_reply__free_unpacked(r, NULL);
@@ -63,8 +65,8 @@ int main(int argc, char **argv)
 		    charge ? "/sagas.v1.Payment/ChargePayment" : "/sagas.v1.Payment/RefundPayment",
 		    &m.base, 5000, &res);
 		if (rc == 0 && res.code == 0) {
-			Sagas__V1__RefundPaymentReply *r =
-			    sagas__v1__refund_payment_reply__unpack(NULL, res.payload_len, res.payload);
+			Sagas__V1__RefundPaymentReply *r = sagas__v1__refund_payment_reply__unpack(
+			    NULL, res.payload_len, res.payload);
 			if (r) {
 				status = r->status;
 				sagas__v1__refund_payment_reply__free_unpacked(r, NULL);
@@ -80,7 +82,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (res.code == 0)
-		printf("%s %s %d\n", rpc_code_name(res.code), res.reason[0] ? res.reason : "-", status);
+		printf("%s %s %d\n", rpc_code_name(res.code), res.reason[0] ? res.reason : "-",
+		    status);
 	else
 		printf("%s %s -\n", rpc_code_name(res.code), res.reason[0] ? res.reason : "-");
 	rpc_result_clear(&res);

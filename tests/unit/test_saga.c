@@ -13,8 +13,8 @@
 #include "status.h"
 
 #define NOW 1000000
-static const saga_policy pol = {
-    .step_timeout_ms = 5000, .backoff_base_ms = 50, .backoff_cap_ms = 800, .attention_after = 3};
+static const saga_policy pol
+    = {.step_timeout_ms = 5000, .backoff_base_ms = 50, .backoff_cap_ms = 800, .attention_after = 3};
 
 static saga in_state(saga_state st)
 {
@@ -25,8 +25,8 @@ static saga in_state(saga_state st)
 	return s;
 }
 
-static saga_decision run(const saga *s, saga_event_kind kind, saga_command cmd, const char *reason,
-    int64_t now)
+static saga_decision run(
+    const saga *s, saga_event_kind kind, saga_command cmd, const char *reason, int64_t now)
 {
 	saga_event ev = {.kind = kind, .cmd = cmd, .reason = reason};
 	saga_decision d;
@@ -111,8 +111,8 @@ static void test_charging_refused(void **st)
 {
 	(void)st;
 	saga s = in_state(SAGA_STATE_CHARGING);
-	saga_decision d =
-	    run(&s, SAGA_EV_REFUSED, SAGA_CMD_CHARGE_PAYMENT, REASON_PAYMENT_DECLINED, NOW);
+	saga_decision d
+	    = run(&s, SAGA_EV_REFUSED, SAGA_CMD_CHARGE_PAYMENT, REASON_PAYMENT_DECLINED, NOW);
 	assert_int_equal(d.next.state, SAGA_STATE_RELEASING);
 	assert_string_equal(d.next.reason, REASON_PAYMENT_DECLINED);
 	assert_int_equal(d.send, SAGA_CMD_RELEASE_STOCK);
@@ -175,8 +175,8 @@ static void test_terminal_ignores_everything(void **st)
 {
 	(void)st;
 	saga_state terms[] = {SAGA_STATE_COMPLETED, SAGA_STATE_CANCELLED};
-	saga_event_kind kinds[] = {SAGA_EV_SUCCESS, SAGA_EV_REFUSED, SAGA_EV_TRANSIENT,
-	    SAGA_EV_DEADLINE};
+	saga_event_kind kinds[]
+	    = {SAGA_EV_SUCCESS, SAGA_EV_REFUSED, SAGA_EV_TRANSIENT, SAGA_EV_DEADLINE};
 	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < 4; k++) {
 			saga s = in_state(terms[i]);
@@ -268,8 +268,8 @@ static void test_event_from_reply(void **st)
 	(void)st;
 	saga_event e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_OK, "", false);
 	assert_int_equal(e.kind, SAGA_EV_SUCCESS);
-	e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_FAILED_PRECONDITION,
-	    REASON_OUT_OF_STOCK, false);
+	e = saga_event_from_reply(
+	    SAGA_CMD_RESERVE_STOCK, RPC_FAILED_PRECONDITION, REASON_OUT_OF_STOCK, false);
 	assert_int_equal(e.kind, SAGA_EV_REFUSED);
 	assert_string_equal(e.reason, REASON_OUT_OF_STOCK);
 	e = saga_event_from_reply(SAGA_CMD_RESERVE_STOCK, RPC_NOT_FOUND, REASON_UNKNOWN_SKU, false);
@@ -279,8 +279,8 @@ static void test_event_from_reply(void **st)
 	int transient[] = {RPC_UNAVAILABLE, RPC_DEADLINE_EXCEEDED, RPC_INTERNAL, RPC_UNKNOWN,
 	    RPC_RESOURCE_EXHAUSTED, 99};
 	for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++)
-		assert_int_equal(saga_event_from_reply(SAGA_CMD_CHARGE_PAYMENT, transient[i], "", false)
-		                     .kind,
+		assert_int_equal(
+		    saga_event_from_reply(SAGA_CMD_CHARGE_PAYMENT, transient[i], "", false).kind,
 		    SAGA_EV_TRANSIENT);
 	e = saga_event_from_reply(SAGA_CMD_CHARGE_PAYMENT, RPC_OK, "", true);
 	assert_int_equal(e.kind, SAGA_EV_TRANSIENT); /* no reply is never success */
