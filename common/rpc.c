@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "clock.h"
 #include "fault.h"
+#include "health.h"
 #include "log.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
@@ -140,6 +141,9 @@ static void rpc_server_serve(
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
 	};
+	/* Health and Admin before fault injection and the daemon's handler */
+	if (health_handle(&call, reply, s->ops->service, s->ops->healthy, s->app))
+		goto out_free_env;
 	if (admin_handle(&call, reply))
 		goto out_free_env;
 	/* failure injection (fault.h): off unless armed */

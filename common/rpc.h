@@ -66,6 +66,13 @@ typedef struct rpc_server_ops {
 	void (*worker_fini)(void *app, void *worker);
 	/* Serves one call; must fill `reply`. Runs on the worker's thread. */
 	void (*handle)(void *app, void *worker, const rpc_request *call, rpc_reply *reply);
+	/* Whether the daemon can serve now (its database reachable), asked by
+	 * sagas.v1.Health/Check (health.h) on a worker thread: must answer
+	 * within about a second and never crash. NULL: always SERVING. */
+	bool (*healthy)(void *app);
+	/* The full name of the daemon's own service ("sagas.v1.Stock"), which
+	 * Health/Check also answers for by name. May be NULL. */
+	const char *service;
 } rpc_server_ops;
 
 typedef struct rpc_server rpc_server;

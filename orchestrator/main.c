@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "engine.h"
 #include "fault.h"
+#include "health.h"
 #include "log.h"
 #include "pg.h"
 #include "rpc.h"
@@ -82,6 +83,16 @@ static const config_opt orch_opts[] = {
     OPT("log-level", "SAGA_ORCHESTRATOR_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
+
+/* The database probe behind sagas.v1.Health/Check (NOT_SERVING while the
+ * database is unreachable). */
+static health_db *orch_health;
+
+static bool orch_healthy(void *app)
+{
+	(void)app;
+	return health_db_check(orch_health);
+}
 
 int main(int argc, char **argv)
 {
@@ -161,12 +172,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy};
+	if (health_db_open(&orch_health, c.db) != 0) {
+		log_error(NULL, "could not start: out of memory");
+		engine_stop(eng);
+		return 1;
+	}
+	/* the API's handlers, plus the database probe of sagas.v1.Health */
+	rpc_server_ops ops = *api_server_ops();
+	ops.healthy = orch_healthy;
+	ops.service = "sagas.v1.Orchestrator";
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(
-	    &srv, c.listen, (int)c.workers, (size_t)c.max_msg, api_server_ops(), &a);
+	rc = rpc_server_start(&srv, c.listen, (int)c.workers, (size_t)c.max_msg, &ops, &a);
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
 		engine_stop(eng);
+		health_db_close(orch_health);
 		return 1;
 	}
 	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s)%s", c.listen, c.stock,
@@ -175,5 +195,6 @@ int main(int argc, char **argv)
 	log_info(NULL, "shutting down");
 	rpc_server_stop(srv);
 	engine_stop(eng);
+	health_db_close(orch_health);
 	return 0;
 }

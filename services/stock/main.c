@@ -8,8 +8,9 @@
 
 #include "config.h"
 #include "daemon.h"
-#include "handlers.h"
 #include "fault.h"
+#include "handlers.h"
+#include "health.h"
 #include "log.h"
 #include "rpc.h"
 #include "store.h"
@@ -45,6 +46,16 @@ static const config_opt stockd_opts[] = {
         "failure injection, e.g. delay:ReserveStock:ms=3000 (docs/testing.md)", "SPEC"},
 };
 
+/* The database probe behind sagas.v1.Health/Check (NOT_SERVING while the
+ * database is unreachable). */
+static health_db *stockd_health;
+
+static bool stockd_healthy(void *app)
+{
+	(void)app;
+	return health_db_check(stockd_health);
+}
+
 int main(int argc, char **argv)
 {
 	stockd_config cfg;
@@ -78,11 +89,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	stock_app app = {.conninfo = cfg.db, .connect_wait_ms = STOCKD_WORKER_CONNECT_WAIT_MS};
+	if (health_db_open(&stockd_health, cfg.db) != 0) {
+		log_error(NULL, "could not start: out of memory");
+		return 1;
+	}
+	/* the daemon's own handlers, plus the database probe of sagas.v1.Health */
+	rpc_server_ops ops = stock_rpc_ops;
+	ops.healthy = stockd_healthy;
+	ops.service = "sagas.v1.Stock";
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(
-	    &srv, cfg.listen, (int)cfg.workers, (size_t)cfg.max_msg, &stock_rpc_ops, &app);
+	rc = rpc_server_start(&srv, cfg.listen, (int)cfg.workers, (size_t)cfg.max_msg, &ops, &app);
 	if (rc != 0) {
 		log_error(NULL, "could not start: could not listen on %s", cfg.listen);
+		health_db_close(stockd_health);
 		return 1;
 	}
 	daemon_install_signals();
@@ -90,5 +109,6 @@ int main(int argc, char **argv)
 	daemon_wait_for_stop(100);
 	log_info(NULL, "stockd stopping");
 	rpc_server_stop(srv);
+	health_db_close(stockd_health);
 	return 0;
 }

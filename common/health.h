@@ -1,0 +1,43 @@
+/* health: the sagas.v1.Health service (shaped like gRPC's health-checking
+ * protocol) that every rpc server answers next to its own service, and a
+ * cheap database probe for the daemons' `healthy` callback.
+ */
+#ifndef SAGA_HEALTH_H
+#define SAGA_HEALTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+#define HEALTH_DB_TIMEOUT_MS 1000 /* one probe: connect + SELECT 1 */
+#define HEALTH_DB_CACHE_MS   250  /* a result is reused this long */
+
+/* health_handle serves `call` when its method belongs to sagas.v1.Health
+ * and returns true (reply filled); returns false for any other method.
+ * Check answers SERVING when `healthy` is NULL or returns true for `app`,
+ * NOT_SERVING otherwise, for the service "" (the daemon), `service` (its
+ * own, e.g. "sagas.v1.Stock", may be NULL), "sagas.v1.Health" and
+ * "sagas.v1.Admin"; NOT_FOUND reason "unknown_service" for any other. */
+bool health_handle(const rpc_request *call, rpc_reply *reply, const char *service,
+    bool (*healthy)(void *app), void *app);
+
+/* A database probe: one dedicated PGconn behind a mutex, used only to answer
+ * "is the database reachable". Thread-safe; never blocks a caller longer
+ * than HEALTH_DB_TIMEOUT_MS (a caller that finds another probe running gets
+ * the last result at once). */
+typedef struct health_db health_db;
+
+/* health_db_open makes a probe of `conninfo` (libpq keyword/value or URI;
+ * copied). It does not connect yet. Returns 0, or -ENOMEM. */
+int health_db_open(health_db **out, const char *conninfo) __attribute__((warn_unused_result));
+
+/* health_db_check is true when the database answered SELECT 1 within
+ * HEALTH_DB_TIMEOUT_MS (at most HEALTH_DB_CACHE_MS ago). Logs each change. */
+bool health_db_check(health_db *h);
+
+/* health_db_close closes the connection and frees the probe. NULL is
+ * ignored. */
+void health_db_close(health_db *h);
+
+#endif
