@@ -5,6 +5,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev
+  protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils npm
   postgresql jq util-linux)
 
 missing=()

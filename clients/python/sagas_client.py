@@ -1,0 +1,174 @@
+"""A small client of the sagas daemons, for Python 3 with Debian's python3-protobuf.
+
+The wire contract is docs/protocol.md: one SP REQ socket (here nng's libnng
+through ctypes), one request frame (an encoded sagas.v1.RequestEnvelope) and
+one reply frame (an encoded sagas.v1.ReplyEnvelope) per call.
+
+The generated modules (clients/python/generate.sh) must be importable as
+`sagas.v1.*_pb2`: call use_generated(DIR) first, or put DIR on sys.path.
+"""
+
+import ctypes
+import ctypes.util
+import itertools
+import os
+import sys
+import time
+
+# gRPC status codes (google.rpc.Code) as used in ReplyEnvelope.code
+OK = 0
+INVALID_ARGUMENT = 3
+DEADLINE_EXCEEDED = 4
+NOT_FOUND = 5
+FAILED_PRECONDITION = 9
+INTERNAL = 13
+UNAVAILABLE = 14
+
+CODE_NAMES = {
+    0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED",
+    5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
+    9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
+    13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+}
+
+# Transient outcomes: retry with backoff, same saga id (docs/protocol.md).
+TRANSIENT = (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL)
+
+
+def use_generated(path=None):
+    """Puts the generated modules on sys.path: `path`, else $SAGAS_PY_GEN,
+    else build/python at the top of the repository."""
+    if path is None:
+        path = os.environ.get("SAGAS_PY_GEN") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "python")
+    path = os.path.abspath(path)
+    if not os.path.isfile(os.path.join(path, "sagas", "v1", "rpc_pb2.py")):
+        raise RuntimeError("no generated code in %s: run clients/python/generate.sh %s"
+                           % (path, path))
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+class RpcError(Exception):
+    """A non-OK reply (transport=False) or no usable reply at all (transport=True)."""
+
+    def __init__(self, code, reason, message, transport=False):
+        super().__init__("%s%s: %s" % (CODE_NAMES.get(code, str(code)),
+                                       " (%s)" % reason if reason else "", message))
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.transport = transport
+
+    @property
+    def transient(self):
+        return self.transport or self.code in TRANSIENT
+
+
+# ---- libnng through ctypes ----
+
+class _Socket(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32)]
+
+
+_NNG_FLAG_ALLOC = 1
+_NNG_ETIMEDOUT = 5
+_NNG_ECONNREFUSED = 6
+_lib = None
+
+
+def _nng():
+    global _lib
+    if _lib is not None:
+        return _lib
+    name = ctypes.util.find_library("nng") or "libnng.so.1"
+    lib = ctypes.CDLL(name)
+    lib.nng_req0_open.argtypes = [ctypes.POINTER(_Socket)]
+    lib.nng_dial.argtypes = [_Socket, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    lib.nng_send.argtypes = [_Socket, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    lib.nng_recv.argtypes = [_Socket, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                             ctypes.c_int]
+    lib.nng_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.nng_free.restype = None
+    lib.nng_setopt_ms.argtypes = [_Socket, ctypes.c_char_p, ctypes.c_int32]
+    lib.nng_close.argtypes = [_Socket]
+    lib.nng_strerror.argtypes = [ctypes.c_int]
+    lib.nng_strerror.restype = ctypes.c_char_p
+    _lib = lib
+    return lib
+
+
+def _strerror(rv):
+    return _nng().nng_strerror(rv).decode("utf-8", "replace").lower()
+
+
+class Client:
+    """One REQ socket dialed to one daemon; one call at a time."""
+
+    def __init__(self, url, timeout_ms=5000):
+        from sagas.v1 import rpc_pb2  # noqa: F401 (fails early without generated code)
+        self.url = url
+        self.timeout_ms = timeout_ms
+        self._ids = itertools.count(1)
+        self._sock = _Socket()
+        lib = _nng()
+        rv = lib.nng_req0_open(ctypes.byref(self._sock))
+        if rv != 0:
+            raise OSError("nng_req0_open: %s" % _strerror(rv))
+        # never resend by itself: callers retry, with the same saga id
+        lib.nng_setopt_ms(self._sock, b"req:resend-time", -1)
+        rv = lib.nng_dial(self._sock, url.encode(), None, 0)
+        if rv != 0:
+            lib.nng_close(self._sock)
+            raise RpcError(UNAVAILABLE, "transport",
+                           "could not reach %s: %s" % (url, _strerror(rv)), transport=True)
+
+    def close(self):
+        if self._sock is not None:
+            _nng().nng_close(self._sock)
+            self._sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def call(self, method, request, reply_type, timeout_ms=None):
+        """Sends `request` (a message) to `method` ("/sagas.v1.Orchestrator/GetSaga")
+        and returns the decoded `reply_type`; raises RpcError otherwise."""
+        from sagas.v1 import rpc_pb2
+        lib = _nng()
+        timeout_ms = timeout_ms or self.timeout_ms
+        env = rpc_pb2.RequestEnvelope(
+            method=method, request_id=str(next(self._ids)),
+            deadline_unix_ms=int(time.time() * 1000) + timeout_ms,
+            payload=request.SerializeToString())
+        frame = env.SerializeToString()
+        lib.nng_setopt_ms(self._sock, b"send-timeout", timeout_ms)
+        lib.nng_setopt_ms(self._sock, b"recv-timeout", timeout_ms)
+        buf = ctypes.create_string_buffer(frame, len(frame))
+        rv = lib.nng_send(self._sock, buf, len(frame), 0)
+        if rv == 0:
+            data = ctypes.c_void_p()
+            size = ctypes.c_size_t()
+            rv = lib.nng_recv(self._sock, ctypes.byref(data), ctypes.byref(size),
+                              _NNG_FLAG_ALLOC)
+        if rv != 0:
+            code = DEADLINE_EXCEEDED if rv == _NNG_ETIMEDOUT else UNAVAILABLE
+            raise RpcError(code, "transport", _strerror(rv), transport=True)
+        try:
+            raw = ctypes.string_at(data, size.value)
+        finally:
+            lib.nng_free(data, size)
+        rep = rpc_pb2.ReplyEnvelope()
+        try:
+            rep.ParseFromString(raw)
+        except Exception as e:  # a DecodeError: not our protocol
+            raise RpcError(UNAVAILABLE, "transport", "malformed reply envelope: %s" % e,
+                           transport=True)
+        if rep.code != OK:
+            raise RpcError(rep.code, rep.reason, rep.message)
+        out = reply_type()
+        out.ParseFromString(rep.payload)
+        return out
