@@ -75,6 +75,7 @@ typedef struct ctl_opts {
 	int64_t limit;
 	bool attention;
 	bool reservations;
+	bool charges;
 	char method[CONFIG_STR_MAX];
 	int64_t count;
 	int64_t delay_ms;
@@ -141,10 +142,29 @@ static const config_opt ctl_opts_list[] = {
         "only sagas flagged for an operator", NULL},
 };
 
+/* ListStock and ListAccounts return at most this many rows per call. */
+#define CTL_ROWS_LIMIT_MAX 10000
+
 static const config_opt ctl_opts_stock_list[] = {
     CTL_OPT_GLOBAL,
     {"reservations", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, reservations),
-        "also list every reservation row", NULL},
+        "also list the newest reservation rows", NULL},
+    {"limit", NULL, CONFIG_INT, "1000", 1, CTL_ROWS_LIMIT_MAX, offsetof(ctl_opts, limit),
+        "at most N reservation rows, newest first", "N"},
+};
+
+static const config_opt ctl_opts_accounts[] = {
+    CTL_OPT_GLOBAL,
+    {"charges", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, charges),
+        "also list the newest charge rows", NULL},
+    {"limit", NULL, CONFIG_INT, "1000", 1, CTL_ROWS_LIMIT_MAX, offsetof(ctl_opts, limit),
+        "at most N charge rows, newest first", "N"},
+};
+
+static const config_opt ctl_opts_report[] = {
+    CTL_OPT_GLOBAL,
+    {"limit", NULL, CONFIG_INT, "1000", 1, CTL_ROWS_LIMIT_MAX, offsetof(ctl_opts, limit),
+        "at most N charge rows, newest first (the counts cover every row)", "N"},
 };
 
 static const config_opt ctl_opts_fault_set[] = {
@@ -957,11 +977,15 @@ static int ctl_stock_set(ctl_ctx *c, char **args)
 	return rc;
 }
 
-/* ctl_list_stock calls ListStock. Returns 0 and *out (free it), or an exit
- * code after printing an error. */
-static int ctl_list_stock(ctl_ctx *c, Sagas__V1__ListStockReply **out)
+/* ctl_list_stock calls ListStock: the per-sku summary and, when
+ * `reservations`, at most `limit` reservation rows, newest first. Returns 0
+ * and *out (free it), or an exit code after printing an error. */
+static int ctl_list_stock(
+    ctl_ctx *c, bool reservations, int64_t limit, Sagas__V1__ListStockReply **out)
 {
 	Sagas__V1__ListStockRequest req = SAGAS__V1__LIST_STOCK_REQUEST__INIT;
+	req.include_reservations = reservations;
+	req.limit = reservations ? (int32_t)limit : 0;
 	rpc_result res;
 	int rc = ctl_call(c, CTL_SVC_STOCK, "/sagas.v1.Stock/ListStock", &req.base, "list stock",
 	    c->o.timeout_ms, false, &res);
@@ -972,6 +996,13 @@ static int ctl_list_stock(ctl_ctx *c, Sagas__V1__ListStockReply **out)
 	if (*out == NULL)
 		return ctl_bad_reply(c, CTL_SVC_STOCK, "ListStock");
 	return 0;
+}
+
+/* ctl_truncated_note says that a listing shows only the newest rows. */
+static void ctl_truncated_note(bool truncated, size_t shown)
+{
+	if (truncated)
+		printf("(showing the newest %zu of more)\n", shown);
 }
 
 /* ctl_stock_item_json is the shape of one sku in `stock list` and `report`. */
@@ -1001,7 +1032,7 @@ static int ctl_stock_table(const Sagas__V1__ListStockReply *rep)
 static int ctl_stock_list(ctl_ctx *c, char **args)
 {
 	Sagas__V1__ListStockReply *rep = NULL;
-	int rc = ctl_list_stock(c, &rep);
+	int rc = ctl_list_stock(c, c->o.reservations, c->o.limit, &rep);
 	if (rc != 0)
 		return rc;
 	if (c->o.json) {
@@ -1018,7 +1049,8 @@ static int ctl_stock_list(ctl_ctx *c, char **args)
 		}
 		json_t *out = NULL;
 		if (ok && resv != NULL)
-			out = json_pack("{s:o, s:o}", "stock", items, "reservations", resv);
+			out = json_pack("{s:o, s:o, s:b}", "stock", items, "reservations", resv,
+			    "reservations_truncated", (int)rep->reservations_truncated);
 		else if (ok)
 			out = json_pack("{s:o}", "stock", items);
 		else {
@@ -1041,6 +1073,8 @@ static int ctl_stock_list(ctl_ctx *c, char **args)
 		}
 		printf("\n");
 		rc = ctl_table_done(&t);
+		if (rc == 0)
+			ctl_truncated_note(rep->reservations_truncated, rep->n_reservations);
 	}
 out_free_rep:
 	sagas__v1__list_stock_reply__free_unpacked(rep, NULL);
@@ -1082,11 +1116,15 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	return rc;
 }
 
-/* ctl_list_accounts calls ListAccounts. Returns 0 and *out (free it), or an
- * exit code after printing an error. */
-static int ctl_list_accounts(ctl_ctx *c, Sagas__V1__ListAccountsReply **out)
+/* ctl_list_accounts calls ListAccounts: every account with its aggregates
+ * and, when `charges`, at most `limit` charge rows, newest first. Returns 0
+ * and *out (free it), or an exit code after printing an error. */
+static int ctl_list_accounts(
+    ctl_ctx *c, bool charges, int64_t limit, Sagas__V1__ListAccountsReply **out)
 {
 	Sagas__V1__ListAccountsRequest req = SAGAS__V1__LIST_ACCOUNTS_REQUEST__INIT;
+	req.include_charges = charges;
+	req.limit = charges ? (int32_t)limit : 0;
 	rpc_result res;
 	int rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/ListAccounts", &req.base,
 	    "list accounts", c->o.timeout_ms, false, &res);
@@ -1099,20 +1137,23 @@ static int ctl_list_accounts(ctl_ctx *c, Sagas__V1__ListAccountsReply **out)
 	return 0;
 }
 
-/* ctl_accounts_json appends the accounts and charges of `rep` to two arrays;
- * false on failure. */
+/* ctl_accounts_json appends the accounts of `rep` to `accounts` and, when
+ * `charges` is not NULL, its charge rows to `charges`; false on failure. */
 static bool ctl_accounts_json(
     const Sagas__V1__ListAccountsReply *rep, json_t *accounts, json_t *charges)
 {
-	bool ok = accounts != NULL && charges != NULL;
+	bool ok = accounts != NULL;
 	for (size_t i = 0; ok && i < rep->n_accounts; i++) {
 		const Sagas__V1__Account *a = rep->accounts[i];
-		char b[32];
+		char b[32], ca[32];
 		ok = ctl_json_append(accounts,
-		    json_pack("{s:s, s:I, s:s}", "customer", a->customer, "balance_minor",
-		        (json_int_t)a->balance, "balance", ctl_money(a->balance, b)));
+		    json_pack("{s:s, s:I, s:s, s:i, s:I, s:s}", "customer", a->customer,
+		        "balance_minor", (json_int_t)a->balance, "balance",
+		        ctl_money(a->balance, b), "charged_count", (int)a->charged_count,
+		        "charged_amount_minor", (json_int_t)a->charged_amount, "charged_amount",
+		        ctl_money(a->charged_amount, ca)));
 	}
-	for (size_t i = 0; ok && i < rep->n_charges; i++) {
+	for (size_t i = 0; ok && charges != NULL && i < rep->n_charges; i++) {
 		const Sagas__V1__Charge *ch = rep->charges[i];
 		char m[32];
 		ok = ctl_json_append(charges,
@@ -1123,18 +1164,21 @@ static bool ctl_accounts_json(
 	return ok;
 }
 
-/* ctl_accounts_tables prints the account and charge tables of `rep`. */
-static int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep)
+/* ctl_accounts_tables prints the account table of `rep` and, when
+ * `charges`, its charge rows. */
+static int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep, bool charges)
 {
-	static const char *const ahead[] = {"customer", "balance"};
-	ctl_table t = {.ncols = CTL_NELEM(ahead), .head = ahead, .align = "lr"};
+	static const char *const ahead[] = {"customer", "balance", "charged", "charged_amount"};
+	ctl_table t = {.ncols = CTL_NELEM(ahead), .head = ahead, .align = "lrrr"};
 	for (size_t i = 0; i < rep->n_accounts; i++) {
-		char b[32];
+		const Sagas__V1__Account *a = rep->accounts[i];
+		char b[32], n[16], ca[32];
+		snprintf(n, sizeof n, "%d", (int)a->charged_count);
 		ctl_table_row(
-		    &t, rep->accounts[i]->customer, ctl_money(rep->accounts[i]->balance, b));
+		    &t, a->customer, ctl_money(a->balance, b), n, ctl_money(a->charged_amount, ca));
 	}
 	int rc = ctl_table_done(&t);
-	if (rc != 0)
+	if (rc != 0 || !charges)
 		return rc;
 	static const char *const chead[] = {"saga_id", "customer", "amount", "status"};
 	ctl_table u = {.ncols = CTL_NELEM(chead), .head = chead, .align = "llrl"};
@@ -1145,27 +1189,34 @@ static int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep)
 		    ctl_charge_status_name(ch->status));
 	}
 	printf("\n");
-	return ctl_table_done(&u);
+	rc = ctl_table_done(&u);
+	if (rc == 0)
+		ctl_truncated_note(rep->charges_truncated, rep->n_charges);
+	return rc;
 }
 
 static int ctl_accounts(ctl_ctx *c, char **args)
 {
 	Sagas__V1__ListAccountsReply *rep = NULL;
-	int rc = ctl_list_accounts(c, &rep);
+	int rc = ctl_list_accounts(c, c->o.charges, c->o.limit, &rep);
 	if (rc != 0)
 		return rc;
 	if (c->o.json) {
-		json_t *accounts = json_array(), *charges = json_array();
-		if (ctl_accounts_json(rep, accounts, charges)) {
-			rc = ctl_json_print(
-			    json_pack("{s:o, s:o}", "accounts", accounts, "charges", charges));
+		json_t *accounts = json_array(), *charges = c->o.charges ? json_array() : NULL;
+		bool ok = (!c->o.charges || charges != NULL)
+		    && ctl_accounts_json(rep, accounts, charges);
+		if (ok && charges != NULL) {
+			rc = ctl_json_print(json_pack("{s:o, s:o, s:b}", "accounts", accounts,
+			    "charges", charges, "charges_truncated", (int)rep->charges_truncated));
+		} else if (ok) {
+			rc = ctl_json_print(json_pack("{s:o}", "accounts", accounts));
 		} else {
 			json_decref(accounts);
 			json_decref(charges);
 			rc = ctl_json_print(NULL);
 		}
 	} else {
-		rc = ctl_accounts_tables(rep);
+		rc = ctl_accounts_tables(rep, c->o.charges);
 	}
 	sagas__v1__list_accounts_reply__free_unpacked(rep, NULL);
 	return rc;
@@ -1194,15 +1245,13 @@ static void ctl_summarize(ctl_summary *m, const Sagas__V1__ListSagasReply *sagas
 	m->skus = (int64_t)stock->n_items;
 	for (size_t i = 0; i < stock->n_items; i++)
 		m->live_reservations += stock->items[i]->live_reservations;
+	/* from the services' aggregates, not the (bounded) rows: exact
+	 * however many sagas were recorded */
 	m->accounts = (int64_t)acc->n_accounts;
-	m->charges = (int64_t)acc->n_charges;
-	for (size_t i = 0; i < acc->n_charges; i++) {
-		if (acc->charges[i]->status == SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_CHARGED)
-			m->charged++;
-		else if (acc->charges[i]->status
-		    == SAGAS__V1__CHARGE_STATUS__CHARGE_STATUS_REFUNDED)
-			m->refunded++;
-	}
+	m->charges = acc->total_charges;
+	for (size_t i = 0; i < acc->n_accounts; i++)
+		m->charged += acc->accounts[i]->charged_count;
+	m->refunded = acc->refunded_charges;
 }
 
 static json_t *ctl_summary_json(const ctl_summary *m)
@@ -1240,8 +1289,9 @@ static int ctl_report_json(const Sagas__V1__ListSagasReply *sagas,
 		json_decref(jc);
 		return ctl_json_print(NULL);
 	}
-	return ctl_json_print(json_pack("{s:o, s:o, s:o, s:o, s:o}", "sagas", js, "stock", jst,
-	    "accounts", ja, "charges", jc, "summary", ctl_summary_json(m)));
+	return ctl_json_print(json_pack("{s:o, s:o, s:o, s:o, s:b, s:o}", "sagas", js, "stock", jst,
+	    "accounts", ja, "charges", jc, "charges_truncated", (int)acc->charges_truncated,
+	    "summary", ctl_summary_json(m)));
 }
 
 static int ctl_report_human(const Sagas__V1__ListSagasReply *sagas,
@@ -1267,7 +1317,7 @@ static int ctl_report_human(const Sagas__V1__ListSagasReply *sagas,
 	if ((rc = ctl_stock_table(stock)) != 0)
 		return rc;
 	printf("\naccounts and charges\n");
-	if ((rc = ctl_accounts_tables(acc)) != 0)
+	if ((rc = ctl_accounts_tables(acc, true)) != 0)
 		return rc;
 	static const char *const shead[] = {"count", "value"};
 	ctl_table u = {.ncols = CTL_NELEM(shead), .head = shead, .align = "lr"};
@@ -1305,9 +1355,9 @@ static int ctl_report(ctl_ctx *c, char **args)
 	int rc = ctl_list_sagas(c, SAGA_STATE_UNSPECIFIED, CTL_LIST_LIMIT_MAX, false, &sagas);
 	if (rc != 0)
 		return rc;
-	if ((rc = ctl_list_stock(c, &stock)) != 0)
+	if ((rc = ctl_list_stock(c, false, 0, &stock)) != 0)
 		goto out_free_sagas;
-	if ((rc = ctl_list_accounts(c, &acc)) != 0)
+	if ((rc = ctl_list_accounts(c, true, c->o.limit, &acc)) != 0)
 		goto out_free_stock;
 	ctl_summary m;
 	ctl_summarize(&m, sagas, stock, acc);
@@ -1517,31 +1567,45 @@ static const ctl_cmd ctl_cmds[] = {
         "Admin: set the on-hand quantity of SKU (creates the sku).\n"
         "--json: {\"sku\",\"on_hand\"}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_stock_set, ctl_stock_set},
-    {"stock list", "", "admin: skus and live reservations (--reservations)",
-        "sagactl stock list [OPTIONS]",
-        "Admin: list every sku with its on-hand quantity and live reservations.\n"
+    {"stock list", "", "admin: skus and live reservations (--reservations, --limit)",
+        "sagactl stock list [--reservations [--limit N]] [OPTIONS]",
+        "Admin: list every sku with its on-hand quantity and live reservations (counted\n"
+        "over every reservation row). With --reservations, also the newest --limit N\n"
+        "(default 1000, at most 10000) reservation rows, newest first; a note says when\n"
+        "there are more.\n"
         "--json: {\"stock\":[{\"sku\",\"on_hand\",\"live_reservations\",\"reserved_qty\"}],\n"
-        "         \"reservations\":[{\"saga_id\",\"sku\",\"qty\",\"status\"}] (with "
-        "--reservations)}",
+        "         \"reservations\":[{\"saga_id\",\"sku\",\"qty\",\"status\"}],\n"
+        "         \"reservations_truncated\":BOOL (both with --reservations)}",
         ctl_opts_stock_list, CTL_NELEM(ctl_opts_stock_list), ctl_args_none, ctl_stock_list},
     {"deposit", "CUSTOMER AMOUNT", "admin: add money to an account",
         "sagactl deposit CUSTOMER AMOUNT [OPTIONS]",
         "Admin: add AMOUNT (a decimal in major units) to the account of CUSTOMER (creates it).\n"
         "--json: {\"customer\",\"amount_minor\",\"amount\",\"balance_minor\",\"balance\"}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_deposit, ctl_deposit},
-    {"accounts", "", "admin: balances and every charge", "sagactl accounts [OPTIONS]",
-        "Admin: list accounts with their balance, and every recorded charge.\n"
-        "--json: {\"accounts\":[{\"customer\",\"balance_minor\",\"balance\"}],\n"
-        "         \"charges\":[{\"saga_id\",\"customer\",\"amount_minor\",\"amount\",\"status\"}]}",
-        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_none, ctl_accounts},
-    {"report", "", "everything, with counts: the demo view", "sagactl report [OPTIONS]",
-        "The whole state of the system: every saga, sku, account and charge, and counts\n"
-        "(sagas by state; charged = charge rows with status CHARGED). Asks all three services.\n"
+    {"accounts", "", "admin: balances and charge counts (--charges, --limit)",
+        "sagactl accounts [--charges [--limit N]] [OPTIONS]",
+        "Admin: list accounts with their balance and their CHARGED charges (count and\n"
+        "amount, over every charge row). With --charges, also the newest --limit N\n"
+        "(default 1000, at most 10000) charge rows, newest first; a note says when\n"
+        "there are more.\n"
+        "--json: {\"accounts\":[{\"customer\",\"balance_minor\",\"balance\",\"charged_count\",\n"
+        "         \"charged_amount_minor\",\"charged_amount\"}],\n"
+        "         "
+        "\"charges\":[{\"saga_id\",\"customer\",\"amount_minor\",\"amount\",\"status\"}],\n"
+        "         \"charges_truncated\":BOOL (both with --charges)}",
+        ctl_opts_accounts, CTL_NELEM(ctl_opts_accounts), ctl_args_none, ctl_accounts},
+    {"report", "", "everything, with counts: the demo view", "sagactl report [--limit N] [OPTIONS]",
+        "The state of the system: the newest 10000 sagas, every sku and account, the\n"
+        "newest --limit N (default 1000, at most 10000) charge rows (a note says when\n"
+        "there are more), and counts (sagas by state; charges = every charge row;\n"
+        "charged, refunded = charge rows with that status; live_reservations over every\n"
+        "sku), exact however many rows there are. Asks all three services.\n"
         "--json: {\"sagas\":[SAGA],\"stock\":[...],\"accounts\":[...],\"charges\":[...],\n"
+        "         \"charges_truncated\":BOOL,\n"
         "         \"summary\":{\"sagas\",\"reserving\",\"charging\",\"completed\",\"refunding\",\n"
         "         \"releasing\",\"cancelled\",\"attention\",\"skus\",\"live_reservations\",\n"
         "         \"accounts\",\"charges\",\"charged\",\"refunded\",\"truncated\"}}",
-        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_none, ctl_report},
+        ctl_opts_report, CTL_NELEM(ctl_opts_report), ctl_args_none, ctl_report},
     {"fault set", "SERVICE KIND", "test: arm a fault point (--method, --count, --delay)",
         "sagactl fault set SERVICE KIND [--method M] [--count N] [--delay MS] [OPTIONS]",
         "Test: arm a fault point on SERVICE (orchestrator, stock or payment, at the URL of\n"
@@ -1721,7 +1785,7 @@ typedef struct ctl_group {
 static const ctl_group ctl_groups[] = {
     {"stock", "set or list",
         "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
-        "       sagactl stock list [--reservations] [OPTIONS]\n\n"
+        "       sagactl stock list [--reservations [--limit N]] [OPTIONS]\n\n"
         "Run 'sagactl stock set --help' or 'sagactl stock list --help' for details.\n"},
     {"fault", "set or clear",
         "usage: sagactl fault set SERVICE KIND [--method M] [--count N] [--delay MS] "

@@ -207,19 +207,31 @@ out_free:
 	sagas__v1__deposit_request__free_unpacked(req, NULL);
 }
 
+/* A list reply stops adding rows past this many bytes, well below the frame
+ * limit, so it always reaches the client (the envelope adds little). */
+#define PAYMENT_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
+
 static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *r)
 {
-	/* the request has no fields, but garbage is still refused */
 	Sagas__V1__ListAccountsRequest *req
 	    = sagas__v1__list_accounts_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		payment_malformed(r, "ListAccountsRequest");
 		return;
 	}
+	bool include = req->include_charges;
+	int32_t limit = req->limit;
 	sagas__v1__list_accounts_request__free_unpacked(req, NULL);
+	if (limit < 0 || limit > PAYMENT_LIST_LIMIT_MAX) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid limit: %" PRId32 " is outside 0..%d", limit, PAYMENT_LIST_LIMIT_MAX);
+		return;
+	}
+	if (limit == 0)
+		limit = PAYMENT_LIST_LIMIT_DEFAULT;
 
 	payment_listing l;
-	int rc = payment_store_list(st, &l);
+	int rc = payment_store_list(st, include, limit, &l);
 	if (rc != 0) {
 		payment_store_failed(r, rc, "list accounts", NULL);
 		return;
@@ -232,27 +244,40 @@ static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *
 		payment_store_failed(r, -ENOMEM, "list accounts", NULL);
 		goto out_free;
 	}
+	Sagas__V1__ListAccountsReply rep = SAGAS__V1__LIST_ACCOUNTS_REPLY__INIT;
 	for (size_t i = 0; i < l.n_accounts; i++) {
 		Sagas__V1__Account init = SAGAS__V1__ACCOUNT__INIT;
 		accts[i] = init;
 		accts[i].customer = l.accounts[i].customer;
 		accts[i].balance = l.accounts[i].balance;
+		accts[i].charged_count = l.accounts[i].charged_count;
+		accts[i].charged_amount = l.accounts[i].charged_amount;
 		acct_ptrs[i] = &accts[i];
 	}
-	for (size_t i = 0; i < l.n_charges; i++) {
-		Sagas__V1__Charge init = SAGAS__V1__CHARGE__INIT;
-		charges[i] = init;
-		charges[i].saga_id = l.charges[i].saga_id;
-		charges[i].customer = l.charges[i].customer;
-		charges[i].amount = l.charges[i].amount;
-		charges[i].status = (Sagas__V1__ChargeStatus)l.charges[i].status;
-		charge_ptrs[i] = &charges[i];
-	}
-	Sagas__V1__ListAccountsReply rep = SAGAS__V1__LIST_ACCOUNTS_REPLY__INIT;
 	rep.n_accounts = l.n_accounts;
 	rep.accounts = acct_ptrs;
-	rep.n_charges = l.n_charges;
+	rep.total_charges = l.total_charges;
+	rep.refunded_charges = l.refunded_charges;
+	/* rows are added while the reply stays within its byte budget (a
+	 * page of long customer names could otherwise pass the frame limit) */
+	size_t bytes = sagas__v1__list_accounts_reply__get_packed_size(&rep) + 2;
+	size_t n = 0;
+	for (; n < l.n_charges; n++) {
+		Sagas__V1__Charge init = SAGAS__V1__CHARGE__INIT;
+		charges[n] = init;
+		charges[n].saga_id = l.charges[n].saga_id;
+		charges[n].customer = l.charges[n].customer;
+		charges[n].amount = l.charges[n].amount;
+		charges[n].status = (Sagas__V1__ChargeStatus)l.charges[n].status;
+		/* tag + length prefix (<= 2 bytes for a row) + the row */
+		bytes += 3 + sagas__v1__charge__get_packed_size(&charges[n]);
+		if (bytes > PAYMENT_LIST_REPLY_BUDGET)
+			break;
+		charge_ptrs[n] = &charges[n];
+	}
+	rep.n_charges = n;
 	rep.charges = charge_ptrs;
+	rep.charges_truncated = l.charges_truncated || n < l.n_charges;
 	rpc_reply_ok(r, &rep.base);
 out_free:
 	free(accts);

@@ -275,31 +275,59 @@ void payment_listing_free(payment_listing *l)
 }
 
 /* payment_store_try_list is one attempt of payment_store_list. */
-static int payment_store_try_list(payment_store *s, payment_listing *out)
+static int payment_store_try_list(
+    payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
 {
-	PGresult *accts = NULL, *charges = NULL;
+	PGresult *accts = NULL, *totals = NULL, *charges = NULL;
 	memset(out, 0, sizeof *out);
-	/* one snapshot, so accounts and charges agree */
+	/* one snapshot, so accounts, totals and charges agree */
 	int rc = pg_run(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
 	if (rc != 0)
 		return rc;
-	/* byte order (COLLATE "C") so the listing does not depend on the
-	 * database's locale */
+	/* The aggregates are computed by the database over every row, so they
+	 * stay exact and small however many sagas were recorded. A sum past
+	 * bigint (thousands of maximal charges) is clamped rather than failing
+	 * the listing. Byte order (COLLATE "C") so the listing does not depend
+	 * on the database's locale. */
 	rc = pg_exec(s->conn,
-	    "SELECT customer, balance FROM accounts ORDER BY customer COLLATE \"C\"", 0, NULL,
-	    &accts);
+	    "SELECT a.customer, a.balance, coalesce(c.n, 0), "
+	    "coalesce(least(c.total, 9223372036854775807), 0)::bigint "
+	    "FROM accounts a LEFT JOIN (SELECT customer, count(*) AS n, sum(amount) AS total "
+	    "FROM charges WHERE status = 'CHARGED' GROUP BY customer) c "
+	    "ON c.customer = a.customer ORDER BY a.customer COLLATE \"C\"",
+	    0, NULL, &accts);
 	if (rc != 0)
 		goto out_rollback;
 	rc = pg_exec(s->conn,
-	    "SELECT saga_id, customer, amount, status FROM charges ORDER BY created_at, saga_id", 0,
-	    NULL, &charges);
+	    "SELECT count(*), count(*) FILTER (WHERE status = 'REFUNDED') FROM charges", 0, NULL,
+	    &totals);
 	if (rc != 0)
 		goto out_rollback;
+	if (include_charges) {
+		/* one row more than asked tells whether there are more */
+		char lim[16];
+		snprintf(lim, sizeof lim, "%" PRId32, limit + 1);
+		const char *p[] = {lim};
+		rc = pg_exec(s->conn,
+		    "SELECT saga_id, customer, amount, status FROM charges "
+		    "ORDER BY created_at DESC, saga_id LIMIT $1::int",
+		    1, p, &charges);
+		if (rc != 0)
+			goto out_rollback;
+	}
 	rc = pg_commit(s->conn);
 	if (rc != 0)
 		goto out_rollback;
 
-	int na = PQntuples(accts), nc = PQntuples(charges);
+	int na = PQntuples(accts), nc = charges ? PQntuples(charges) : 0;
+	if (nc > limit) {
+		nc = limit;
+		out->charges_truncated = true;
+	}
+	if (PQntuples(totals) == 1) {
+		out->total_charges = pg_get_i64(totals, 0, 0);
+		out->refunded_charges = pg_get_i64(totals, 0, 1);
+	}
 	out->accounts = calloc(na ? (size_t)na : 1, sizeof *out->accounts);
 	out->charges = calloc(nc ? (size_t)nc : 1, sizeof *out->charges);
 	if (out->accounts == NULL || out->charges == NULL) {
@@ -311,6 +339,8 @@ static int payment_store_try_list(payment_store *s, payment_listing *out)
 		payment_account_row *a = &out->accounts[i];
 		snprintf(a->customer, sizeof a->customer, "%s", PQgetvalue(accts, i, 0));
 		a->balance = pg_get_i64(accts, i, 1);
+		a->charged_count = (int32_t)pg_get_i64(accts, i, 2);
+		a->charged_amount = pg_get_i64(accts, i, 3);
 	}
 	out->n_accounts = (size_t)na;
 	for (int i = 0; i < nc; i++) {
@@ -326,19 +356,22 @@ out_rollback:
 	pg_rollback(s->conn);
 out_clear:
 	PQclear(accts);
+	PQclear(totals);
 	PQclear(charges);
 	return rc;
 }
 
-int payment_store_list(payment_store *s, payment_listing *out)
+int payment_store_list(payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
 {
 	memset(out, 0, sizeof *out);
+	if (limit < 0 || limit > PAYMENT_LIST_LIMIT_MAX)
+		return -EINVAL;
 	int rc = payment_store_ready(s);
 	if (rc != 0)
 		return rc;
 	bool rerun_done = false;
 	do
-		rc = payment_store_try_list(s, out);
+		rc = payment_store_try_list(s, include_charges, limit, out);
 	while (payment_store_may_rerun(s, rc, &rerun_done));
 	return rc;
 }

@@ -21,6 +21,7 @@
 #ifndef SAGA_PAYMENT_STORE_H
 #define SAGA_PAYMENT_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,7 +33,9 @@ typedef struct payment_store payment_store;
 /* One account as ListAccounts reports it. */
 typedef struct payment_account_row {
 	char customer[PAYMENT_CUSTOMER_MAX + 1];
-	int64_t balance; /* minor units */
+	int64_t balance;        /* minor units */
+	int32_t charged_count;  /* its records in CHARGED */
+	int64_t charged_amount; /* their sum, minor units */
 } payment_account_row;
 
 /* One idempotency record as ListAccounts reports it. */
@@ -43,12 +46,22 @@ typedef struct payment_charge_row {
 	payment_status status;
 } payment_charge_row;
 
-/* The whole state of the participant, read in one snapshot. */
+/* Charge rows returned by ListAccounts: the default and the largest page
+ * (ListAccountsRequest.limit). */
+#define PAYMENT_LIST_LIMIT_DEFAULT 1000
+#define PAYMENT_LIST_LIMIT_MAX     10000
+
+/* The state of the participant, read in one snapshot: every account with
+ * its aggregates, totals over every record, and a bounded page of the
+ * newest records. */
 typedef struct payment_listing {
-	payment_account_row *accounts; /* ordered by customer (byte order) */
+	payment_account_row *accounts; /* every account, by customer (byte order) */
 	size_t n_accounts;
-	payment_charge_row *charges; /* ordered by created_at, saga_id */
+	payment_charge_row *charges; /* by created_at DESC, saga_id */
 	size_t n_charges;
+	bool charges_truncated;   /* more records exist than listed */
+	int64_t total_charges;    /* every record, any status */
+	int64_t refunded_charges; /* records in REFUNDED */
 } payment_listing;
 
 /* payment_store_migrate connects to `conninfo`, waiting up to `wait_ms` ms
@@ -92,11 +105,16 @@ int payment_store_apply(payment_store *s, const char *saga_id, const payment_cmd
 int payment_store_deposit(payment_store *s, const char *customer, int64_t amount, int64_t *balance)
     __attribute__((warn_unused_result));
 
-/* payment_store_list reads every account and every record in one consistent
- * snapshot into *out (arrays malloc'd; free with payment_listing_free).
- * Re-run once after a reconnect. Returns 0, -ENOMEM, or a negative enum pg_err; *out is empty on
- * error. */
-int payment_store_list(payment_store *s, payment_listing *out) __attribute__((warn_unused_result));
+/* payment_store_list reads, in one consistent snapshot, every account with
+ * its balance and the count and sum of its CHARGED records, the number of
+ * records in all and in REFUNDED (all aggregated by the database over every
+ * record), and, when `include_charges`, the newest `limit` records
+ * (1..PAYMENT_LIST_LIMIT_MAX; 0 lists none), setting charges_truncated when
+ * there are more. Arrays are malloc'd; free with payment_listing_free.
+ * Re-run once after a reconnect. Returns 0, -EINVAL (limit out of range),
+ * -ENOMEM, or a negative enum pg_err; *out is empty on error. */
+int payment_store_list(payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
+    __attribute__((warn_unused_result));
 
 /* payment_listing_free frees the arrays of a listing and empties it. */
 void payment_listing_free(payment_listing *l);

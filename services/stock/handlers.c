@@ -194,19 +194,28 @@ out_free:
 	sagas__v1__set_stock_request__free_unpacked(req, NULL);
 }
 
+/* A list reply stops adding rows past this many bytes, well below the frame
+ * limit, so it always reaches the client (the envelope adds little). */
+#define STOCK_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
+
 static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 {
-	/* the request has no fields, but garbage is still refused */
 	Sagas__V1__ListStockRequest *req
 	    = sagas__v1__list_stock_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		stock_malformed(r, "ListStockRequest");
 		return;
 	}
+	bool include = req->include_reservations;
+	int32_t limit = req->limit;
 	sagas__v1__list_stock_request__free_unpacked(req, NULL);
+	if (!stock_check_range(r, "limit", limit, 0, STOCK_LIST_LIMIT_MAX))
+		return;
+	if (limit == 0)
+		limit = STOCK_LIST_LIMIT_DEFAULT;
 
 	stock_listing l;
-	int rc = stock_store_list(st, &l);
+	int rc = stock_store_list(st, include, limit, &l);
 	if (rc != 0) {
 		stock_store_failed(r, rc, "list stock", NULL);
 		return;
@@ -219,6 +228,7 @@ static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 		stock_store_failed(r, -ENOMEM, "list stock", NULL);
 		goto out_free;
 	}
+	Sagas__V1__ListStockReply rep = SAGAS__V1__LIST_STOCK_REPLY__INIT;
 	for (size_t i = 0; i < l.n_items; i++) {
 		Sagas__V1__StockItem init = SAGAS__V1__STOCK_ITEM__INIT;
 		items[i] = init;
@@ -228,20 +238,28 @@ static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 		items[i].reserved_qty = l.items[i].reserved_qty;
 		item_ptrs[i] = &items[i];
 	}
-	for (size_t i = 0; i < l.n_reservations; i++) {
-		Sagas__V1__Reservation init = SAGAS__V1__RESERVATION__INIT;
-		recs[i] = init;
-		recs[i].saga_id = l.reservations[i].saga_id;
-		recs[i].sku = l.reservations[i].sku;
-		recs[i].qty = l.reservations[i].qty;
-		recs[i].status = (Sagas__V1__ReservationStatus)l.reservations[i].status;
-		rec_ptrs[i] = &recs[i];
-	}
-	Sagas__V1__ListStockReply rep = SAGAS__V1__LIST_STOCK_REPLY__INIT;
 	rep.n_items = l.n_items;
 	rep.items = item_ptrs;
-	rep.n_reservations = l.n_reservations;
+	/* rows are added while the reply stays within its byte budget (a
+	 * page of long skus could otherwise pass the frame limit) */
+	size_t bytes = sagas__v1__list_stock_reply__get_packed_size(&rep) + 2;
+	size_t n = 0;
+	for (; n < l.n_reservations; n++) {
+		Sagas__V1__Reservation init = SAGAS__V1__RESERVATION__INIT;
+		recs[n] = init;
+		recs[n].saga_id = l.reservations[n].saga_id;
+		recs[n].sku = l.reservations[n].sku;
+		recs[n].qty = l.reservations[n].qty;
+		recs[n].status = (Sagas__V1__ReservationStatus)l.reservations[n].status;
+		/* tag + length prefix (<= 2 bytes for a row) + the row */
+		bytes += 3 + sagas__v1__reservation__get_packed_size(&recs[n]);
+		if (bytes > STOCK_LIST_REPLY_BUDGET)
+			break;
+		rec_ptrs[n] = &recs[n];
+	}
+	rep.n_reservations = n;
 	rep.reservations = rec_ptrs;
+	rep.reservations_truncated = l.reservations_truncated || n < l.n_reservations;
 	rpc_reply_ok(r, &rep.base);
 out_free:
 	free(items);

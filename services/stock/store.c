@@ -261,7 +261,8 @@ void stock_listing_free(stock_listing *l)
 }
 
 /* stock_store_try_list is one attempt of stock_store_list. */
-static int stock_store_try_list(stock_store *s, stock_listing *out)
+static int stock_store_try_list(
+    stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
 {
 	PGresult *items = NULL, *recs = NULL;
 	memset(out, 0, sizeof *out);
@@ -269,27 +270,39 @@ static int stock_store_try_list(stock_store *s, stock_listing *out)
 	int rc = pg_run(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
 	if (rc != 0)
 		return rc;
-	/* byte order (COLLATE "C") so the listing does not depend on the
-	 * database's locale */
+	/* The summary is aggregated by the database over every row, so it
+	 * stays exact and small however many sagas were recorded. Byte order
+	 * (COLLATE "C") so the listing does not depend on the database's
+	 * locale. */
 	rc = pg_exec(s->conn,
-	    "SELECT s.sku, s.on_hand, "
-	    "count(r.saga_id) FILTER (WHERE r.status = 'RESERVED'), "
-	    "coalesce(sum(r.qty) FILTER (WHERE r.status = 'RESERVED'), 0) "
-	    "FROM stock s LEFT JOIN reservations r ON r.sku = s.sku "
-	    "GROUP BY s.sku, s.on_hand ORDER BY s.sku COLLATE \"C\"",
+	    "SELECT s.sku, s.on_hand, coalesce(r.n, 0), coalesce(r.q, 0) "
+	    "FROM stock s LEFT JOIN (SELECT sku, count(*) AS n, sum(qty) AS q "
+	    "FROM reservations WHERE status = 'RESERVED' GROUP BY sku) r ON r.sku = s.sku "
+	    "ORDER BY s.sku COLLATE \"C\"",
 	    0, NULL, &items);
 	if (rc != 0)
 		goto out_rollback;
-	rc = pg_exec(s->conn,
-	    "SELECT saga_id, sku, qty, status FROM reservations ORDER BY created_at, saga_id", 0,
-	    NULL, &recs);
-	if (rc != 0)
-		goto out_rollback;
+	if (include_reservations) {
+		/* one row more than asked tells whether there are more */
+		char lim[16];
+		snprintf(lim, sizeof lim, "%" PRId32, limit + 1);
+		const char *p[] = {lim};
+		rc = pg_exec(s->conn,
+		    "SELECT saga_id, sku, qty, status FROM reservations "
+		    "ORDER BY created_at DESC, saga_id LIMIT $1::int",
+		    1, p, &recs);
+		if (rc != 0)
+			goto out_rollback;
+	}
 	rc = pg_commit(s->conn);
 	if (rc != 0)
 		goto out_rollback;
 
-	int ni = PQntuples(items), nr = PQntuples(recs);
+	int ni = PQntuples(items), nr = recs ? PQntuples(recs) : 0;
+	if (nr > limit) {
+		nr = limit;
+		out->reservations_truncated = true;
+	}
 	out->items = calloc(ni ? (size_t)ni : 1, sizeof *out->items);
 	out->reservations = calloc(nr ? (size_t)nr : 1, sizeof *out->reservations);
 	if (out->items == NULL || out->reservations == NULL) {
@@ -322,15 +335,17 @@ out_clear:
 	return rc;
 }
 
-int stock_store_list(stock_store *s, stock_listing *out)
+int stock_store_list(stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
 {
 	memset(out, 0, sizeof *out);
+	if (limit < 0 || limit > STOCK_LIST_LIMIT_MAX)
+		return -EINVAL;
 	int rc = stock_store_ready(s);
 	if (rc != 0)
 		return rc;
 	bool rerun_done = false;
 	do
-		rc = stock_store_try_list(s, out);
+		rc = stock_store_try_list(s, include_reservations, limit, out);
 	while (stock_store_may_rerun(s, rc, &rerun_done));
 	return rc;
 }

@@ -19,6 +19,7 @@
 #ifndef SAGA_STOCK_STORE_H
 #define SAGA_STOCK_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,12 +44,19 @@ typedef struct stock_reservation_row {
 	stock_status status;
 } stock_reservation_row;
 
-/* The whole state of the participant, read in one snapshot. */
+/* Reservation rows returned by ListStock: the default and the largest
+ * page (ListStockRequest.limit). */
+#define STOCK_LIST_LIMIT_DEFAULT 1000
+#define STOCK_LIST_LIMIT_MAX     10000
+
+/* The state of the participant, read in one snapshot: every sku with its
+ * aggregates, and a bounded page of the newest records. */
 typedef struct stock_listing {
-	stock_item_row *items; /* ordered by sku (byte order) */
+	stock_item_row *items; /* every sku, ordered by sku (byte order) */
 	size_t n_items;
-	stock_reservation_row *reservations; /* ordered by created_at, saga_id */
+	stock_reservation_row *reservations; /* by created_at DESC, saga_id */
 	size_t n_reservations;
+	bool reservations_truncated; /* more records exist than listed */
 } stock_listing;
 
 /* stock_store_migrate connects to `conninfo`, waiting up to `wait_ms` ms for
@@ -88,11 +96,16 @@ int stock_store_apply(stock_store *s, const char *saga_id, const stock_cmd *cmd,
 int stock_store_set(stock_store *s, const char *sku, int64_t on_hand)
     __attribute__((warn_unused_result));
 
-/* stock_store_list reads every sku and every record in one consistent
- * snapshot into *out (arrays malloc'd; free with stock_listing_free).
- * Re-run once after a reconnect. Returns 0, -ENOMEM, or a negative enum pg_err; *out is empty on
- * error. */
-int stock_store_list(stock_store *s, stock_listing *out) __attribute__((warn_unused_result));
+/* stock_store_list reads, in one consistent snapshot, every sku with its
+ * on-hand units and the count and units of its RESERVED records (summed by
+ * the database over every record), and, when `include_reservations`, the
+ * newest `limit` records (1..STOCK_LIST_LIMIT_MAX; 0 lists none), setting
+ * reservations_truncated when there are more. Arrays are malloc'd; free
+ * with stock_listing_free. Re-run once after a reconnect. Returns 0,
+ * -EINVAL (limit out of range), -ENOMEM, or a negative enum pg_err; *out is
+ * empty on error. */
+int stock_store_list(stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
+    __attribute__((warn_unused_result));
 
 /* stock_listing_free frees the arrays of a listing and empties it. */
 void stock_listing_free(stock_listing *l);

@@ -101,6 +101,22 @@ expect 2 'invalid --state "foo".*RESERVING.*CANCELLED' list --state foo
 expect 2 'invalid --state' list --state unspecified
 expect 2 'limit' list --limit -1
 expect 2 'limit' list --limit 10001
+# --limit of the row listings: 1..10000 rows
+for verb in "stock list --reservations" "accounts --charges" report; do
+	# shellcheck disable=SC2086 # the verb is several words on purpose
+	expect 2 'invalid value for limit \(from --limit\): 0 is outside 1..10000' $verb --limit 0
+	# shellcheck disable=SC2086
+	expect 2 'limit' $verb --limit 10001
+	# shellcheck disable=SC2086
+	expect 2 'limit' $verb --limit abc
+done
+expect 0 'stock list \[--reservations \[--limit N\]\]' stock list --help
+expect 0 'reservations_truncated' stock list --help
+expect 0 'accounts \[--charges \[--limit N\]\]' accounts --help
+expect 0 'charges_truncated' accounts --help
+expect 0 'charged_count' accounts --help
+expect 0 'report \[--limit N\]' report --help
+expect 0 'charges_truncated' report --help
 expect 2 'timeout' --timeout 0 list
 expect 2 'timeout' get --timeout abc 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 
