@@ -37,6 +37,7 @@
 #include "valid.h"
 
 #include "sagas/v1/admin.pb-c.h"
+#include "sagas/v1/health.pb-c.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
@@ -1523,6 +1524,54 @@ static int ctl_fault_clear(ctl_ctx *c, char **args)
 	return rc;
 }
 
+/* ctl_serving_status_name names a Health ServingStatus ("SERVING"). */
+static const char *ctl_serving_status_name(int s)
+{
+	switch (s) {
+	case SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING:
+		return "SERVING";
+	case SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_NOT_SERVING:
+		return "NOT_SERVING";
+	default:
+		return "UNSPECIFIED";
+	}
+}
+
+/* ctl_probe asks SERVICE's Health/Check: exit 0 when SERVING, 1 otherwise
+ * (NOT_SERVING, unreachable, timed out, any error). */
+static int ctl_probe(ctl_ctx *c, char **args)
+{
+	ctl_svc svc = CTL_SVC_ORCHESTRATOR;
+	int rc = ctl_parse_service(c, args[0], &svc);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__HealthCheckRequest req = SAGAS__V1__HEALTH_CHECK_REQUEST__INIT;
+	rpc_result res;
+	rc = ctl_call(c, svc, "/sagas.v1.Health/Check", &req.base, "check health", c->o.timeout_ms,
+	    false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__HealthCheckResponse *rep
+	    = sagas__v1__health_check_response__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, svc, "Health/Check");
+	const char *status = ctl_serving_status_name((int)rep->status);
+	if (c->o.json) {
+		rc = ctl_json_print(
+		    json_pack("{s:s, s:s}", "service", ctl_svc_names[svc], "status", status));
+	} else {
+		printf("%s %s\n", ctl_svc_names[svc], status);
+		rc = CTL_EXIT_OK;
+	}
+	if (rc == CTL_EXIT_OK
+	    && rep->status
+	        != SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING)
+		rc = CTL_EXIT_ERROR;
+	sagas__v1__health_check_response__free_unpacked(rep, NULL);
+	return rc;
+}
+
 /* ---- the verb table ---- */
 
 static const char *const ctl_args_start[] = {"CUSTOMER", "SKU", "QTY", "AMOUNT", NULL};
@@ -1532,6 +1581,7 @@ static const char *const ctl_args_stock_set[] = {"SKU", "ON_HAND", NULL};
 static const char *const ctl_args_deposit[] = {"CUSTOMER", "AMOUNT", NULL};
 static const char *const ctl_args_fault_set[] = {"SERVICE", "KIND", NULL};
 static const char *const ctl_args_fault_clear[] = {"SERVICE", NULL};
+static const char *const ctl_args_probe[] = {"SERVICE", NULL};
 
 static const ctl_cmd ctl_cmds[] = {
     {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
@@ -1625,6 +1675,14 @@ static const ctl_cmd ctl_cmds[] = {
         "Test: disarm every fault point of SERVICE (orchestrator, stock or payment).\n"
         "--json: {\"service\",\"cleared\":true}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_fault_clear, ctl_fault_clear},
+    {"probe", "SERVICE", "health check: exit 0 when SERVICE is SERVING",
+        "sagactl probe SERVICE [OPTIONS]",
+        "Ask SERVICE (orchestrator, stock or payment, at the URL of --orchestrator, --stock\n"
+        "or --payment) for its health (sagas.v1.Health/Check) and print it: SERVING, or\n"
+        "NOT_SERVING while its database is unreachable. Exits 0 when SERVING, 1 otherwise\n"
+        "(NOT_SERVING, unreachable, timed out): a container health check.\n"
+        "--json: {\"service\",\"status\"}",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_probe, ctl_probe},
 };
 
 static void ctl_print_help(FILE *out)
