@@ -20,3 +20,7 @@ CREATE TABLE IF NOT EXISTS charges (
 	created_at timestamptz NOT NULL DEFAULT now(),
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- ListAccounts' newest-first page of charges, and the per-account sums.
+CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
+CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);

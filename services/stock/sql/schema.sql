@@ -23,3 +23,6 @@ CREATE TABLE IF NOT EXISTS reservations (
 -- ListStock sums the live reservations of each sku.
 CREATE INDEX IF NOT EXISTS reservations_live_by_sku
 	ON reservations (sku) WHERE status = 'RESERVED';
+
+-- ListStock's newest-first page of reservations.
+CREATE INDEX IF NOT EXISTS reservations_newest ON reservations (created_at DESC, saga_id);
