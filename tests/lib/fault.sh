@@ -61,3 +61,21 @@ check_invariants() {
   assert_eq "live reservations are exactly the COMPLETED sagas" "$completed" "$reserved"
   assert_eq "charges are exactly the COMPLETED sagas" "$completed" "$charged"
 }
+
+# wait_daemon_exit NAME [TIMEOUT_S]: waits until a daemon of the stack ends
+# by itself (a fault exit, a crash) and sets DAEMON_RC to its exit status
+# ("timeout" when it is still running after TIMEOUT_S). Polls /proc, then
+# reaps it with `wait` (the daemon is a child of the test's shell).
+_proc_ended() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+  [ -z "$st" ] || [ "$st" = Z ]
+}
+wait_daemon_exit() {
+  local pid=${STACK_PID_OF[$1]:-}
+  DAEMON_RC=timeout
+  [ -n "$pid" ] || return 1
+  wait_until "${2:-30}" _proc_ended "$pid" || return 1
+  wait "$pid" && DAEMON_RC=0 || DAEMON_RC=$?
+  unset "STACK_PID_OF[$1]"
+}
