@@ -5,8 +5,11 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev
-  protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils npm
-  postgresql jq util-linux)
+  protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
+  postgresql jq util-linux clang-format docker-compose)
+# npm only fetches buf for the proto lint: a Node.js that is already there
+# (not from Debian) is used as it is, since Debian's npm conflicts with it
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
