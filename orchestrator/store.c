@@ -40,6 +40,77 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->updated_ms = pg_get_i64(r, i, 13);
 }
 
+/* Prepared statements. Each thread owns its connection (house style), so a
+ * thread-local note of which statements the current session has prepared is
+ * enough; a new connection or a reset one (another backend pid) starts over. */
+enum store_stmt { STMT_INSERT_SAGA, STMT_GET_SAGA, STMT_APPLY_BATCH, STMT_COUNT };
+
+static _Thread_local struct {
+	const PGconn *conn;
+	int backend_pid;
+	bool prepared[STMT_COUNT];
+} store_prep;
+
+/* store_classify turns a failed result into an enum pg_err, as pg_exec does. */
+static int store_classify(PGconn *conn, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int rc = pg_classify(state);
+	if (PQstatus(conn) != CONNECTION_OK)
+		rc = PG_ERR_CONNECTION;
+	char text[512];
+	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	for (char *c = text; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
+	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
+	return rc;
+}
+
+/* store_exec is pg_exec with the statement prepared once per session. */
+static int store_exec(PGconn *conn, enum store_stmt id, const char *sql, int nparams,
+    const char *const *params, PGresult **out)
+{
+	static const char *const names[STMT_COUNT]
+	    = {"saga_insert_saga", "saga_get_saga", "saga_apply_batch"};
+	if (out)
+		*out = NULL;
+	int pid = PQbackendPID(conn);
+	if (store_prep.conn != conn || store_prep.backend_pid != pid || pid == 0) {
+		memset(&store_prep, 0, sizeof store_prep);
+		store_prep.conn = conn;
+		store_prep.backend_pid = pid;
+	}
+	if (!store_prep.prepared[id]) {
+		PGresult *p = PQprepare(conn, names[id], sql, nparams, NULL);
+		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
+			int rc = store_classify(conn, p, "prepare");
+			PQclear(p);
+			return rc;
+		}
+		PQclear(p);
+		store_prep.prepared[id] = true;
+	}
+	PGresult *res = PQexecPrepared(conn, names[id], nparams, params, NULL, NULL, 0);
+	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		if (out)
+			*out = res;
+		else
+			PQclear(res);
+		return PG_OK;
+	}
+	int rc = store_classify(conn, res, "statement");
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (state && strcmp(state, "26000") == 0) /* the session lost it: prepare again */
+		store_prep.prepared[id] = false;
+	PQclear(res);
+	return rc;
+}
+
+#define GET_SAGA_SQL "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"
+
 int store_apply_schema(PGconn *conn)
 {
 	int rc = pg_begin(conn);
@@ -87,49 +158,39 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
 	    qty, amount, next, deadline};
 	PGresult *r = NULL;
 	*created = false;
-	int rc = pg_begin(conn);
-	if (rc != 0)
-		return rc;
-	rc = pg_exec(conn,
-	    "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at, "
-	    "step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS(
-	        "$8") ") "
-	              "ON CONFLICT (saga_id) DO NOTHING RETURNING " SAGA_COLS,
+	/* the saga row and its "started" history row in ONE statement, so one
+	 * transaction without BEGIN/COMMIT round trips */
+	int rc = store_exec(conn, STMT_INSERT_SAGA,
+	    "WITH ins AS ("
+	    "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
+	    "    step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS(
+	        "$8") ")"
+	              "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
+	              " hist AS ("
+	              "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, "
+	              "reason)"
+	              "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
+	              " SELECT " SAGA_COLS " FROM ins",
 	    8, p, &r);
 	if (rc != 0)
-		goto out_rollback;
+		return rc;
 	if (PQntuples(r) == 1) {
 		store_read_row(r, 0, existing);
 		*created = true;
-		rc = store_insert_history(
-		    conn, row->saga_id, 1, SAGA_STATE_UNSPECIFIED, row->s.state, "started", "");
-		if (rc != 0)
-			goto out_rollback;
-	} else {
 		PQclear(r);
-		r = NULL;
-		rc = pg_exec(conn, "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1", 1, p, &r);
-		if (rc != 0)
-			goto out_rollback;
-		if (PQntuples(r) != 1) {
-			rc = -ENOENT; /* cannot happen: the conflict saw it */
-			goto out_rollback;
-		}
-		store_read_row(r, 0, existing);
+		return 0;
 	}
 	PQclear(r);
-	return pg_commit(conn);
-out_rollback:
-	PQclear(r);
-	pg_rollback(conn);
-	return rc;
+	/* a duplicate: the conflict waited for the first insert, so it is there */
+	rc = store_get_saga(conn, row->saga_id, existing);
+	return rc == -ENOENT ? -ENOENT : rc;
 }
 
 int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
 {
 	PGresult *r = NULL;
 	const char *p[1] = {saga_id};
-	int rc = pg_exec(conn, "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1", 1, p, &r);
+	int rc = store_exec(conn, STMT_GET_SAGA, GET_SAGA_SQL, 1, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 0) {
@@ -271,12 +332,184 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	return rc;
 }
 
+/* A growing text buffer for the array parameters of the batched statement. */
+typedef struct store_buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} store_buf;
+
+static void store_buf_put(store_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *q = realloc(b->p, cap);
+		if (q == NULL) {
+			b->oom = true;
+			return;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* store_buf_elem appends one element of a PostgreSQL array literal: NULL,
+ * or the text double-quoted with " and \ escaped (any text is safe). */
+static void store_buf_elem(store_buf *b, bool first, const char *text)
+{
+	store_buf_put(b, first ? "{" : ",", 1);
+	if (text == NULL) {
+		store_buf_put(b, "NULL", 4);
+		return;
+	}
+	store_buf_put(b, "\"", 1);
+	for (const char *c = text; *c; c++) {
+		size_t run = strcspn(c, "\"\\");
+		store_buf_put(b, c, run);
+		c += run;
+		if (*c == '\0')
+			break;
+		store_buf_put(b, "\\", 1);
+		store_buf_put(b, c, 1);
+	}
+	store_buf_put(b, "\"", 1);
+}
+
+/* The columns of the batched statement, one array parameter each. */
+enum {
+	SB_ID,
+	SB_STATE,
+	SB_REASON,
+	SB_ATTEMPTS,
+	SB_ATTENTION,
+	SB_NEXT,
+	SB_DEADLINE,
+	SB_VERSION,
+	SB_FROM,
+	SB_EVENT,
+	SB_COLS
+};
+
+#define TSC(c) "(CASE WHEN " c " = 0 THEN NULL ELSE to_timestamp(" c " / 1000.0) END)"
+
+/* store_apply_batch writes all of `ups` with one statement: a version-checked
+ * UPDATE ... FROM unnest(arrays) and, in the same statement, the history rows
+ * of the updates that applied. Each input row carries its position (`idx`),
+ * so the rows returned say exactly which updates applied. The caller makes
+ * sure no saga appears twice (an UPDATE ... FROM touches a row once). */
+static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
+{
+	store_buf cols[SB_COLS];
+	memset(cols, 0, sizeof cols);
+	char num[24];
+	for (size_t i = 0; i < n; i++) {
+		const store_update *u = &ups[i];
+		const saga_row *b = u->before;
+		bool f = i == 0;
+		store_buf_elem(&cols[SB_ID], f, b->saga_id);
+		store_buf_elem(&cols[SB_STATE], f, saga_state_name(u->next.state));
+		store_buf_elem(&cols[SB_REASON], f, u->next.reason);
+		snprintf(num, sizeof num, "%" PRId32, u->next.attempts);
+		store_buf_elem(&cols[SB_ATTEMPTS], f, num);
+		store_buf_elem(&cols[SB_ATTENTION], f, u->next.attention ? "t" : "f");
+		snprintf(num, sizeof num, "%" PRId64, u->next.next_attempt_ms);
+		store_buf_elem(&cols[SB_NEXT], f, num);
+		snprintf(num, sizeof num, "%" PRId64, u->next.step_deadline_ms);
+		store_buf_elem(&cols[SB_DEADLINE], f, num);
+		snprintf(num, sizeof num, "%" PRId64, b->version);
+		store_buf_elem(&cols[SB_VERSION], f, num);
+		store_buf_elem(&cols[SB_FROM], f, saga_state_name(b->s.state));
+		/* the history row of this update, if it needs one */
+		const char *event = u->state_changed ? u->event
+		    : u->attention_raised            ? "attention"
+		                                     : NULL;
+		store_buf_elem(&cols[SB_EVENT], f, event);
+	}
+	const char *p[SB_COLS];
+	int rc = 0;
+	for (int k = 0; k < SB_COLS; k++) {
+		store_buf_put(&cols[k], "}", 1);
+		if (cols[k].oom)
+			rc = -ENOMEM;
+		p[k] = cols[k].p;
+	}
+	PGresult *r = NULL;
+	if (rc == 0)
+		rc = store_exec(conn, STMT_APPLY_BATCH,
+		    "WITH u AS ("
+		    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
+		    "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
+		    "    $10::text[]) WITH ORDINALITY"
+		    "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
+		    "      from_state, event, idx)),"
+		    " upd AS ("
+		    "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = "
+		    "u.attempts,"
+		    "    attention = u.attention, next_attempt_at = " TSC(
+		        "u.next_ms") ","
+		                     "    step_deadline = " TSC(
+		                         "u.deadline_ms") ","
+		                                          "    version = s.version + 1, updated_at "
+		                                          "= now()"
+		                                          "  FROM u WHERE s.saga_id = u.id AND "
+		                                          "s.version = u.ver"
+		                                          "  RETURNING u.idx),"
+		                                          " hist AS ("
+		                                          "  INSERT INTO saga_history (saga_id, "
+		                                          "version, from_state, to_state, event, "
+		                                          "reason)"
+		                                          "  SELECT u.id, u.ver + 1, u.from_state, "
+		                                          "u.state, u.event, u.reason"
+		                                          "  FROM upd JOIN u USING (idx) WHERE "
+		                                          "u.event IS NOT NULL ORDER BY u.idx)"
+		                                          " SELECT idx FROM upd",
+		    SB_COLS, p, &r);
+	for (int k = 0; k < SB_COLS; k++)
+		free(cols[k].p);
+	if (rc != 0)
+		return rc;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t idx = pg_get_i64(r, i, 0);
+		if (idx >= 1 && (size_t)idx <= n)
+			ups[idx - 1].applied = true;
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* store_has_duplicates is true when a saga appears twice in `ups` (a
+ * duplicated reply): those batches take the statement-per-update path, where
+ * the first update wins the version check and the second loses it. */
+static bool store_has_duplicates(const store_update *ups, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(ups[i].before->saga_id, ups[j].before->saga_id) == 0)
+				return true;
+	return false;
+}
+
 int store_apply(PGconn *conn, store_update *ups, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		ups[i].applied = false;
 	if (n == 0)
 		return 0;
+	if (!store_has_duplicates(ups, n)) {
+		/* one statement is one transaction: no BEGIN/COMMIT round trips */
+		int rc = store_apply_batch(conn, ups, n);
+		if (rc != 0)
+			for (size_t i = 0; i < n; i++)
+				ups[i].applied = false;
+		return rc;
+	}
 	int rc = pg_begin(conn);
 	if (rc != 0)
 		return rc;
