@@ -42,3 +42,10 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# The benchmark of docs/benchmarks.md: pgbench's limit L on a durable
+# throwaway cluster, then sagabench at C=1, C=64 and half the peak rate
+# (bench/compare.sh; about 4 minutes). Knobs: RUNS, BENCH_SECS, PGB_SECS, MIX.
+.PHONY: bench
+bench: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
