@@ -49,3 +49,10 @@ clean:
 .PHONY: bench
 bench: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
+
+# The compose stack for real on podman (tests/compose/run.sh, as root):
+# builds the images, runs the seed lab and an orchestrator kill through
+# docker-compose, tears everything down. Skips only where containers cannot run.
+.PHONY: test-compose
+test-compose: deps
+	@bash tests/compose/run.sh

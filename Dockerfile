@@ -1,0 +1,45 @@
+# One image for the three daemons and sagactl (compose.yaml picks the command
+# per service). Multi-stage: the build stage has the -dev packages and CMake,
+# the runtime stage only the shared libraries, the four binaries and a
+# non-root user. No configuration and no secrets in the image: everything
+# comes from SAGA_* environment variables (docs/operations.md).
+#
+#   docker build -t sagas .                                  # debian:bookworm-slim
+#   docker build --build-arg BASE=localhost/debian:bookworm -t sagas .
+ARG BASE=debian:bookworm-slim
+
+FROM ${BASE} AS build
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io build-essential cmake pkg-config \
+      libnng-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
+      libjansson-dev libcmocka-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# The whole tree minus .dockerignore (docs, git, build folders, deployment
+# files): edits to those keep the compile layer cached.
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAGA_WERROR=OFF >/dev/null \
+ && cmake --build /build -j "$(nproc)" --target orchestratord stockd paymentd sagactl \
+ && mkdir -p /out \
+ && install -s -m 0755 /build/bin/orchestratord /build/bin/stockd /build/bin/paymentd \
+      /build/bin/sagactl /out/
+
+FROM ${BASE} AS runtime
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
+      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 saga \
+ && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin saga
+COPY --from=build /out/ /usr/local/bin/
+USER saga:saga
+# Inside a container the daemons listen on every interface; the defaults of
+# the peers' URLs are compose.yaml's service names.
+ENV SAGA_ORCHESTRATOR_LISTEN=tcp://0.0.0.0:7101 \
+    SAGA_STOCK_LISTEN=tcp://0.0.0.0:7102 \
+    SAGA_PAYMENT_LISTEN=tcp://0.0.0.0:7103
+EXPOSE 7101 7102 7103
+CMD ["orchestratord"]
