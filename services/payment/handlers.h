@@ -7,13 +7,11 @@
 
 #include <stdint.h>
 
+#include "participant.h"
 #include "rpc.h"
 
 /* What every worker shares; borrowed by the server until it stops. */
-typedef struct payment_app {
-	const char *conninfo;    /* libpq connection string of the payment database */
-	int64_t connect_wait_ms; /* how long a starting worker waits for it */
-} payment_app;
+typedef participant_app payment_app;
 
 /* payment_rpc_ops serves sagas.v1.Payment with `app` a payment_app: each worker
  * thread owns one payment_store (one PGconn). Bad input is answered

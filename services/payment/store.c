@@ -291,7 +291,7 @@ static int payment_store_try_list(
 	 * on the database's locale. */
 	rc = pg_exec(s->conn,
 	    "SELECT a.customer, a.balance, coalesce(c.n, 0), "
-	    "coalesce(least(c.total, 9223372036854775807), 0)::bigint "
+	    "least(coalesce(c.total, 0), 9223372036854775807)::bigint "
 	    "FROM accounts a LEFT JOIN (SELECT customer, count(*) AS n, sum(amount) AS total "
 	    "FROM charges WHERE status = 'CHARGED' GROUP BY customer) c "
 	    "ON c.customer = a.customer ORDER BY a.customer COLLATE \"C\"",

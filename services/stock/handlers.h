@@ -7,13 +7,11 @@
 
 #include <stdint.h>
 
+#include "participant.h"
 #include "rpc.h"
 
 /* What every worker shares; borrowed by the server until it stops. */
-typedef struct stock_app {
-	const char *conninfo;    /* libpq connection string of the stock database */
-	int64_t connect_wait_ms; /* how long a starting worker waits for it */
-} stock_app;
+typedef participant_app stock_app;
 
 /* stock_rpc_ops serves sagas.v1.Stock with `app` a stock_app: each worker
  * thread owns one stock_store (one PGconn). Bad input is answered

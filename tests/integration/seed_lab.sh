@@ -24,4 +24,7 @@ report=$(ctl report --json | tail -n 1)
 assert_eq "report: charged" "1" "$(jq -r '.summary.charged' <<<"$report")"
 assert_eq "report: A1 on hand" "3" "$(jq -r '.stock[] | select(.sku == "A1") | .on_hand' <<<"$report")"
 assert_eq "report: ali" "300.00" "$(jq -r '.accounts[] | select(.customer == "ali") | .balance' <<<"$report")"
+accounts=$(ctl accounts --json)
+assert_eq "accounts: ali charged once" "1 20000" "$(jq -r '.accounts[] | select(.customer == "ali") | "\(.charged_count) \(.charged_amount_minor)"' <<<"$accounts")"
+assert_eq "accounts: sara never charged" "0 0" "$(jq -r '.accounts[] | select(.customer == "sara") | "\(.charged_count) \(.charged_amount_minor)"' <<<"$accounts")"
 finish

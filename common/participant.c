@@ -1,0 +1,116 @@
+#include "participant.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "fault.h"
+#include "health.h"
+#include "log.h"
+
+/* A worker that starts while the database is briefly away does not hold up
+ * the others: it connects on its first call instead. */
+#define PARTICIPANT_WORKER_CONNECT_WAIT_MS 1000
+
+typedef struct participant_config {
+	char listen[CONFIG_STR_MAX];
+	char db[CONFIG_STR_MAX];
+	int64_t workers;
+	char log_level[CONFIG_STR_MAX];
+	int64_t max_msg;
+	int64_t db_wait;
+	char fault[CONFIG_STR_MAX];
+} participant_config;
+
+/* one database probe per process, for sagas.v1.Health */
+static health_db *participant_health;
+
+static bool participant_healthy(void *app)
+{
+	(void)app;
+	return health_db_check(participant_health);
+}
+
+int participant_main(const participant_desc *d, int argc, char **argv)
+{
+	/* environment names are the daemon's prefix and the option's */
+	enum { N = 7 };
+	static char env[N][64], help_fault[160], usage[64], file_env[64];
+	static const char *const suffix[N]
+	    = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG", "DB_WAIT_MS", "FAULT"};
+	for (int i = 0; i < N; i++)
+		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
+	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
+	    d->fault_example);
+	snprintf(usage, sizeof usage, "%s [options]", d->prog);
+	snprintf(file_env, sizeof file_env, "%s_CONFIG", d->env_prefix);
+	const config_opt opts[N] = {
+	    {"listen", env[0], CONFIG_STR, d->default_listen, 0, 0,
+	        offsetof(participant_config, listen), "nng URL to serve on", "URL"},
+	    {"db", env[1], CONFIG_STR, d->default_db, 0, 0, offsetof(participant_config, db),
+	        "libpq connection string of the database", "CONNINFO"},
+	    {"workers", env[2], CONFIG_INT, "4", 1, 64, offsetof(participant_config, workers),
+	        "worker threads, each with its own connection", NULL},
+	    {"log-level", env[3], CONFIG_STR, "info", 0, 0, offsetof(participant_config, log_level),
+	        "debug, info, warn or error", "LEVEL"},
+	    {"max-msg", env[4], CONFIG_INT, "1048576", 1024, 1073741824,
+	        offsetof(participant_config, max_msg), "largest request frame accepted", "BYTES"},
+	    {"db-wait", env[5], CONFIG_INT, "30000", 0, 3600000,
+	        offsetof(participant_config, db_wait), "how long to wait for the database at start",
+	        "MS"},
+	    {"fault", env[6], CONFIG_STR, "", 0, 0, offsetof(participant_config, fault), help_fault,
+	        "SPEC"},
+	};
+	participant_config cfg;
+	int rc = config_load(opts, N, &cfg, argc, argv, usage, d->summary, file_env, NULL);
+	if (rc == CONFIG_DONE_HELP)
+		return 0;
+	if (rc != 0)
+		return 2;
+	enum log_level level;
+	if (log_level_parse(cfg.log_level, &level) != 0) {
+		fprintf(stderr, "error: invalid value for log-level: \"%s\"\n", cfg.log_level);
+		return 2;
+	}
+	log_init(d->prog, level);
+	if (!rpc_url_ok(cfg.listen)) {
+		fprintf(stderr,
+		    "error: invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
+		    "ipc://PATH URL\n",
+		    cfg.listen);
+		return 2;
+	}
+	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
+		return 2;
+
+	if (d->migrate(cfg.db, cfg.db_wait) != 0) {
+		log_error(NULL, "could not start: the schema could not be applied");
+		return 1;
+	}
+	participant_app app
+	    = {.conninfo = cfg.db, .connect_wait_ms = PARTICIPANT_WORKER_CONNECT_WAIT_MS};
+	if (health_db_open(&participant_health, cfg.db) != 0) {
+		log_error(NULL, "could not start: out of memory");
+		return 1;
+	}
+	/* the daemon's own handlers, plus the database probe of sagas.v1.Health */
+	rpc_server_ops ops = *d->ops;
+	ops.healthy = participant_healthy;
+	ops.service = d->service;
+	rpc_server *srv = NULL;
+	rc = rpc_server_start(&srv, cfg.listen, (int)cfg.workers, (size_t)cfg.max_msg, &ops, &app);
+	if (rc != 0) {
+		log_error(NULL, "could not start: could not listen on %s", cfg.listen);
+		health_db_close(participant_health);
+		return 1;
+	}
+	daemon_install_signals();
+	log_info(NULL, "%s listening on %s", d->prog, cfg.listen);
+	daemon_wait_for_stop(100);
+	log_info(NULL, "%s stopping", d->prog);
+	rpc_server_stop(srv);
+	health_db_close(participant_health);
+	return 0;
+}
