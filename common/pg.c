@@ -134,3 +134,44 @@ int64_t pg_get_i64(const PGresult *res, int row, int col)
 		return 0;
 	return strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
+
+int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, const char *what)
+{
+	const char *key[] = {lock_key};
+	int rc = pg_begin(conn);
+	if (rc != 0)
+		return rc;
+	/* "relation already exists, skipping" on every restart is noise */
+	rc = pg_run(conn, "SET LOCAL client_min_messages = warning", 0, NULL);
+	if (rc == 0)
+		rc = pg_run(conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, key);
+	if (rc != 0)
+		goto out_rollback;
+	/* several statements: the extended protocol behind pg_exec refuses
+	 * them, and with no parameters the simple protocol is safe */
+	PGresult *res = PQexec(conn, schema_sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
+		log_error(NULL, "could not apply %s schema: %s", what,
+		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+		PQclear(res);
+		goto out_rollback;
+	}
+	PQclear(res);
+	return pg_commit(conn);
+out_rollback:
+	pg_rollback(conn);
+	return rc;
+}
+
+int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const char *lock_key,
+    const char *schema_sql, const char *what)
+{
+	PGconn *conn = pg_connect(conninfo, wait_ms);
+	if (conn == NULL)
+		return PG_ERR_CONNECTION;
+	int rc = pg_apply_schema(conn, lock_key, schema_sql, what);
+	PQfinish(conn);
+	return rc;
+}

@@ -55,6 +55,18 @@ void pg_rollback(PGconn *conn);
  * connection is usable afterwards. */
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
 
+/* pg_apply_schema runs `schema_sql` (several statements, no parameters) in
+ * one transaction under the advisory lock `lock_key` (a bigint as text), so
+ * daemons starting together apply it one at a time; NOTICEs are silenced.
+ * `what` names the schema in the error log. Returns 0 or an enum pg_err. */
+int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, const char *what)
+    __attribute__((warn_unused_result));
+
+/* pg_connect_and_apply_schema is pg_apply_schema on a connection of its own,
+ * made with pg_connect (waiting up to wait_ms) and closed afterwards. */
+int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const char *lock_key,
+    const char *schema_sql, const char *what) __attribute__((warn_unused_result));
+
 /* pg_get_i64 reads column `col` of row `row` as an int64 (0 when NULL). */
 int64_t pg_get_i64(const PGresult *res, int row, int col);
 

@@ -113,24 +113,8 @@ static int store_exec(PGconn *conn, enum store_stmt id, const char *sql, int npa
 
 int store_apply_schema(PGconn *conn)
 {
-	int rc = pg_begin(conn);
-	if (rc != 0)
-		return rc;
-	/* one schema change at a time when several daemons start together */
-	rc = pg_run(conn, "SELECT pg_advisory_xact_lock(7101)", 0, NULL);
-	if (rc == 0) {
-		PGresult *r = PQexec(conn, orchestrator_schema_sql);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-			log_error(NULL, "could not apply schema: %s", PQresultErrorMessage(r));
-			rc = pg_classify(PQresultErrorField(r, PG_DIAG_SQLSTATE));
-		}
-		PQclear(r);
-	}
-	if (rc != 0) {
-		pg_rollback(conn);
-		return rc;
-	}
-	return pg_commit(conn);
+	/* one schema change at a time when several orchestrators start together */
+	return pg_apply_schema(conn, "7101", orchestrator_schema_sql, "orchestrator");
 }
 
 static int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,

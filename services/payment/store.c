@@ -28,40 +28,8 @@ struct payment_store {
 
 int payment_store_migrate(const char *conninfo, int64_t wait_ms)
 {
-	PGconn *conn = pg_connect(conninfo, wait_ms);
-	if (conn == NULL)
-		return PG_ERR_CONNECTION;
-	const char *key[] = {PAYMENT_SCHEMA_LOCK_KEY};
-	int rc = pg_begin(conn);
-	if (rc != 0)
-		goto out_finish;
-	/* "relation already exists, skipping" on every restart is noise */
-	rc = pg_run(conn, "SET LOCAL client_min_messages = warning", 0, NULL);
-	if (rc == 0)
-		rc = pg_run(conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, key);
-	if (rc != 0)
-		goto out_rollback;
-	/* The schema file holds several statements, which the extended query
-	 * protocol behind pg_exec refuses; it takes no parameters, so the
-	 * simple protocol is safe here. */
-	PGresult *res = PQexec(conn, payment_schema_sql);
-	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
-		log_error(NULL, "could not apply payment schema: %s",
-		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-		PQclear(res);
-		goto out_rollback;
-	}
-	PQclear(res);
-	rc = pg_commit(conn);
-	if (rc == 0)
-		goto out_finish;
-out_rollback:
-	pg_rollback(conn);
-out_finish:
-	PQfinish(conn);
-	return rc;
+	return pg_connect_and_apply_schema(
+	    conninfo, wait_ms, PAYMENT_SCHEMA_LOCK_KEY, payment_schema_sql, "payment");
 }
 
 int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms)
