@@ -388,6 +388,32 @@ enum {
  * of the updates that applied. Each input row carries its position (`idx`),
  * so the rows returned say exactly which updates applied. The caller makes
  * sure no saga appears twice (an UPDATE ... FROM touches a row once). */
+/* clang-format off */
+/* The transitions of a batch as one statement (one implicit transaction):
+ * version-checked UPDATEs (rule 7) and the history rows of the ones that
+ * applied (rule 8). Returns the 1-based index of every update that applied. */
+static const char store_apply_batch_sql[] =
+    "WITH u AS ("
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
+    "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
+    "    $10::text[]) WITH ORDINALITY"
+    "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
+    "      from_state, event, idx)),"
+    " upd AS ("
+    "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = u.attempts,"
+    "    attention = u.attention, next_attempt_at = " TSC("u.next_ms") ","
+    "    step_deadline = " TSC("u.deadline_ms") ","
+    "    version = s.version + 1, updated_at = now()"
+    "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver"
+    "  RETURNING u.idx),"
+    " hist AS ("
+    "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
+    "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
+    "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
+    " SELECT idx FROM upd";
+
+/* clang-format on */
+
 static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 {
 	store_buf cols[SB_COLS];
@@ -426,35 +452,7 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 	}
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = store_exec(conn, STMT_APPLY_BATCH,
-		    "WITH u AS ("
-		    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
-		    "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
-		    "    $10::text[]) WITH ORDINALITY"
-		    "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
-		    "      from_state, event, idx)),"
-		    " upd AS ("
-		    "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = "
-		    "u.attempts,"
-		    "    attention = u.attention, next_attempt_at = " TSC(
-		        "u.next_ms") ","
-		                     "    step_deadline = " TSC(
-		                         "u.deadline_ms") ","
-		                                          "    version = s.version + 1, updated_at "
-		                                          "= now()"
-		                                          "  FROM u WHERE s.saga_id = u.id AND "
-		                                          "s.version = u.ver"
-		                                          "  RETURNING u.idx),"
-		                                          " hist AS ("
-		                                          "  INSERT INTO saga_history (saga_id, "
-		                                          "version, from_state, to_state, event, "
-		                                          "reason)"
-		                                          "  SELECT u.id, u.ver + 1, u.from_state, "
-		                                          "u.state, u.event, u.reason"
-		                                          "  FROM upd JOIN u USING (idx) WHERE "
-		                                          "u.event IS NOT NULL ORDER BY u.idx)"
-		                                          " SELECT idx FROM upd",
-		    SB_COLS, p, &r);
+		rc = store_exec(conn, STMT_APPLY_BATCH, store_apply_batch_sql, SB_COLS, p, &r);
 	for (int k = 0; k < SB_COLS; k++)
 		free(cols[k].p);
 	if (rc != 0)
