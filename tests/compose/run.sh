@@ -27,12 +27,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # container-lab: $CONTAINER_LAB_TOOLS, else ../shared/tools/container-lab next
-# to the clone, else /work/shared/tools/container-lab.
+# to the clone, else /work/shared/tools/container-lab, else the copy in
+# tests/compose/lab.
 tools=""
-for d in "${CONTAINER_LAB_TOOLS:-}" "$repo/../shared/tools/container-lab" /work/shared/tools/container-lab; do
+for d in "${CONTAINER_LAB_TOOLS:-}" "$repo/../shared/tools/container-lab" \
+  /work/shared/tools/container-lab "$repo/tests/compose/lab"; do
   if [ -n "$d" ] && [ -x "$d/install.sh" ]; then tools=$(cd "$d" && pwd); break; fi
 done
 [ -n "$tools" ] || fail "container-lab not found (set CONTAINER_LAB_TOOLS)"
+say "container-lab: $tools"
 export LAB="$repo/.container-lab"
 mkdir -p "$LAB"
 
