@@ -17,8 +17,14 @@ static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 		    "could not decode SetFaultRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len))
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode SetFaultRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
 	int kind = (int)req->kind;
-	if (kind < FAULT_DELAY || kind > FAULT_DUPLICATE_REPLY) {
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		/* refused above */
+	} else if (kind < FAULT_DELAY || kind > FAULT_DUPLICATE_REPLY) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid kind: %d is not a FaultKind", kind);
 	} else if (req->method[0] != '\0' && !valid_name(req->method)) {

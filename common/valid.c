@@ -141,3 +141,8 @@ void saga_id_new(char out[VALID_UUID_LEN + 1])
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, out);
 }
+
+bool valid_pb_exact(const ProtobufCMessage *msg, size_t wire_len)
+{
+	return protobuf_c_message_get_packed_size(msg) == wire_len;
+}

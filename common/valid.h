@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 #define VALID_NAME_MAX   64                 /* bytes, for sku and customer */
 #define VALID_QTY_MAX    1000000            /* units */
 #define VALID_AMOUNT_MAX 1000000000000000LL /* minor units (10^15) */
@@ -35,6 +37,14 @@ int money_parse(const char *text, bool allow_zero, int64_t *out);
 /* money_format writes minor units as "123.45" (negative as "-1.05") into
  * buf (at least 32 bytes). Returns buf. */
 char *money_format(int64_t minor, char *buf, size_t len);
+
+/* valid_pb_exact is true when `msg`, just unpacked from `wire_len` bytes,
+ * packs back to exactly that many bytes. A string with a NUL byte inside is
+ * cut short by protobuf-c's unpacking ("A1\0x" reads as "A1"), overlong
+ * varints shrink: both are refused this way instead of applied as something
+ * the sender did not write. Encoders of every language produce the
+ * canonical form, and unknown fields are kept, so newer clients pass. */
+bool valid_pb_exact(const ProtobufCMessage *msg, size_t wire_len);
 
 /* saga_id_new writes a new random (version 4) UUID, canonical lowercase, into
  * out (at least 37 bytes). Uses libuuid. */

@@ -134,6 +134,12 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		    "could not decode StartSagaRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode StartSagaRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		goto out_free;
+	}
 	if (!api_check_order(req->order, reply))
 		goto out_free;
 	saga_row row;
@@ -199,6 +205,12 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 		    "could not decode GetSagaRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode GetSagaRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		goto out_free;
+	}
 	if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
@@ -233,6 +245,13 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode ListSagasRequest");
+		return;
+	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ListSagasRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		sagas__v1__list_sagas_request__free_unpacked(req, NULL);
 		return;
 	}
 	saga_row *rows = NULL;
@@ -289,6 +308,13 @@ static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_repl
 		    "could not decode GetSagaHistoryRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode GetSagaHistoryRequest: not a canonical encoding (a NUL byte "
+		    "in a string?)");
+		sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
+		return;
+	}
 	store_history_entry *hs = NULL;
 	size_t n = 0;
 	Sagas__V1__HistoryEntry *ms = NULL, **mp = NULL;
@@ -343,6 +369,12 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode RetrySagaRequest");
 		return;
+	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode RetrySagaRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		goto out_free;
 	}
 	if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",

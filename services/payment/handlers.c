@@ -119,6 +119,12 @@ static void payment_charge(payment_store *st, const rpc_request *call, rpc_reply
 		payment_malformed(r, "ChargePaymentRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ChargePaymentRequest: not a canonical encoding (a NUL byte "
+		    "in a string?)");
+		goto out_free;
+	}
 	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
 	    || !payment_check_amount(r, req->amount))
 		goto out_free;
@@ -152,6 +158,12 @@ static void payment_refund(payment_store *st, const rpc_request *call, rpc_reply
 		payment_malformed(r, "RefundPaymentRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode RefundPaymentRequest: not a canonical encoding (a NUL byte "
+		    "in a string?)");
+		goto out_free;
+	}
 	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
 	    || !payment_check_amount(r, req->amount))
 		goto out_free;
@@ -183,6 +195,12 @@ static void payment_deposit(payment_store *st, const rpc_request *call, rpc_repl
 	if (req == NULL) {
 		payment_malformed(r, "DepositRequest");
 		return;
+	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode DepositRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		goto out_free;
 	}
 	if (!payment_check_customer(r, req->customer) || !payment_check_amount(r, req->amount))
 		goto out_free;
@@ -217,6 +235,13 @@ static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *
 	    = sagas__v1__list_accounts_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		payment_malformed(r, "ListAccountsRequest");
+		return;
+	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ListAccountsRequest: not a canonical encoding (a NUL byte in "
+		    "a string?)");
+		sagas__v1__list_accounts_request__free_unpacked(req, NULL);
 		return;
 	}
 	bool include = req->include_charges;

@@ -115,6 +115,12 @@ static void stock_reserve(stock_store *st, const rpc_request *call, rpc_reply *r
 		stock_malformed(r, "ReserveStockRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ReserveStockRequest: not a canonical encoding (a NUL byte in "
+		    "a string?)");
+		goto out_free;
+	}
 	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
 	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
 		goto out_free;
@@ -147,6 +153,12 @@ static void stock_release(stock_store *st, const rpc_request *call, rpc_reply *r
 		stock_malformed(r, "ReleaseStockRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ReleaseStockRequest: not a canonical encoding (a NUL byte in "
+		    "a string?)");
+		goto out_free;
+	}
 	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
 	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
 		goto out_free;
@@ -178,6 +190,12 @@ static void stock_set(stock_store *st, const rpc_request *call, rpc_reply *r)
 		stock_malformed(r, "SetStockRequest");
 		return;
 	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode SetStockRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		goto out_free;
+	}
 	if (!stock_check_sku(r, req->sku)
 	    || !stock_check_range(r, "on_hand", req->on_hand, 0, VALID_AMOUNT_MAX))
 		goto out_free;
@@ -204,6 +222,13 @@ static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 	    = sagas__v1__list_stock_request__unpack(NULL, call->payload_len, call->payload);
 	if (req == NULL) {
 		stock_malformed(r, "ListStockRequest");
+		return;
+	}
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode ListStockRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+		sagas__v1__list_stock_request__free_unpacked(req, NULL);
 		return;
 	}
 	bool include = req->include_reservations;

@@ -103,6 +103,27 @@ static void check_target(const target *t)
 	expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "bad_field");
 	free(buf);
 
+	/* a string with a NUL byte inside would be cut short by the decoder:
+	 * refused, never applied as the shorter name */
+	if (strcmp(t->env, "STOCK_URL") == 0) {
+		uint8_t nul[64];
+		size_t k = 0;
+		const char *id = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+		nul[k++] = 0x0a; /* saga_id */
+		nul[k++] = 36;
+		memcpy(nul + k, id, 36);
+		k += 36;
+		nul[k++] = 0x12; /* sku = "A1\0x" */
+		nul[k++] = 4;
+		memcpy(nul + k, "A1\0x", 4);
+		k += 4;
+		nul[k++] = 0x18; /* qty = 1 */
+		nul[k++] = 1;
+		n = envelope(t->method, nul, k, &buf);
+		expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "malformed_payload");
+		free(buf);
+	}
+
 	/* a frame over the 1 MiB limit is dropped (no reply) */
 	size_t big = 2u << 20;
 	uint8_t *huge = calloc(1, big);
