@@ -640,6 +640,7 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 	const char *method = "/sagas.v1.Orchestrator/GetSaga";
 	int64_t deadline = clock_mono_ms() + c->o.wait_timeout_ms;
 	saga_state last = SAGA_STATE_UNSPECIFIED;
+	bool answered_last = false; /* did the latest poll get a reply? */
 	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
 	req.saga_id = (char *)id;
 	for (;;) {
@@ -652,6 +653,7 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 		    t > 0 ? t : 1, true, &res);
 		if (rc > 0)
 			return rc;
+		answered_last = rc == 0;
 		if (rc == 0) {
 			Sagas__V1__GetSagaReply *rep
 			    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
@@ -670,6 +672,14 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 		}
 		/* rc < 0: the orchestrator did not answer in time; keep polling */
 		left = deadline - clock_mono_ms();
+		if (left <= 0 && !answered_last)
+			return ctl_error(
+			    "saga %s: the orchestrator at %s stopped answering while "
+			    "waiting (last seen %s); the saga resumes when it is back, "
+			    "see 'sagactl get %s'",
+			    id, c->o.url[CTL_SVC_ORCHESTRATOR],
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name(last),
+			    id);
 		if (left <= 0)
 			return ctl_error("saga %s did not finish within %" PRId64
 			                 " ms (last seen %s); it goes on, see 'sagactl get %s'",
@@ -910,12 +920,14 @@ static int ctl_history(ctl_ctx *c, char **args)
 			const Sagas__V1__HistoryEntry *e = rep->entries[i];
 			char at[32];
 			ok = ctl_json_append(a,
-			    json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:s}", "version",
+			    json_pack("{s:I, s:I, s:s, s:s?, s:s, s:s, s:s}", "version",
 			        (json_int_t)e->version, "at_unix_ms", (json_int_t)e->at_unix_ms,
 			        "at", ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state",
-			        saga_state_name((saga_state)e->from_state), "to_state",
-			        saga_state_name((saga_state)e->to_state), "event", e->event,
-			        "reason", e->reason));
+			        e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
+			            ? NULL /* the start has no state before it */
+			            : saga_state_name((saga_state)e->from_state),
+			        "to_state", saga_state_name((saga_state)e->to_state), "event",
+			        e->event, "reason", e->reason));
 		}
 		if (!ok) {
 			json_decref(a);
