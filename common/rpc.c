@@ -296,12 +296,32 @@ void rpc_server_stop(rpc_server *s)
 	free(s);
 }
 
-/* ---- client ---- */
+/* ---- client ----
+ *
+ * Timeouts. A call's deadline is kept by the client's own timer thread,
+ * never by nng's aio timeouts (nng_aio_set_timeout, NNG_OPT_RECVTIMEO):
+ * with nng 1.5.2 the "nng:aio:expire" thread takes an expired aio's cancel
+ * function and its argument (our REQ context) under its lock, drops the lock
+ * and calls it; when the reply lands in that window, our callback closes the
+ * context and the expire thread then cancels on a freed context (SIGSEGV on
+ * a null pointer in that thread, or heap corruption, under a burst of
+ * commands timing out). The timer thread instead cancels with nng_aio_cancel
+ * while holding c->mtx, and a call unlinks itself from the timer under c->mtx
+ * before it closes its context, so a context is never closed while it is
+ * being cancelled. tests/unit/test_rpc_timeout_storm.c is the reproducer. */
+
+typedef struct rpc_pending rpc_pending;
 
 struct rpc_client {
 	nng_socket sock;
 	rpc_client_opts opts;
 	atomic_uint_fast64_t next_id;
+	nng_mtx *mtx; /* guards everything below and every rpc_pending's timer fields */
+	nng_cv *cv;
+	nng_thread *timer;
+	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
+	long calls;               /* calls started and not yet finished */
+	bool closing;
 };
 
 bool rpc_url_ok(const char *url)
@@ -318,6 +338,17 @@ bool rpc_url_ok(const char *url)
 	return false;
 }
 
+static void rpc_timer_main(void *arg);
+
+static void rpc_client_free(rpc_client *c)
+{
+	if (c->cv)
+		nng_cv_free(c->cv);
+	if (c->mtx)
+		nng_mtx_free(c->mtx);
+	free(c);
+}
+
 int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
 {
 	rpc_client *c = calloc(1, sizeof *c);
@@ -327,9 +358,13 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 		c->opts = *opts;
 	if (c->opts.max_msg == 0)
 		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
+	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
+		rpc_client_free(c);
+		return -ENOMEM;
+	}
 	int rv = nng_req0_open(&c->sock);
 	if (rv != 0) {
-		free(c);
+		rpc_client_free(c);
 		return rpc_errno(rv);
 	}
 	/* REQ resends every 60 s by default; make it explicit (house style) */
@@ -343,10 +378,16 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 		if (!c->opts.connect_now) /* the CLI reports it itself */
 			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
 		nng_close(c->sock);
-		free(c);
+		rpc_client_free(c);
 		return rpc_errno(rv);
 	}
 	atomic_init(&c->next_id, 1);
+	rv = nng_thread_create(&c->timer, rpc_timer_main, c);
+	if (rv != 0) {
+		nng_close(c->sock);
+		rpc_client_free(c);
+		return rpc_errno(rv);
+	}
 	*out = c;
 	return 0;
 }
@@ -355,8 +396,24 @@ void rpc_client_close(rpc_client *c)
 {
 	if (c == NULL)
 		return;
+	/* every call in flight completes (ECLOSED: UNAVAILABLE); wait for
+	 * their callbacks to be done with c before freeing it */
 	nng_close(c->sock);
-	free(c);
+	nng_mtx_lock(c->mtx);
+	c->closing = true;
+	nng_cv_wake(c->cv);
+	nng_time until = nng_clock() + 10000;
+	while (c->calls > 0 && nng_clock() < until)
+		nng_cv_until(c->cv, until);
+	long left = c->calls;
+	nng_mtx_unlock(c->mtx);
+	nng_thread_destroy(c->timer); /* joins */
+	if (left > 0) {
+		/* never seen; leaking beats freeing under a late callback */
+		log_error(NULL, "rpc client closed with %ld calls unfinished", left);
+		return;
+	}
+	rpc_client_free(c);
 }
 
 /* rpc_encode_request builds a request frame; NULL on failure. */
@@ -430,17 +487,91 @@ typedef struct rpc_group {
 	void *arg;
 } rpc_group;
 
-typedef struct rpc_pending {
+struct rpc_pending {
+	rpc_client *client;
 	rpc_group *group;
 	nng_ctx ctx;
 	nng_aio *aio;
 	nng_msg *req;
 	bool receiving;
 	int64_t expire_mono;
-} rpc_pending;
+	/* under client->mtx: */
+	rpc_pending *prev, *next; /* on the timer list while armed */
+	bool armed;
+	bool timed_out; /* the timer cancelled this call */
+};
+
+/* rpc_timer_arm puts p on the timer list (sorted by deadline; deadlines
+ * mostly grow, so the walk from the tail is short). c->mtx held. */
+static void rpc_timer_arm(rpc_client *c, rpc_pending *p)
+{
+	rpc_pending *q = c->tail;
+	while (q != NULL && q->expire_mono > p->expire_mono)
+		q = q->prev;
+	p->prev = q;
+	p->next = q ? q->next : c->head;
+	if (p->next)
+		p->next->prev = p;
+	else
+		c->tail = p;
+	if (q)
+		q->next = p;
+	else
+		c->head = p;
+	p->armed = true;
+	if (c->head == p)
+		nng_cv_wake(c->cv); /* an earlier deadline than the timer waits for */
+}
+
+/* rpc_timer_disarm takes p off the timer list. c->mtx held. */
+static void rpc_timer_disarm(rpc_client *c, rpc_pending *p)
+{
+	if (!p->armed)
+		return;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		c->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		c->tail = p->prev;
+	p->prev = p->next = NULL;
+	p->armed = false;
+}
+
+/* The timer thread: cancels each call at its deadline. nng_aio_cancel runs
+ * the protocol's cancel function here, with c->mtx held, so the call cannot
+ * close its context meanwhile (rpc_pending_finish disarms under c->mtx
+ * first); the call's callback then runs on an nng thread. */
+static void rpc_timer_main(void *arg)
+{
+	rpc_client *c = arg;
+	nng_mtx_lock(c->mtx);
+	while (!c->closing) {
+		rpc_pending *p = c->head;
+		if (p == NULL) {
+			nng_cv_wait(c->cv);
+			continue;
+		}
+		int64_t now = clock_mono_ms();
+		if (p->expire_mono > now) {
+			nng_cv_until(c->cv, nng_clock() + (nng_time)(p->expire_mono - now));
+			continue;
+		}
+		rpc_timer_disarm(c, p);
+		p->timed_out = true;
+		nng_aio_cancel(p->aio);
+	}
+	nng_mtx_unlock(c->mtx);
+}
 
 static void rpc_pending_finish(rpc_pending *p, rpc_result *res)
 {
+	rpc_client *c = p->client;
+	nng_mtx_lock(c->mtx);
+	rpc_timer_disarm(c, p); /* from here the timer no longer touches p */
+	nng_mtx_unlock(c->mtx);
 	rpc_group *g = p->group;
 	nng_mtx_lock(g->mtx);
 	bool last = --g->pending == 0;
@@ -455,13 +586,32 @@ static void rpc_pending_finish(rpc_pending *p, rpc_result *res)
 	nng_ctx_close(p->ctx);
 	nng_aio_reap(p->aio);
 	free(p);
+	nng_mtx_lock(c->mtx);
+	if (--c->calls == 0 && c->closing)
+		nng_cv_wake(c->cv); /* rpc_client_close waits for this */
+	nng_mtx_unlock(c->mtx);
+}
+
+/* rpc_pending_rv is the result of p's aio, a cancellation by the timer
+ * reported as the timeout it is. */
+static int rpc_pending_rv(rpc_pending *p)
+{
+	int rv = nng_aio_result(p->aio);
+	if (rv == NNG_ECANCELED) {
+		nng_mtx_lock(p->client->mtx);
+		if (p->timed_out)
+			rv = NNG_ETIMEDOUT;
+		nng_mtx_unlock(p->client->mtx);
+	}
+	return rv;
 }
 
 static void rpc_pending_cb(void *arg)
 {
 	rpc_pending *p = arg;
+	rpc_client *c = p->client;
 	rpc_result res;
-	int rv = nng_aio_result(p->aio);
+	int rv = rpc_pending_rv(p);
 	if (!p->receiving) {
 		if (rv != 0) {
 			nng_msg_free(p->req); /* not handed over */
@@ -470,9 +620,17 @@ static void rpc_pending_cb(void *arg)
 			return;
 		}
 		p->receiving = true;
-		int64_t left = p->expire_mono - clock_mono_ms();
-		nng_aio_set_timeout(p->aio, left > 0 ? (nng_duration)left : 1);
-		nng_ctx_recv(p->ctx, p->aio);
+		/* under c->mtx: the timer either fired before (then no receive)
+		 * or cancels the receive once it is registered */
+		nng_mtx_lock(c->mtx);
+		bool late = p->timed_out;
+		if (!late)
+			nng_ctx_recv(p->ctx, p->aio);
+		nng_mtx_unlock(c->mtx);
+		if (late) {
+			rpc_transport_result(&res, NNG_ETIMEDOUT);
+			rpc_pending_finish(p, &res);
+		}
 		return;
 	}
 	if (rv != 0) {
@@ -509,8 +667,9 @@ int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *re
 			goto out_undo;
 		}
 		ps[i] = p;
+		p->client = c;
 		p->group = g;
-		p->expire_mono = clock_mono_ms() + timeout_ms;
+		p->expire_mono = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
 		p->req = rpc_encode_request(c, method, req, timeout_ms, &err);
 		if (p->req == NULL)
 			goto out_undo;
@@ -525,11 +684,17 @@ int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *re
 			goto out_undo;
 		}
 	}
+	/* armed and sent under c->mtx: the timer cancels the send only once
+	 * it is registered (see "Timeouts" above) */
+	nng_mtx_lock(c->mtx);
 	for (int i = 0; i < copies; i++) {
-		nng_aio_set_timeout(ps[i]->aio, timeout_ms > 0 ? (nng_duration)timeout_ms : 1);
+		c->calls++;
+		rpc_timer_arm(c, ps[i]);
+		nng_aio_set_timeout(ps[i]->aio, NNG_DURATION_INFINITE);
 		nng_aio_set_msg(ps[i]->aio, ps[i]->req);
 		nng_ctx_send(ps[i]->ctx, ps[i]->aio);
 	}
+	nng_mtx_unlock(c->mtx);
 	return 0;
 out_undo:
 	for (int i = 0; i < copies; i++) {
