@@ -175,3 +175,22 @@ int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const cha
 	PQfinish(conn);
 	return rc;
 }
+
+int pg_ready(PGconn **conn, const char *conninfo, int64_t wait_ms)
+{
+	if (!pg_ensure(conn, conninfo, wait_ms))
+		return PG_ERR_CONNECTION;
+	/* every path ends its transaction; this only guards against a bug
+	 * leaving one open and every later call failing inside it */
+	if (PQtransactionStatus(*conn) != PQTRANS_IDLE)
+		pg_rollback(*conn);
+	return 0;
+}
+
+bool pg_may_rerun(PGconn **conn, const char *conninfo, int64_t wait_ms, int rc, bool *rerun_done)
+{
+	if (rc != PG_ERR_CONNECTION || *rerun_done)
+		return false;
+	*rerun_done = true;
+	return pg_ensure(conn, conninfo, wait_ms);
+}

@@ -67,6 +67,22 @@ int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, 
 int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const char *lock_key,
     const char *schema_sql, const char *what) __attribute__((warn_unused_result));
 
+/* pg_ready makes `*conn` usable for a new call: reconnected after a lost
+ * connection (pg_ensure, waiting up to wait_ms), and outside any
+ * transaction (one left open by a bug is rolled back). Returns 0 or
+ * PG_ERR_CONNECTION. */
+int pg_ready(PGconn **conn, const char *conninfo, int64_t wait_ms)
+    __attribute__((warn_unused_result));
+
+/* pg_may_rerun is true when a call that failed with `rc` should run once
+ * more on a fresh connection: a connection that went stale (the server
+ * restarted, pg_terminate_backend) only fails when first used. It is true
+ * at most once per call (*rerun_done) and only for PG_ERR_CONNECTION, after
+ * reconnecting. Callers pass only work that is safe to repeat even if the
+ * lost COMMIT went through: commands idempotent by saga id, absolute writes,
+ * reads. */
+bool pg_may_rerun(PGconn **conn, const char *conninfo, int64_t wait_ms, int rc, bool *rerun_done);
+
 /* pg_get_i64 reads column `col` of row `row` as an int64 (0 when NULL). */
 int64_t pg_get_i64(const PGresult *res, int row, int col);
 

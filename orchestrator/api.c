@@ -17,17 +17,18 @@
 #define API_LIST_MAX     10000
 
 /* API_DB runs the store call `expr` on the worker's connection and, when it
- * failed because the connection was lost, once more on a fresh one: a
- * server restart is only noticed by the next query. Every store call here
- * is safe to run twice: reads, and writes keyed by saga id (a StartSaga whose
- * first COMMIT went through finds its own row). */
+ * failed because the connection was lost, once more on a fresh one
+ * (pg_may_rerun). Every store call here is safe to run twice: reads, and
+ * writes keyed by saga id (a StartSaga whose first COMMIT went through finds
+ * its own row). */
 #define API_DB(a, w, rc, expr)                                                                     \
 	do {                                                                                       \
-		for (int api_try_ = 0; api_try_ < 2; api_try_++) {                                 \
-			(rc) = pg_ensure(&(w)->conn, (a)->db, 0) ? (expr) : PG_ERR_CONNECTION;     \
-			if ((rc) != PG_ERR_CONNECTION)                                             \
-				break;                                                             \
-		}                                                                                  \
+		bool api_rerun_ = false;                                                           \
+		(rc) = pg_ready(&(w)->conn, (a)->db, 0);                                           \
+		if ((rc) == 0)                                                                     \
+			(rc) = (expr);                                                             \
+		if (pg_may_rerun(&(w)->conn, (a)->db, 0, (rc), &api_rerun_))                       \
+			(rc) = (expr);                                                             \
 	} while (0)
 
 typedef struct api_worker {

@@ -52,31 +52,11 @@ void payment_store_close(payment_store *s)
 	free(s);
 }
 
-/* payment_store_ready makes sure the store has a usable connection outside
- * any transaction, reconnecting after a lost one. */
-static int payment_store_ready(payment_store *s)
-{
-	if (!pg_ensure(&s->conn, s->conninfo, PAYMENT_RECONNECT_WAIT_MS))
-		return PG_ERR_CONNECTION;
-	/* every path ends its transaction; this only guards against a bug
-	 * leaving one open and every later call failing inside it */
-	if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
-		pg_rollback(s->conn);
-	return 0;
-}
-
-/* payment_store_may_rerun is true when a call that failed with `rc` may run
- * again once on a fresh connection: a connection that went stale (the
- * server restarted) only fails when first used. Callers pass only work
- * that is safe to repeat even if the lost COMMIT went through: commands
- * idempotent by saga id, absolute writes and reads. */
-static bool payment_store_may_rerun(payment_store *s, int rc, bool *rerun_done)
-{
-	if (rc != PG_ERR_CONNECTION || *rerun_done)
-		return false;
-	*rerun_done = true;
-	return pg_ensure(&s->conn, s->conninfo, PAYMENT_RECONNECT_WAIT_MS);
-}
+/* payment_store_ready and payment_store_may_rerun: the connection handling of
+ * pg_ready and pg_may_rerun (pg.h), with this store's reconnect patience. */
+#define payment_store_ready(s) pg_ready(&(s)->conn, (s)->conninfo, PAYMENT_RECONNECT_WAIT_MS)
+#define payment_store_may_rerun(s, rc, done)                                                       \
+	pg_may_rerun(&(s)->conn, (s)->conninfo, PAYMENT_RECONNECT_WAIT_MS, (rc), (done))
 
 /* payment_store_try_apply is one attempt of payment_store_apply. */
 static int payment_store_try_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
