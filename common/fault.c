@@ -87,6 +87,11 @@ void fault_clear(void)
 	log_warn(NULL, "faults cleared");
 }
 
+bool fault_any(void)
+{
+	return atomic_load_explicit(&fault_armed, memory_order_relaxed) != 0;
+}
+
 bool fault_check(fault_kind kind, const char *method, int64_t *delay_ms)
 {
 	if (!atomic_load_explicit(&fault_armed, memory_order_relaxed))

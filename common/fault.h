@@ -47,6 +47,11 @@ int fault_parse(const char *spec);
  * Logs a WARNING naming the fault each time one fires. */
 bool fault_check(fault_kind kind, const char *method, int64_t *delay_ms);
 
+/* fault_any is true while any fault is armed (a relaxed atomic read): the
+ * batched paths fall back to one call at a time then, so every fault point
+ * fires exactly as it would without batching. */
+bool fault_any(void);
+
 /* fault_exit_if ends the process with FAULT_EXIT_CODE (no cleanup, like a
  * crash) when a fault of `kind` fires for `method`. */
 void fault_exit_if(fault_kind kind, const char *method);

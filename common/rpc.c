@@ -88,9 +88,27 @@ void rpc_reply_error(rpc_reply *r, int code, const char *reason, const char *fmt
 	va_end(ap);
 }
 
-/* ---- server ---- */
+/* ---- server ----
+ *
+ * RPC_SERVER_CONTEXTS REP contexts ("slots") receive concurrently, each
+ * through its own aio. A received request is put on the server's queue; a
+ * worker takes everything queued (up to RPC_BATCH_MAX), serves it, and sends
+ * each reply on its slot's context; the send's completion starts the slot's
+ * next receive. A slot is owned by exactly one party at a time: nng while a
+ * receive or send is under way, the queue, or one worker. */
 
 struct rpc_server;
+
+enum { RPC_SLOT_RECV, RPC_SLOT_SEND };
+
+typedef struct rpc_slot {
+	struct rpc_server *srv;
+	nng_ctx ctx;
+	nng_aio *aio;
+	int state;             /* RPC_SLOT_RECV or RPC_SLOT_SEND */
+	nng_msg *msg;          /* the request, from receive until served */
+	struct rpc_slot *next; /* queue link */
+} rpc_slot;
 
 typedef struct rpc_worker {
 	struct rpc_server *srv;
@@ -102,69 +120,25 @@ struct rpc_server {
 	nng_socket sock;
 	const rpc_server_ops *ops;
 	void *app;
+	nng_mtx *mtx; /* guards the queue and closing */
+	nng_cv *cv;
+	rpc_slot *qhead, *qtail;
+	bool closing;
+	rpc_slot *slots;
+	int nslots;
 	int nworkers;
 	rpc_worker *workers;
 };
 
-/* rpc_server_serve decodes one request frame and fills `reply`. */
-static void rpc_server_serve(
-    rpc_server *s, void *wstate, nng_msg *msg, rpc_reply *reply, char *request_id, bool *drop)
-{
-	Sagas__V1__RequestEnvelope *env
-	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
-	if (env == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
-		    "could not decode request envelope");
-		return;
-	}
-	size_t idlen = strlen(env->request_id);
-	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(env->request_id, idlen)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
-		goto out_free_env;
-	}
-	memcpy(request_id, env->request_id, idlen + 1);
-	if (!valid_utf8(env->method, strlen(env->method))) {
-		rpc_reply_error(
-		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
-		goto out_free_env;
-	}
-	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {
-		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "deadline",
-		    "deadline passed before the call was served");
-		goto out_free_env;
-	}
-	rpc_request call = {
-	    .method = env->method,
-	    .request_id = env->request_id,
-	    .deadline_ms = env->deadline_unix_ms,
-	    .payload = env->payload.data,
-	    .payload_len = env->payload.len,
-	};
-	/* Health and Admin before fault injection and the daemon's handler */
-	if (health_handle(&call, reply, s->ops->service, s->ops->healthy, s->app))
-		goto out_free_env;
-	if (admin_handle(&call, reply))
-		goto out_free_env;
-	/* failure injection (fault.h): off unless armed */
-	int64_t delay_ms = 0;
-	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
-		nng_msleep((nng_duration)delay_ms);
-	if (fault_check(FAULT_DROP_REQUEST, env->method, NULL)) {
-		*drop = true;
-		goto out_free_env;
-	}
-	if (fault_check(FAULT_UNAVAILABLE, env->method, NULL)) {
-		rpc_reply_error(
-		    reply, RPC_UNAVAILABLE, "fault_injected", "unavailable (injected fault)");
-		goto out_free_env;
-	}
-	s->ops->handle(s->app, wstate, &call, reply);
-	fault_exit_if(FAULT_EXIT_AFTER_COMMIT, env->method);
-	*drop = fault_check(FAULT_DROP_REPLY, env->method, NULL);
-out_free_env:
-	sagas__v1__request_envelope__free_unpacked(env, NULL);
-}
+/* The decoded form of one queued request while a worker serves it. */
+typedef struct rpc_item {
+	rpc_slot *slot;
+	Sagas__V1__RequestEnvelope *env; /* NULL when it did not decode */
+	rpc_reply reply;
+	char request_id[RPC_REQUEST_ID_MAX + 1];
+	bool answered; /* reply already final (refused at the edge, health, admin) */
+	bool drop;     /* send no reply (fault drop_request or drop_reply) */
+} rpc_item;
 
 /* rpc_server_encode packs `reply` into a new nng message, or NULL. */
 static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
@@ -184,59 +158,235 @@ static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
 	return m;
 }
 
+static void rpc_slot_recv(rpc_slot *sl)
+{
+	sl->state = RPC_SLOT_RECV;
+	nng_ctx_recv(sl->ctx, sl->aio);
+}
+
+/* rpc_slot_cb runs on an nng thread when a slot's receive or send ends. */
+static void rpc_slot_cb(void *arg)
+{
+	rpc_slot *sl = arg;
+	rpc_server *s = sl->srv;
+	int rv = nng_aio_result(sl->aio);
+	if (sl->state == RPC_SLOT_SEND) {
+		if (rv != 0)
+			nng_msg_free(nng_aio_get_msg(sl->aio)); /* not handed over */
+		if (rv == NNG_ECLOSED)
+			return;
+		rpc_slot_recv(sl);
+		return;
+	}
+	if (rv == NNG_ECLOSED)
+		return;
+	if (rv != 0) {
+		/* a receive can only fail when closing or out of memory; try
+		 * again rather than lose the slot */
+		rpc_slot_recv(sl);
+		return;
+	}
+	sl->msg = nng_aio_get_msg(sl->aio);
+	sl->next = NULL;
+	nng_mtx_lock(s->mtx);
+	if (s->qtail)
+		s->qtail->next = sl;
+	else
+		s->qhead = sl;
+	s->qtail = sl;
+	nng_cv_wake1(s->cv);
+	nng_mtx_unlock(s->mtx);
+}
+
+/* rpc_server_decode decodes one request frame and answers what the server
+ * answers itself: a malformed envelope, a passed deadline, Health, Admin,
+ * and the fault points before the handler. Sets it->answered or it->drop
+ * when the handler must not see the call, and fills *call otherwise. */
+static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
+{
+	nng_msg *msg = it->slot->msg;
+	rpc_reply *reply = &it->reply;
+	it->answered = true;
+	Sagas__V1__RequestEnvelope *env
+	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+	it->env = env;
+	if (env == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
+		    "could not decode request envelope");
+		return;
+	}
+	size_t idlen = strlen(env->request_id);
+	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(env->request_id, idlen)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		return;
+	}
+	memcpy(it->request_id, env->request_id, idlen + 1);
+	if (!valid_utf8(env->method, strlen(env->method))) {
+		rpc_reply_error(
+		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
+		return;
+	}
+	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {
+		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "deadline",
+		    "deadline passed before the call was served");
+		return;
+	}
+	*call = (rpc_request){
+	    .method = env->method,
+	    .request_id = env->request_id,
+	    .deadline_ms = env->deadline_unix_ms,
+	    .payload = env->payload.data,
+	    .payload_len = env->payload.len,
+	};
+	/* Health and Admin before fault injection and the daemon's handler */
+	if (health_handle(call, reply, s->ops->service, s->ops->healthy, s->app))
+		return;
+	if (admin_handle(call, reply))
+		return;
+	/* failure injection (fault.h): off unless armed */
+	int64_t delay_ms = 0;
+	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
+		nng_msleep((nng_duration)delay_ms);
+	if (fault_check(FAULT_DROP_REQUEST, env->method, NULL)) {
+		it->drop = true;
+		return;
+	}
+	if (fault_check(FAULT_UNAVAILABLE, env->method, NULL)) {
+		rpc_reply_error(
+		    reply, RPC_UNAVAILABLE, "fault_injected", "unavailable (injected fault)");
+		return;
+	}
+	it->answered = false;
+}
+
+/* rpc_server_reply sends an item's reply on its slot (or, for a dropped
+ * one, abandons the request by receiving again), and frees the item. */
+static void rpc_server_reply(rpc_item *it)
+{
+	rpc_slot *sl = it->slot;
+	nng_msg_free(sl->msg);
+	sl->msg = NULL;
+	nng_msg *out = it->drop ? NULL : rpc_encode_reply(&it->reply, it->request_id);
+	free(it->reply.payload);
+	if (it->env)
+		sagas__v1__request_envelope__free_unpacked(it->env, NULL);
+	if (out == NULL) {
+		/* dropped, or out of memory: the next receive on this context
+		 * abandons the request; the client times out and retries */
+		rpc_slot_recv(sl);
+		return;
+	}
+	sl->state = RPC_SLOT_SEND;
+	nng_aio_set_msg(sl->aio, out);
+	nng_ctx_send(sl->ctx, sl->aio);
+}
+
+/* rpc_server_serve serves the `n` requests a worker took at once: the
+ * server's own answers first, then the daemon's handler for the rest, as
+ * one batch when it has handle_batch and no fault is armed. */
+static void rpc_server_serve(rpc_server *s, void *wstate, rpc_slot **taken, size_t n)
+{
+	rpc_item items[RPC_BATCH_MAX];
+	rpc_request calls[RPC_BATCH_MAX];
+	rpc_reply replies[RPC_BATCH_MAX];
+	size_t idx[RPC_BATCH_MAX];
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		rpc_item *it = &items[i];
+		memset(it, 0, sizeof *it);
+		it->slot = taken[i];
+		rpc_server_decode(s, it, &calls[m]);
+		if (!it->answered && !it->drop)
+			idx[m++] = i;
+	}
+	if (m > 0 && s->ops->handle_batch != NULL && !fault_any()) {
+		memset(replies, 0, m * sizeof *replies);
+		s->ops->handle_batch(s->app, wstate, calls, replies, m);
+		for (size_t k = 0; k < m; k++)
+			items[idx[k]].reply = replies[k];
+	} else {
+		for (size_t k = 0; k < m; k++) {
+			rpc_item *it = &items[idx[k]];
+			s->ops->handle(s->app, wstate, &calls[k], &it->reply);
+			fault_exit_if(FAULT_EXIT_AFTER_COMMIT, calls[k].method);
+			it->drop = fault_check(FAULT_DROP_REPLY, calls[k].method, NULL);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		rpc_server_reply(&items[i]);
+}
+
 static void rpc_worker_main(void *arg)
 {
 	rpc_worker *w = arg;
 	rpc_server *s = w->srv;
 	void *wstate = NULL;
-	nng_ctx ctx;
-	nng_aio *aio = NULL;
 	if (s->ops->worker_init && s->ops->worker_init(s->app, &wstate) != 0) {
 		log_error(NULL, "rpc worker %d could not start", w->index);
 		return;
 	}
-	if (nng_ctx_open(&ctx, s->sock) != 0 || nng_aio_alloc(&aio, NULL, NULL) != 0) {
-		log_error(NULL, "rpc worker %d: could not open context", w->index);
-		goto out_fini;
-	}
+	rpc_slot *taken[RPC_BATCH_MAX];
 	for (;;) {
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		int rv = nng_aio_result(aio);
-		if (rv == NNG_ECLOSED)
+		nng_mtx_lock(s->mtx);
+		while (!s->closing && s->qhead == NULL)
+			nng_cv_wait(s->cv);
+		if (s->closing) {
+			nng_mtx_unlock(s->mtx);
 			break;
-		if (rv != 0)
-			continue;
-		nng_msg *msg = nng_aio_get_msg(aio);
-		rpc_reply reply = {0};
-		char request_id[RPC_REQUEST_ID_MAX + 1] = "";
-		bool drop = false;
-		rpc_server_serve(s, wstate, msg, &reply, request_id, &drop);
-		nng_msg_free(msg);
-		if (drop) {
-			/* the next receive on this context abandons the request */
-			free(reply.payload);
-			continue;
 		}
-		nng_msg *out = rpc_encode_reply(&reply, request_id);
-		free(reply.payload);
-		if (out == NULL)
-			continue; /* out of memory: the client times out and retries */
-		nng_aio_set_msg(aio, out);
-		nng_ctx_send(ctx, aio);
-		nng_aio_wait(aio);
-		rv = nng_aio_result(aio);
-		if (rv != 0) {
-			nng_msg_free(out); /* not handed over */
-			if (rv == NNG_ECLOSED)
-				break;
+		/* one call at a time while a fault is armed, so each fault
+		 * point fires for exactly the call it names */
+		size_t max = fault_any() ? 1 : RPC_BATCH_MAX, n = 0;
+		while (s->qhead != NULL && n < max) {
+			taken[n++] = s->qhead;
+			s->qhead = s->qhead->next;
 		}
+		if (s->qhead == NULL)
+			s->qtail = NULL;
+		else
+			nng_cv_wake1(s->cv); /* more for another worker */
+		nng_mtx_unlock(s->mtx);
+		rpc_server_serve(s, wstate, taken, n);
 	}
-	nng_aio_free(aio);
-	nng_ctx_close(ctx);
-out_fini:
 	if (s->ops->worker_fini)
 		s->ops->worker_fini(s->app, wstate);
+}
+
+/* rpc_server_free frees what rpc_server_start made; the socket is closed
+ * and no worker runs. */
+static void rpc_server_free(rpc_server *s)
+{
+	for (int i = 0; i < s->nslots; i++) {
+		rpc_slot *sl = &s->slots[i];
+		if (sl->aio) {
+			nng_aio_stop(sl->aio); /* waits for its callback */
+			nng_aio_free(sl->aio);
+		}
+	}
+	/* requests received but never served */
+	for (rpc_slot *sl = s->qhead; sl; sl = sl->next)
+		nng_msg_free(sl->msg);
+	free(s->slots);
+	free(s->workers);
+	if (s->cv)
+		nng_cv_free(s->cv);
+	if (s->mtx)
+		nng_mtx_free(s->mtx);
+	free(s);
+}
+
+/* rpc_server_close_and_join closes the socket and the queue and joins the
+ * first `n` workers. */
+static void rpc_server_close_and_join(rpc_server *s)
+{
+	nng_mtx_lock(s->mtx);
+	s->closing = true;
+	nng_cv_wake(s->cv);
+	nng_mtx_unlock(s->mtx);
+	nng_close(s->sock); /* every receive and send ends with NNG_ECLOSED */
+	for (int i = 0; i < s->nworkers; i++)
+		nng_thread_destroy(s->workers[i].thread); /* joins */
 }
 
 int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_msg,
@@ -249,18 +399,39 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_
 		return -ENOMEM;
 	s->ops = ops;
 	s->app = app;
-	int rv = nng_rep0_open(&s->sock);
-	if (rv != 0)
-		goto out_free;
+	int rv = nng_mtx_alloc(&s->mtx);
+	if (rv == 0)
+		rv = nng_cv_alloc(&s->cv, s->mtx);
+	if (rv != 0) {
+		rpc_server_free(s);
+		return rpc_errno(rv);
+	}
+	rv = nng_rep0_open(&s->sock);
+	if (rv != 0) {
+		rpc_server_free(s);
+		return rpc_errno(rv);
+	}
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg ? max_msg : RPC_MAX_MSG_DEFAULT);
+	s->slots = calloc(RPC_SERVER_CONTEXTS, sizeof *s->slots);
+	s->workers = calloc((size_t)workers, sizeof *s->workers);
+	if (s->slots == NULL || s->workers == NULL) {
+		rv = NNG_ENOMEM;
+		goto out_close;
+	}
+	for (int i = 0; i < RPC_SERVER_CONTEXTS; i++) {
+		rpc_slot *sl = &s->slots[i];
+		sl->srv = s;
+		rv = nng_aio_alloc(&sl->aio, rpc_slot_cb, sl);
+		if (rv != 0)
+			goto out_close;
+		s->nslots++;
+		rv = nng_ctx_open(&sl->ctx, s->sock);
+		if (rv != 0)
+			goto out_close;
+	}
 	rv = nng_listen(s->sock, url, NULL, 0);
 	if (rv != 0) {
 		log_error(NULL, "could not listen on %s: %s", url, nng_strerror(rv));
-		goto out_close;
-	}
-	s->workers = calloc((size_t)workers, sizeof *s->workers);
-	if (s->workers == NULL) {
-		rv = NNG_ENOMEM;
 		goto out_close;
 	}
 	for (int i = 0; i < workers; i++) {
@@ -268,20 +439,19 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_
 		s->workers[i].index = i;
 		rv = nng_thread_create(&s->workers[i].thread, rpc_worker_main, &s->workers[i]);
 		if (rv != 0) {
-			nng_close(s->sock);
-			for (int k = 0; k < i; k++)
-				nng_thread_destroy(s->workers[k].thread);
-			free(s->workers);
-			goto out_free;
+			rpc_server_close_and_join(s);
+			rpc_server_free(s);
+			return rpc_errno(rv);
 		}
 		s->nworkers++;
 	}
+	for (int i = 0; i < s->nslots; i++)
+		rpc_slot_recv(&s->slots[i]);
 	*out = s;
 	return 0;
 out_close:
 	nng_close(s->sock);
-out_free:
-	free(s);
+	rpc_server_free(s);
 	return rpc_errno(rv);
 }
 
@@ -289,11 +459,8 @@ void rpc_server_stop(rpc_server *s)
 {
 	if (s == NULL)
 		return;
-	nng_close(s->sock);
-	for (int i = 0; i < s->nworkers; i++)
-		nng_thread_destroy(s->workers[i].thread); /* joins */
-	free(s->workers);
-	free(s);
+	rpc_server_close_and_join(s);
+	rpc_server_free(s);
 }
 
 /* ---- client ----

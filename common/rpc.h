@@ -4,9 +4,11 @@
  * is a sagas.v1.RequestEnvelope; a reply frame a sagas.v1.ReplyEnvelope with a
  * status code numbered as gRPC's codes.
  *
- * Server: one REP socket and a pool of worker threads, each with its own
- * nng_ctx and its own per-worker state (typically a PGconn), so requests are
- * served concurrently. Client: one REQ socket; one nng_ctx per request in
+ * Server: one REP socket with RPC_SERVER_CONTEXTS receive contexts, a queue
+ * of received requests and a pool of worker threads, each with its own
+ * per-worker state (typically a PGconn). A worker takes every queued request
+ * (up to RPC_BATCH_MAX) at once, so under load requests are served in
+ * batches (one transaction for many commands) and concurrently. Client: one REQ socket; one nng_ctx per request in
  * flight, completed through a callback (async) or waited for (sync).
  */
 #ifndef SAGA_RPC_H
@@ -20,6 +22,8 @@
 #include "status.h"
 
 #define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
+#define RPC_SERVER_CONTEXTS 256 /* requests a server holds at once */
+#define RPC_BATCH_MAX       128 /* requests a worker takes at once */
 #define RPC_REASON_MAX      64
 #define RPC_MESSAGE_MAX     256
 #define RPC_REQUEST_ID_MAX  64
@@ -66,6 +70,15 @@ typedef struct rpc_server_ops {
 	void (*worker_fini)(void *app, void *worker);
 	/* Serves one call; must fill `reply`. Runs on the worker's thread. */
 	void (*handle)(void *app, void *worker, const rpc_request *call, rpc_reply *reply);
+	/* Serves `n` calls (1..RPC_BATCH_MAX) that arrived together; must fill
+	 * every replies[i] (zeroed on entry) for calls[i]. The server sends
+	 * the replies only after it returns, so a daemon may apply the calls'
+	 * commands in one transaction and must return only after its commit
+	 * (docs/architecture.md, "Batching"). Runs on the worker's thread.
+	 * NULL: `handle` is called for each call. Never called while a fault
+	 * is armed (fault_any): then every call goes alone through `handle`. */
+	void (*handle_batch)(void *app, void *worker, const rpc_request *calls, rpc_reply *replies,
+	    size_t n);
 	/* Whether the daemon can serve now (its database reachable), asked by
 	 * sagas.v1.Health/Check (health.h) on a worker thread: must answer
 	 * within about a second and never crash. NULL: always SERVING. */
