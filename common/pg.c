@@ -1,6 +1,8 @@
 #include "pg.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -193,4 +195,146 @@ bool pg_may_rerun(PGconn **conn, const char *conninfo, int64_t wait_ms, int rc, 
 		return false;
 	*rerun_done = true;
 	return pg_ensure(conn, conninfo, wait_ms);
+}
+
+/* ---- prepared statements ---- */
+
+/* Which statements the session of this thread's connection has prepared.
+ * A connection is owned by one thread (house style), and a thread uses one
+ * connection at a time, so one note per thread is enough; another
+ * connection or backend pid starts it over. */
+static _Thread_local struct {
+	const PGconn *conn;
+	int backend_pid;
+	const pg_stmt *prepared[PG_STMT_MAX];
+	int n;
+} pg_prep;
+
+/* pg_fail classifies a failed result and logs it as pg_exec does. */
+static int pg_fail(PGconn *conn, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int rc = pg_classify(state);
+	if (PQstatus(conn) != CONNECTION_OK)
+		rc = PG_ERR_CONNECTION;
+	char text[512];
+	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	for (char *c = text; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
+	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
+	return rc;
+}
+
+int pg_exec_stmt(
+    PGconn *conn, const pg_stmt *st, int nparams, const char *const *params, PGresult **out)
+{
+	if (out)
+		*out = NULL;
+	int pid = PQbackendPID(conn);
+	if (pg_prep.conn != conn || pg_prep.backend_pid != pid || pid == 0) {
+		memset(&pg_prep, 0, sizeof pg_prep);
+		pg_prep.conn = conn;
+		pg_prep.backend_pid = pid;
+	}
+	int k = 0;
+	while (k < pg_prep.n && pg_prep.prepared[k] != st)
+		k++;
+	if (k == pg_prep.n) {
+		if (k == PG_STMT_MAX) /* a bug: more statements than the note holds */
+			return pg_exec(conn, st->sql, nparams, params, out);
+		PGresult *p = PQprepare(conn, st->name, st->sql, nparams, NULL);
+		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
+			int rc = pg_fail(conn, p, "prepare");
+			PQclear(p);
+			return rc;
+		}
+		PQclear(p);
+		pg_prep.prepared[pg_prep.n++] = st;
+	}
+	PGresult *res = PQexecPrepared(conn, st->name, nparams, params, NULL, NULL, 0);
+	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+		if (out)
+			*out = res;
+		else
+			PQclear(res);
+		return PG_OK;
+	}
+	int rc = pg_fail(conn, res, st->name);
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (state && strcmp(state, "26000") == 0) /* the session lost it */
+		pg_prep.prepared[k] = pg_prep.prepared[--pg_prep.n];
+	PQclear(res);
+	return rc;
+}
+
+/* ---- array literals ---- */
+
+static void pg_buf_put(pg_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void pg_array_open(pg_buf *b)
+{
+	b->len = 0;
+	b->any = false;
+	pg_buf_put(b, "{", 1);
+}
+
+void pg_array_add(pg_buf *b, const char *elem)
+{
+	if (b->any)
+		pg_buf_put(b, ",", 1);
+	b->any = true;
+	if (elem == NULL) {
+		pg_buf_put(b, "NULL", 4);
+		return;
+	}
+	pg_buf_put(b, "\"", 1);
+	for (const char *c = elem; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			pg_buf_put(b, "\\", 1);
+		pg_buf_put(b, c, 1);
+	}
+	pg_buf_put(b, "\"", 1);
+}
+
+void pg_array_add_i64(pg_buf *b, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof num, "%" PRId64, v);
+	if (b->any)
+		pg_buf_put(b, ",", 1);
+	b->any = true;
+	pg_buf_put(b, num, (size_t)n);
+}
+
+void pg_array_close(pg_buf *b)
+{
+	pg_buf_put(b, "}", 1);
+}
+
+void pg_buf_free(pg_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof *b);
 }

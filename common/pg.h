@@ -86,4 +86,43 @@ bool pg_may_rerun(PGconn **conn, const char *conninfo, int64_t wait_ms, int rc, 
 /* pg_get_i64 reads column `col` of row `row` as an int64 (0 when NULL). */
 int64_t pg_get_i64(const PGresult *res, int row, int col);
 
+/* A statement prepared once per session by pg_exec_stmt: a unique `name`
+ * and its `sql`; both static storage. */
+typedef struct pg_stmt {
+	const char *name;
+	const char *sql;
+} pg_stmt;
+
+/* pg_exec_stmt is pg_exec for a statement that is prepared on first use in
+ * each session (PQprepare, remembered per thread, since each thread owns its
+ * connection) and then run with PQexecPrepared: no parse or plan per call.
+ * A new or reset connection (another backend pid) prepares again; a session
+ * that lost the statement (SQLSTATE 26000) fails this call and prepares it
+ * again on the next. At most PG_STMT_MAX statements per thread. Returns as
+ * pg_exec. */
+#define PG_STMT_MAX 32
+int pg_exec_stmt(PGconn *conn, const pg_stmt *st, int nparams, const char *const *params,
+    PGresult **out) __attribute__((warn_unused_result));
+
+/* A growing text buffer for PostgreSQL array literals ("{...}"), the
+ * parameters of set-based statements (unnest, = ANY). */
+typedef struct pg_buf {
+	char *p; /* NUL-terminated; malloc'd, freed by pg_buf_free */
+	size_t len, cap;
+	bool oom; /* an append ran out of memory: the text is incomplete */
+	bool any; /* an element was added since pg_array_open */
+} pg_buf;
+
+/* pg_array_open starts an array literal ("{"); pg_array_add appends one
+ * element, double-quoted with " and \ escaped, so any text (sku, customer
+ * names) is safe; NULL adds an SQL NULL. pg_array_add_i64 appends a number.
+ * pg_array_close ends it ("}"). Check b->oom before use (then -ENOMEM). */
+void pg_array_open(pg_buf *b);
+void pg_array_add(pg_buf *b, const char *elem);
+void pg_array_add_i64(pg_buf *b, int64_t v);
+void pg_array_close(pg_buf *b);
+
+/* pg_buf_free frees the text and empties the buffer. */
+void pg_buf_free(pg_buf *b);
+
 #endif

@@ -232,7 +232,7 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 		    "deadline passed before the call was served");
 		return;
 	}
-	*call = (rpc_request){
+	*call = (rpc_request) {
 	    .method = env->method,
 	    .request_id = env->request_id,
 	    .deadline_ms = env->deadline_unix_ms,

@@ -8,8 +8,8 @@
  * of received requests and a pool of worker threads, each with its own
  * per-worker state (typically a PGconn). A worker takes every queued request
  * (up to RPC_BATCH_MAX) at once, so under load requests are served in
- * batches (one transaction for many commands) and concurrently. Client: one REQ socket; one nng_ctx per request in
- * flight, completed through a callback (async) or waited for (sync).
+ * batches (one transaction for many commands) and concurrently. Client: one REQ socket; one nng_ctx
+ * per request in flight, completed through a callback (async) or waited for (sync).
  */
 #ifndef SAGA_RPC_H
 #define SAGA_RPC_H
@@ -22,8 +22,8 @@
 #include "status.h"
 
 #define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
-#define RPC_SERVER_CONTEXTS 256 /* requests a server holds at once */
-#define RPC_BATCH_MAX       128 /* requests a worker takes at once */
+#define RPC_SERVER_CONTEXTS 256        /* requests a server holds at once */
+#define RPC_BATCH_MAX       128        /* requests a worker takes at once */
 #define RPC_REASON_MAX      64
 #define RPC_MESSAGE_MAX     256
 #define RPC_REQUEST_ID_MAX  64
@@ -77,8 +77,8 @@ typedef struct rpc_server_ops {
 	 * (docs/architecture.md, "Batching"). Runs on the worker's thread.
 	 * NULL: `handle` is called for each call. Never called while a fault
 	 * is armed (fault_any): then every call goes alone through `handle`. */
-	void (*handle_batch)(void *app, void *worker, const rpc_request *calls, rpc_reply *replies,
-	    size_t n);
+	void (*handle_batch)(
+	    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n);
 	/* Whether the daemon can serve now (its database reachable), asked by
 	 * sagas.v1.Health/Check (health.h) on a worker thread: must answer
 	 * within about a second and never crash. NULL: always SERVING. */

@@ -111,81 +111,126 @@ static void payment_log_outcome(const char *saga_id, const char *op, const payme
 
 /* ---- methods ---- */
 
-static void payment_charge(payment_store *st, const rpc_request *call, rpc_reply *r)
+/* A decoded ChargePayment or RefundPayment: what the store applies. */
+typedef struct payment_call {
+	Sagas__V1__ChargePaymentRequest *charge; /* one of the two is set */
+	Sagas__V1__RefundPaymentRequest *refund;
+	const char *saga_id; /* borrowed from the request */
+	payment_cmd cmd;
+} payment_call;
+
+/* payment_parse decodes and checks a ChargePayment (op PAYMENT_OP_CHARGE) or
+ * RefundPayment payload into *c. Returns false with the error in `r` (and
+ * nothing to free) when the payload is malformed or a field is invalid. */
+static bool payment_parse(const rpc_request *call, payment_op op, payment_call *c, rpc_reply *r)
 {
-	Sagas__V1__ChargePaymentRequest *req
-	    = sagas__v1__charge_payment_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		payment_malformed(r, "ChargePaymentRequest");
+	const char *what
+	    = op == PAYMENT_OP_CHARGE ? "ChargePaymentRequest" : "RefundPaymentRequest";
+	const ProtobufCMessage *base;
+	const char *saga_id, *customer;
+	int64_t amount;
+	memset(c, 0, sizeof *c);
+	if (op == PAYMENT_OP_CHARGE) {
+		c->charge = sagas__v1__charge_payment_request__unpack(
+		    NULL, call->payload_len, call->payload);
+		if (c->charge == NULL)
+			goto malformed;
+		base = &c->charge->base;
+		saga_id = c->charge->saga_id;
+		customer = c->charge->customer;
+		amount = c->charge->amount;
+	} else {
+		c->refund = sagas__v1__refund_payment_request__unpack(
+		    NULL, call->payload_len, call->payload);
+		if (c->refund == NULL)
+			goto malformed;
+		base = &c->refund->base;
+		saga_id = c->refund->saga_id;
+		customer = c->refund->customer;
+		amount = c->refund->amount;
+	}
+	if (!valid_pb_exact(base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode %s: not a canonical encoding (a NUL byte in a string?)",
+		    what);
+		goto out_free;
+	}
+	if (!payment_check_saga_id(r, saga_id) || !payment_check_customer(r, customer)
+	    || !payment_check_amount(r, amount))
+		goto out_free;
+	c->saga_id = saga_id;
+	c->cmd = (payment_cmd) {.op = op, .customer = customer, .amount = amount};
+	return true;
+malformed:
+	payment_malformed(r, what);
+	return false;
+out_free:
+	sagas__v1__charge_payment_request__free_unpacked(c->charge, NULL);
+	sagas__v1__refund_payment_request__free_unpacked(c->refund, NULL);
+	memset(c, 0, sizeof *c);
+	return false;
+}
+
+static void payment_call_free(payment_call *c)
+{
+	if (c->charge)
+		sagas__v1__charge_payment_request__free_unpacked(c->charge, NULL);
+	if (c->refund)
+		sagas__v1__refund_payment_request__free_unpacked(c->refund, NULL);
+	memset(c, 0, sizeof *c);
+}
+
+/* payment_answer fills the reply of an applied command: store error `rc`,
+ * or the committed outcome `o` with the account's `balance` (minor units)
+ * after it. */
+static void payment_answer(
+    const payment_call *c, int rc, const payment_outcome *o, int64_t balance, rpc_reply *r)
+{
+	bool charge = c->cmd.op == PAYMENT_OP_CHARGE;
+	const char *what = charge ? "charge payment" : "refund payment";
+	if (rc != 0) {
+		payment_store_failed(r, rc, what, c->saga_id);
 		return;
 	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ChargePaymentRequest: not a canonical encoding (a NUL byte "
-		    "in a string?)");
-		goto out_free;
+	payment_log_outcome(c->saga_id, charge ? "charge" : "refund", &c->cmd, o, balance);
+	if (o->code != RPC_OK) {
+		payment_refusal(r, o, what, c->cmd.customer);
+		return;
 	}
-	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
-	    || !payment_check_amount(r, req->amount))
-		goto out_free;
-	payment_cmd cmd
-	    = {.op = PAYMENT_OP_CHARGE, .customer = req->customer, .amount = req->amount};
+	if (charge) {
+		Sagas__V1__ChargePaymentReply rep = SAGAS__V1__CHARGE_PAYMENT_REPLY__INIT;
+		rep.status = (Sagas__V1__ChargeStatus)o->reply_status;
+		rep.balance = balance;
+		rpc_reply_ok(r, &rep.base);
+	} else {
+		Sagas__V1__RefundPaymentReply rep = SAGAS__V1__REFUND_PAYMENT_REPLY__INIT;
+		rep.status = (Sagas__V1__ChargeStatus)o->reply_status;
+		rpc_reply_ok(r, &rep.base);
+	}
+}
+
+/* payment_command serves one ChargePayment or RefundPayment alone: its own
+ * transaction (payment_store_apply). */
+static void payment_command(payment_store *st, const rpc_request *call, payment_op op, rpc_reply *r)
+{
+	payment_call c;
+	if (!payment_parse(call, op, &c, r))
+		return;
 	payment_outcome o;
 	int64_t balance = 0;
-	int rc = payment_store_apply(st, req->saga_id, &cmd, &o, &balance);
-	if (rc != 0) {
-		payment_store_failed(r, rc, "charge payment", req->saga_id);
-		goto out_free;
-	}
-	payment_log_outcome(req->saga_id, "charge", &cmd, &o, balance);
-	if (o.code != RPC_OK) {
-		payment_refusal(r, &o, "charge payment", req->customer);
-		goto out_free;
-	}
-	Sagas__V1__ChargePaymentReply rep = SAGAS__V1__CHARGE_PAYMENT_REPLY__INIT;
-	rep.status = (Sagas__V1__ChargeStatus)o.reply_status;
-	rep.balance = balance;
-	rpc_reply_ok(r, &rep.base);
-out_free:
-	sagas__v1__charge_payment_request__free_unpacked(req, NULL);
+	int rc = payment_store_apply(st, c.saga_id, &c.cmd, &o, &balance);
+	payment_answer(&c, rc, &o, balance, r);
+	payment_call_free(&c);
+}
+
+static void payment_charge(payment_store *st, const rpc_request *call, rpc_reply *r)
+{
+	payment_command(st, call, PAYMENT_OP_CHARGE, r);
 }
 
 static void payment_refund(payment_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__RefundPaymentRequest *req
-	    = sagas__v1__refund_payment_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		payment_malformed(r, "RefundPaymentRequest");
-		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RefundPaymentRequest: not a canonical encoding (a NUL byte "
-		    "in a string?)");
-		goto out_free;
-	}
-	if (!payment_check_saga_id(r, req->saga_id) || !payment_check_customer(r, req->customer)
-	    || !payment_check_amount(r, req->amount))
-		goto out_free;
-	payment_cmd cmd
-	    = {.op = PAYMENT_OP_REFUND, .customer = req->customer, .amount = req->amount};
-	payment_outcome o;
-	int64_t balance = 0;
-	int rc = payment_store_apply(st, req->saga_id, &cmd, &o, &balance);
-	if (rc != 0) {
-		payment_store_failed(r, rc, "refund payment", req->saga_id);
-		goto out_free;
-	}
-	payment_log_outcome(req->saga_id, "refund", &cmd, &o, balance);
-	if (o.code != RPC_OK) {
-		payment_refusal(r, &o, "refund payment", req->customer);
-		goto out_free;
-	}
-	Sagas__V1__RefundPaymentReply rep = SAGAS__V1__REFUND_PAYMENT_REPLY__INIT;
-	rep.status = (Sagas__V1__ChargeStatus)o.reply_status;
-	rpc_reply_ok(r, &rep.base);
-out_free:
-	sagas__v1__refund_payment_request__free_unpacked(req, NULL);
+	payment_command(st, call, PAYMENT_OP_REFUND, r);
 }
 
 static void payment_deposit(payment_store *st, const rpc_request *call, rpc_reply *r)
@@ -312,14 +357,17 @@ out_free:
 	payment_listing_free(&l);
 }
 
+#define PAYMENT_CHARGE_METHOD "/sagas.v1.Payment/ChargePayment"
+#define PAYMENT_REFUND_METHOD "/sagas.v1.Payment/RefundPayment"
+
 typedef struct payment_method {
 	const char *name;
 	void (*fn)(payment_store *st, const rpc_request *call, rpc_reply *r);
 } payment_method;
 
 static const payment_method payment_methods[] = {
-    {"/sagas.v1.Payment/ChargePayment", payment_charge},
-    {"/sagas.v1.Payment/RefundPayment", payment_refund},
+    {PAYMENT_CHARGE_METHOD, payment_charge},
+    {PAYMENT_REFUND_METHOD, payment_refund},
     {"/sagas.v1.Payment/Deposit", payment_deposit},
     {"/sagas.v1.Payment/ListAccounts", payment_list},
 };
@@ -335,6 +383,49 @@ static void payment_handle(void *app, void *worker, const rpc_request *call, rpc
 	/* the method name came off the wire: bounded in the message */
 	rpc_reply_error(
 	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"", call->method);
+}
+
+/* payment_handle_batch serves calls that arrived together: their
+ * ChargePayment and RefundPayment commands in one transaction
+ * (payment_store_apply_batch), in arrival order, and the rest one by one.
+ * When the batch cannot commit (bad data, a database error), each command
+ * is applied alone, so one bad command fails only its own call. */
+static void payment_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	payment_store *st = worker;
+	payment_call cs[RPC_BATCH_MAX];
+	payment_batch_cmd cmds[RPC_BATCH_MAX];
+	size_t at[RPC_BATCH_MAX], m = 0;
+	for (size_t i = 0; i < n; i++) {
+		payment_op op = strcmp(calls[i].method, PAYMENT_CHARGE_METHOD) == 0
+		    ? PAYMENT_OP_CHARGE
+		    : strcmp(calls[i].method, PAYMENT_REFUND_METHOD) == 0 ? PAYMENT_OP_REFUND
+		                                                          : 0;
+		if (op == 0) {
+			payment_handle(app, worker, &calls[i], &replies[i]);
+			continue;
+		}
+		if (!payment_parse(&calls[i], op, &cs[m], &replies[i]))
+			continue;
+		cmds[m] = (payment_batch_cmd) {.saga_id = cs[m].saga_id, .cmd = cs[m].cmd};
+		at[m++] = i;
+	}
+	if (m == 0)
+		return;
+	int rc = m > 1 ? payment_store_apply_batch(st, cmds, m) : -1;
+	if (m > 1 && rc != 0)
+		log_warn(NULL,
+		    "a batch of %zu payment commands could not commit (%d): applying each alone", m,
+		    rc);
+	for (size_t k = 0; k < m; k++) {
+		int one = rc == PG_ERR_CONNECTION ? rc : 0; /* no database: all fail alike */
+		if (rc != 0 && rc != PG_ERR_CONNECTION)     /* each command alone, in order */
+			one = payment_store_apply(
+			    st, cmds[k].saga_id, &cmds[k].cmd, &cmds[k].out, &cmds[k].balance);
+		payment_answer(&cs[k], one, &cmds[k].out, cmds[k].balance, &replies[at[k]]);
+		payment_call_free(&cs[k]);
+	}
 }
 
 static int payment_worker_init(void *app, void **worker)
@@ -357,4 +448,5 @@ const rpc_server_ops payment_rpc_ops = {
     .worker_init = payment_worker_init,
     .worker_fini = payment_worker_fini,
     .handle = payment_handle,
+    .handle_batch = payment_handle_batch,
 };

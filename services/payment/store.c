@@ -9,6 +9,7 @@
 #include "fault.h"
 #include "log.h"
 #include "pg.h"
+#include "rpc.h"
 #include "schema_sql.h"
 
 /* The advisory lock key that serialises schema application ("paymntschm"),
@@ -20,6 +21,39 @@
 /* How long a request waits for a lost database to come back: short, so the
  * caller gets UNAVAILABLE well within its deadline and retries. */
 #define PAYMENT_RECONNECT_WAIT_MS 500
+
+/* The statements of a command, prepared once per session (pg_exec_stmt). */
+static const pg_stmt PAYMENT_LOCK_RECORD = {"payment_lock_record",
+    "SELECT status, customer, amount FROM charges WHERE saga_id = $1 FOR UPDATE"};
+static const pg_stmt PAYMENT_LOCK_ROW
+    = {"payment_lock_row", "SELECT balance FROM accounts WHERE customer = $1 FOR UPDATE"};
+static const pg_stmt PAYMENT_INSERT_RECORD = {"payment_insert_record",
+    "INSERT INTO charges (saga_id, status, customer, amount) VALUES ($1, $2, $3, $4)"};
+static const pg_stmt PAYMENT_UPDATE_RECORD = {"payment_update_record",
+    "UPDATE charges SET status = $2, customer = $3, amount = $4, updated_at = now() "
+    "WHERE saga_id = $1"};
+static const pg_stmt PAYMENT_UPDATE_ROW
+    = {"payment_update_row", "UPDATE accounts SET balance = $2 WHERE customer = $1"};
+/* ... and of a batch: arrays in, one statement per table. Rows are locked
+ * in key order so that two batches wait on each other in the same order. */
+static const pg_stmt PAYMENT_LOCK_RECORDS = {"payment_lock_records",
+    "SELECT saga_id, status, customer, amount FROM charges WHERE saga_id = ANY($1::uuid[]) "
+    "ORDER BY saga_id FOR UPDATE"};
+static const pg_stmt PAYMENT_LOCK_ROWS = {"payment_lock_rows",
+    "SELECT customer, balance FROM accounts WHERE customer = ANY($1::text[]) ORDER BY customer FOR "
+    "UPDATE"};
+static const pg_stmt PAYMENT_INSERT_RECORDS = {"payment_insert_records",
+    "INSERT INTO charges (saga_id, status, customer, amount) "
+    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[])"};
+static const pg_stmt PAYMENT_UPDATE_RECORDS = {"payment_update_records",
+    "UPDATE charges r SET status = v.status, customer = v.customer, amount = v.amount, updated_at "
+    "= now() "
+    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) AS v(saga_id, status, customer, "
+    "amount) "
+    "WHERE r.saga_id = v.saga_id"};
+static const pg_stmt PAYMENT_UPDATE_ROWS = {"payment_update_rows",
+    "UPDATE accounts s SET balance = v.balance FROM unnest($1::text[], $2::bigint[]) "
+    "AS v(customer, balance) WHERE s.customer = v.customer"};
 
 struct payment_store {
 	PGconn *conn; /* NULL until the first successful connect */
@@ -72,9 +106,7 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 		return rc;
 	/* Lock order is always record, then account: a transaction holds one
 	 * of each, so two commands cannot wait on each other in a cycle. */
-	rc = pg_exec(s->conn,
-	    "SELECT status, customer, amount FROM charges WHERE saga_id = $1 FOR UPDATE", 1,
-	    by_saga, &res);
+	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_RECORD, 1, by_saga, &res);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(res) == 1) {
@@ -92,8 +124,7 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 	if (rc != 0)
 		goto out_rollback;
 
-	rc = pg_exec(s->conn, "SELECT balance FROM accounts WHERE customer = $1 FOR UPDATE", 1,
-	    by_customer, &res);
+	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_ROW, 1, by_customer, &res);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(res) == 1) {
@@ -112,15 +143,9 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 		if (rec.status == PAYMENT_NONE)
 			/* a concurrent duplicate that inserted first makes this
 			 * fail with unique_violation: the caller retries */
-			rc = pg_run(s->conn,
-			    "INSERT INTO charges (saga_id, status, customer, amount) "
-			    "VALUES ($1, $2, $3, $4)",
-			    4, p);
+			rc = pg_exec_stmt(s->conn, &PAYMENT_INSERT_RECORD, 4, p, NULL);
 		else
-			rc = pg_run(s->conn,
-			    "UPDATE charges SET status = $2, customer = $3, amount = $4, "
-			    "updated_at = now() WHERE saga_id = $1",
-			    4, p);
+			rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_RECORD, 4, p, NULL);
 		if (rc != 0)
 			goto out_rollback;
 	}
@@ -128,8 +153,7 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 		char val[24];
 		snprintf(val, sizeof val, "%" PRId64, out->balance);
 		const char *p[] = {cmd->customer, val};
-		rc = pg_exec(
-		    s->conn, "UPDATE accounts SET balance = $2 WHERE customer = $1", 2, p, &res);
+		rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_ROW, 2, p, &res);
 		if (rc != 0)
 			goto out_rollback;
 		bool updated = strcmp(PQcmdTuples(res), "1") == 0;
@@ -181,6 +205,264 @@ int payment_store_apply(payment_store *s, const char *saga_id, const payment_cmd
 		/* the retried run reads the record the winner committed */
 		log_debug(saga_id, "payment command lost a race, retrying (attempt %d)", attempt);
 	}
+}
+
+/* ---- batches ---- */
+
+/* One record or account a batch holds in memory between its locking read
+ * and its writes. */
+typedef struct payment_batch_rec {
+	char saga_id[VALID_UUID_LEN + 1];
+	payment_record rec;
+	bool in_db; /* read from the table (UPDATE) or new (INSERT) */
+	bool dirty;
+} payment_batch_rec;
+
+typedef struct payment_batch_acct {
+	const char *customer; /* borrowed from a command */
+	payment_account row;
+	bool dirty;
+} payment_batch_acct;
+
+/* payment_batch_state is what one attempt of a batch reads and decides. */
+typedef struct payment_batch_state {
+	payment_batch_rec recs[RPC_BATCH_MAX];
+	size_t n_recs;
+	payment_batch_acct rows[RPC_BATCH_MAX];
+	size_t n_rows;
+} payment_batch_state;
+
+static payment_batch_rec *payment_batch_find_rec(payment_batch_state *b, const char *saga_id)
+{
+	for (size_t i = 0; i < b->n_recs; i++)
+		if (strcmp(b->recs[i].saga_id, saga_id) == 0)
+			return &b->recs[i];
+	return NULL;
+}
+
+static payment_batch_acct *payment_batch_find_row(payment_batch_state *b, const char *customer)
+{
+	for (size_t i = 0; i < b->n_rows; i++)
+		if (strcmp(b->rows[i].customer, customer) == 0)
+			return &b->rows[i];
+	return NULL;
+}
+
+/* payment_batch_write runs one set-based write of the records with
+ * in_db == `existing` that the batch changed; *count is how many. */
+static int payment_batch_write_recs(payment_store *s, payment_batch_state *b, bool existing)
+{
+	pg_buf ids = {0}, st = {0}, customer = {0}, amount = {0};
+	pg_array_open(&ids);
+	pg_array_open(&st);
+	pg_array_open(&customer);
+	pg_array_open(&amount);
+	size_t count = 0;
+	for (size_t i = 0; i < b->n_recs; i++) {
+		payment_batch_rec *r = &b->recs[i];
+		if (!r->dirty || r->in_db != existing)
+			continue;
+		pg_array_add(&ids, r->saga_id);
+		pg_array_add(&st, payment_status_name(r->rec.status));
+		pg_array_add(&customer, r->rec.customer);
+		pg_array_add_i64(&amount, r->rec.amount);
+		count++;
+	}
+	pg_array_close(&ids);
+	pg_array_close(&st);
+	pg_array_close(&customer);
+	pg_array_close(&amount);
+	int rc = 0;
+	if (ids.oom || st.oom || customer.oom || amount.oom) {
+		rc = -ENOMEM;
+	} else if (count > 0) {
+		const char *p[] = {ids.p, st.p, customer.p, amount.p};
+		PGresult *res = NULL;
+		/* a new record that a concurrent command inserted first fails
+		 * with unique_violation: the whole batch is retried */
+		rc = pg_exec_stmt(s->conn,
+		    existing ? &PAYMENT_UPDATE_RECORDS : &PAYMENT_INSERT_RECORDS, 4, p, &res);
+		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
+			log_error(NULL, "could not write charges: %s rows of %zu written",
+			    PQcmdTuples(res), count);
+			rc = PG_ERR_OTHER;
+		}
+		PQclear(res);
+	}
+	pg_buf_free(&ids);
+	pg_buf_free(&st);
+	pg_buf_free(&customer);
+	pg_buf_free(&amount);
+	return rc;
+}
+
+static int payment_batch_write_accounts(payment_store *s, payment_batch_state *b)
+{
+	pg_buf customer = {0}, val = {0};
+	pg_array_open(&customer);
+	pg_array_open(&val);
+	size_t count = 0;
+	for (size_t i = 0; i < b->n_rows; i++) {
+		if (!b->rows[i].dirty)
+			continue;
+		pg_array_add(&customer, b->rows[i].customer);
+		pg_array_add_i64(&val, b->rows[i].row.balance);
+		count++;
+	}
+	pg_array_close(&customer);
+	pg_array_close(&val);
+	int rc = 0;
+	if (customer.oom || val.oom) {
+		rc = -ENOMEM;
+	} else if (count > 0) {
+		const char *p[] = {customer.p, val.p};
+		PGresult *res = NULL;
+		rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_ROWS, 2, p, &res);
+		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
+			/* a CHARGED record whose account is gone: bad data */
+			log_error(NULL, "could not update accounts: %s rows of %zu updated",
+			    PQcmdTuples(res), count);
+			rc = PG_ERR_OTHER;
+		}
+		PQclear(res);
+	}
+	pg_buf_free(&customer);
+	pg_buf_free(&val);
+	return rc;
+}
+
+/* payment_store_try_batch is one attempt of payment_store_apply_batch. */
+static int payment_store_try_batch(
+    payment_store *s, payment_batch_state *b, payment_batch_cmd *cmds, size_t n)
+{
+	PGresult *res = NULL;
+	pg_buf ids = {0}, customers = {0};
+	memset(b, 0, sizeof *b);
+	/* the keys the batch touches, each once */
+	pg_array_open(&ids);
+	pg_array_open(&customers);
+	for (size_t i = 0; i < n; i++) {
+		if (payment_batch_find_rec(b, cmds[i].saga_id) == NULL) {
+			payment_batch_rec *r = &b->recs[b->n_recs++];
+			snprintf(r->saga_id, sizeof r->saga_id, "%s", cmds[i].saga_id);
+			r->rec.status = PAYMENT_NONE;
+			pg_array_add(&ids, cmds[i].saga_id);
+		}
+		if (payment_batch_find_row(b, cmds[i].cmd.customer) == NULL) {
+			b->rows[b->n_rows++].customer = cmds[i].cmd.customer;
+			pg_array_add(&customers, cmds[i].cmd.customer);
+		}
+	}
+	pg_array_close(&ids);
+	pg_array_close(&customers);
+	int rc = ids.oom || customers.oom ? -ENOMEM : pg_begin(s->conn);
+	if (rc != 0)
+		goto out_free;
+	const char *p_ids[] = {ids.p}, *p_customers[] = {customers.p};
+	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_RECORDS, 1, p_ids, &res);
+	if (rc != 0)
+		goto out_rollback;
+	for (int i = 0; i < PQntuples(res); i++) {
+		payment_batch_rec *r = payment_batch_find_rec(b, PQgetvalue(res, i, 0));
+		if (r == NULL) {
+			log_error(NULL, "could not read charges: unexpected saga id %s",
+			    PQgetvalue(res, i, 0));
+			rc = PG_ERR_OTHER;
+			break;
+		}
+		r->in_db = true;
+		r->rec.status = payment_status_parse(PQgetvalue(res, i, 1));
+		snprintf(r->rec.customer, sizeof r->rec.customer, "%s", PQgetvalue(res, i, 2));
+		r->rec.amount = pg_get_i64(res, i, 3);
+		if (r->rec.status == PAYMENT_NONE) {
+			log_error(r->saga_id, "could not read charge: unknown status \"%s\"",
+			    PQgetvalue(res, i, 1));
+			rc = PG_ERR_OTHER;
+			break;
+		}
+	}
+	PQclear(res);
+	if (rc != 0)
+		goto out_rollback;
+	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_ROWS, 1, p_customers, &res);
+	if (rc != 0)
+		goto out_rollback;
+	for (int i = 0; i < PQntuples(res); i++) {
+		payment_batch_acct *w = payment_batch_find_row(b, PQgetvalue(res, i, 0));
+		if (w != NULL) {
+			w->row.exists = true;
+			w->row.balance = pg_get_i64(res, i, 1);
+		}
+	}
+	PQclear(res);
+
+	/* each command as if alone, in order: the pure decision of rules 2,
+	 * 5 and 6, on what the commands before it in the batch left */
+	for (size_t i = 0; i < n; i++) {
+		payment_batch_rec *r = payment_batch_find_rec(b, cmds[i].saga_id);
+		payment_batch_acct *w = payment_batch_find_row(b, cmds[i].cmd.customer);
+		payment_outcome *o = &cmds[i].out;
+		payment_decide(&r->rec, &w->row, &cmds[i].cmd, o);
+		if (o->write_record) {
+			r->rec = o->record;
+			r->dirty = true;
+		}
+		if (o->write_account) {
+			w->row.balance = o->balance;
+			w->dirty = true;
+		}
+		cmds[i].balance = w->row.exists ? w->row.balance : 0;
+	}
+	rc = payment_batch_write_recs(s, b, false);
+	if (rc == 0)
+		rc = payment_batch_write_recs(s, b, true);
+	if (rc == 0)
+		rc = payment_batch_write_accounts(s, b);
+	if (rc == 0)
+		rc = pg_commit(s->conn);
+	if (rc == 0)
+		goto out_free;
+out_rollback:
+	pg_rollback(s->conn);
+out_free:
+	pg_buf_free(&ids);
+	pg_buf_free(&customers);
+	return rc;
+}
+
+int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t n)
+{
+	if (n == 0 || n > RPC_BATCH_MAX)
+		return -EINVAL;
+	payment_batch_state *b = malloc(sizeof *b);
+	if (b == NULL)
+		return -ENOMEM;
+	int rc = payment_store_ready(s);
+	bool rerun_done = false;
+	for (int attempt = 1; rc == 0; attempt++) {
+		rc = payment_store_try_batch(s, b, cmds, n);
+		if (rc == 0)
+			break;
+		if (payment_store_may_rerun(s, rc, &rerun_done)) {
+			attempt--;
+			rc = 0;
+			continue;
+		}
+		if (rc != PG_ERR_RETRY && rc != PG_ERR_UNIQUE)
+			break;
+		if (attempt == PAYMENT_TX_TRIES) {
+			log_warn(NULL,
+			    "could not apply a batch of %zu payment commands: lost %d races", n,
+			    attempt);
+			rc = PG_ERR_RETRY;
+			break;
+		}
+		log_debug(NULL, "a batch of payment commands lost a race, retrying (attempt %d)",
+		    attempt);
+		rc = 0;
+	}
+	free(b);
+	return rc;
 }
 
 int payment_store_deposit(payment_store *s, const char *customer, int64_t amount, int64_t *balance)

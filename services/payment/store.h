@@ -96,6 +96,29 @@ void payment_store_close(payment_store *s);
 int payment_store_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
     payment_outcome *out, int64_t *balance) __attribute__((warn_unused_result));
 
+/* One command of a batch (payment_store_apply_batch). */
+typedef struct payment_batch_cmd {
+	const char *saga_id; /* canonical UUID text, borrowed */
+	payment_cmd cmd;     /* customer borrowed */
+	payment_outcome out; /* filled on success */
+	int64_t balance;     /* filled on success: the account's balance after it,
+	                        minor units */
+} payment_batch_cmd;
+
+/* payment_store_apply_batch applies `n` commands (1..RPC_BATCH_MAX, any mix of
+ * ChargePayment and RefundPayment, saga ids and customers may repeat) in one local
+ * transaction: lock every record and account they touch (records, then
+ * accounts, each in key order, so batches and single commands cannot deadlock),
+ * call payment_decide() for each command in the order given, as if each ran
+ * alone in that order, write the results with one set-based statement per
+ * table, commit. Fills each cmds[i].out and .balance on 0; nothing is
+ * written unless 0 is returned, and then the caller may apply the commands
+ * one by one instead (payment_store_apply). A lost race (a concurrent insert
+ * of the same saga id, a deadlock) retries the whole batch; a lost
+ * connection re-runs it once. Returns 0, -ENOMEM or a negative enum pg_err. */
+int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t n)
+    __attribute__((warn_unused_result));
+
 /* payment_store_deposit adds `amount` minor units (> 0) to `customer`'s
  * account, creating it, outside any saga (admin). On 0, *balance is the new
  * balance. Never re-run after a lost connection (a deposit has no

@@ -107,79 +107,124 @@ static void stock_log_outcome(const char *saga_id, const char *op, const stock_c
 
 /* ---- methods ---- */
 
-static void stock_reserve(stock_store *st, const rpc_request *call, rpc_reply *r)
+/* A decoded ReserveStock or ReleaseStock: what the store applies. */
+typedef struct stock_call {
+	Sagas__V1__ReserveStockRequest *reserve; /* one of the two is set */
+	Sagas__V1__ReleaseStockRequest *release;
+	const char *saga_id; /* borrowed from the request */
+	stock_cmd cmd;
+} stock_call;
+
+/* stock_parse decodes and checks a ReserveStock (op STOCK_OP_RESERVE) or
+ * ReleaseStock payload into *c. Returns false with the error in `r` (and
+ * nothing to free) when the payload is malformed or a field is invalid. */
+static bool stock_parse(const rpc_request *call, stock_op op, stock_call *c, rpc_reply *r)
 {
-	Sagas__V1__ReserveStockRequest *req
-	    = sagas__v1__reserve_stock_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		stock_malformed(r, "ReserveStockRequest");
+	const char *what = op == STOCK_OP_RESERVE ? "ReserveStockRequest" : "ReleaseStockRequest";
+	const ProtobufCMessage *base;
+	const char *saga_id, *sku;
+	int32_t qty;
+	memset(c, 0, sizeof *c);
+	if (op == STOCK_OP_RESERVE) {
+		c->reserve = sagas__v1__reserve_stock_request__unpack(
+		    NULL, call->payload_len, call->payload);
+		if (c->reserve == NULL)
+			goto malformed;
+		base = &c->reserve->base;
+		saga_id = c->reserve->saga_id;
+		sku = c->reserve->sku;
+		qty = c->reserve->qty;
+	} else {
+		c->release = sagas__v1__release_stock_request__unpack(
+		    NULL, call->payload_len, call->payload);
+		if (c->release == NULL)
+			goto malformed;
+		base = &c->release->base;
+		saga_id = c->release->saga_id;
+		sku = c->release->sku;
+		qty = c->release->qty;
+	}
+	if (!valid_pb_exact(base, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode %s: not a canonical encoding (a NUL byte in a string?)",
+		    what);
+		goto out_free;
+	}
+	if (!stock_check_saga_id(r, saga_id) || !stock_check_sku(r, sku)
+	    || !stock_check_range(r, "qty", qty, 1, VALID_QTY_MAX))
+		goto out_free;
+	c->saga_id = saga_id;
+	c->cmd = (stock_cmd) {.op = op, .sku = sku, .qty = qty};
+	return true;
+malformed:
+	stock_malformed(r, what);
+	return false;
+out_free:
+	sagas__v1__reserve_stock_request__free_unpacked(c->reserve, NULL);
+	sagas__v1__release_stock_request__free_unpacked(c->release, NULL);
+	memset(c, 0, sizeof *c);
+	return false;
+}
+
+static void stock_call_free(stock_call *c)
+{
+	if (c->reserve)
+		sagas__v1__reserve_stock_request__free_unpacked(c->reserve, NULL);
+	if (c->release)
+		sagas__v1__release_stock_request__free_unpacked(c->release, NULL);
+	memset(c, 0, sizeof *c);
+}
+
+/* stock_answer fills the reply of an applied command: store error `rc`,
+ * or the committed outcome `o` with the sku's units `on_hand` after it. */
+static void stock_answer(
+    const stock_call *c, int rc, const stock_outcome *o, int64_t on_hand, rpc_reply *r)
+{
+	bool reserve = c->cmd.op == STOCK_OP_RESERVE;
+	const char *what = reserve ? "reserve stock" : "release stock";
+	if (rc != 0) {
+		stock_store_failed(r, rc, what, c->saga_id);
 		return;
 	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ReserveStockRequest: not a canonical encoding (a NUL byte in "
-		    "a string?)");
-		goto out_free;
+	stock_log_outcome(c->saga_id, reserve ? "reserve" : "release", &c->cmd, o, on_hand);
+	if (o->code != RPC_OK) {
+		stock_refusal(r, o, what, c->cmd.sku);
+		return;
 	}
-	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
-	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
-		goto out_free;
-	stock_cmd cmd = {.op = STOCK_OP_RESERVE, .sku = req->sku, .qty = req->qty};
+	if (reserve) {
+		Sagas__V1__ReserveStockReply rep = SAGAS__V1__RESERVE_STOCK_REPLY__INIT;
+		rep.status = (Sagas__V1__ReservationStatus)o->reply_status;
+		rep.on_hand = on_hand;
+		rpc_reply_ok(r, &rep.base);
+	} else {
+		Sagas__V1__ReleaseStockReply rep = SAGAS__V1__RELEASE_STOCK_REPLY__INIT;
+		rep.status = (Sagas__V1__ReservationStatus)o->reply_status;
+		rpc_reply_ok(r, &rep.base);
+	}
+}
+
+/* stock_command serves one ReserveStock or ReleaseStock alone: its own
+ * transaction (stock_store_apply). */
+static void stock_command(stock_store *st, const rpc_request *call, stock_op op, rpc_reply *r)
+{
+	stock_call c;
+	if (!stock_parse(call, op, &c, r))
+		return;
 	stock_outcome o;
 	int64_t on_hand = 0;
-	int rc = stock_store_apply(st, req->saga_id, &cmd, &o, &on_hand);
-	if (rc != 0) {
-		stock_store_failed(r, rc, "reserve stock", req->saga_id);
-		goto out_free;
-	}
-	stock_log_outcome(req->saga_id, "reserve", &cmd, &o, on_hand);
-	if (o.code != RPC_OK) {
-		stock_refusal(r, &o, "reserve stock", req->sku);
-		goto out_free;
-	}
-	Sagas__V1__ReserveStockReply rep = SAGAS__V1__RESERVE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)o.reply_status;
-	rep.on_hand = on_hand;
-	rpc_reply_ok(r, &rep.base);
-out_free:
-	sagas__v1__reserve_stock_request__free_unpacked(req, NULL);
+	int rc = stock_store_apply(st, c.saga_id, &c.cmd, &o, &on_hand);
+	stock_answer(&c, rc, &o, on_hand, r);
+	stock_call_free(&c);
+}
+
+static void stock_reserve(stock_store *st, const rpc_request *call, rpc_reply *r)
+{
+	stock_command(st, call, STOCK_OP_RESERVE, r);
 }
 
 static void stock_release(stock_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__ReleaseStockRequest *req
-	    = sagas__v1__release_stock_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		stock_malformed(r, "ReleaseStockRequest");
-		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ReleaseStockRequest: not a canonical encoding (a NUL byte in "
-		    "a string?)");
-		goto out_free;
-	}
-	if (!stock_check_saga_id(r, req->saga_id) || !stock_check_sku(r, req->sku)
-	    || !stock_check_range(r, "qty", req->qty, 1, VALID_QTY_MAX))
-		goto out_free;
-	stock_cmd cmd = {.op = STOCK_OP_RELEASE, .sku = req->sku, .qty = req->qty};
-	stock_outcome o;
-	int64_t on_hand = 0;
-	int rc = stock_store_apply(st, req->saga_id, &cmd, &o, &on_hand);
-	if (rc != 0) {
-		stock_store_failed(r, rc, "release stock", req->saga_id);
-		goto out_free;
-	}
-	stock_log_outcome(req->saga_id, "release", &cmd, &o, on_hand);
-	if (o.code != RPC_OK) {
-		stock_refusal(r, &o, "release stock", req->sku);
-		goto out_free;
-	}
-	Sagas__V1__ReleaseStockReply rep = SAGAS__V1__RELEASE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)o.reply_status;
-	rpc_reply_ok(r, &rep.base);
-out_free:
-	sagas__v1__release_stock_request__free_unpacked(req, NULL);
+	stock_command(st, call, STOCK_OP_RELEASE, r);
 }
 
 static void stock_set(stock_store *st, const rpc_request *call, rpc_reply *r)
@@ -294,14 +339,17 @@ out_free:
 	stock_listing_free(&l);
 }
 
+#define STOCK_RESERVE_METHOD "/sagas.v1.Stock/ReserveStock"
+#define STOCK_RELEASE_METHOD "/sagas.v1.Stock/ReleaseStock"
+
 typedef struct stock_method {
 	const char *name;
 	void (*fn)(stock_store *st, const rpc_request *call, rpc_reply *r);
 } stock_method;
 
 static const stock_method stock_methods[] = {
-    {"/sagas.v1.Stock/ReserveStock", stock_reserve},
-    {"/sagas.v1.Stock/ReleaseStock", stock_release},
+    {STOCK_RESERVE_METHOD, stock_reserve},
+    {STOCK_RELEASE_METHOD, stock_release},
     {"/sagas.v1.Stock/SetStock", stock_set},
     {"/sagas.v1.Stock/ListStock", stock_list},
 };
@@ -317,6 +365,48 @@ static void stock_handle(void *app, void *worker, const rpc_request *call, rpc_r
 	/* the method name came off the wire: bounded in the message */
 	rpc_reply_error(
 	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"", call->method);
+}
+
+/* stock_handle_batch serves calls that arrived together: their
+ * ReserveStock and ReleaseStock commands in one transaction
+ * (stock_store_apply_batch), in arrival order, and the rest one by one.
+ * When the batch cannot commit (bad data, a database error), each command
+ * is applied alone, so one bad command fails only its own call. */
+static void stock_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	stock_store *st = worker;
+	stock_call cs[RPC_BATCH_MAX];
+	stock_batch_cmd cmds[RPC_BATCH_MAX];
+	size_t at[RPC_BATCH_MAX], m = 0;
+	for (size_t i = 0; i < n; i++) {
+		stock_op op = strcmp(calls[i].method, STOCK_RESERVE_METHOD) == 0 ? STOCK_OP_RESERVE
+		    : strcmp(calls[i].method, STOCK_RELEASE_METHOD) == 0         ? STOCK_OP_RELEASE
+		                                                                 : 0;
+		if (op == 0) {
+			stock_handle(app, worker, &calls[i], &replies[i]);
+			continue;
+		}
+		if (!stock_parse(&calls[i], op, &cs[m], &replies[i]))
+			continue;
+		cmds[m] = (stock_batch_cmd) {.saga_id = cs[m].saga_id, .cmd = cs[m].cmd};
+		at[m++] = i;
+	}
+	if (m == 0)
+		return;
+	int rc = m > 1 ? stock_store_apply_batch(st, cmds, m) : -1;
+	if (m > 1 && rc != 0)
+		log_warn(NULL,
+		    "a batch of %zu stock commands could not commit (%d): applying each alone", m,
+		    rc);
+	for (size_t k = 0; k < m; k++) {
+		int one = rc == PG_ERR_CONNECTION ? rc : 0; /* no database: all fail alike */
+		if (rc != 0 && rc != PG_ERR_CONNECTION)     /* each command alone, in order */
+			one = stock_store_apply(
+			    st, cmds[k].saga_id, &cmds[k].cmd, &cmds[k].out, &cmds[k].on_hand);
+		stock_answer(&cs[k], one, &cmds[k].out, cmds[k].on_hand, &replies[at[k]]);
+		stock_call_free(&cs[k]);
+	}
 }
 
 static int stock_worker_init(void *app, void **worker)
@@ -339,4 +429,5 @@ const rpc_server_ops stock_rpc_ops = {
     .worker_init = stock_worker_init,
     .worker_fini = stock_worker_fini,
     .handle = stock_handle,
+    .handle_batch = stock_handle_batch,
 };

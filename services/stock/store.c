@@ -9,6 +9,7 @@
 #include "fault.h"
 #include "log.h"
 #include "pg.h"
+#include "rpc.h"
 #include "schema_sql.h"
 
 /* The advisory lock key that serialises schema application ("stockschm"). */
@@ -19,6 +20,36 @@
 /* How long a request waits for a lost database to come back: short, so the
  * caller gets UNAVAILABLE well within its deadline and retries. */
 #define STOCK_RECONNECT_WAIT_MS 500
+
+/* The statements of a command, prepared once per session (pg_exec_stmt). */
+static const pg_stmt STOCK_LOCK_RECORD = {
+    "stock_lock_record", "SELECT status, sku, qty FROM reservations WHERE saga_id = $1 FOR UPDATE"};
+static const pg_stmt STOCK_LOCK_ROW
+    = {"stock_lock_row", "SELECT on_hand FROM stock WHERE sku = $1 FOR UPDATE"};
+static const pg_stmt STOCK_INSERT_RECORD = {"stock_insert_record",
+    "INSERT INTO reservations (saga_id, status, sku, qty) VALUES ($1, $2, $3, $4)"};
+static const pg_stmt STOCK_UPDATE_RECORD = {"stock_update_record",
+    "UPDATE reservations SET status = $2, sku = $3, qty = $4, updated_at = now() "
+    "WHERE saga_id = $1"};
+static const pg_stmt STOCK_UPDATE_ROW
+    = {"stock_update_row", "UPDATE stock SET on_hand = $2 WHERE sku = $1"};
+/* ... and of a batch: arrays in, one statement per table. Rows are locked
+ * in key order so that two batches wait on each other in the same order. */
+static const pg_stmt STOCK_LOCK_RECORDS = {"stock_lock_records",
+    "SELECT saga_id, status, sku, qty FROM reservations WHERE saga_id = ANY($1::uuid[]) "
+    "ORDER BY saga_id FOR UPDATE"};
+static const pg_stmt STOCK_LOCK_ROWS = {"stock_lock_rows",
+    "SELECT sku, on_hand FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku FOR UPDATE"};
+static const pg_stmt STOCK_INSERT_RECORDS = {"stock_insert_records",
+    "INSERT INTO reservations (saga_id, status, sku, qty) "
+    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[])"};
+static const pg_stmt STOCK_UPDATE_RECORDS = {"stock_update_records",
+    "UPDATE reservations r SET status = v.status, sku = v.sku, qty = v.qty, updated_at = now() "
+    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS v(saga_id, status, sku, qty) "
+    "WHERE r.saga_id = v.saga_id"};
+static const pg_stmt STOCK_UPDATE_ROWS = {"stock_update_rows",
+    "UPDATE stock s SET on_hand = v.on_hand FROM unnest($1::text[], $2::bigint[]) "
+    "AS v(sku, on_hand) WHERE s.sku = v.sku"};
 
 struct stock_store {
 	PGconn *conn; /* NULL until the first successful connect */
@@ -71,9 +102,7 @@ static int stock_store_try_apply(
 		return rc;
 	/* Lock order is always record, then stock row: a transaction holds one
 	 * of each, so two commands cannot wait on each other in a cycle. */
-	rc = pg_exec(s->conn,
-	    "SELECT status, sku, qty FROM reservations WHERE saga_id = $1 FOR UPDATE", 1, by_saga,
-	    &res);
+	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_RECORD, 1, by_saga, &res);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(res) == 1) {
@@ -91,8 +120,7 @@ static int stock_store_try_apply(
 	if (rc != 0)
 		goto out_rollback;
 
-	rc = pg_exec(
-	    s->conn, "SELECT on_hand FROM stock WHERE sku = $1 FOR UPDATE", 1, by_sku, &res);
+	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_ROW, 1, by_sku, &res);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(res) == 1) {
@@ -111,15 +139,9 @@ static int stock_store_try_apply(
 		if (rec.status == STOCK_NONE)
 			/* a concurrent duplicate that inserted first makes this
 			 * fail with unique_violation: the caller retries */
-			rc = pg_run(s->conn,
-			    "INSERT INTO reservations (saga_id, status, sku, qty) "
-			    "VALUES ($1, $2, $3, $4)",
-			    4, p);
+			rc = pg_exec_stmt(s->conn, &STOCK_INSERT_RECORD, 4, p, NULL);
 		else
-			rc = pg_run(s->conn,
-			    "UPDATE reservations SET status = $2, sku = $3, qty = $4, "
-			    "updated_at = now() WHERE saga_id = $1",
-			    4, p);
+			rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_RECORD, 4, p, NULL);
 		if (rc != 0)
 			goto out_rollback;
 	}
@@ -127,7 +149,7 @@ static int stock_store_try_apply(
 		char val[24];
 		snprintf(val, sizeof val, "%" PRId64, out->on_hand);
 		const char *p[] = {cmd->sku, val};
-		rc = pg_exec(s->conn, "UPDATE stock SET on_hand = $2 WHERE sku = $1", 2, p, &res);
+		rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_ROW, 2, p, &res);
 		if (rc != 0)
 			goto out_rollback;
 		bool updated = strcmp(PQcmdTuples(res), "1") == 0;
@@ -179,6 +201,264 @@ int stock_store_apply(
 		/* the retried run reads the record the winner committed */
 		log_debug(saga_id, "stock command lost a race, retrying (attempt %d)", attempt);
 	}
+}
+
+/* ---- batches ---- */
+
+/* One record or stock row a batch holds in memory between its locking read
+ * and its writes. */
+typedef struct stock_batch_rec {
+	char saga_id[VALID_UUID_LEN + 1];
+	stock_record rec;
+	bool in_db; /* read from the table (UPDATE) or new (INSERT) */
+	bool dirty;
+} stock_batch_rec;
+
+typedef struct stock_batch_row {
+	const char *sku; /* borrowed from a command */
+	stock_row row;
+	bool dirty;
+} stock_batch_row;
+
+/* stock_batch_state is what one attempt of a batch reads and decides. */
+typedef struct stock_batch_state {
+	stock_batch_rec recs[RPC_BATCH_MAX];
+	size_t n_recs;
+	stock_batch_row rows[RPC_BATCH_MAX];
+	size_t n_rows;
+} stock_batch_state;
+
+static stock_batch_rec *stock_batch_find_rec(stock_batch_state *b, const char *saga_id)
+{
+	for (size_t i = 0; i < b->n_recs; i++)
+		if (strcmp(b->recs[i].saga_id, saga_id) == 0)
+			return &b->recs[i];
+	return NULL;
+}
+
+static stock_batch_row *stock_batch_find_row(stock_batch_state *b, const char *sku)
+{
+	for (size_t i = 0; i < b->n_rows; i++)
+		if (strcmp(b->rows[i].sku, sku) == 0)
+			return &b->rows[i];
+	return NULL;
+}
+
+/* stock_batch_write runs one set-based write of the records with
+ * in_db == `existing` that the batch changed; *count is how many. */
+static int stock_batch_write_recs(stock_store *s, stock_batch_state *b, bool existing)
+{
+	pg_buf ids = {0}, st = {0}, sku = {0}, qty = {0};
+	pg_array_open(&ids);
+	pg_array_open(&st);
+	pg_array_open(&sku);
+	pg_array_open(&qty);
+	size_t count = 0;
+	for (size_t i = 0; i < b->n_recs; i++) {
+		stock_batch_rec *r = &b->recs[i];
+		if (!r->dirty || r->in_db != existing)
+			continue;
+		pg_array_add(&ids, r->saga_id);
+		pg_array_add(&st, stock_status_name(r->rec.status));
+		pg_array_add(&sku, r->rec.sku);
+		pg_array_add_i64(&qty, r->rec.qty);
+		count++;
+	}
+	pg_array_close(&ids);
+	pg_array_close(&st);
+	pg_array_close(&sku);
+	pg_array_close(&qty);
+	int rc = 0;
+	if (ids.oom || st.oom || sku.oom || qty.oom) {
+		rc = -ENOMEM;
+	} else if (count > 0) {
+		const char *p[] = {ids.p, st.p, sku.p, qty.p};
+		PGresult *res = NULL;
+		/* a new record that a concurrent command inserted first fails
+		 * with unique_violation: the whole batch is retried */
+		rc = pg_exec_stmt(
+		    s->conn, existing ? &STOCK_UPDATE_RECORDS : &STOCK_INSERT_RECORDS, 4, p, &res);
+		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
+			log_error(NULL, "could not write reservations: %s rows of %zu written",
+			    PQcmdTuples(res), count);
+			rc = PG_ERR_OTHER;
+		}
+		PQclear(res);
+	}
+	pg_buf_free(&ids);
+	pg_buf_free(&st);
+	pg_buf_free(&sku);
+	pg_buf_free(&qty);
+	return rc;
+}
+
+static int stock_batch_write_rows(stock_store *s, stock_batch_state *b)
+{
+	pg_buf sku = {0}, val = {0};
+	pg_array_open(&sku);
+	pg_array_open(&val);
+	size_t count = 0;
+	for (size_t i = 0; i < b->n_rows; i++) {
+		if (!b->rows[i].dirty)
+			continue;
+		pg_array_add(&sku, b->rows[i].sku);
+		pg_array_add_i64(&val, b->rows[i].row.on_hand);
+		count++;
+	}
+	pg_array_close(&sku);
+	pg_array_close(&val);
+	int rc = 0;
+	if (sku.oom || val.oom) {
+		rc = -ENOMEM;
+	} else if (count > 0) {
+		const char *p[] = {sku.p, val.p};
+		PGresult *res = NULL;
+		rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_ROWS, 2, p, &res);
+		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
+			/* a RESERVED record whose sku row is gone: bad data */
+			log_error(NULL, "could not update stock: %s rows of %zu updated",
+			    PQcmdTuples(res), count);
+			rc = PG_ERR_OTHER;
+		}
+		PQclear(res);
+	}
+	pg_buf_free(&sku);
+	pg_buf_free(&val);
+	return rc;
+}
+
+/* stock_store_try_batch is one attempt of stock_store_apply_batch. */
+static int stock_store_try_batch(
+    stock_store *s, stock_batch_state *b, stock_batch_cmd *cmds, size_t n)
+{
+	PGresult *res = NULL;
+	pg_buf ids = {0}, skus = {0};
+	memset(b, 0, sizeof *b);
+	/* the keys the batch touches, each once */
+	pg_array_open(&ids);
+	pg_array_open(&skus);
+	for (size_t i = 0; i < n; i++) {
+		if (stock_batch_find_rec(b, cmds[i].saga_id) == NULL) {
+			stock_batch_rec *r = &b->recs[b->n_recs++];
+			snprintf(r->saga_id, sizeof r->saga_id, "%s", cmds[i].saga_id);
+			r->rec.status = STOCK_NONE;
+			pg_array_add(&ids, cmds[i].saga_id);
+		}
+		if (stock_batch_find_row(b, cmds[i].cmd.sku) == NULL) {
+			b->rows[b->n_rows++].sku = cmds[i].cmd.sku;
+			pg_array_add(&skus, cmds[i].cmd.sku);
+		}
+	}
+	pg_array_close(&ids);
+	pg_array_close(&skus);
+	int rc = ids.oom || skus.oom ? -ENOMEM : pg_begin(s->conn);
+	if (rc != 0)
+		goto out_free;
+	const char *p_ids[] = {ids.p}, *p_skus[] = {skus.p};
+	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_RECORDS, 1, p_ids, &res);
+	if (rc != 0)
+		goto out_rollback;
+	for (int i = 0; i < PQntuples(res); i++) {
+		stock_batch_rec *r = stock_batch_find_rec(b, PQgetvalue(res, i, 0));
+		if (r == NULL) {
+			log_error(NULL, "could not read reservations: unexpected saga id %s",
+			    PQgetvalue(res, i, 0));
+			rc = PG_ERR_OTHER;
+			break;
+		}
+		r->in_db = true;
+		r->rec.status = stock_status_parse(PQgetvalue(res, i, 1));
+		snprintf(r->rec.sku, sizeof r->rec.sku, "%s", PQgetvalue(res, i, 2));
+		r->rec.qty = (int32_t)pg_get_i64(res, i, 3);
+		if (r->rec.status == STOCK_NONE) {
+			log_error(r->saga_id, "could not read reservation: unknown status \"%s\"",
+			    PQgetvalue(res, i, 1));
+			rc = PG_ERR_OTHER;
+			break;
+		}
+	}
+	PQclear(res);
+	if (rc != 0)
+		goto out_rollback;
+	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_ROWS, 1, p_skus, &res);
+	if (rc != 0)
+		goto out_rollback;
+	for (int i = 0; i < PQntuples(res); i++) {
+		stock_batch_row *w = stock_batch_find_row(b, PQgetvalue(res, i, 0));
+		if (w != NULL) {
+			w->row.exists = true;
+			w->row.on_hand = pg_get_i64(res, i, 1);
+		}
+	}
+	PQclear(res);
+
+	/* each command as if alone, in order: the pure decision of rules 2,
+	 * 5 and 6, on what the commands before it in the batch left */
+	for (size_t i = 0; i < n; i++) {
+		stock_batch_rec *r = stock_batch_find_rec(b, cmds[i].saga_id);
+		stock_batch_row *w = stock_batch_find_row(b, cmds[i].cmd.sku);
+		stock_outcome *o = &cmds[i].out;
+		stock_decide(&r->rec, &w->row, &cmds[i].cmd, o);
+		if (o->write_record) {
+			r->rec = o->record;
+			r->dirty = true;
+		}
+		if (o->write_row) {
+			w->row.on_hand = o->on_hand;
+			w->dirty = true;
+		}
+		cmds[i].on_hand = w->row.exists ? w->row.on_hand : 0;
+	}
+	rc = stock_batch_write_recs(s, b, false);
+	if (rc == 0)
+		rc = stock_batch_write_recs(s, b, true);
+	if (rc == 0)
+		rc = stock_batch_write_rows(s, b);
+	if (rc == 0)
+		rc = pg_commit(s->conn);
+	if (rc == 0)
+		goto out_free;
+out_rollback:
+	pg_rollback(s->conn);
+out_free:
+	pg_buf_free(&ids);
+	pg_buf_free(&skus);
+	return rc;
+}
+
+int stock_store_apply_batch(stock_store *s, stock_batch_cmd *cmds, size_t n)
+{
+	if (n == 0 || n > RPC_BATCH_MAX)
+		return -EINVAL;
+	stock_batch_state *b = malloc(sizeof *b);
+	if (b == NULL)
+		return -ENOMEM;
+	int rc = stock_store_ready(s);
+	bool rerun_done = false;
+	for (int attempt = 1; rc == 0; attempt++) {
+		rc = stock_store_try_batch(s, b, cmds, n);
+		if (rc == 0)
+			break;
+		if (stock_store_may_rerun(s, rc, &rerun_done)) {
+			attempt--;
+			rc = 0;
+			continue;
+		}
+		if (rc != PG_ERR_RETRY && rc != PG_ERR_UNIQUE)
+			break;
+		if (attempt == STOCK_TX_TRIES) {
+			log_warn(NULL,
+			    "could not apply a batch of %zu stock commands: lost %d races", n,
+			    attempt);
+			rc = PG_ERR_RETRY;
+			break;
+		}
+		log_debug(
+		    NULL, "a batch of stock commands lost a race, retrying (attempt %d)", attempt);
+		rc = 0;
+	}
+	free(b);
+	return rc;
 }
 
 int stock_store_set(stock_store *s, const char *sku, int64_t on_hand)

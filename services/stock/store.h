@@ -90,6 +90,28 @@ void stock_store_close(stock_store *s);
 int stock_store_apply(stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out,
     int64_t *on_hand) __attribute__((warn_unused_result));
 
+/* One command of a batch (stock_store_apply_batch). */
+typedef struct stock_batch_cmd {
+	const char *saga_id; /* canonical UUID text, borrowed */
+	stock_cmd cmd;       /* sku borrowed */
+	stock_outcome out;   /* filled on success */
+	int64_t on_hand;     /* filled on success: the sku's units after it */
+} stock_batch_cmd;
+
+/* stock_store_apply_batch applies `n` commands (1..RPC_BATCH_MAX, any mix of
+ * ReserveStock and ReleaseStock, saga ids and skus may repeat) in one local
+ * transaction: lock every record and stock row they touch (records, then
+ * rows, each in key order, so batches and single commands cannot deadlock),
+ * call stock_decide() for each command in the order given, as if each ran
+ * alone in that order, write the results with one set-based statement per
+ * table, commit. Fills each cmds[i].out and .on_hand on 0; nothing is
+ * written unless 0 is returned, and then the caller may apply the commands
+ * one by one instead (stock_store_apply). A lost race (a concurrent insert
+ * of the same saga id, a deadlock) retries the whole batch; a lost
+ * connection re-runs it once. Returns 0, -ENOMEM or a negative enum pg_err. */
+int stock_store_apply_batch(stock_store *s, stock_batch_cmd *cmds, size_t n)
+    __attribute__((warn_unused_result));
+
 /* stock_store_set creates `sku` or sets its on-hand quantity to `on_hand`
  * units (>= 0), outside any saga (admin). Re-run once after a reconnect
  * (an absolute value). Returns 0 or a negative enum pg_err. */
