@@ -311,8 +311,12 @@ void pg_array_add(pg_buf *b, const char *elem)
 	}
 	pg_buf_put(b, "\"", 1);
 	for (const char *c = elem; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			pg_buf_put(b, "\\", 1);
+		size_t run = strcspn(c, "\"\\");
+		pg_buf_put(b, c, run);
+		c += run;
+		if (*c == '\0')
+			break;
+		pg_buf_put(b, "\\", 1);
 		pg_buf_put(b, c, 1);
 	}
 	pg_buf_put(b, "\"", 1);

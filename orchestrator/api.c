@@ -126,14 +126,18 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	return true;
 }
 
-static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+/* api_parse_start decodes and checks a StartSaga payload into `row`, the
+ * saga to insert (a new saga id when none is given). Returns false with the
+ * error in `reply` when the payload or a field is invalid. */
+static bool api_parse_start(api *a, const rpc_request *call, saga_row *row, rpc_reply *reply)
 {
 	Sagas__V1__StartSagaRequest *req
 	    = sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
+	bool ok = false;
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode StartSagaRequest");
-		return;
+		return false;
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
@@ -143,100 +147,131 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	if (!api_check_order(req->order, reply))
 		goto out_free;
-	saga_row row;
-	memset(&row, 0, sizeof row);
+	memset(row, 0, sizeof *row);
 	if (req->saga_id[0] == '\0') {
-		saga_id_new(row.saga_id);
+		saga_id_new(row->saga_id);
 	} else if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
 		goto out_free;
 	} else {
-		memcpy(row.saga_id, req->saga_id, sizeof row.saga_id);
+		memcpy(row->saga_id, req->saga_id, sizeof row->saga_id);
 	}
-	snprintf(row.customer, sizeof row.customer, "%s", req->order->customer);
-	snprintf(row.sku, sizeof row.sku, "%s", req->order->sku);
-	row.qty = req->order->qty;
-	row.amount = req->order->amount;
+	snprintf(row->customer, sizeof row->customer, "%s", req->order->customer);
+	snprintf(row->sku, sizeof row->sku, "%s", req->order->sku);
+	row->qty = req->order->qty;
+	row->amount = req->order->amount;
 	int64_t now = clock_wall_ms();
-	row.s = saga_start(now, &a->policy);
+	row->s = saga_start(now, &a->policy);
 	/* written leased: it is handed to the engine right after commit; if we
 	 * crash first, the sweep sends it when the lease ends (rule 1) */
-	row.s.next_attempt_ms = now + engine_lease_ms(a->eng);
-	bool created = false;
-	saga_row stored;
-	int rc;
-	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
+	row->s.next_attempt_ms = now + engine_lease_ms(a->eng);
+	ok = true;
+out_free:
+	sagas__v1__start_saga_request__free_unpacked(req, NULL);
+	return ok;
+}
+
+/* api_answer_start answers a StartSaga whose insert returned `rc`, with
+ * `created` and the `stored` row, and hands a new saga to the engine. */
+static void api_answer_start(
+    api *a, const saga_row *row, int rc, bool created, saga_row *stored, rpc_reply *reply)
+{
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
-		goto out_free;
+		return;
 	}
 	if (!created
-	    && (strcmp(stored.customer, row.customer) != 0 || strcmp(stored.sku, row.sku) != 0
-	        || stored.qty != row.qty || stored.amount != row.amount)) {
+	    && (strcmp(stored->customer, row->customer) != 0 || strcmp(stored->sku, row->sku) != 0
+	        || stored->qty != row->qty || stored->amount != row->amount)) {
 		/* rule 6: the same saga id with another order never applies */
 		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
-		    "saga %s exists with another order", row.saga_id);
-		goto out_free;
+		    "saga %s exists with another order", row->saga_id);
+		return;
 	}
-	if (created)
-		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 	if (created) {
-		log_info(stored.saga_id, "started: %s orders %d x %s for %lld minor units",
-		    stored.customer, stored.qty, stored.sku, (long long)stored.amount);
-		engine_submit(a->eng, &stored);
+		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
+		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
+		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
+		engine_submit(a->eng, stored);
 	}
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
-	api_fill_saga(&m, &o, &stored);
+	api_fill_saga(&m, &o, stored);
 	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
 	out.saga = &m;
 	out.created = created;
 	rpc_reply_ok(reply, &out.base);
-out_free:
-	sagas__v1__start_saga_request__free_unpacked(req, NULL);
 }
 
-static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	saga_row row, stored;
+	if (!api_parse_start(a, call, &row, reply))
+		return;
+	bool created = false;
+	int rc;
+	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
+	api_answer_start(a, &row, rc, created, &stored, reply);
+}
+
+/* api_parse_get decodes and checks a GetSaga payload into `saga_id` (room
+ * for VALID_UUID_LEN + 1 bytes). Returns false with the error in `reply`. */
+static bool api_parse_get(const rpc_request *call, char *saga_id, rpc_reply *reply)
 {
 	Sagas__V1__GetSagaRequest *req
 	    = sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
+	bool ok = false;
 	if (req == NULL) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode GetSagaRequest");
-		return;
+		return false;
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode GetSagaRequest: not a canonical encoding (a NUL byte in a "
 		    "string?)");
-		goto out_free;
-	}
-	if (!valid_uuid(req->saga_id)) {
+	} else if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
-		goto out_free;
+	} else {
+		memcpy(saga_id, req->saga_id, VALID_UUID_LEN + 1);
+		ok = true;
 	}
-	saga_row row;
-	int rc;
-	API_DB(a, w, rc, store_get_saga(w->conn, req->saga_id, &row));
+	sagas__v1__get_saga_request__free_unpacked(req, NULL);
+	return ok;
+}
+
+/* api_answer_get answers a GetSaga for `saga_id` whose read returned `rc`
+ * (-ENOENT: no such saga) and `row`. */
+static void api_answer_get(const char *saga_id, int rc, saga_row *row, rpc_reply *reply)
+{
 	if (rc == -ENOENT) {
 		rpc_reply_error(
-		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
-		goto out_free;
+		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", saga_id);
+		return;
 	}
 	if (rc != 0) {
 		api_db_error(reply, rc, "read saga");
-		goto out_free;
+		return;
 	}
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
-	api_fill_saga(&m, &o, &row);
+	api_fill_saga(&m, &o, row);
 	Sagas__V1__GetSagaReply out = SAGAS__V1__GET_SAGA_REPLY__INIT;
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
-out_free:
-	sagas__v1__get_saga_request__free_unpacked(req, NULL);
+}
+
+static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	char saga_id[VALID_UUID_LEN + 1];
+	if (!api_parse_get(call, saga_id, reply))
+		return;
+	saga_row row;
+	int rc;
+	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
+	api_answer_get(saga_id, rc, &row, reply);
 }
 
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -410,13 +445,16 @@ out_free:
 	sagas__v1__retry_saga_request__free_unpacked(req, NULL);
 }
 
+#define API_START_METHOD "/sagas.v1.Orchestrator/StartSaga"
+#define API_GET_METHOD   "/sagas.v1.Orchestrator/GetSaga"
+
 static void api_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
 {
 	api *a = app;
 	api_worker *w = worker;
-	if (!strcmp(call->method, "/sagas.v1.Orchestrator/StartSaga"))
+	if (!strcmp(call->method, API_START_METHOD))
 		api_start_saga(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/GetSaga"))
+	else if (!strcmp(call->method, API_GET_METHOD))
 		api_get_saga(a, w, call, reply);
 	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/ListSagas"))
 		api_list_sagas(a, w, call, reply);
@@ -429,12 +467,67 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 		    "unknown method \"%.100s\"", call->method);
 }
 
+/* api_handle_batch serves calls that arrived together: their StartSagas as
+ * one insert statement (one commit, store_insert_sagas), their GetSagas as
+ * one read (store_get_sagas), anything else one by one. Every reply is sent
+ * after the commit that makes it true. */
+static void api_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	api *a = app;
+	api_worker *w = worker;
+	saga_row *rows = malloc(3 * RPC_BATCH_MAX * sizeof *rows);
+	if (rows == NULL) {
+		for (size_t i = 0; i < n; i++)
+			api_handle(app, worker, &calls[i], &replies[i]);
+		return;
+	}
+	saga_row *stored = rows + RPC_BATCH_MAX, *got = rows + 2 * RPC_BATCH_MAX;
+	bool created[RPC_BATCH_MAX], found[RPC_BATCH_MAX];
+	char ids[RPC_BATCH_MAX][VALID_UUID_LEN + 1];
+	const char *idp[RPC_BATCH_MAX];
+	size_t start_at[RPC_BATCH_MAX], get_at[RPC_BATCH_MAX], ns = 0, ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(calls[i].method, API_START_METHOD) == 0) {
+			if (api_parse_start(a, &calls[i], &rows[ns], &replies[i]))
+				start_at[ns++] = i;
+		} else if (strcmp(calls[i].method, API_GET_METHOD) == 0) {
+			if (api_parse_get(&calls[i], ids[ng], &replies[i])) {
+				idp[ng] = ids[ng];
+				get_at[ng++] = i;
+			}
+		} else {
+			api_handle(app, worker, &calls[i], &replies[i]);
+		}
+	}
+	if (ns == 1) {
+		int rc;
+		API_DB(a, w, rc, store_insert_saga(w->conn, &rows[0], &created[0], &stored[0]));
+		api_answer_start(a, &rows[0], rc, created[0], &stored[0], &replies[start_at[0]]);
+	} else if (ns > 1) {
+		int rc;
+		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));
+		for (size_t k = 0; k < ns; k++)
+			api_answer_start(a, &rows[k], rc, rc == 0 && created[k], &stored[k],
+			    &replies[start_at[k]]);
+	}
+	if (ng > 0) {
+		int rc;
+		API_DB(a, w, rc, store_get_sagas(w->conn, idp, ng, got, found));
+		for (size_t k = 0; k < ng; k++)
+			api_answer_get(ids[k], rc == 0 && !found[k] ? -ENOENT : rc, &got[k],
+			    &replies[get_at[k]]);
+	}
+	free(rows);
+}
+
 const rpc_server_ops *api_server_ops(void)
 {
 	static const rpc_server_ops ops = {
 	    .worker_init = api_worker_init,
 	    .worker_fini = api_worker_fini,
 	    .handle = api_handle,
+	    .handle_batch = api_handle_batch,
 	};
 	return &ops;
 }

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "pg.h"
+#include "rpc.h"
 #include "schema_sql.h"
 
 /* ms since the epoch of a timestamptz column, 0 when NULL */
@@ -40,76 +41,41 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->updated_ms = pg_get_i64(r, i, 13);
 }
 
-/* Prepared statements. Each thread owns its connection (house style), so a
- * thread-local note of which statements the current session has prepared is
- * enough; a new connection or a reset one (another backend pid) starts over. */
-enum store_stmt { STMT_INSERT_SAGA, STMT_GET_SAGA, STMT_APPLY_BATCH, STMT_COUNT };
-
-static _Thread_local struct {
-	const PGconn *conn;
-	int backend_pid;
-	bool prepared[STMT_COUNT];
-} store_prep;
-
-/* store_classify turns a failed result into an enum pg_err, as pg_exec does. */
-static int store_classify(PGconn *conn, PGresult *res, const char *what)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	int rc = pg_classify(state);
-	if (PQstatus(conn) != CONNECTION_OK)
-		rc = PG_ERR_CONNECTION;
-	char text[512];
-	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	for (char *c = text; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
-	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
-	return rc;
-}
-
-/* store_exec is pg_exec with the statement prepared once per session. */
-static int store_exec(PGconn *conn, enum store_stmt id, const char *sql, int nparams,
-    const char *const *params, PGresult **out)
-{
-	static const char *const names[STMT_COUNT]
-	    = {"saga_insert_saga", "saga_get_saga", "saga_apply_batch"};
-	if (out)
-		*out = NULL;
-	int pid = PQbackendPID(conn);
-	if (store_prep.conn != conn || store_prep.backend_pid != pid || pid == 0) {
-		memset(&store_prep, 0, sizeof store_prep);
-		store_prep.conn = conn;
-		store_prep.backend_pid = pid;
-	}
-	if (!store_prep.prepared[id]) {
-		PGresult *p = PQprepare(conn, names[id], sql, nparams, NULL);
-		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
-			int rc = store_classify(conn, p, "prepare");
-			PQclear(p);
-			return rc;
-		}
-		PQclear(p);
-		store_prep.prepared[id] = true;
-	}
-	PGresult *res = PQexecPrepared(conn, names[id], nparams, params, NULL, NULL, 0);
-	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = res;
-		else
-			PQclear(res);
-		return PG_OK;
-	}
-	int rc = store_classify(conn, res, "statement");
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	if (state && strcmp(state, "26000") == 0) /* the session lost it: prepare again */
-		store_prep.prepared[id] = false;
-	PQclear(res);
-	return rc;
-}
-
-#define GET_SAGA_SQL "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"
+/* The statements of the API and the engine, prepared once per session
+ * (pg_exec_stmt). */
+/* clang-format off */
+/* StartSaga: the saga row and its "started" history row in ONE statement,
+ * so one transaction without BEGIN/COMMIT round trips. */
+static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
+    "WITH ins AS ("
+    "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
+    "    step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS("$8") ")"
+    "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
+    " hist AS ("
+    "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
+    "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
+    " SELECT " SAGA_COLS " FROM ins"};
+/* StartSagas that arrived together: the same, with one row per saga. A saga
+ * id given twice, or already stored, inserts nothing (DO NOTHING). */
+static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
+    "WITH v AS ("
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::integer[],"
+    "    $6::bigint[], $7::bigint[], $8::bigint[])"
+    "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms)),"
+    " ins AS ("
+    "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
+    "    step_deadline) SELECT saga_id, state, customer, sku, qty, amount,"
+    "    " TS("next_ms") ", " TS("deadline_ms") " FROM v"
+    "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
+    " hist AS ("
+    "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
+    "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
+    " SELECT " SAGA_COLS " FROM ins"};
+static const pg_stmt STORE_GET_SAGA = {"saga_get_saga",
+    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"};
+static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
+    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])"};
+/* clang-format on */
 
 int store_apply_schema(PGconn *conn)
 {
@@ -144,18 +110,7 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
-	int rc = store_exec(conn, STMT_INSERT_SAGA,
-	    "WITH ins AS ("
-	    "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-	    "    step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS(
-	        "$8") ")"
-	              "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
-	              " hist AS ("
-	              "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, "
-	              "reason)"
-	              "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
-	              " SELECT " SAGA_COLS " FROM ins",
-	    8, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 8, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -174,7 +129,7 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
 {
 	PGresult *r = NULL;
 	const char *p[1] = {saga_id};
-	int rc = store_exec(conn, STMT_GET_SAGA, GET_SAGA_SQL, 1, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_GET_SAGA, 1, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 0) {
@@ -183,6 +138,111 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
 		store_read_row(r, 0, out);
 	}
 	PQclear(r);
+	return rc;
+}
+
+int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *out, bool *found)
+{
+	for (size_t i = 0; i < n; i++)
+		found[i] = false;
+	if (n == 0)
+		return 0;
+	pg_buf arr = {0};
+	pg_array_open(&arr);
+	for (size_t i = 0; i < n; i++)
+		pg_array_add(&arr, ids[i]);
+	pg_array_close(&arr);
+	if (arr.oom) {
+		pg_buf_free(&arr);
+		return -ENOMEM;
+	}
+	const char *p[1] = {arr.p};
+	PGresult *r = NULL;
+	int rc = pg_exec_stmt(conn, &STORE_GET_SAGAS, 1, p, &r);
+	pg_buf_free(&arr);
+	if (rc != 0)
+		return rc;
+	for (int k = 0; k < PQntuples(r); k++) {
+		const char *id = PQgetvalue(r, k, 0);
+		for (size_t i = 0; i < n; i++) /* an id may be asked for twice */
+			if (!found[i] && strcmp(ids[i], id) == 0) {
+				store_read_row(r, k, &out[i]);
+				found[i] = true;
+			}
+	}
+	PQclear(r);
+	return 0;
+}
+
+int store_insert_sagas(
+    PGconn *conn, const saga_row *rows, size_t n, bool *created, saga_row *stored)
+{
+	enum { C_ID, C_STATE, C_CUSTOMER, C_SKU, C_QTY, C_AMOUNT, C_NEXT, C_DEADLINE, C_N };
+	pg_buf cols[C_N];
+	memset(cols, 0, sizeof cols);
+	for (int k = 0; k < C_N; k++)
+		pg_array_open(&cols[k]);
+	for (size_t i = 0; i < n; i++) {
+		const saga_row *w = &rows[i];
+		created[i] = false;
+		pg_array_add(&cols[C_ID], w->saga_id);
+		pg_array_add(&cols[C_STATE], saga_state_name(w->s.state));
+		pg_array_add(&cols[C_CUSTOMER], w->customer);
+		pg_array_add(&cols[C_SKU], w->sku);
+		pg_array_add_i64(&cols[C_QTY], w->qty);
+		pg_array_add_i64(&cols[C_AMOUNT], w->amount);
+		pg_array_add_i64(&cols[C_NEXT], w->s.next_attempt_ms);
+		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
+	}
+	const char *p[C_N];
+	int rc = 0;
+	for (int k = 0; k < C_N; k++) {
+		pg_array_close(&cols[k]);
+		if (cols[k].oom)
+			rc = -ENOMEM;
+		p[k] = cols[k].p;
+	}
+	PGresult *r = NULL;
+	if (rc == 0)
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N, p, &r);
+	for (int k = 0; k < C_N; k++)
+		pg_buf_free(&cols[k]);
+	if (rc != 0)
+		return rc;
+	/* the rows inserted: the first request of each new saga id created it */
+	for (int k = 0; k < PQntuples(r); k++) {
+		const char *id = PQgetvalue(r, k, 0);
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(rows[i].saga_id, id) == 0) {
+				store_read_row(r, k, &stored[i]);
+				created[i] = true;
+				break;
+			}
+	}
+	PQclear(r);
+	/* the others existed (or were given twice): the conflict waited for
+	 * the first insert, so they are there to read */
+	const char *ids[RPC_BATCH_MAX];
+	size_t at[RPC_BATCH_MAX], m = 0;
+	for (size_t i = 0; i < n && m < RPC_BATCH_MAX; i++)
+		if (!created[i]) {
+			ids[m] = rows[i].saga_id;
+			at[m++] = i;
+		}
+	if (m == 0)
+		return 0;
+	saga_row *got = calloc(m, sizeof *got);
+	bool found[RPC_BATCH_MAX];
+	if (got == NULL)
+		return -ENOMEM;
+	rc = store_get_sagas(conn, ids, m, got, found);
+	for (size_t j = 0; rc == 0 && j < m; j++) {
+		if (!found[j])
+			rc = -ENOENT;
+		else
+			stored[at[j]] = got[j];
+	}
+	free(got);
 	return rc;
 }
 
@@ -316,56 +376,6 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	return rc;
 }
 
-/* A growing text buffer for the array parameters of the batched statement. */
-typedef struct store_buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-} store_buf;
-
-static void store_buf_put(store_buf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *q = realloc(b->p, cap);
-		if (q == NULL) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-/* store_buf_elem appends one element of a PostgreSQL array literal: NULL,
- * or the text double-quoted with " and \ escaped (any text is safe). */
-static void store_buf_elem(store_buf *b, bool first, const char *text)
-{
-	store_buf_put(b, first ? "{" : ",", 1);
-	if (text == NULL) {
-		store_buf_put(b, "NULL", 4);
-		return;
-	}
-	store_buf_put(b, "\"", 1);
-	for (const char *c = text; *c; c++) {
-		size_t run = strcspn(c, "\"\\");
-		store_buf_put(b, c, run);
-		c += run;
-		if (*c == '\0')
-			break;
-		store_buf_put(b, "\\", 1);
-		store_buf_put(b, c, 1);
-	}
-	store_buf_put(b, "\"", 1);
-}
-
 /* The columns of the batched statement, one array parameter each. */
 enum {
 	SB_ID,
@@ -392,7 +402,7 @@ enum {
 /* The transitions of a batch as one statement (one implicit transaction):
  * version-checked UPDATEs (rule 7) and the history rows of the ones that
  * applied (rule 8). Returns the 1-based index of every update that applied. */
-static const char store_apply_batch_sql[] =
+static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "WITH u AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
     "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
@@ -410,51 +420,47 @@ static const char store_apply_batch_sql[] =
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
     "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
-    " SELECT idx FROM upd";
+    " SELECT idx FROM upd"};
 
 /* clang-format on */
 
 static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 {
-	store_buf cols[SB_COLS];
+	pg_buf cols[SB_COLS];
 	memset(cols, 0, sizeof cols);
-	char num[24];
+	for (int k = 0; k < SB_COLS; k++)
+		pg_array_open(&cols[k]);
 	for (size_t i = 0; i < n; i++) {
 		const store_update *u = &ups[i];
 		const saga_row *b = u->before;
-		bool f = i == 0;
-		store_buf_elem(&cols[SB_ID], f, b->saga_id);
-		store_buf_elem(&cols[SB_STATE], f, saga_state_name(u->next.state));
-		store_buf_elem(&cols[SB_REASON], f, u->next.reason);
-		snprintf(num, sizeof num, "%" PRId32, u->next.attempts);
-		store_buf_elem(&cols[SB_ATTEMPTS], f, num);
-		store_buf_elem(&cols[SB_ATTENTION], f, u->next.attention ? "t" : "f");
-		snprintf(num, sizeof num, "%" PRId64, u->next.next_attempt_ms);
-		store_buf_elem(&cols[SB_NEXT], f, num);
-		snprintf(num, sizeof num, "%" PRId64, u->next.step_deadline_ms);
-		store_buf_elem(&cols[SB_DEADLINE], f, num);
-		snprintf(num, sizeof num, "%" PRId64, b->version);
-		store_buf_elem(&cols[SB_VERSION], f, num);
-		store_buf_elem(&cols[SB_FROM], f, saga_state_name(b->s.state));
+		pg_array_add(&cols[SB_ID], b->saga_id);
+		pg_array_add(&cols[SB_STATE], saga_state_name(u->next.state));
+		pg_array_add(&cols[SB_REASON], u->next.reason);
+		pg_array_add_i64(&cols[SB_ATTEMPTS], u->next.attempts);
+		pg_array_add(&cols[SB_ATTENTION], u->next.attention ? "t" : "f");
+		pg_array_add_i64(&cols[SB_NEXT], u->next.next_attempt_ms);
+		pg_array_add_i64(&cols[SB_DEADLINE], u->next.step_deadline_ms);
+		pg_array_add_i64(&cols[SB_VERSION], b->version);
+		pg_array_add(&cols[SB_FROM], saga_state_name(b->s.state));
 		/* the history row of this update, if it needs one */
 		const char *event = u->state_changed ? u->event
 		    : u->attention_raised            ? "attention"
 		                                     : NULL;
-		store_buf_elem(&cols[SB_EVENT], f, event);
+		pg_array_add(&cols[SB_EVENT], event);
 	}
 	const char *p[SB_COLS];
 	int rc = 0;
 	for (int k = 0; k < SB_COLS; k++) {
-		store_buf_put(&cols[k], "}", 1);
+		pg_array_close(&cols[k]);
 		if (cols[k].oom)
 			rc = -ENOMEM;
 		p[k] = cols[k].p;
 	}
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = store_exec(conn, STMT_APPLY_BATCH, store_apply_batch_sql, SB_COLS, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_APPLY_BATCH, SB_COLS, p, &r);
 	for (int k = 0; k < SB_COLS; k++)
-		free(cols[k].p);
+		pg_buf_free(&cols[k]);
 	if (rc != 0)
 		return rc;
 	for (int i = 0; i < PQntuples(r); i++) {

@@ -57,6 +57,23 @@ int store_apply_schema(PGconn *conn);
  * StartSaga serialise on the primary key). */
 int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row *existing);
 
+/* store_insert_sagas is store_insert_saga for `n` sagas (1..RPC_BATCH_MAX)
+ * in one statement, so one transaction and one commit for StartSagas that
+ * arrived together. A saga id given twice is created by its first entry
+ * only. Fills created[i] and stored[i] (the row as stored, new or existing)
+ * for each rows[i]. Returns 0, -ENOMEM, -ENOENT (an existing row vanished:
+ * a bug) or a negative enum pg_err. The new sagas are committed once the
+ * insert statement succeeds, even when reading the existing ones then fails:
+ * a caller that answers an error leaves them to the sweep (their lease
+ * ends) and to the client, which retries with the same saga id. */
+int store_insert_sagas(
+    PGconn *conn, const saga_row *rows, size_t n, bool *created, saga_row *stored);
+
+/* store_get_sagas reads the sagas `ids` (n canonical UUIDs, may repeat) in
+ * one statement. Sets found[i] and, when found, out[i]. Returns 0, -ENOMEM
+ * or a negative enum pg_err. */
+int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *out, bool *found);
+
 /* store_get_saga reads one saga. Returns -ENOENT when there is none. */
 int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
 

@@ -42,6 +42,7 @@ start)
   fi
   opts="-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
   [ "${PG_FAST:-0}" = 1 ] && opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  opts="$opts ${PG_EXTRA_OPTS:-}" # e.g. -c shared_preload_libraries=pg_stat_statements (bench/profile)
   as_owner "$bindir/pg_ctl" -D "$dir/data" -o "$opts" -l "$dir/server.log" -w -t 60 start >/dev/null ||
     { tail -20 "$dir/server.log" >&2; exit 1; }
   for db in sagas_orchestrator sagas_stock sagas_payment; do
