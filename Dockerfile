@@ -13,7 +13,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io build-essential cmake pkg-config \
       libnng-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
-      libjansson-dev libcmocka-dev \
+      libjansson-dev libcmocka-dev uthash-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The whole tree minus .dockerignore (docs, git, build folders, deployment

@@ -100,7 +100,8 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	ops.healthy = participant_healthy;
 	ops.service = d->service;
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(&srv, cfg.listen, (int)cfg.workers, (size_t)cfg.max_msg, &ops, &app);
+	rc = rpc_server_start(
+	    &srv, cfg.listen, (int)cfg.workers, 0, (size_t)cfg.max_msg, &ops, &app);
 	if (rc != 0) {
 		log_error(NULL, "could not start: could not listen on %s", cfg.listen);
 		health_db_close(participant_health);

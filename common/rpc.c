@@ -105,9 +105,10 @@ typedef struct rpc_slot {
 	struct rpc_server *srv;
 	nng_ctx ctx;
 	nng_aio *aio;
-	int state;             /* RPC_SLOT_RECV or RPC_SLOT_SEND */
-	nng_msg *msg;          /* the request, from receive until served */
-	struct rpc_slot *next; /* queue link */
+	int state;                               /* RPC_SLOT_RECV or RPC_SLOT_SEND */
+	nng_msg *msg;                            /* the request, from receive until served */
+	struct rpc_slot *next;                   /* queue link */
+	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
 } rpc_slot;
 
 typedef struct rpc_worker {
@@ -138,7 +139,18 @@ typedef struct rpc_item {
 	char request_id[RPC_REQUEST_ID_MAX + 1];
 	bool answered; /* reply already final (refused at the edge, health, admin) */
 	bool drop;     /* send no reply (fault drop_request or drop_reply) */
+	bool held;     /* rpc_hold: the reply comes later, rpc_held_reply */
 } rpc_item;
+
+rpc_held *rpc_hold(const rpc_request *call)
+{
+	rpc_item *it = call->held;
+	if (it == NULL)
+		return NULL;
+	it->held = true;
+	memcpy(it->slot->request_id, it->request_id, sizeof it->request_id);
+	return (rpc_held *)it->slot;
+}
 
 /* rpc_server_encode packs `reply` into a new nng message, or NULL. */
 static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
@@ -238,6 +250,7 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	    .deadline_ms = env->deadline_unix_ms,
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
+	    .held = it,
 	};
 	/* Health and Admin before fault injection and the daemon's handler */
 	if (health_handle(call, reply, s->ops->service, s->ops->healthy, s->app))
@@ -267,14 +280,32 @@ static void rpc_server_reply(rpc_item *it)
 	rpc_slot *sl = it->slot;
 	nng_msg_free(sl->msg);
 	sl->msg = NULL;
-	nng_msg *out = it->drop ? NULL : rpc_encode_reply(&it->reply, it->request_id);
+	nng_msg *out = it->drop || it->held ? NULL : rpc_encode_reply(&it->reply, it->request_id);
 	free(it->reply.payload);
 	if (it->env)
 		sagas__v1__request_envelope__free_unpacked(it->env, NULL);
+	if (it->held)
+		return; /* the context waits for rpc_held_reply */
 	if (out == NULL) {
 		/* dropped, or out of memory: the next receive on this context
 		 * abandons the request; the client times out and retries */
 		rpc_slot_recv(sl);
+		return;
+	}
+	sl->state = RPC_SLOT_SEND;
+	nng_aio_set_msg(sl->aio, out);
+	nng_ctx_send(sl->ctx, sl->aio);
+}
+
+void rpc_held_reply(rpc_held *h, rpc_reply *reply)
+{
+	rpc_slot *sl = (rpc_slot *)h;
+	nng_msg *out = rpc_encode_reply(reply, sl->request_id);
+	free(reply->payload);
+	reply->payload = NULL;
+	reply->payload_len = 0;
+	if (out == NULL) {
+		rpc_slot_recv(sl); /* out of memory: the client times out */
 		return;
 	}
 	sl->state = RPC_SLOT_SEND;
@@ -389,10 +420,13 @@ static void rpc_server_close_and_join(rpc_server *s)
 		nng_thread_destroy(s->workers[i].thread); /* joins */
 }
 
-int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_msg,
+int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
     const rpc_server_ops *ops, void *app)
 {
-	if (workers < 1 || workers > 256 || ops == NULL || ops->handle == NULL)
+	if (contexts == 0)
+		contexts = RPC_SERVER_CONTEXTS;
+	if (workers < 1 || workers > 256 || contexts < 1 || contexts > 65536 || ops == NULL
+	    || ops->handle == NULL)
 		return -EINVAL;
 	rpc_server *s = calloc(1, sizeof *s);
 	if (s == NULL)
@@ -412,13 +446,13 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_
 		return rpc_errno(rv);
 	}
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg ? max_msg : RPC_MAX_MSG_DEFAULT);
-	s->slots = calloc(RPC_SERVER_CONTEXTS, sizeof *s->slots);
+	s->slots = calloc((size_t)contexts, sizeof *s->slots);
 	s->workers = calloc((size_t)workers, sizeof *s->workers);
 	if (s->slots == NULL || s->workers == NULL) {
 		rv = NNG_ENOMEM;
 		goto out_close;
 	}
-	for (int i = 0; i < RPC_SERVER_CONTEXTS; i++) {
+	for (int i = 0; i < contexts; i++) {
 		rpc_slot *sl = &s->slots[i];
 		sl->srv = s;
 		rv = nng_aio_alloc(&sl->aio, rpc_slot_cb, sl);

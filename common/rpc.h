@@ -42,7 +42,11 @@ typedef struct rpc_request {
 	int64_t deadline_ms;    /* ms since epoch, 0 = none */
 	const uint8_t *payload;
 	size_t payload_len;
+	void *held; /* the server's: what rpc_hold needs; do not touch */
 } rpc_request;
+
+/* A call whose reply is sent later (rpc_hold). */
+typedef struct rpc_held rpc_held;
 
 /* What a handler answers. Starts zeroed (OK, no payload). */
 typedef struct rpc_reply {
@@ -91,11 +95,27 @@ typedef struct rpc_server_ops {
 typedef struct rpc_server rpc_server;
 
 /* rpc_server_start listens on `url` (e.g. "tcp://127.0.0.1:7102") with
- * `workers` threads (1..256), dropping frames above `max_msg` bytes (0 =
- * RPC_MAX_MSG_DEFAULT). `ops` and `app` are borrowed until rpc_server_stop.
- * Returns 0 and *out, or a negative errno (-EADDRINUSE, -EINVAL, -ENOMEM). */
-int rpc_server_start(rpc_server **out, const char *url, int workers, size_t max_msg,
+ * `workers` threads (1..256) and `contexts` receive contexts (the calls it
+ * holds at once, queued, served or held; 0 = RPC_SERVER_CONTEXTS; at most
+ * 65536), dropping frames above `max_msg` bytes (0 = RPC_MAX_MSG_DEFAULT).
+ * `ops` and `app` are borrowed until rpc_server_stop. Returns 0 and *out, or
+ * a negative errno (-EADDRINUSE, -EINVAL, -ENOMEM). */
+int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
     const rpc_server_ops *ops, void *app) __attribute__((warn_unused_result));
+
+/* rpc_hold, called by a handler (handle or handle_batch) while it serves
+ * `call`, keeps the call open: the server sends no reply when the handler
+ * returns (whatever it filled in is dropped), and the context stays taken
+ * until rpc_held_reply. For long polls (Orchestrator/WaitSaga). The handler
+ * must copy what it needs from `call`: its pointers end with the handler.
+ * Returns the token to reply with, or NULL when the call cannot be held
+ * (then the handler answers as usual). */
+rpc_held *rpc_hold(const rpc_request *call);
+
+/* rpc_held_reply sends `reply` for a held call (from any thread), frees its
+ * payload and ends the token. Call it exactly once per token, and never
+ * after rpc_server_stop of the server the call came to. */
+void rpc_held_reply(rpc_held *h, rpc_reply *reply);
 
 /* rpc_server_stop closes the socket, waits for the workers to finish their
  * current call and frees the server. NULL is ignored. */

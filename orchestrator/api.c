@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "fault.h"
 #include "log.h"
 #include "pg.h"
@@ -67,29 +68,6 @@ static void api_db_error(rpc_reply *reply, int rc, const char *what)
 	else
 		rpc_reply_error(
 		    reply, RPC_INTERNAL, "database_error", "could not %s: error %d", what, rc);
-}
-
-/* api_fill_saga points the fields of `m` into `row` (no copies: `row` must
- * outlive the packing of `m`). */
-static void api_fill_saga(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
-{
-	sagas__v1__saga__init(m);
-	sagas__v1__order__init(o);
-	o->customer = row->customer;
-	o->sku = row->sku;
-	o->qty = row->qty;
-	o->amount = row->amount;
-	m->saga_id = row->saga_id;
-	m->state = (Sagas__V1__SagaState)row->s.state;
-	m->reason = row->s.reason;
-	m->order = o;
-	m->version = row->version;
-	m->attempts = row->s.attempts;
-	m->attention = row->s.attention;
-	m->created_unix_ms = row->created_ms;
-	m->updated_unix_ms = row->updated_ms;
-	m->step_deadline_unix_ms = row->s.step_deadline_ms;
-	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
 }
 
 /* api_check_order validates an order; on failure fills reply and returns
@@ -197,7 +175,7 @@ static void api_answer_start(
 	}
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
-	api_fill_saga(&m, &o, stored);
+	codec_saga_to_pb(&m, &o, stored);
 	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
 	out.saga = &m;
 	out.created = created;
@@ -257,7 +235,7 @@ static void api_answer_get(const char *saga_id, int rc, saga_row *row, rpc_reply
 	}
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
-	api_fill_saga(&m, &o, row);
+	codec_saga_to_pb(&m, &o, row);
 	Sagas__V1__GetSagaReply out = SAGAS__V1__GET_SAGA_REPLY__INIT;
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
@@ -272,6 +250,90 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 	int rc;
 	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
 	api_answer_get(saga_id, rc, &row, reply);
+}
+
+/* The margin between the end of a WaitSaga and the call's deadline, so the
+ * answer reaches the caller before it gives up (ms). */
+#define API_WAIT_MARGIN_MS 100
+
+/* api_answer_wait answers a WaitSaga at once: read error `rc` (-ENOENT: no
+ * such saga) or `row` with `finished`. */
+static void api_answer_wait(
+    const char *saga_id, int rc, saga_row *row, bool finished, rpc_reply *reply)
+{
+	if (rc != 0) {
+		api_answer_get(saga_id, rc, row, reply);
+		return;
+	}
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	codec_saga_to_pb(&m, &o, row);
+	Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
+	out.saga = &m;
+	out.finished = finished;
+	rpc_reply_ok(reply, &out.base);
+}
+
+/* api_wait_saga serves WaitSaga: at once for a finished saga, otherwise
+ * the call is held in the registry (waits.h) until the engine reports the
+ * saga finished or the wait runs out. */
+static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__WaitSagaRequest *req
+	    = sagas__v1__wait_saga_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode WaitSagaRequest");
+		return;
+	}
+	char saga_id[VALID_UUID_LEN + 1];
+	int32_t wait_ms = req->wait_ms;
+	bool ok = false;
+	if (!valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode WaitSagaRequest: not a canonical encoding (a NUL byte in a "
+		    "string?)");
+	} else if (!valid_uuid(req->saga_id)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid saga_id: not a canonical lowercase UUID");
+	} else if (wait_ms < 0 || wait_ms > WAITS_MAX_MS) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid wait_ms: %d is outside 0..%d", (int)wait_ms, WAITS_MAX_MS);
+	} else {
+		memcpy(saga_id, req->saga_id, sizeof saga_id);
+		ok = true;
+	}
+	sagas__v1__wait_saga_request__free_unpacked(req, NULL);
+	if (!ok)
+		return;
+	saga_row row;
+	int rc;
+	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
+	if (rc != 0 || saga_is_terminal(row.s.state)) {
+		api_answer_wait(saga_id, rc, &row, rc == 0, reply);
+		return;
+	}
+	int64_t now = clock_wall_ms();
+	int64_t until = now + (wait_ms ? wait_ms : WAITS_DEFAULT_MS);
+	/* answer before the caller gives up on the call */
+	if (call->deadline_ms > 0 && call->deadline_ms - API_WAIT_MARGIN_MS < until)
+		until = call->deadline_ms - API_WAIT_MARGIN_MS;
+	rpc_held *h = until > now ? rpc_hold(call) : NULL;
+	if (h == NULL) {
+		api_answer_wait(saga_id, 0, &row, false, reply);
+		return;
+	}
+	if (waits_add(a->waits, h, &row, until) != 0) {
+		/* too many waits, or stopping: the state now, finished false */
+		waits_reply(h, &row, false);
+		return;
+	}
+	/* it may have finished between the read and the add, unseen by the
+	 * registry: read again, and answer here if it did */
+	saga_row again;
+	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &again));
+	if (rc == 0 && saga_is_terminal(again.s.state) && waits_take(a->waits, h, saga_id))
+		waits_reply(h, &again, true);
 }
 
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -320,7 +382,7 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		goto out_free;
 	}
 	for (size_t i = 0; i < n; i++) {
-		api_fill_saga(&ms[i], &os[i], &rows[i]);
+		codec_saga_to_pb(&ms[i], &os[i], &rows[i]);
 		mp[i] = &ms[i];
 	}
 	Sagas__V1__ListSagasReply out = SAGAS__V1__LIST_SAGAS_REPLY__INIT;
@@ -437,7 +499,7 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	log_info(row.saga_id, "re-armed by an operator in %s", saga_state_name(row.s.state));
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
-	api_fill_saga(&m, &o, &row);
+	codec_saga_to_pb(&m, &o, &row);
 	Sagas__V1__RetrySagaReply out = SAGAS__V1__RETRY_SAGA_REPLY__INIT;
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
@@ -462,6 +524,8 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 		api_history(a, w, call, reply);
 	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/RetrySaga"))
 		api_retry_saga(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WaitSaga"))
+		api_wait_saga(a, w, call, reply);
 	else
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method",
 		    "unknown method \"%.100s\"", call->method);

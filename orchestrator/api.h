@@ -1,5 +1,6 @@
 /* api: the Orchestrator service (StartSaga, GetSaga, ListSagas,
- * GetSagaHistory) served on a pool of rpc workers, each with its own
+ * GetSagaHistory, RetrySaga,
+ * WaitSaga) served on a pool of rpc workers, each with its own
  * PGconn. Validation at the edge: bad input is INVALID_ARGUMENT naming the
  * field and changes nothing.
  */
@@ -8,12 +9,14 @@
 
 #include "engine.h"
 #include "rpc.h"
+#include "waits.h"
 
 typedef struct api {
 	const char *db;     /* conninfo for the workers' connections; borrowed */
 	int64_t db_wait_ms; /* how long a worker waits for the database */
 	engine *eng;        /* new sagas are handed to it; borrowed */
 	saga_policy policy; /* for the start row of a saga */
+	waits *waits;       /* held WaitSaga calls; borrowed */
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 
+#include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
@@ -64,4 +65,27 @@ int codec_send_command(rpc_client *client, saga_command cmd, const saga_row *row
 		break;
 	}
 	return -EINVAL;
+}
+
+/* codec_saga_to_pb points the fields of `m` into `row` (no copies: `row` must
+ * outlive the packing of `m`). */
+void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
+{
+	sagas__v1__saga__init(m);
+	sagas__v1__order__init(o);
+	o->customer = row->customer;
+	o->sku = row->sku;
+	o->qty = row->qty;
+	o->amount = row->amount;
+	m->saga_id = row->saga_id;
+	m->state = (Sagas__V1__SagaState)row->s.state;
+	m->reason = row->s.reason;
+	m->order = o;
+	m->version = row->version;
+	m->attempts = row->s.attempts;
+	m->attention = row->s.attention;
+	m->created_unix_ms = row->created_ms;
+	m->updated_unix_ms = row->updated_ms;
+	m->step_deadline_unix_ms = row->s.step_deadline_ms;
+	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
 }

@@ -1,4 +1,5 @@
-/* codec: the orchestrator's outgoing commands as protobuf requests. The only
+/* codec: the orchestrator's outgoing commands as protobuf requests, and its
+ * saga rows as sagas.v1.Saga. The only
  * place, with api.c, where the orchestrator touches generated protobuf code.
  */
 #ifndef SAGA_CODEC_H
@@ -8,6 +9,7 @@
 
 #include "rpc.h"
 #include "saga.h"
+#include "sagas/v1/orchestrator.pb-c.h"
 #include "store.h"
 
 /* codec_send_command encodes command `cmd` for saga `row` (ReserveStock and
@@ -21,5 +23,9 @@ int codec_send_command(rpc_client *client, saga_command cmd, const saga_row *row
 /* codec_method_of returns the full method name of `cmd`, e.g.
  * "/sagas.v1.Stock/ReserveStock", or NULL for SAGA_CMD_NONE. */
 const char *codec_method_of(saga_command cmd);
+
+/* codec_saga_to_pb fills `m` and `o` from `row` without copies: the
+ * strings point into `row`, which must outlive the packing of `m`. */
+void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row);
 
 #endif

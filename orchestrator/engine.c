@@ -178,6 +178,7 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->after = *row;
 	p->after.s = d.next;
 	p->after.version = row->version + 1;
+	p->after.updated_ms = now;
 	p->send = d.send;
 	if (d.send != SAGA_CMD_NONE) /* hold the row while its next command is sent */
 		p->after.s.next_attempt_ms = now + engine_lease_ms(e);
@@ -229,6 +230,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    (long long)e->cfg.policy.backoff_cap_ms);
 		if (pend[i].send != SAGA_CMD_NONE)
 			engine_dispatch(e, &pend[i].after);
+		if (saga_is_terminal(a->state) && e->cfg.on_finished)
+			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
 	free(ups);
 }

@@ -15,6 +15,7 @@
 #include "pg.h"
 #include "rpc.h"
 #include "store.h"
+#include "waits.h"
 
 typedef struct orch_config {
 	char listen[CONFIG_STR_MAX];
@@ -32,6 +33,7 @@ typedef struct orch_config {
 	int64_t sweep_interval;
 	int64_t batch;
 	int64_t max_inflight;
+	int64_t max_waits;
 	int64_t max_msg;
 	int64_t db_wait;
 	bool duplicate_delivery;
@@ -72,6 +74,8 @@ static const config_opt orch_opts[] = {
         "most saga transitions written in one transaction", "N"),
     OPT("max-inflight", "SAGA_ORCHESTRATOR_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000,
         max_inflight, "most commands awaiting replies at once", "N"),
+    OPT("max-waits", "SAGA_ORCHESTRATOR_MAX_WAITS", CONFIG_INT, "4096", 1, 60000, max_waits,
+        "most WaitSaga calls waiting at once (more are answered at once, unfinished)", "N"),
     OPT("max-msg", "SAGA_ORCHESTRATOR_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
         "largest frame accepted, in bytes", "BYTES"),
     OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
@@ -92,6 +96,13 @@ static bool orch_healthy(void *app)
 {
 	(void)app;
 	return health_db_check(orch_health);
+}
+
+/* orch_finished hands a finished saga from the engine to the waiting
+ * WaitSaga calls. */
+static void orch_finished(void *arg, const saga_row *row)
+{
+	waits_finished(arg, row);
 }
 
 int main(int argc, char **argv)
@@ -165,16 +176,25 @@ int main(int argc, char **argv)
 	    .max_inflight = (int)c.max_inflight,
 	    .duplicate_delivery = c.duplicate_delivery,
 	};
+	waits *wt = NULL;
+	if (waits_open(&wt, (size_t)c.max_waits) != 0) {
+		log_error(NULL, "could not start: out of memory");
+		return 1;
+	}
+	ec.on_finished = orch_finished;
+	ec.on_finished_arg = wt;
 	engine *eng = NULL;
 	rc = engine_start(&eng, &ec);
 	if (rc != 0) {
 		log_error(NULL, "could not start the engine: error %d", rc);
+		waits_free(wt);
 		return 1;
 	}
-	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy};
+	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy, .waits = wt};
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		engine_stop(eng);
+		waits_free(wt);
 		return 1;
 	}
 	/* the API's handlers, plus the database probe of sagas.v1.Health */
@@ -182,10 +202,14 @@ int main(int argc, char **argv)
 	ops.healthy = orch_healthy;
 	ops.service = "sagas.v1.Orchestrator";
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(&srv, c.listen, (int)c.workers, (size_t)c.max_msg, &ops, &a);
+	/* a context per waiting call, plus room for everything else */
+	int contexts = (int)c.max_waits + RPC_SERVER_CONTEXTS;
+	rc = rpc_server_start(
+	    &srv, c.listen, (int)c.workers, contexts, (size_t)c.max_msg, &ops, &a);
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
 		engine_stop(eng);
+		waits_free(wt);
 		health_db_close(orch_health);
 		return 1;
 	}
@@ -193,8 +217,10 @@ int main(int argc, char **argv)
 	    c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
+	waits_close(wt); /* answers the waiting calls while the server still runs */
 	rpc_server_stop(srv);
 	engine_stop(eng);
+	waits_free(wt);
 	health_db_close(orch_health);
 	return 0;
 }

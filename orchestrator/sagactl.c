@@ -48,7 +48,8 @@ enum {
 	CTL_EXIT_USAGE = 2,
 };
 
-#define CTL_POLL_MS          20     /* --wait polls GetSaga this often */
+#define CTL_POLL_MS          20     /* --wait asks again no sooner than this */
+#define CTL_WAIT_CALL_MS     10000  /* longest wait of one WaitSaga call */
 #define CTL_POLL_MIN_CALL_MS 100    /* shortest timeout of one poll */
 #define CTL_LIST_LIMIT_MAX   10000  /* the orchestrator's largest page */
 #define CTL_MAX_ARGS         256    /* positional arguments of one verb */
@@ -123,12 +124,18 @@ struct ctl_ctx {
 
 static const config_opt ctl_opts_global[] = {CTL_OPT_GLOBAL};
 
+static const config_opt ctl_opts_wait[] = {
+    CTL_OPT_GLOBAL,
+    {"wait-timeout", NULL, CONFIG_INT, "30000", 1, 86400000, offsetof(ctl_opts, wait_timeout_ms),
+        "give up waiting after this long (exit 1)", "MS"},
+};
+
 static const config_opt ctl_opts_start[] = {
     CTL_OPT_GLOBAL,
     {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
         "saga id, a canonical lowercase UUID (default: a new random one)", "UUID"},
     {"wait", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, wait),
-        "poll until the saga is COMPLETED or CANCELLED", NULL},
+        "wait until the saga is COMPLETED or CANCELLED", NULL},
     {"wait-timeout", NULL, CONFIG_INT, "30000", 1, 86400000, offsetof(ctl_opts, wait_timeout_ms),
         "give up waiting after this long (exit 1)", "MS"},
 };
@@ -632,45 +639,49 @@ static int ctl_parse_amount(ctl_ctx *c, const char *text, int64_t *out)
 	    text);
 }
 
-/* ctl_wait polls GetSaga every CTL_POLL_MS until saga `id` is terminal.
- * Returns 0 with the final reply in *out (free it), or an exit code after
- * printing an error (an RPC error, or --wait-timeout passed). */
-static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
+/* ctl_wait waits until saga `id` is terminal with WaitSaga calls (a long
+ * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator). Returns 0
+ * with the final reply in *out (free it), or an exit code after printing an
+ * error (an RPC error, or --wait-timeout passed). */
+static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__WaitSagaReply **out)
 {
-	const char *method = "/sagas.v1.Orchestrator/GetSaga";
+	const char *method = "/sagas.v1.Orchestrator/WaitSaga";
 	int64_t deadline = clock_mono_ms() + c->o.wait_timeout_ms;
 	saga_state last = SAGA_STATE_UNSPECIFIED;
-	bool answered_last = false; /* did the latest poll get a reply? */
-	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	bool answered_last = false; /* did the latest call get a reply? */
+	Sagas__V1__WaitSagaRequest req = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
 	req.saga_id = (char *)id;
 	for (;;) {
-		int64_t left = deadline - clock_mono_ms();
-		int64_t t = left < c->o.timeout_ms ? left : c->o.timeout_ms;
-		if (t < CTL_POLL_MIN_CALL_MS)
-			t = CTL_POLL_MIN_CALL_MS; /* a call needs some time to succeed */
+		int64_t began = clock_mono_ms(), left = deadline - began;
+		int64_t wait = left < CTL_WAIT_CALL_MS ? left : CTL_WAIT_CALL_MS;
+		req.wait_ms = (int32_t)(wait > 1 ? wait : 1);
+		/* the call's deadline leaves the orchestrator time to answer */
+		int64_t t = req.wait_ms
+		    + (c->o.timeout_ms > CTL_POLL_MIN_CALL_MS ? c->o.timeout_ms
+		                                              : CTL_POLL_MIN_CALL_MS);
 		rpc_result res;
-		int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, method, &req.base, "get saga",
-		    t > 0 ? t : 1, true, &res);
+		int rc = ctl_call(
+		    c, CTL_SVC_ORCHESTRATOR, method, &req.base, "wait for saga", t, true, &res);
 		if (rc > 0)
 			return rc;
 		answered_last = rc == 0;
 		if (rc == 0) {
-			Sagas__V1__GetSagaReply *rep
-			    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
+			Sagas__V1__WaitSagaReply *rep = sagas__v1__wait_saga_reply__unpack(
+			    NULL, res.payload_len, res.payload);
 			rpc_result_clear(&res);
 			if (rep == NULL || !ctl_saga_ok(rep->saga)) {
 				if (rep != NULL)
-					sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
-				return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
+					sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
+				return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "WaitSaga");
 			}
 			last = (saga_state)rep->saga->state;
 			if (saga_is_terminal(last)) {
 				*out = rep;
 				return 0;
 			}
-			sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+			sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
 		}
-		/* rc < 0: the orchestrator did not answer in time; keep polling */
+		/* rc < 0: the orchestrator did not answer in time; keep waiting */
 		left = deadline - clock_mono_ms();
 		if (left <= 0 && !answered_last)
 			return ctl_error(
@@ -686,10 +697,14 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 			    id, c->o.wait_timeout_ms,
 			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name(last),
 			    id);
-		int64_t nap = left < CTL_POLL_MS ? left : CTL_POLL_MS;
-		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap * 1000000L};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
+		/* an answer that came back at once (the orchestrator holds too
+		 * many waits, or was unreachable): pause before asking again */
+		if (clock_mono_ms() - began < CTL_POLL_MS) {
+			int64_t nap = left < CTL_POLL_MS ? left : CTL_POLL_MS;
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap * 1000000L};
+			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+				;
+		}
 	}
 }
 
@@ -756,7 +771,7 @@ static int ctl_start(ctl_ctx *c, char **args)
 	Sagas__V1__StartSagaReply *rep
 	    = sagas__v1__start_saga_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);
-	Sagas__V1__GetSagaReply *fin = NULL;
+	Sagas__V1__WaitSagaReply *fin = NULL;
 	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
 		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "StartSaga");
 		goto out_free_rep;
@@ -776,7 +791,7 @@ static int ctl_start(ctl_ctx *c, char **args)
 		rc = CTL_EXIT_OK;
 	}
 	if (fin != NULL)
-		sagas__v1__get_saga_reply__free_unpacked(fin, NULL);
+		sagas__v1__wait_saga_reply__free_unpacked(fin, NULL);
 out_free_rep:
 	if (rep != NULL)
 		sagas__v1__start_saga_reply__free_unpacked(rep, NULL);
@@ -820,6 +835,27 @@ static int ctl_get(ctl_ctx *c, char **args)
 out_free_rep:
 	if (rep != NULL)
 		sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_wait_cmd: `sagactl wait ID`, the --wait of start for a saga that
+ * runs already. */
+static int ctl_wait_cmd(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__WaitSagaReply *fin = NULL;
+	rc = ctl_wait(c, args[0], &fin);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(fin->saga));
+	} else {
+		ctl_saga_print(fin->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__wait_saga_reply__free_unpacked(fin, NULL);
 	return rc;
 }
 
@@ -1601,13 +1637,18 @@ static const ctl_cmd ctl_cmds[] = {
         "Start an order saga: CUSTOMER orders QTY (1..1000000) units of SKU for AMOUNT, a\n"
         "decimal in major units with at most two decimals (12.5 is 1250 minor units).\n"
         "Prints the saga and whether it was created (no: the id already existed).\n"
-        "With --wait, polls every 20 ms until the saga is COMPLETED or CANCELLED and\n"
-        "prints the final saga; either outcome exits 0.\n"
+        "With --wait, waits (WaitSaga, no polling) until the saga is COMPLETED or\n"
+        "CANCELLED and prints the final saga; either outcome exits 0.\n"
         "--json: {\"created\":BOOL,\"saga\":SAGA}",
         ctl_opts_start, CTL_NELEM(ctl_opts_start), ctl_args_start, ctl_start},
     {"get", "ID", "show one saga", "sagactl get ID [OPTIONS]",
         "Show one saga.\n--json: SAGA (see sagactl --help)", ctl_opts_global,
         CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_get},
+    {"wait", "ID", "wait until a saga is COMPLETED or CANCELLED", "sagactl wait ID [OPTIONS]",
+        "Wait (WaitSaga, no polling) until the saga is COMPLETED or CANCELLED and print\n"
+        "it; either outcome exits 0. Exits 1 after --wait-timeout, with the state last\n"
+        "seen; the saga goes on.\n--json: SAGA (see sagactl --help)",
+        ctl_opts_wait, CTL_NELEM(ctl_opts_wait), ctl_args_id, ctl_wait_cmd},
     {"list", "", "list sagas, newest first (--state, --limit, --attention)",
         "sagactl list [OPTIONS]", "List sagas, newest first.\n--json: [SAGA, ...]", ctl_opts_list,
         CTL_NELEM(ctl_opts_list), ctl_args_none, ctl_list},

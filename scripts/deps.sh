@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
-  protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev
+  protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
   postgresql jq util-linux clang-format docker-compose)
 # npm only fetches buf for the proto lint: a Node.js that is already there

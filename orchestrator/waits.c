@@ -1,0 +1,244 @@
+#include "waits.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+#include <uthash.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "log.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+
+/* How often the timer thread looks for calls whose wait ran out: the
+ * precision of a wait's end (a long poll, so 50 ms late is harmless). */
+#define WAITS_TICK_MS 50
+
+/* One waiting call. */
+typedef struct waiter {
+	struct waiter *next; /* the saga's other waiting calls */
+	rpc_held *held;
+	saga_row row; /* as read when the wait began */
+	int64_t deadline_ms;
+} waiter;
+
+/* The waiting calls of one saga: a uthash entry keyed by saga id. */
+typedef struct waits_saga {
+	char saga_id[VALID_UUID_LEN + 1];
+	waiter *list;
+	UT_hash_handle hh;
+} waits_saga;
+
+struct waits {
+	nng_mtx *mtx; /* guards everything below */
+	nng_cv *cv;
+	waits_saga *by_saga; /* uthash head */
+	size_t count, max;
+	bool closed;
+	nng_thread *timer;
+};
+
+void waits_reply(rpc_held *h, const saga_row *row, bool finished)
+{
+	rpc_reply reply = {0};
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	saga_row copy = *row;
+	codec_saga_to_pb(&m, &o, &copy);
+	Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
+	out.saga = &m;
+	out.finished = finished;
+	rpc_reply_ok(&reply, &out.base);
+	rpc_held_reply(h, &reply);
+}
+
+/* waits_unlink removes `x` from its saga's list; the caller holds mtx. */
+static void waits_unlink(waits *w, waits_saga *s, waiter *x)
+{
+	for (waiter **p = &s->list; *p; p = &(*p)->next)
+		if (*p == x) {
+			*p = x->next;
+			break;
+		}
+	w->count--;
+	if (s->list == NULL) {
+		HASH_DEL(w->by_saga, s);
+		free(s);
+	}
+}
+
+/* waits_expire answers the calls whose wait ran out (all of them when
+ * `all`), outside the lock. */
+static void waits_expire(waits *w, bool all)
+{
+	waiter *due = NULL;
+	int64_t now = clock_wall_ms();
+	nng_mtx_lock(w->mtx);
+	waits_saga *s, *tmp;
+	HASH_ITER(hh, w->by_saga, s, tmp)
+	{
+		waiter *x = s->list;
+		while (x != NULL) {
+			waiter *next = x->next;
+			if (all || x->deadline_ms <= now) {
+				waits_unlink(w, s, x); /* may free s: the loop ends with x */
+				x->next = due;
+				due = x;
+			}
+			x = next;
+		}
+	}
+	nng_mtx_unlock(w->mtx);
+	while (due != NULL) {
+		waiter *x = due;
+		due = x->next;
+		waits_reply(x->held, &x->row, false);
+		free(x);
+	}
+}
+
+static void waits_timer_main(void *arg)
+{
+	waits *w = arg;
+	nng_mtx_lock(w->mtx);
+	while (!w->closed) {
+		nng_cv_until(w->cv, nng_clock() + WAITS_TICK_MS);
+		if (w->closed || w->count == 0)
+			continue;
+		nng_mtx_unlock(w->mtx);
+		waits_expire(w, false);
+		nng_mtx_lock(w->mtx);
+	}
+	nng_mtx_unlock(w->mtx);
+}
+
+int waits_open(waits **out, size_t max)
+{
+	waits *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return -ENOMEM;
+	w->max = max ? max : 1;
+	if (nng_mtx_alloc(&w->mtx) != 0)
+		goto out_free;
+	if (nng_cv_alloc(&w->cv, w->mtx) != 0)
+		goto out_mtx;
+	if (nng_thread_create(&w->timer, waits_timer_main, w) != 0)
+		goto out_cv;
+	*out = w;
+	return 0;
+out_cv:
+	nng_cv_free(w->cv);
+out_mtx:
+	nng_mtx_free(w->mtx);
+out_free:
+	free(w);
+	return -ENOMEM;
+}
+
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms)
+{
+	waiter *x = calloc(1, sizeof *x);
+	if (x == NULL)
+		return -ENOMEM;
+	x->held = h;
+	x->row = *row;
+	x->deadline_ms = deadline_ms;
+	nng_mtx_lock(w->mtx);
+	int rc = w->closed ? -ESHUTDOWN : w->count >= w->max ? -EBUSY : 0;
+	waits_saga *s = NULL;
+	if (rc == 0) {
+		HASH_FIND_STR(w->by_saga, row->saga_id, s);
+		if (s == NULL) {
+			s = calloc(1, sizeof *s);
+			if (s == NULL) {
+				rc = -ENOMEM;
+			} else {
+				memcpy(s->saga_id, row->saga_id, sizeof s->saga_id);
+				HASH_ADD_STR(w->by_saga, saga_id, s);
+			}
+		}
+	}
+	if (rc == 0) {
+		x->next = s->list;
+		s->list = x;
+		w->count++;
+	}
+	nng_mtx_unlock(w->mtx);
+	if (rc != 0)
+		free(x);
+	return rc;
+}
+
+bool waits_take(waits *w, rpc_held *h, const char *saga_id)
+{
+	bool found = false;
+	nng_mtx_lock(w->mtx);
+	waits_saga *s = NULL;
+	HASH_FIND_STR(w->by_saga, saga_id, s);
+	for (waiter *x = s ? s->list : NULL; x; x = x->next)
+		if (x->held == h) {
+			waits_unlink(w, s, x);
+			free(x);
+			found = true;
+			break;
+		}
+	nng_mtx_unlock(w->mtx);
+	return found;
+}
+
+void waits_finished(waits *w, const saga_row *row)
+{
+	nng_mtx_lock(w->mtx);
+	waits_saga *s = NULL;
+	HASH_FIND_STR(w->by_saga, row->saga_id, s);
+	waiter *list = NULL;
+	if (s != NULL) {
+		list = s->list;
+		for (waiter *x = list; x; x = x->next)
+			w->count--;
+		HASH_DEL(w->by_saga, s);
+		free(s);
+	}
+	nng_mtx_unlock(w->mtx);
+	while (list != NULL) {
+		waiter *x = list;
+		list = x->next;
+		waits_reply(x->held, row, true);
+		free(x);
+	}
+}
+
+size_t waits_count(waits *w)
+{
+	nng_mtx_lock(w->mtx);
+	size_t n = w->count;
+	nng_mtx_unlock(w->mtx);
+	return n;
+}
+
+void waits_close(waits *w)
+{
+	if (w == NULL)
+		return;
+	nng_mtx_lock(w->mtx);
+	w->closed = true;
+	nng_cv_wake(w->cv);
+	nng_mtx_unlock(w->mtx);
+	nng_thread_destroy(w->timer); /* joins */
+	w->timer = NULL;
+	waits_expire(w, true);
+}
+
+void waits_free(waits *w)
+{
+	if (w == NULL)
+		return;
+	if (w->timer != NULL)
+		waits_close(w);
+	nng_cv_free(w->cv);
+	nng_mtx_free(w->mtx);
+	free(w);
+}

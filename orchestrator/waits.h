@@ -1,0 +1,65 @@
+/* waits: the calls of Orchestrator/WaitSaga that wait for a saga to finish.
+ *
+ * A WaitSaga for an unfinished saga is held (rpc_hold) and registered here
+ * by saga id; the engine reports every saga that reaches COMPLETED or
+ * CANCELLED (waits_finished), which answers its waiting calls at once with
+ * the terminal row, and a timer thread answers the calls whose wait ran out
+ * with the row as read when they began (finished = false). Each waiting
+ * call is answered exactly once. Thread-safe.
+ */
+#ifndef SAGA_WAITS_H
+#define SAGA_WAITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+#include "store.h"
+
+typedef struct waits waits;
+
+/* waits_open makes a registry holding at most `max` waiting calls (>= 1)
+ * and starts its timer thread. Returns 0 and *out, or -ENOMEM. */
+int waits_open(waits **out, size_t max) __attribute__((warn_unused_result));
+
+/* waits_add registers the held call `h` for `row` (the saga as just read,
+ * not terminal), to be answered by `deadline_ms` (ms since the epoch) at
+ * the latest. Returns 0, -EBUSY when `max` calls wait already, or -ESHUTDOWN
+ * after waits_close; on an error `h` is not taken and the caller answers it.
+ * A saga that finishes between the caller's read and this call is not seen:
+ * the caller reads it again after adding, and takes the call back with
+ * waits_take when it finished. */
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms)
+    __attribute__((warn_unused_result));
+
+/* waits_take takes `h`, registered for `saga_id`, back when it is still
+ * waiting: true when the caller owns it again (it was not answered), false
+ * when it was answered already. */
+bool waits_take(waits *w, rpc_held *h, const char *saga_id);
+
+/* waits_finished answers every call waiting for `row->saga_id` with `row`
+ * (a terminal saga, as committed). Called by the engine after the commit. */
+void waits_finished(waits *w, const saga_row *row);
+
+/* waits_count is how many calls wait now. */
+size_t waits_count(waits *w);
+
+/* waits_close answers every waiting call with the row it holds (finished =
+ * false), refuses new ones and stops the timer thread. Call before
+ * rpc_server_stop. NULL is ignored. */
+void waits_close(waits *w);
+
+/* waits_free frees a closed registry (after the engine, which reports to
+ * it, has stopped). NULL is ignored. */
+void waits_free(waits *w);
+
+/* waits_reply answers the held call `h` with the WaitSagaReply of `row` and
+ * `finished` (also used by the API for calls it does not register). */
+void waits_reply(rpc_held *h, const saga_row *row, bool finished);
+
+/* The WaitSaga wait when the request gives none, and the longest, in ms. */
+#define WAITS_DEFAULT_MS 10000
+#define WAITS_MAX_MS     60000
+
+#endif
