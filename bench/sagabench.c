@@ -49,7 +49,8 @@ typedef struct saga_slot {
 	int64_t t_end_us;      /* terminal state observed (monotonic) */
 	int64_t t_commit_wall; /* updated_unix_ms of the terminal row */
 	int64_t next_poll_us;
-	int32_t next_q; /* poll FIFO link, -1 = none */
+	int64_t t_asked_us; /* when the latest GetSaga/WaitSaga was sent */
+	int32_t next_q;     /* poll FIFO link, -1 = none */
 	uint32_t polls;
 } saga_slot;
 
@@ -72,8 +73,9 @@ typedef struct options {
 	long c;
 	double rate;
 	double mix;
+	bool poll;        /* detect ends by polling GetSaga instead of WaitSaga */
 	double poll_ms;   /* <= 0: auto */
-	long poll_window; /* most GetSaga calls in flight at once */
+	long poll_window; /* most GetSaga (WaitSaga) calls in flight at once; 0: auto */
 	long skus, customers;
 	int32_t qty;
 	int64_t amount;
@@ -91,7 +93,7 @@ static options opt = {
     .rate = 0,
     .mix = 0,
     .poll_ms = 0,
-    .poll_window = 2,
+    .poll_window = 0,
     .skus = 64,
     .customers = 256,
     .qty = 1,
@@ -143,7 +145,7 @@ static void usage(FILE *f)
 	    "usage: sagabench [options]\n"
 	    "Runs N order sagas against a running orchestratord/stockd/paymentd and\n"
 	    "prints sagas/s, end-to-end latency (StartSaga sent -> terminal state\n"
-	    "observed by polling GetSaga), outcomes, and checks the invariants.\n"
+	    "observed through WaitSaga), outcomes, and checks the invariants.\n"
 	    "\n"
 	    "  -o, --orchestrator URL  orchestratord (env SAGA_ORCHESTRATOR_URL, default "
 	    "tcp://127.0.0.1:7101)\n"
@@ -157,11 +159,16 @@ static void usage(FILE *f)
 	    "  -m, --mix P             share 0..1 of sagas that fail: half out of stock\n"
 	    "                          (compensation-free cancel), half declined (stock\n"
 	    "                          released) (default 0)\n"
-	    "      --poll-ms MS        GetSaga interval per saga in flight (default auto:\n"
-	    "                          C/16 ms, clamped to 1..10)\n"
-	    "      --poll-window W     most GetSaga calls in flight at once (default 2, so\n"
-	    "                          polling never takes more than 2 of the orchestrator's\n"
-	    "                          API workers; due polls wait their turn, in order)\n"
+	    "      --detect HOW        how a saga's end is seen: wait (default: one WaitSaga\n"
+	    "                          long poll per saga in flight) or poll (GetSaga every\n"
+	    "                          --poll-ms, as clients without WaitSaga do)\n"
+	    "      --poll-ms MS        poll: GetSaga interval per saga in flight (default\n"
+	    "                          auto: C/16 ms, clamped to 1..10); wait: pause before\n"
+	    "                          asking again after a WaitSaga answered at once\n"
+	    "      --poll-window W     most GetSaga (WaitSaga) calls in flight at once\n"
+	    "                          (default 2 for poll, so polling never takes more than 2\n"
+	    "                          of the orchestrator's API workers; 2048 for wait, half\n"
+	    "                          of its --max-waits); due ones wait their turn, in order\n"
 	    "      --skus K            distinct skus (default 64)\n"
 	    "      --customers M       distinct customers (default 256)\n"
 	    "  -d, --duration S        stop starting sagas after S s (N is then a maximum);\n"
@@ -213,6 +220,7 @@ static void parse_args(int argc, char **argv)
 		O_CTO = 301,
 		O_WIN = 300,
 		O_POLL = 256,
+		O_DETECT,
 		O_SKUS,
 		O_CUST,
 		O_LABEL,
@@ -229,6 +237,7 @@ static void parse_args(int argc, char **argv)
 	    {"rate", required_argument, 0, 'r'},
 	    {"mix", required_argument, 0, 'm'},
 	    {"poll-ms", required_argument, 0, O_POLL},
+	    {"detect", required_argument, 0, O_DETECT},
 	    {"poll-window", required_argument, 0, O_WIN},
 	    {"call-timeout", required_argument, 0, O_CTO},
 	    {"skus", required_argument, 0, O_SKUS},
@@ -270,6 +279,14 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_POLL:
 			opt.poll_ms = parse_double("--poll-ms", optarg, 0.05, 10000);
+			break;
+		case O_DETECT:
+			if (strcmp(optarg, "wait") == 0)
+				opt.poll = false;
+			else if (strcmp(optarg, "poll") == 0)
+				opt.poll = true;
+			else
+				die(2, "invalid --detect \"%s\": want wait or poll", optarg);
 			break;
 		case O_CTO:
 			opt.call_timeout_ms = parse_long("--call-timeout", optarg, 10, 3600000);
@@ -323,6 +340,8 @@ static void parse_args(int argc, char **argv)
 		double p = (double)opt.c / 16.0;
 		opt.poll_ms = p < 1 ? 1 : p > 10 ? 10 : p;
 	}
+	if (opt.poll_window == 0)
+		opt.poll_window = opt.poll ? 2 : 2048;
 	if (opt.progress < 0)
 		opt.progress = isatty(2) && !opt.json;
 }
@@ -410,13 +429,24 @@ static void on_get(void *arg, const rpc_result *res)
 	d->transport = res->transport;
 	memcpy(d->reason, res->reason, sizeof d->reason);
 	if (res->code == RPC_OK) {
-		Sagas__V1__GetSagaReply *r
-		    = sagas__v1__get_saga_reply__unpack(NULL, res->payload_len, res->payload);
-		if (r) {
-			d->state = saga_state_of(r->saga, &d->updated_ms);
-			sagas__v1__get_saga_reply__free_unpacked(r, NULL);
+		if (opt.poll) {
+			Sagas__V1__GetSagaReply *r = sagas__v1__get_saga_reply__unpack(
+			    NULL, res->payload_len, res->payload);
+			if (r) {
+				d->state = saga_state_of(r->saga, &d->updated_ms);
+				sagas__v1__get_saga_reply__free_unpacked(r, NULL);
+			} else {
+				d->code = RPC_INTERNAL;
+			}
 		} else {
-			d->code = RPC_INTERNAL;
+			Sagas__V1__WaitSagaReply *r = sagas__v1__wait_saga_reply__unpack(
+			    NULL, res->payload_len, res->payload);
+			if (r) {
+				d->state = saga_state_of(r->saga, &d->updated_ms);
+				sagas__v1__wait_saga_reply__free_unpacked(r, NULL);
+			} else {
+				d->code = RPC_INTERNAL;
+			}
 		}
 	}
 	push_done(d);
@@ -469,25 +499,34 @@ static void send_start(int32_t i)
 		die(3, "StartSaga: could not send (error %d)", rc);
 }
 
+/* The longest wait of one WaitSaga (ms); the call's timeout adds
+ * --call-timeout to it. */
+#define BENCH_WAIT_MS 10000
+
 static void send_get(int32_t i)
 {
 	Sagas__V1__GetSagaRequest m = SAGAS__V1__GET_SAGA_REQUEST__INIT;
-	m.saga_id = slots[i].id;
+	Sagas__V1__WaitSagaRequest w = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
+	m.saga_id = w.saga_id = slots[i].id;
+	w.wait_ms = BENCH_WAIT_MS;
 	done_item *d = calloc(1, sizeof *d);
 	if (!d)
 		die(3, "out of memory");
 	d->idx = i;
 	slots[i].phase = P_POLLING;
+	slots[i].t_asked_us = now_us();
 	polls_in_flight++;
 	slots[i].polls++;
 	n_polls++;
 	pthread_mutex_lock(&mtx);
 	calls_in_flight++;
 	pthread_mutex_unlock(&mtx);
-	int rc = rpc_call_async(
-	    orch_client, "/sagas.v1.Orchestrator/GetSaga", &m.base, opt.call_timeout_ms, on_get, d);
+	int rc = opt.poll ? rpc_call_async(orch_client, "/sagas.v1.Orchestrator/GetSaga", &m.base,
+	             opt.call_timeout_ms, on_get, d)
+	                  : rpc_call_async(orch_client, "/sagas.v1.Orchestrator/WaitSaga", &w.base,
+	                      BENCH_WAIT_MS + opt.call_timeout_ms, on_get, d);
 	if (rc != 0)
-		die(3, "GetSaga: could not send (error %d)", rc);
+		die(3, "%s: could not send (error %d)", opt.poll ? "GetSaga" : "WaitSaga", rc);
 }
 
 static void schedule_poll(int32_t i, int64_t at)
@@ -542,8 +581,8 @@ static void handle(done_item *d, int64_t poll_us)
 		}
 		if (terminal(d->state))
 			finish(d->idx, d);
-		else
-			schedule_poll(d->idx, d->t_us + poll_us);
+		else /* a WaitSaga at once; the first poll after an interval */
+			schedule_poll(d->idx, opt.poll ? d->t_us + poll_us : d->t_us);
 		return;
 	}
 	polls_in_flight--;
@@ -553,7 +592,12 @@ static void handle(done_item *d, int64_t poll_us)
 	}
 	if (d->code != RPC_OK)
 		n_poll_errors++;
-	schedule_poll(d->idx, d->t_us + poll_us);
+	/* a WaitSaga that ran its course asks again at once; one answered at
+	 * once, unfinished (the orchestrator holds too many waits), or an
+	 * error, after a pause */
+	bool waited
+	    = !opt.poll && d->code == RPC_OK && d->t_us - s->t_asked_us >= BENCH_WAIT_MS * 500;
+	schedule_poll(d->idx, waited ? d->t_us : d->t_us + poll_us);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -957,7 +1001,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k < nchecks; k++)
 		all_ok = all_ok && checks[k].ok;
 
-	const char *detect = "GetSaga per saga in flight";
+	const char *detect
+	    = opt.poll ? "GetSaga per saga in flight" : "WaitSaga per saga in flight";
 	double polls_per = (completed + cancelled)
 	    ? (double)polls_done_sagas / (double)(completed + cancelled)
 	    : 0;
