@@ -326,12 +326,12 @@ int store_claim_due(
 	PGresult *r = NULL;
 	*n = 0;
 	int rc = pg_exec(conn,
-	    "UPDATE sagas s SET next_attempt_at = " TS(
-	        "$2") " FROM ("
-	              "  SELECT saga_id AS due_id FROM sagas"
+	    "UPDATE sagas SET next_attempt_at = " TS(
+	        "$2") " WHERE saga_id = ANY(ARRAY("
+	              "  SELECT saga_id FROM sagas"
 	              "  WHERE state NOT IN ('COMPLETED', 'CANCELLED') AND next_attempt_at <= " TS(
-	                  "$1") "  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) due "
-	                        "WHERE s.saga_id = due.due_id RETURNING " SAGA_COLS,
+	                  "$1") "  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)) "
+	                        "RETURNING " SAGA_COLS,
 	    3, p, &r);
 	if (rc != 0)
 		return rc;
@@ -415,6 +415,8 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "    step_deadline = " TSC("u.deadline_ms") ","
     "    version = s.version + 1, updated_at = now()"
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver"
+    /* the same key as an array: an index scan under any cached plan */
+    "    AND s.saga_id = ANY($1::uuid[])"
     "  RETURNING u.idx),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"

@@ -35,7 +35,10 @@ static const pg_stmt PAYMENT_UPDATE_RECORD = {"payment_update_record",
 static const pg_stmt PAYMENT_UPDATE_ROW
     = {"payment_update_row", "UPDATE accounts SET balance = $2 WHERE customer = $1"};
 /* ... and of a batch: arrays in, one statement per table. Rows are locked
- * in key order so that two batches wait on each other in the same order. */
+ * in key order so that two batches wait on each other in the same order.
+ * Each write also filters by its key array (= ANY): the statements are
+ * prepared, and a plan cached while the table was small would otherwise
+ * keep scanning the whole table as it grows. */
 static const pg_stmt PAYMENT_LOCK_RECORDS = {"payment_lock_records",
     "SELECT saga_id, status, customer, amount FROM charges WHERE saga_id = ANY($1::uuid[]) "
     "ORDER BY saga_id FOR UPDATE"};
@@ -50,10 +53,10 @@ static const pg_stmt PAYMENT_UPDATE_RECORDS = {"payment_update_records",
     "= now() "
     "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) AS v(saga_id, status, customer, "
     "amount) "
-    "WHERE r.saga_id = v.saga_id"};
+    "WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($1::uuid[])"};
 static const pg_stmt PAYMENT_UPDATE_ROWS = {"payment_update_rows",
     "UPDATE accounts s SET balance = v.balance FROM unnest($1::text[], $2::bigint[]) "
-    "AS v(customer, balance) WHERE s.customer = v.customer"};
+    "AS v(customer, balance) WHERE s.customer = v.customer AND s.customer = ANY($1::text[])"};
 
 struct payment_store {
 	PGconn *conn; /* NULL until the first successful connect */

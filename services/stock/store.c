@@ -34,7 +34,10 @@ static const pg_stmt STOCK_UPDATE_RECORD = {"stock_update_record",
 static const pg_stmt STOCK_UPDATE_ROW
     = {"stock_update_row", "UPDATE stock SET on_hand = $2 WHERE sku = $1"};
 /* ... and of a batch: arrays in, one statement per table. Rows are locked
- * in key order so that two batches wait on each other in the same order. */
+ * in key order so that two batches wait on each other in the same order.
+ * Each write also filters by its key array (= ANY): the statements are
+ * prepared, and a plan cached while the table was small would otherwise
+ * keep scanning the whole table as it grows. */
 static const pg_stmt STOCK_LOCK_RECORDS = {"stock_lock_records",
     "SELECT saga_id, status, sku, qty FROM reservations WHERE saga_id = ANY($1::uuid[]) "
     "ORDER BY saga_id FOR UPDATE"};
@@ -46,10 +49,10 @@ static const pg_stmt STOCK_INSERT_RECORDS = {"stock_insert_records",
 static const pg_stmt STOCK_UPDATE_RECORDS = {"stock_update_records",
     "UPDATE reservations r SET status = v.status, sku = v.sku, qty = v.qty, updated_at = now() "
     "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS v(saga_id, status, sku, qty) "
-    "WHERE r.saga_id = v.saga_id"};
+    "WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($1::uuid[])"};
 static const pg_stmt STOCK_UPDATE_ROWS = {"stock_update_rows",
     "UPDATE stock s SET on_hand = v.on_hand FROM unnest($1::text[], $2::bigint[]) "
-    "AS v(sku, on_hand) WHERE s.sku = v.sku"};
+    "AS v(sku, on_hand) WHERE s.sku = v.sku AND s.sku = ANY($1::text[])"};
 
 struct stock_store {
 	PGconn *conn; /* NULL until the first successful connect */
