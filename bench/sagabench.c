@@ -67,13 +67,15 @@ typedef struct done_item {
 	char reason[RPC_REASON_MAX];
 } done_item;
 
+enum { DETECT_START, DETECT_WAIT, DETECT_POLL };
+
 typedef struct options {
 	const char *orch, *stock, *payment;
 	long n;
 	long c;
 	double rate;
 	double mix;
-	bool poll;        /* detect ends by polling GetSaga instead of WaitSaga */
+	int detect;       /* DETECT_START, DETECT_WAIT or DETECT_POLL */
 	double poll_ms;   /* <= 0: auto */
 	long poll_window; /* most GetSaga (WaitSaga) calls in flight at once; 0: auto */
 	long skus, customers;
@@ -159,9 +161,12 @@ static void usage(FILE *f)
 	    "  -m, --mix P             share 0..1 of sagas that fail: half out of stock\n"
 	    "                          (compensation-free cancel), half declined (stock\n"
 	    "                          released) (default 0)\n"
-	    "      --detect HOW        how a saga's end is seen: wait (default: one WaitSaga\n"
-	    "                          long poll per saga in flight) or poll (GetSaga every\n"
-	    "                          --poll-ms, as clients without WaitSaga do)\n"
+	    "      --detect HOW        how a saga's end is seen: start (default: StartSaga\n"
+	    "                          with wait_ms answers when the saga ends, one call per\n"
+	    "                          saga), wait (StartSaga, then a WaitSaga long poll) or\n"
+	    "                          poll (StartSaga, then GetSaga every --poll-ms, as\n"
+	    "                          clients without WaitSaga do); an unfinished answer is\n"
+	    "                          followed by WaitSaga (start) or GetSaga (poll)\n"
 	    "      --poll-ms MS        poll: GetSaga interval per saga in flight (default\n"
 	    "                          auto: C/16 ms, clamped to 1..10); wait: pause before\n"
 	    "                          asking again after a WaitSaga answered at once\n"
@@ -281,12 +286,14 @@ static void parse_args(int argc, char **argv)
 			opt.poll_ms = parse_double("--poll-ms", optarg, 0.05, 10000);
 			break;
 		case O_DETECT:
-			if (strcmp(optarg, "wait") == 0)
-				opt.poll = false;
+			if (strcmp(optarg, "start") == 0)
+				opt.detect = DETECT_START;
+			else if (strcmp(optarg, "wait") == 0)
+				opt.detect = DETECT_WAIT;
 			else if (strcmp(optarg, "poll") == 0)
-				opt.poll = true;
+				opt.detect = DETECT_POLL;
 			else
-				die(2, "invalid --detect \"%s\": want wait or poll", optarg);
+				die(2, "invalid --detect \"%s\": want start, wait or poll", optarg);
 			break;
 		case O_CTO:
 			opt.call_timeout_ms = parse_long("--call-timeout", optarg, 10, 3600000);
@@ -341,7 +348,7 @@ static void parse_args(int argc, char **argv)
 		opt.poll_ms = p < 1 ? 1 : p > 10 ? 10 : p;
 	}
 	if (opt.poll_window == 0)
-		opt.poll_window = opt.poll ? 2 : 2048;
+		opt.poll_window = opt.detect == DETECT_POLL ? 2 : 2048;
 	if (opt.progress < 0)
 		opt.progress = isatty(2) && !opt.json;
 }
@@ -429,7 +436,7 @@ static void on_get(void *arg, const rpc_result *res)
 	d->transport = res->transport;
 	memcpy(d->reason, res->reason, sizeof d->reason);
 	if (res->code == RPC_OK) {
-		if (opt.poll) {
+		if (opt.detect == DETECT_POLL) {
 			Sagas__V1__GetSagaReply *r = sagas__v1__get_saga_reply__unpack(
 			    NULL, res->payload_len, res->payload);
 			if (r) {
@@ -459,6 +466,10 @@ static long polls_in_flight;
 static int32_t pq_head = -1, pq_tail = -1; /* polls due, in time order */
 static char last_start_error[160];
 
+/* The longest wait of one WaitSaga (ms); the call's timeout adds
+ * --call-timeout to it. */
+#define BENCH_WAIT_MS 10000
+
 static void send_start(int32_t i)
 {
 	saga_slot *s = &slots[i];
@@ -479,6 +490,8 @@ static void send_start(int32_t i)
 	Sagas__V1__StartSagaRequest m = SAGAS__V1__START_SAGA_REQUEST__INIT;
 	m.saga_id = s->id;
 	m.order = &o;
+	if (opt.detect == DETECT_START)
+		m.wait_ms = BENCH_WAIT_MS;
 	done_item *d = calloc(1, sizeof *d);
 	if (!d)
 		die(3, "out of memory");
@@ -494,14 +507,10 @@ static void send_start(int32_t i)
 	calls_in_flight++;
 	pthread_mutex_unlock(&mtx);
 	int rc = rpc_call_async(orch_client, "/sagas.v1.Orchestrator/StartSaga", &m.base,
-	    opt.call_timeout_ms, on_start, d);
+	    opt.call_timeout_ms + (m.wait_ms ? BENCH_WAIT_MS : 0), on_start, d);
 	if (rc != 0)
 		die(3, "StartSaga: could not send (error %d)", rc);
 }
-
-/* The longest wait of one WaitSaga (ms); the call's timeout adds
- * --call-timeout to it. */
-#define BENCH_WAIT_MS 10000
 
 static void send_get(int32_t i)
 {
@@ -521,12 +530,14 @@ static void send_get(int32_t i)
 	pthread_mutex_lock(&mtx);
 	calls_in_flight++;
 	pthread_mutex_unlock(&mtx);
-	int rc = opt.poll ? rpc_call_async(orch_client, "/sagas.v1.Orchestrator/GetSaga", &m.base,
-	             opt.call_timeout_ms, on_get, d)
-	                  : rpc_call_async(orch_client, "/sagas.v1.Orchestrator/WaitSaga", &w.base,
-	                      BENCH_WAIT_MS + opt.call_timeout_ms, on_get, d);
+	int rc = opt.detect == DETECT_POLL
+	    ? rpc_call_async(orch_client, "/sagas.v1.Orchestrator/GetSaga", &m.base,
+	        opt.call_timeout_ms, on_get, d)
+	    : rpc_call_async(orch_client, "/sagas.v1.Orchestrator/WaitSaga", &w.base,
+	        BENCH_WAIT_MS + opt.call_timeout_ms, on_get, d);
 	if (rc != 0)
-		die(3, "%s: could not send (error %d)", opt.poll ? "GetSaga" : "WaitSaga", rc);
+		die(3, "%s: could not send (error %d)",
+		    opt.detect == DETECT_POLL ? "GetSaga" : "WaitSaga", rc);
 }
 
 static void schedule_poll(int32_t i, int64_t at)
@@ -582,7 +593,8 @@ static void handle(done_item *d, int64_t poll_us)
 		if (terminal(d->state))
 			finish(d->idx, d);
 		else /* a WaitSaga at once; the first poll after an interval */
-			schedule_poll(d->idx, opt.poll ? d->t_us + poll_us : d->t_us);
+			schedule_poll(
+			    d->idx, opt.detect == DETECT_POLL ? d->t_us + poll_us : d->t_us);
 		return;
 	}
 	polls_in_flight--;
@@ -595,8 +607,8 @@ static void handle(done_item *d, int64_t poll_us)
 	/* a WaitSaga that ran its course asks again at once; one answered at
 	 * once, unfinished (the orchestrator holds too many waits), or an
 	 * error, after a pause */
-	bool waited
-	    = !opt.poll && d->code == RPC_OK && d->t_us - s->t_asked_us >= BENCH_WAIT_MS * 500;
+	bool waited = opt.detect != DETECT_POLL && d->code == RPC_OK
+	    && d->t_us - s->t_asked_us >= BENCH_WAIT_MS * 500;
 	schedule_poll(d->idx, waited ? d->t_us : d->t_us + poll_us);
 }
 
@@ -1001,8 +1013,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < nchecks; k++)
 		all_ok = all_ok && checks[k].ok;
 
-	const char *detect
-	    = opt.poll ? "GetSaga per saga in flight" : "WaitSaga per saga in flight";
+	const char *detect = opt.detect == DETECT_POLL ? "GetSaga per saga in flight"
+	    : opt.detect == DETECT_WAIT                ? "WaitSaga per saga in flight"
+	                                               : "StartSaga with wait_ms, then WaitSaga";
 	double polls_per = (completed + cancelled)
 	    ? (double)polls_done_sagas / (double)(completed + cancelled)
 	    : 0;

@@ -105,9 +105,10 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 }
 
 /* api_parse_start decodes and checks a StartSaga payload into `row`, the
- * saga to insert (a new saga id when none is given). Returns false with the
+ * saga to insert (a new saga id when none is given), and *wait_ms. Returns false with the
  * error in `reply` when the payload or a field is invalid. */
-static bool api_parse_start(api *a, const rpc_request *call, saga_row *row, rpc_reply *reply)
+static bool api_parse_start(
+    api *a, const rpc_request *call, saga_row *row, int32_t *wait_ms, rpc_reply *reply)
 {
 	Sagas__V1__StartSagaRequest *req
 	    = sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
@@ -125,6 +126,12 @@ static bool api_parse_start(api *a, const rpc_request *call, saga_row *row, rpc_
 	}
 	if (!api_check_order(req->order, reply))
 		goto out_free;
+	if (req->wait_ms < 0 || req->wait_ms > WAITS_MAX_MS) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid wait_ms: %d is outside 0..%d", (int)req->wait_ms, WAITS_MAX_MS);
+		goto out_free;
+	}
+	*wait_ms = req->wait_ms;
 	memset(row, 0, sizeof *row);
 	if (req->saga_id[0] == '\0') {
 		saga_id_new(row->saga_id);
@@ -150,10 +157,48 @@ out_free:
 	return ok;
 }
 
+/* The margin between the end of a wait and the call's deadline, so the
+ * answer reaches the caller before it gives up (ms). */
+#define API_WAIT_MARGIN_MS 100
+
+/* api_hold_wait holds `call` until saga `row` (not terminal) finishes, for
+ * at most wait_ms ms and never past the call's deadline less the margin
+ * (waits.h answers it as `as` says). With `recheck` the saga is read again
+ * after the call is registered, for an end committed since `row` was read.
+ * Returns true when the call was taken (held, or answered through its
+ * token): the handler's own reply is then dropped. False when it could not
+ * be held (no time left): the caller answers at once. */
+static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const saga_row *row,
+    int32_t wait_ms, const waits_as *as, bool recheck)
+{
+	int64_t now = clock_wall_ms();
+	int64_t until = now + wait_ms;
+	if (call->deadline_ms > 0 && call->deadline_ms - API_WAIT_MARGIN_MS < until)
+		until = call->deadline_ms - API_WAIT_MARGIN_MS;
+	rpc_held *h = until > now ? rpc_hold(call) : NULL;
+	if (h == NULL)
+		return false;
+	if (waits_add(a->waits, h, row, until, as) != 0) {
+		/* too many waits, or stopping: the state as read, unfinished */
+		waits_reply(h, row, false, as);
+		return true;
+	}
+	if (recheck) {
+		saga_row again;
+		int rc;
+		API_DB(a, w, rc, store_get_saga(w->conn, row->saga_id, &again));
+		if (rc == 0 && saga_is_terminal(again.s.state)
+		    && waits_take(a->waits, h, row->saga_id))
+			waits_reply(h, &again, true, as);
+	}
+	return true;
+}
+
 /* api_answer_start answers a StartSaga whose insert returned `rc`, with
- * `created` and the `stored` row, and hands a new saga to the engine. */
-static void api_answer_start(
-    api *a, const saga_row *row, int rc, bool created, saga_row *stored, rpc_reply *reply)
+ * `created` and the `stored` row, and hands a new saga to the engine. With
+ * wait_ms the call is held until the saga finishes (api_hold_wait). */
+static void api_answer_start(api *a, api_worker *w, const rpc_request *call, const saga_row *row,
+    int32_t wait_ms, int rc, bool created, saga_row *stored, rpc_reply *reply)
 {
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
@@ -167,30 +212,40 @@ static void api_answer_start(
 		    "saga %s exists with another order", row->saga_id);
 		return;
 	}
+	bool finished = saga_is_terminal(stored->s.state);
+	waits_as as = {.start = true, .created = created};
+	/* held before the engine has it, so its end cannot pass unseen; a
+	 * duplicate's saga is read again for an end since it was read */
+	bool held
+	    = wait_ms > 0 && !finished && api_hold_wait(a, w, call, stored, wait_ms, &as, !created);
 	if (created) {
 		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
 		engine_submit(a->eng, stored);
 	}
+	if (held)
+		return;
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, stored);
 	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
 	out.saga = &m;
 	out.created = created;
+	out.finished = finished;
 	rpc_reply_ok(reply, &out.base);
 }
 
 static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
 	saga_row row, stored;
-	if (!api_parse_start(a, call, &row, reply))
+	int32_t wait_ms = 0;
+	if (!api_parse_start(a, call, &row, &wait_ms, reply))
 		return;
 	bool created = false;
 	int rc;
 	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
-	api_answer_start(a, &row, rc, created, &stored, reply);
+	api_answer_start(a, w, call, &row, wait_ms, rc, created, &stored, reply);
 }
 
 /* api_parse_get decodes and checks a GetSaga payload into `saga_id` (room
@@ -252,10 +307,6 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 	api_answer_get(saga_id, rc, &row, reply);
 }
 
-/* The margin between the end of a WaitSaga and the call's deadline, so the
- * answer reaches the caller before it gives up (ms). */
-#define API_WAIT_MARGIN_MS 100
-
 /* api_answer_wait answers a WaitSaga at once: read error `rc` (-ENOENT: no
  * such saga) or `row` with `finished`. */
 static void api_answer_wait(
@@ -313,27 +364,9 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 		api_answer_wait(saga_id, rc, &row, rc == 0, reply);
 		return;
 	}
-	int64_t now = clock_wall_ms();
-	int64_t until = now + (wait_ms ? wait_ms : WAITS_DEFAULT_MS);
-	/* answer before the caller gives up on the call */
-	if (call->deadline_ms > 0 && call->deadline_ms - API_WAIT_MARGIN_MS < until)
-		until = call->deadline_ms - API_WAIT_MARGIN_MS;
-	rpc_held *h = until > now ? rpc_hold(call) : NULL;
-	if (h == NULL) {
+	waits_as as = {.start = false};
+	if (!api_hold_wait(a, w, call, &row, wait_ms ? wait_ms : WAITS_DEFAULT_MS, &as, true))
 		api_answer_wait(saga_id, 0, &row, false, reply);
-		return;
-	}
-	if (waits_add(a->waits, h, &row, until) != 0) {
-		/* too many waits, or stopping: the state now, finished false */
-		waits_reply(h, &row, false);
-		return;
-	}
-	/* it may have finished between the read and the add, unseen by the
-	 * registry: read again, and answer here if it did */
-	saga_row again;
-	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &again));
-	if (rc == 0 && saga_is_terminal(again.s.state) && waits_take(a->waits, h, saga_id))
-		waits_reply(h, &again, true);
 }
 
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -548,12 +581,13 @@ static void api_handle_batch(
 	}
 	saga_row *stored = rows + RPC_BATCH_MAX, *got = rows + 2 * RPC_BATCH_MAX;
 	bool created[RPC_BATCH_MAX], found[RPC_BATCH_MAX];
+	int32_t waits_ms[RPC_BATCH_MAX];
 	char ids[RPC_BATCH_MAX][VALID_UUID_LEN + 1];
 	const char *idp[RPC_BATCH_MAX];
 	size_t start_at[RPC_BATCH_MAX], get_at[RPC_BATCH_MAX], ns = 0, ng = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(calls[i].method, API_START_METHOD) == 0) {
-			if (api_parse_start(a, &calls[i], &rows[ns], &replies[i]))
+			if (api_parse_start(a, &calls[i], &rows[ns], &waits_ms[ns], &replies[i]))
 				start_at[ns++] = i;
 		} else if (strcmp(calls[i].method, API_GET_METHOD) == 0) {
 			if (api_parse_get(&calls[i], ids[ng], &replies[i])) {
@@ -567,13 +601,14 @@ static void api_handle_batch(
 	if (ns == 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_saga(w->conn, &rows[0], &created[0], &stored[0]));
-		api_answer_start(a, &rows[0], rc, created[0], &stored[0], &replies[start_at[0]]);
+		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc, created[0],
+		    &stored[0], &replies[start_at[0]]);
 	} else if (ns > 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));
 		for (size_t k = 0; k < ns; k++)
-			api_answer_start(a, &rows[k], rc, rc == 0 && created[k], &stored[k],
-			    &replies[start_at[k]]);
+			api_answer_start(a, w, &calls[start_at[k]], &rows[k], waits_ms[k], rc,
+			    rc == 0 && created[k], &stored[k], &replies[start_at[k]]);
 	}
 	if (ng > 0) {
 		int rc;

@@ -748,6 +748,13 @@ static int ctl_start(ctl_ctx *c, char **args)
 	Sagas__V1__StartSagaRequest req = SAGAS__V1__START_SAGA_REQUEST__INIT;
 	req.saga_id = id;
 	req.order = &order;
+	/* --wait: the StartSaga itself waits for the end (wait_ms), and
+	 * WaitSaga calls go on waiting when that was not long enough */
+	int64_t began = clock_mono_ms();
+	if (c->o.wait)
+		req.wait_ms
+		    = (int32_t)(c->o.wait_timeout_ms < CTL_WAIT_CALL_MS ? c->o.wait_timeout_ms
+		                                                        : CTL_WAIT_CALL_MS);
 	rpc_result res;
 	/* StartSaga is idempotent by saga id, so a transient failure (no reply,
 	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
@@ -755,7 +762,7 @@ static int ctl_start(ctl_ctx *c, char **args)
 	for (int attempt = 1; attempt <= CTL_START_TRIES; attempt++) {
 		bool last = attempt == CTL_START_TRIES;
 		rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga",
-		    &req.base, "start saga", c->o.timeout_ms, !last, &res);
+		    &req.base, "start saga", c->o.timeout_ms + req.wait_ms, !last, &res);
 		if (rc != -1)
 			break;
 		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
@@ -778,6 +785,8 @@ static int ctl_start(ctl_ctx *c, char **args)
 	}
 	const Sagas__V1__Saga *shown = rep->saga;
 	if (c->o.wait && !saga_is_terminal((saga_state)rep->saga->state)) {
+		int64_t left = c->o.wait_timeout_ms - (clock_mono_ms() - began);
+		c->o.wait_timeout_ms = left > 1 ? left : 1;
 		rc = ctl_wait(c, rep->saga->saga_id, &fin);
 		if (rc != 0)
 			goto out_free_rep;

@@ -21,6 +21,7 @@
 typedef struct waiter {
 	struct waiter *next; /* the saga's other waiting calls */
 	rpc_held *held;
+	waits_as as;
 	saga_row row; /* as read when the wait began */
 	int64_t deadline_ms;
 } waiter;
@@ -41,17 +42,25 @@ struct waits {
 	nng_thread *timer;
 };
 
-void waits_reply(rpc_held *h, const saga_row *row, bool finished)
+void waits_reply(rpc_held *h, const saga_row *row, bool finished, const waits_as *as)
 {
 	rpc_reply reply = {0};
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	saga_row copy = *row;
 	codec_saga_to_pb(&m, &o, &copy);
-	Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
-	out.saga = &m;
-	out.finished = finished;
-	rpc_reply_ok(&reply, &out.base);
+	if (as->start) {
+		Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
+		out.saga = &m;
+		out.created = as->created;
+		out.finished = finished;
+		rpc_reply_ok(&reply, &out.base);
+	} else {
+		Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
+		out.saga = &m;
+		out.finished = finished;
+		rpc_reply_ok(&reply, &out.base);
+	}
 	rpc_held_reply(h, &reply);
 }
 
@@ -95,7 +104,7 @@ static void waits_expire(waits *w, bool all)
 	while (due != NULL) {
 		waiter *x = due;
 		due = x->next;
-		waits_reply(x->held, &x->row, false);
+		waits_reply(x->held, &x->row, false, &x->as);
 		free(x);
 	}
 }
@@ -138,12 +147,13 @@ out_free:
 	return -ENOMEM;
 }
 
-int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms)
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as)
 {
 	waiter *x = calloc(1, sizeof *x);
 	if (x == NULL)
 		return -ENOMEM;
 	x->held = h;
+	x->as = *as;
 	x->row = *row;
 	x->deadline_ms = deadline_ms;
 	nng_mtx_lock(w->mtx);
@@ -206,7 +216,7 @@ void waits_finished(waits *w, const saga_row *row)
 	while (list != NULL) {
 		waiter *x = list;
 		list = x->next;
-		waits_reply(x->held, row, true);
+		waits_reply(x->held, row, true, &x->as);
 		free(x);
 	}
 }

@@ -23,14 +23,21 @@ typedef struct waits waits;
  * and starts its timer thread. Returns 0 and *out, or -ENOMEM. */
 int waits_open(waits **out, size_t max) __attribute__((warn_unused_result));
 
+/* How a held call is answered: a WaitSagaReply, or (start) the
+ * StartSagaReply of a StartSaga with wait_ms, with its `created`. */
+typedef struct waits_as {
+	bool start;
+	bool created;
+} waits_as;
+
 /* waits_add registers the held call `h` for `row` (the saga as just read,
- * not terminal), to be answered by `deadline_ms` (ms since the epoch) at
- * the latest. Returns 0, -EBUSY when `max` calls wait already, or -ESHUTDOWN
+ * not terminal), to be answered as `as` says by `deadline_ms` (ms since the
+ * epoch) at the latest. Returns 0, -EBUSY when `max` calls wait already, or -ESHUTDOWN
  * after waits_close; on an error `h` is not taken and the caller answers it.
  * A saga that finishes between the caller's read and this call is not seen:
  * the caller reads it again after adding, and takes the call back with
  * waits_take when it finished. */
-int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms)
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as)
     __attribute__((warn_unused_result));
 
 /* waits_take takes `h`, registered for `saga_id`, back when it is still
@@ -54,9 +61,9 @@ void waits_close(waits *w);
  * it, has stopped). NULL is ignored. */
 void waits_free(waits *w);
 
-/* waits_reply answers the held call `h` with the WaitSagaReply of `row` and
- * `finished` (also used by the API for calls it does not register). */
-void waits_reply(rpc_held *h, const saga_row *row, bool finished);
+/* waits_reply answers the held call `h` with `row` and `finished`, as `as`
+ * says (also used by the API for calls it does not register). */
+void waits_reply(rpc_held *h, const saga_row *row, bool finished, const waits_as *as);
 
 /* The WaitSaga wait when the request gives none, and the longest, in ms. */
 #define WAITS_DEFAULT_MS 10000
