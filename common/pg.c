@@ -44,8 +44,8 @@ static void pg_sleep_ms(int64_t ms)
  *   index or, where none serves, a sequential scan all the same. */
 static void pg_session_setup(PGconn *conn)
 {
-	PGresult *r = PQexec(
-	    conn, "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off");
+	PGresult *r = PQexec(conn,
+	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off");
 	PQclear(r);
 }
 
@@ -257,7 +257,12 @@ int pg_exec_stmt(
 		if (k == PG_STMT_MAX) /* a bug: more statements than the note holds */
 			return pg_exec(conn, st->sql, nparams, params, out);
 		PGresult *p = PQprepare(conn, st->name, st->sql, nparams, NULL);
-		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
+		const char *ps = p ? PQresultErrorField(p, PG_DIAG_SQLSTATE) : NULL;
+		if (ps != NULL && strcmp(ps, "42P05") == 0) {
+			/* already prepared in this session: another connection of
+			 * this thread was used in between (names are unique, so it is
+			 * the same statement) */
+		} else if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
 			int rc = pg_fail(conn, p, "prepare");
 			PQclear(p);
 			return rc;

@@ -42,11 +42,20 @@ struct engine {
 	nng_mtx *mtx; /* guards everything below */
 	nng_cv *cv;
 	engine_queue done;      /* replies waiting to be decided on */
-	engine_queue submitted; /* new sagas waiting to be sent */
+	engine_queue submitted; /* new sagas handed over by the API */
 	int inflight;
-	int submitted_count;
+	int queued; /* new sagas submitted and not yet sent or dropped */
 	bool stopping;
+
+	/* engine thread only: new sagas waiting for room under max_inflight,
+	 * oldest first (back-pressure: they wait here, not in a timed call) */
+	engine_queue backlog;
 };
+
+/* Most new sagas queued in memory for the engine (submitted, not yet sent);
+ * past that they are left to the sweep, which finds them when their lease
+ * ends. */
+#define ENGINE_SUBMIT_MAX 100000
 
 static void engine_push(engine_queue *q, engine_item *it)
 {
@@ -321,6 +330,34 @@ out_free:
 	return more;
 }
 
+/* engine_drain_backlog sends new sagas while there is room under
+ * max_inflight. One whose lease ran out while it waited is left to the
+ * sweep, which has claimed it or will (never sent twice by us). */
+static void engine_drain_backlog(engine *e)
+{
+	int64_t now = clock_wall_ms();
+	while (e->backlog.head != NULL) {
+		nng_mtx_lock(e->mtx);
+		bool room = e->inflight < e->cfg.max_inflight;
+		if (room)
+			e->queued--;
+		nng_mtx_unlock(e->mtx);
+		if (!room)
+			break;
+		engine_item *it = e->backlog.head;
+		e->backlog.head = it->next;
+		if (e->backlog.head == NULL)
+			e->backlog.tail = NULL;
+		if (it->row.s.next_attempt_ms > now)
+			engine_dispatch(e, &it->row);
+		else
+			log_debug(it->row.saga_id,
+			    "lease ran out while waiting to be sent: the "
+			    "sweep sends it");
+		free(it);
+	}
+}
+
 static void engine_main(void *arg)
 {
 	engine *e = arg;
@@ -335,17 +372,17 @@ static void engine_main(void *arg)
 			break;
 		}
 		engine_item *replies = engine_take_all(&e->done);
+		/* replies free room: the backlog goes on in the same round */
 		engine_item *subs = engine_take_all(&e->submitted);
-		e->submitted_count = 0;
 		nng_mtx_unlock(e->mtx);
 
 		engine_process_replies(e, replies);
 		while (subs != NULL) {
 			engine_item *it = subs;
 			subs = it->next;
-			engine_dispatch(e, &it->row);
-			free(it);
+			engine_push(&e->backlog, it);
 		}
+		engine_drain_backlog(e);
 		if (clock_mono_ms() >= next_sweep) {
 			bool more = engine_sweep(e);
 			next_sweep = clock_mono_ms() + (more ? 0 : e->cfg.sweep_interval_ms);
@@ -360,13 +397,13 @@ void engine_submit(engine *e, const saga_row *row)
 		return; /* the sweep finds it when the lease ends */
 	it->row = *row;
 	nng_mtx_lock(e->mtx);
-	if (e->stopping || e->inflight + e->submitted_count >= e->cfg.max_inflight) {
+	if (e->stopping || e->queued >= ENGINE_SUBMIT_MAX) {
 		nng_mtx_unlock(e->mtx);
 		free(it);
 		return;
 	}
 	engine_push(&e->submitted, it);
-	e->submitted_count++;
+	e->queued++;
 	nng_cv_wake(e->cv);
 	nng_mtx_unlock(e->mtx);
 }
@@ -443,6 +480,7 @@ void engine_stop(engine *e)
 		nng_cv_until(e->cv, nng_clock() + 10);
 	engine_free_list(engine_take_all(&e->done));
 	engine_free_list(engine_take_all(&e->submitted));
+	engine_free_list(engine_take_all(&e->backlog));
 	nng_mtx_unlock(e->mtx);
 	PQfinish(e->conn);
 	nng_cv_free(e->cv);

@@ -44,9 +44,12 @@ typedef struct engine engine;
 int engine_start(engine **out, const engine_config *cfg) __attribute__((warn_unused_result));
 
 /* engine_submit hands a newly stored saga (its row already leased, see
- * store_insert_saga) to the engine for immediate dispatch. Thread-safe;
- * never blocks on I/O. If the engine is saturated the row is left to the
- * sweep, which finds it when the lease ends. */
+ * store_insert_saga) to the engine, which sends its first command as soon
+ * as fewer than max_inflight commands await replies (back-pressure: the
+ * saga waits in memory, not in a call that could time out). Thread-safe;
+ * never blocks on I/O. Past 100,000 queued sagas, or when a saga's lease
+ * ends before it is sent, the row is left to the sweep, which finds it when
+ * the lease ends. */
 void engine_submit(engine *e, const saga_row *row);
 
 /* engine_lease_ms is how long a dispatched command holds its saga before
