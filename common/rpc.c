@@ -134,6 +134,8 @@ struct rpc_server {
 /* The decoded form of one queued request while a worker serves it. */
 typedef struct rpc_item {
 	rpc_slot *slot;
+	nng_msg *msg; /* the request, taken from the slot: a held call's slot may
+	                 receive the next request while this one is still served */
 	Sagas__V1__RequestEnvelope *env; /* NULL when it did not decode */
 	rpc_reply reply;
 	char request_id[RPC_REQUEST_ID_MAX + 1];
@@ -216,7 +218,7 @@ static void rpc_slot_cb(void *arg)
  * when the handler must not see the call, and fills *call otherwise. */
 static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 {
-	nng_msg *msg = it->slot->msg;
+	nng_msg *msg = it->msg;
 	rpc_reply *reply = &it->reply;
 	it->answered = true;
 	Sagas__V1__RequestEnvelope *env
@@ -278,14 +280,14 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 static void rpc_server_reply(rpc_item *it)
 {
 	rpc_slot *sl = it->slot;
-	nng_msg_free(sl->msg);
-	sl->msg = NULL;
+	nng_msg_free(it->msg);
+	it->msg = NULL;
 	nng_msg *out = it->drop || it->held ? NULL : rpc_encode_reply(&it->reply, it->request_id);
 	free(it->reply.payload);
 	if (it->env)
 		sagas__v1__request_envelope__free_unpacked(it->env, NULL);
 	if (it->held)
-		return; /* the context waits for rpc_held_reply */
+		return; /* the slot is rpc_held_reply's now (it may have run already) */
 	if (out == NULL) {
 		/* dropped, or out of memory: the next receive on this context
 		 * abandons the request; the client times out and retries */
@@ -327,6 +329,8 @@ static void rpc_server_serve(rpc_server *s, void *wstate, rpc_slot **taken, size
 		rpc_item *it = &items[i];
 		memset(it, 0, sizeof *it);
 		it->slot = taken[i];
+		it->msg = taken[i]->msg;
+		taken[i]->msg = NULL;
 		rpc_server_decode(s, it, &calls[m]);
 		if (!it->answered && !it->drop)
 			idx[m++] = i;

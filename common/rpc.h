@@ -112,9 +112,10 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, int context
  * (then the handler answers as usual). */
 rpc_held *rpc_hold(const rpc_request *call);
 
-/* rpc_held_reply sends `reply` for a held call (from any thread), frees its
- * payload and ends the token. Call it exactly once per token, and never
- * after rpc_server_stop of the server the call came to. */
+/* rpc_held_reply sends `reply` for a held call (from any thread, even
+ * before the handler that held it has returned), frees its payload and ends
+ * the token. Call it exactly once per token, and never after
+ * rpc_server_stop of the server the call came to. */
 void rpc_held_reply(rpc_held *h, rpc_reply *reply);
 
 /* rpc_server_stop closes the socket, waits for the workers to finish their
