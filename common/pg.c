@@ -239,11 +239,11 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	return rc;
 }
 
-int pg_exec_stmt(
-    PGconn *conn, const pg_stmt *st, int nparams, const char *const *params, PGresult **out)
+/* pg_prep_find returns the index of `st` in this thread's note for `conn`
+ * (starting the note over for another connection or session), or pg_prep.n
+ * when the session has not prepared it. */
+static int pg_prep_find(PGconn *conn, const pg_stmt *st)
 {
-	if (out)
-		*out = NULL;
 	int pid = PQbackendPID(conn);
 	if (pg_prep.conn != conn || pg_prep.backend_pid != pid || pid == 0) {
 		memset(&pg_prep, 0, sizeof pg_prep);
@@ -253,6 +253,25 @@ int pg_exec_stmt(
 	int k = 0;
 	while (k < pg_prep.n && pg_prep.prepared[k] != st)
 		k++;
+	return k;
+}
+
+/* pg_prep_forget drops `st` from the note (the session lost it). */
+static void pg_prep_forget(const pg_stmt *st)
+{
+	for (int k = 0; k < pg_prep.n; k++)
+		if (pg_prep.prepared[k] == st) {
+			pg_prep.prepared[k] = pg_prep.prepared[--pg_prep.n];
+			return;
+		}
+}
+
+int pg_exec_stmt(
+    PGconn *conn, const pg_stmt *st, int nparams, const char *const *params, PGresult **out)
+{
+	if (out)
+		*out = NULL;
+	int k = pg_prep_find(conn, st);
 	if (k == pg_prep.n) {
 		if (k == PG_STMT_MAX) /* a bug: more statements than the note holds */
 			return pg_exec(conn, st->sql, nparams, params, out);
@@ -358,4 +377,112 @@ void pg_buf_free(pg_buf *b)
 {
 	free(b->p);
 	memset(b, 0, sizeof *b);
+}
+
+/* ---- pipelines ---- */
+
+int pg_pipeline(PGconn *conn, pg_call *calls, int n)
+{
+	enum { ITEM_PREPARE, ITEM_QUERY };
+	int kind[2 * PG_PIPELINE_MAX], owner[2 * PG_PIPELINE_MAX], m = 0;
+	for (int i = 0; i < n; i++)
+		calls[i].res = NULL;
+	if (n < 1 || n > PG_PIPELINE_MAX)
+		return PG_ERR_OTHER;
+	if (PQenterPipelineMode(conn) != 1)
+		return pg_fail(conn, NULL, "pipeline");
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0; i++) {
+		const pg_stmt *st = calls[i].st;
+		int sent;
+		if (st != NULL && pg_prep_find(conn, st) == pg_prep.n) {
+			if (pg_prep.n == PG_STMT_MAX) { /* a bug: more statements than the note */
+				rc = PG_ERR_OTHER;
+				break;
+			}
+			if (!PQsendPrepare(conn, st->name, st->sql, calls[i].nparams, NULL)) {
+				rc = PG_ERR_CONNECTION;
+				break;
+			}
+			kind[m] = ITEM_PREPARE;
+			owner[m++] = i;
+		}
+		if (st != NULL)
+			sent = PQsendQueryPrepared(
+			    conn, st->name, calls[i].nparams, calls[i].params, NULL, NULL, 0);
+		else
+			sent = PQsendQueryParams(conn, calls[i].sql, 0, NULL, NULL, NULL, NULL, 0);
+		if (!sent)
+			rc = PG_ERR_CONNECTION;
+		kind[m] = ITEM_QUERY;
+		owner[m++] = i;
+	}
+	if (rc == 0 && PQpipelineSync(conn) != 1)
+		rc = PG_ERR_CONNECTION;
+	/* each statement's results end with a NULL; the sync's result ends the
+	 * pipeline (every statement after a failed one reads as ABORTED) */
+	int k = 0, first = 0;
+	while (rc == 0) {
+		PGresult *r = PQgetResult(conn);
+		if (r == NULL) {
+			if (PQstatus(conn) != CONNECTION_OK) {
+				rc = PG_ERR_CONNECTION;
+				break;
+			}
+			k++;
+			continue;
+		}
+		ExecStatusType status = PQresultStatus(r);
+		if (status == PGRES_PIPELINE_SYNC) {
+			PQclear(r);
+			break;
+		}
+		if (k >= m || status == PGRES_PIPELINE_ABORTED) {
+			PQclear(r);
+			continue;
+		}
+		pg_call *c = &calls[owner[k]];
+		if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+			if (kind[k] == ITEM_PREPARE) {
+				pg_prep.prepared[pg_prep.n++] = c->st;
+				PQclear(r);
+			} else {
+				PQclear(c->res);
+				c->res = r;
+			}
+			continue;
+		}
+		const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+		if (first == 0) {
+			if (kind[k] == ITEM_PREPARE && state && strcmp(state, "42P05") == 0) {
+				/* prepared already by this session (another connection
+				 * of the thread was used in between): run again */
+				pg_prep.prepared[pg_prep.n++] = c->st;
+				first = PG_ERR_RETRY;
+			} else {
+				first = pg_fail(conn, r, c->st ? c->st->name : c->sql);
+				if (c->st && state && strcmp(state, "26000") == 0)
+					pg_prep_forget(c->st); /* the session lost it */
+			}
+		}
+		PQclear(r);
+	}
+	if (rc == 0)
+		rc = first;
+	if (PQexitPipelineMode(conn) != 1) {
+		/* results left unread (the connection broke mid-pipeline): a
+		 * connection stuck in pipeline mode would fail every later call,
+		 * so start a new session (PQreset; the next call checks it) */
+		log_warn(NULL, "could not end a pipeline: %s", PQerrorMessage(conn));
+		PQreset(conn);
+		if (PQstatus(conn) == CONNECTION_OK)
+			pg_session_setup(conn);
+		rc = PG_ERR_CONNECTION;
+	}
+	if (rc != 0)
+		for (int i = 0; i < n; i++) {
+			PQclear(calls[i].res);
+			calls[i].res = NULL;
+		}
+	return rc;
 }

@@ -104,6 +104,28 @@ typedef struct pg_stmt {
 int pg_exec_stmt(PGconn *conn, const pg_stmt *st, int nparams, const char *const *params,
     PGresult **out) __attribute__((warn_unused_result));
 
+/* One statement of a pipeline (pg_pipeline): a prepared statement `st` with
+ * its text parameters, or, when st is NULL, `sql` without parameters
+ * ("BEGIN", "COMMIT"). */
+typedef struct pg_call {
+	const pg_stmt *st;
+	const char *sql;
+	int nparams;
+	const char *const *params;
+	PGresult *res; /* out: its result on success (caller PQclears), else NULL */
+} pg_call;
+
+/* pg_pipeline sends `n` statements (1..PG_PIPELINE_MAX) at once in libpq's
+ * pipeline mode, with one sync, and reads their results: one round trip
+ * instead of n. Statements are prepared on first use as in pg_exec_stmt.
+ * When one fails, the ones after it are not run (inside a transaction,
+ * the transaction is then aborted: the caller rolls back). Returns 0 with
+ * every calls[i].res set, or the enum pg_err of the first failure with
+ * every res NULL (PG_ERR_RETRY also when a statement had to be prepared
+ * again: run the pipeline once more). */
+#define PG_PIPELINE_MAX 8
+int pg_pipeline(PGconn *conn, pg_call *calls, int n) __attribute__((warn_unused_result));
+
 /* A growing text buffer for PostgreSQL array literals ("{...}"), the
  * parameters of set-based statements (unnest, = ANY). */
 typedef struct pg_buf {

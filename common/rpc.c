@@ -134,8 +134,8 @@ struct rpc_server {
 /* The decoded form of one queued request while a worker serves it. */
 typedef struct rpc_item {
 	rpc_slot *slot;
-	nng_msg *msg; /* the request, taken from the slot: a held call's slot may
-	                 receive the next request while this one is still served */
+	nng_msg *msg;                    /* the request, taken from the slot: a held call's slot may
+	                                    receive the next request while this one is still served */
 	Sagas__V1__RequestEnvelope *env; /* NULL when it did not decode */
 	rpc_reply reply;
 	char request_id[RPC_REQUEST_ID_MAX + 1];

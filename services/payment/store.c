@@ -22,41 +22,51 @@
  * caller gets UNAVAILABLE well within its deadline and retries. */
 #define PAYMENT_RECONNECT_WAIT_MS 500
 
-/* The statements of a command, prepared once per session (pg_exec_stmt). */
+/* The statements of a command, prepared once per session (pg_pipeline).
+ * A write that must change exactly the rows decided on says so with
+ * saga_check() (sql/schema.sql), which fails the statement, and with it the
+ * COMMIT sent behind it in the same pipeline, when it did not. */
+/* clang-format off */
 static const pg_stmt PAYMENT_LOCK_RECORD = {"payment_lock_record",
     "SELECT status, customer, amount FROM charges WHERE saga_id = $1 FOR UPDATE"};
-static const pg_stmt PAYMENT_LOCK_ROW
-    = {"payment_lock_row", "SELECT balance FROM accounts WHERE customer = $1 FOR UPDATE"};
+static const pg_stmt PAYMENT_LOCK_ROW = {"payment_lock_row",
+    "SELECT balance FROM accounts WHERE customer = $1 FOR UPDATE"};
 static const pg_stmt PAYMENT_INSERT_RECORD = {"payment_insert_record",
     "INSERT INTO charges (saga_id, status, customer, amount) VALUES ($1, $2, $3, $4)"};
 static const pg_stmt PAYMENT_UPDATE_RECORD = {"payment_update_record",
-    "UPDATE charges SET status = $2, customer = $3, amount = $4, updated_at = now() "
-    "WHERE saga_id = $1"};
-static const pg_stmt PAYMENT_UPDATE_ROW
-    = {"payment_update_row", "UPDATE accounts SET balance = $2 WHERE customer = $1"};
-/* ... and of a batch: arrays in, one statement per table. Rows are locked
- * in key order so that two batches wait on each other in the same order.
- * Each write also filters by its key array (= ANY): the statements are
- * prepared, and a plan cached while the table was small would otherwise
- * keep scanning the whole table as it grows. */
+    "WITH u AS (UPDATE charges SET status = $2, customer = $3, amount = $4, updated_at = now()"
+    "  WHERE saga_id = $1 RETURNING 1)"
+    " SELECT saga_check(count(*) = 1, 'charge to update is missing') FROM u"};
+static const pg_stmt PAYMENT_UPDATE_ROW = {"payment_update_row",
+    "WITH u AS (UPDATE accounts SET balance = $2 WHERE customer = $1 RETURNING 1)"
+    " SELECT saga_check(count(*) = 1, 'account to update is missing') FROM u"};
+/* ... and of a batch: arrays in. Rows are locked in key order so that two
+ * batches wait on each other in the same order. Every write of a batch is
+ * one statement; each part also filters by its key array (= ANY), so that
+ * a generic plan cached while the table was small cannot scan it whole. */
 static const pg_stmt PAYMENT_LOCK_RECORDS = {"payment_lock_records",
-    "SELECT saga_id, status, customer, amount FROM charges WHERE saga_id = ANY($1::uuid[]) "
-    "ORDER BY saga_id FOR UPDATE"};
+    "SELECT saga_id, status, customer, amount FROM charges WHERE saga_id = ANY($1::uuid[])"
+    " ORDER BY saga_id FOR UPDATE"};
 static const pg_stmt PAYMENT_LOCK_ROWS = {"payment_lock_rows",
-    "SELECT customer, balance FROM accounts WHERE customer = ANY($1::text[]) ORDER BY customer FOR "
-    "UPDATE"};
-static const pg_stmt PAYMENT_INSERT_RECORDS = {"payment_insert_records",
-    "INSERT INTO charges (saga_id, status, customer, amount) "
-    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[])"};
-static const pg_stmt PAYMENT_UPDATE_RECORDS = {"payment_update_records",
-    "UPDATE charges r SET status = v.status, customer = v.customer, amount = v.amount, updated_at "
-    "= now() "
-    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) AS v(saga_id, status, customer, "
-    "amount) "
-    "WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($1::uuid[])"};
-static const pg_stmt PAYMENT_UPDATE_ROWS = {"payment_update_rows",
-    "UPDATE accounts s SET balance = v.balance FROM unnest($1::text[], $2::bigint[]) "
-    "AS v(customer, balance) WHERE s.customer = v.customer AND s.customer = ANY($1::text[])"};
+    "SELECT customer, balance FROM accounts WHERE customer = ANY($1::text[]) ORDER BY customer FOR UPDATE"};
+static const pg_stmt PAYMENT_WRITE_BATCH = {"payment_write_batch",
+    "WITH ins AS ("
+    "  INSERT INTO charges (saga_id, status, customer, amount)"
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) RETURNING 1),"
+    " upd AS ("
+    "  UPDATE charges r SET status = v.status, customer = v.customer, amount = v.amount,"
+    "    updated_at = now()"
+    "  FROM unnest($5::uuid[], $6::text[], $7::text[], $8::bigint[]) AS v(saga_id, status, customer, amount)"
+    "  WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($5::uuid[]) RETURNING 1),"
+    " rows AS ("
+    "  UPDATE accounts s SET balance = v.balance"
+    "  FROM unnest($9::text[], $10::bigint[]) AS v(customer, balance)"
+    "  WHERE s.customer = v.customer AND s.customer = ANY($9::text[]) RETURNING 1)"
+    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
+    "   AND (SELECT count(*) FROM upd) = cardinality($5::uuid[])"
+    "   AND (SELECT count(*) FROM rows) = cardinality($9::text[]),"
+    "   'a batch wrote other rows than it decided on')"};
+/* clang-format on */
 
 struct payment_store {
 	PGconn *conn; /* NULL until the first successful connect */
@@ -95,23 +105,26 @@ void payment_store_close(payment_store *s)
 #define payment_store_may_rerun(s, rc, done)                                                       \
 	pg_may_rerun(&(s)->conn, (s)->conninfo, PAYMENT_RECONNECT_WAIT_MS, (rc), (done))
 
-/* payment_store_try_apply is one attempt of payment_store_apply. */
+/* payment_store_try_apply is one attempt of payment_store_apply: two round
+ * trips (BEGIN and the locking reads; the writes and COMMIT). */
 static int payment_store_try_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
     payment_outcome *out, int64_t *balance)
 {
-	PGresult *res = NULL;
 	payment_record rec = {.status = PAYMENT_NONE};
-	payment_account acct = {.exists = false};
+	payment_account row = {.exists = false};
 	const char *by_saga[] = {saga_id};
 	const char *by_customer[] = {cmd->customer};
-	int rc = pg_begin(s->conn);
-	if (rc != 0)
-		return rc;
 	/* Lock order is always record, then account: a transaction holds one
 	 * of each, so two commands cannot wait on each other in a cycle. */
-	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_RECORD, 1, by_saga, &res);
+	pg_call reads[] = {
+	    {.sql = "BEGIN"},
+	    {.st = &PAYMENT_LOCK_RECORD, .nparams = 1, .params = by_saga},
+	    {.st = &PAYMENT_LOCK_ROW, .nparams = 1, .params = by_customer},
+	};
+	int rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
+	PGresult *res = reads[1].res;
 	if (PQntuples(res) == 1) {
 		rec.status = payment_status_parse(PQgetvalue(res, 0, 0));
 		snprintf(rec.customer, sizeof rec.customer, "%s", PQgetvalue(res, 0, 1));
@@ -123,62 +136,48 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 			rc = PG_ERR_OTHER;
 		}
 	}
-	PQclear(res);
-	if (rc != 0)
-		goto out_rollback;
-
-	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_ROW, 1, by_customer, &res);
-	if (rc != 0)
-		goto out_rollback;
+	res = reads[2].res;
 	if (PQntuples(res) == 1) {
-		acct.exists = true;
-		acct.balance = pg_get_i64(res, 0, 0);
+		row.exists = true;
+		row.balance = pg_get_i64(res, 0, 0);
 	}
-	PQclear(res);
+	for (int i = 0; i < 3; i++)
+		PQclear(reads[i].res);
+	if (rc != 0)
+		goto out_rollback;
 
-	payment_decide(&rec, &acct, cmd, out);
+	payment_decide(&rec, &row, cmd, out);
 
-	if (out->write_record) {
-		char amount[24];
-		snprintf(amount, sizeof amount, "%" PRId64, out->record.amount);
-		const char *p[] = {
-		    saga_id, payment_status_name(out->record.status), out->record.customer, amount};
-		if (rec.status == PAYMENT_NONE)
-			/* a concurrent duplicate that inserted first makes this
-			 * fail with unique_violation: the caller retries */
-			rc = pg_exec_stmt(s->conn, &PAYMENT_INSERT_RECORD, 4, p, NULL);
-		else
-			rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_RECORD, 4, p, NULL);
-		if (rc != 0)
-			goto out_rollback;
-	}
-	if (out->write_account) {
-		char val[24];
-		snprintf(val, sizeof val, "%" PRId64, out->balance);
-		const char *p[] = {cmd->customer, val};
-		rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_ROW, 2, p, &res);
-		if (rc != 0)
-			goto out_rollback;
-		bool updated = strcmp(PQcmdTuples(res), "1") == 0;
-		PQclear(res);
-		if (!updated) {
-			/* a CHARGED record whose account is gone: bad data */
-			log_error(saga_id, "could not update account: customer \"%s\" has no row",
-			    cmd->customer);
-			rc = PG_ERR_OTHER;
-			goto out_rollback;
-		}
-	}
 	/* failure injection: the transaction fails at its last moment */
 	if (fault_check(FAULT_FAIL_BEFORE_COMMIT,
 	        cmd->op == PAYMENT_OP_CHARGE ? "ChargePayment" : "RefundPayment", NULL)) {
 		rc = PG_ERR_INJECTED;
 		goto out_rollback;
 	}
-	rc = pg_commit(s->conn);
+	char amount[24], val[24];
+	snprintf(amount, sizeof amount, "%" PRId64, out->record.amount);
+	snprintf(val, sizeof val, "%" PRId64, out->balance);
+	const char *p_rec[]
+	    = {saga_id, payment_status_name(out->record.status), out->record.customer, amount};
+	const char *p_row[] = {cmd->customer, val};
+	pg_call writes[3];
+	int n = 0;
+	if (out->write_record)
+		/* a concurrent duplicate that inserted first makes the insert
+		 * fail with unique_violation: the caller retries */
+		writes[n++] = (pg_call) {.st
+		    = rec.status == PAYMENT_NONE ? &PAYMENT_INSERT_RECORD : &PAYMENT_UPDATE_RECORD,
+		    .nparams = 4,
+		    .params = p_rec};
+	if (out->write_account)
+		writes[n++] = (pg_call) {.st = &PAYMENT_UPDATE_ROW, .nparams = 2, .params = p_row};
+	writes[n++] = (pg_call) {.sql = "COMMIT"};
+	rc = pg_pipeline(s->conn, writes, n);
 	if (rc != 0)
 		goto out_rollback;
-	*balance = out->write_account ? out->balance : (acct.exists ? acct.balance : 0);
+	for (int i = 0; i < n; i++)
+		PQclear(writes[i].res);
+	*balance = out->write_account ? out->balance : (row.exists ? row.balance : 0);
 	return 0;
 out_rollback:
 	pg_rollback(s->conn);
@@ -251,86 +250,52 @@ static payment_batch_acct *payment_batch_find_row(payment_batch_state *b, const 
 	return NULL;
 }
 
-/* payment_batch_write runs one set-based write of the records with
- * in_db == `existing` that the batch changed; *count is how many. */
-static int payment_batch_write_recs(payment_store *s, payment_batch_state *b, bool existing)
+/* payment_batch_write writes what the batch decided (new records, changed
+ * records, changed rows) and commits, in one pipeline: one statement and
+ * COMMIT. */
+static int payment_batch_write(payment_store *s, payment_batch_state *b)
 {
-	pg_buf ids = {0}, st = {0}, customer = {0}, amount = {0};
-	pg_array_open(&ids);
-	pg_array_open(&st);
-	pg_array_open(&customer);
-	pg_array_open(&amount);
-	size_t count = 0;
+	enum { W_ID, W_ST, W_SKU, W_QTY, U_ID, U_ST, U_SKU, U_QTY, R_SKU, R_VAL, W_N };
+	pg_buf col[W_N];
+	memset(col, 0, sizeof col);
+	for (int k = 0; k < W_N; k++)
+		pg_array_open(&col[k]);
 	for (size_t i = 0; i < b->n_recs; i++) {
 		payment_batch_rec *r = &b->recs[i];
-		if (!r->dirty || r->in_db != existing)
+		if (!r->dirty)
 			continue;
-		pg_array_add(&ids, r->saga_id);
-		pg_array_add(&st, payment_status_name(r->rec.status));
-		pg_array_add(&customer, r->rec.customer);
-		pg_array_add_i64(&amount, r->rec.amount);
-		count++;
+		int o = r->in_db ? U_ID : W_ID; /* UPDATE or INSERT */
+		pg_array_add(&col[o], r->saga_id);
+		pg_array_add(&col[o + 1], payment_status_name(r->rec.status));
+		pg_array_add(&col[o + 2], r->rec.customer);
+		pg_array_add_i64(&col[o + 3], r->rec.amount);
 	}
-	pg_array_close(&ids);
-	pg_array_close(&st);
-	pg_array_close(&customer);
-	pg_array_close(&amount);
+	for (size_t i = 0; i < b->n_rows; i++)
+		if (b->rows[i].dirty) {
+			pg_array_add(&col[R_SKU], b->rows[i].customer);
+			pg_array_add_i64(&col[R_VAL], b->rows[i].row.balance);
+		}
+	const char *p[W_N];
 	int rc = 0;
-	if (ids.oom || st.oom || customer.oom || amount.oom) {
-		rc = -ENOMEM;
-	} else if (count > 0) {
-		const char *p[] = {ids.p, st.p, customer.p, amount.p};
-		PGresult *res = NULL;
+	for (int k = 0; k < W_N; k++) {
+		pg_array_close(&col[k]);
+		if (col[k].oom)
+			rc = -ENOMEM;
+		p[k] = col[k].p;
+	}
+	if (rc == 0) {
 		/* a new record that a concurrent command inserted first fails
 		 * with unique_violation: the whole batch is retried */
-		rc = pg_exec_stmt(s->conn,
-		    existing ? &PAYMENT_UPDATE_RECORDS : &PAYMENT_INSERT_RECORDS, 4, p, &res);
-		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
-			log_error(NULL, "could not write charges: %s rows of %zu written",
-			    PQcmdTuples(res), count);
-			rc = PG_ERR_OTHER;
-		}
-		PQclear(res);
+		pg_call w[] = {
+		    {.st = &PAYMENT_WRITE_BATCH, .nparams = W_N, .params = p},
+		    {.sql = "COMMIT"},
+		};
+		rc = pg_pipeline(s->conn, w, 2);
+		PQclear(w[0].res);
+		PQclear(w[1].res);
 	}
-	pg_buf_free(&ids);
-	pg_buf_free(&st);
-	pg_buf_free(&customer);
-	pg_buf_free(&amount);
-	return rc;
-}
-
-static int payment_batch_write_accounts(payment_store *s, payment_batch_state *b)
-{
-	pg_buf customer = {0}, val = {0};
-	pg_array_open(&customer);
-	pg_array_open(&val);
-	size_t count = 0;
-	for (size_t i = 0; i < b->n_rows; i++) {
-		if (!b->rows[i].dirty)
-			continue;
-		pg_array_add(&customer, b->rows[i].customer);
-		pg_array_add_i64(&val, b->rows[i].row.balance);
-		count++;
-	}
-	pg_array_close(&customer);
-	pg_array_close(&val);
-	int rc = 0;
-	if (customer.oom || val.oom) {
-		rc = -ENOMEM;
-	} else if (count > 0) {
-		const char *p[] = {customer.p, val.p};
-		PGresult *res = NULL;
-		rc = pg_exec_stmt(s->conn, &PAYMENT_UPDATE_ROWS, 2, p, &res);
-		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
-			/* a CHARGED record whose account is gone: bad data */
-			log_error(NULL, "could not update accounts: %s rows of %zu updated",
-			    PQcmdTuples(res), count);
-			rc = PG_ERR_OTHER;
-		}
-		PQclear(res);
-	}
-	pg_buf_free(&customer);
-	pg_buf_free(&val);
+	for (int k = 0; k < W_N; k++)
+		pg_buf_free(&col[k]);
 	return rc;
 }
 
@@ -358,13 +323,19 @@ static int payment_store_try_batch(
 	}
 	pg_array_close(&ids);
 	pg_array_close(&customers);
-	int rc = ids.oom || customers.oom ? -ENOMEM : pg_begin(s->conn);
+	int rc = ids.oom || customers.oom ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out_free;
 	const char *p_ids[] = {ids.p}, *p_customers[] = {customers.p};
-	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_RECORDS, 1, p_ids, &res);
+	pg_call reads[] = {
+	    {.sql = "BEGIN"},
+	    {.st = &PAYMENT_LOCK_RECORDS, .nparams = 1, .params = p_ids},
+	    {.st = &PAYMENT_LOCK_ROWS, .nparams = 1, .params = p_customers},
+	};
+	rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
+	res = reads[1].res;
 	for (int i = 0; i < PQntuples(res); i++) {
 		payment_batch_rec *r = payment_batch_find_rec(b, PQgetvalue(res, i, 0));
 		if (r == NULL) {
@@ -384,20 +355,18 @@ static int payment_store_try_batch(
 			break;
 		}
 	}
-	PQclear(res);
-	if (rc != 0)
-		goto out_rollback;
-	rc = pg_exec_stmt(s->conn, &PAYMENT_LOCK_ROWS, 1, p_customers, &res);
-	if (rc != 0)
-		goto out_rollback;
-	for (int i = 0; i < PQntuples(res); i++) {
+	res = reads[2].res;
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
 		payment_batch_acct *w = payment_batch_find_row(b, PQgetvalue(res, i, 0));
 		if (w != NULL) {
 			w->row.exists = true;
 			w->row.balance = pg_get_i64(res, i, 1);
 		}
 	}
-	PQclear(res);
+	for (int i = 0; i < 3; i++)
+		PQclear(reads[i].res);
+	if (rc != 0)
+		goto out_rollback;
 
 	/* each command as if alone, in order: the pure decision of rules 2,
 	 * 5 and 6, on what the commands before it in the batch left */
@@ -416,13 +385,14 @@ static int payment_store_try_batch(
 		}
 		cmds[i].balance = w->row.exists ? w->row.balance : 0;
 	}
-	rc = payment_batch_write_recs(s, b, false);
-	if (rc == 0)
-		rc = payment_batch_write_recs(s, b, true);
-	if (rc == 0)
-		rc = payment_batch_write_accounts(s, b);
-	if (rc == 0)
-		rc = pg_commit(s->conn);
+	for (size_t i = 0; i < n; i++) /* never armed with more than one (rpc.h) */
+		if (fault_check(FAULT_FAIL_BEFORE_COMMIT,
+		        cmds[i].cmd.op == PAYMENT_OP_CHARGE ? "ChargePayment" : "RefundPayment",
+		        NULL)) {
+			rc = PG_ERR_INJECTED;
+			goto out_rollback;
+		}
+	rc = payment_batch_write(s, b);
 	if (rc == 0)
 		goto out_free;
 out_rollback:

@@ -21,38 +21,51 @@
  * caller gets UNAVAILABLE well within its deadline and retries. */
 #define STOCK_RECONNECT_WAIT_MS 500
 
-/* The statements of a command, prepared once per session (pg_exec_stmt). */
-static const pg_stmt STOCK_LOCK_RECORD = {
-    "stock_lock_record", "SELECT status, sku, qty FROM reservations WHERE saga_id = $1 FOR UPDATE"};
-static const pg_stmt STOCK_LOCK_ROW
-    = {"stock_lock_row", "SELECT on_hand FROM stock WHERE sku = $1 FOR UPDATE"};
+/* The statements of a command, prepared once per session (pg_pipeline).
+ * A write that must change exactly the rows decided on says so with
+ * saga_check() (sql/schema.sql), which fails the statement, and with it the
+ * COMMIT sent behind it in the same pipeline, when it did not. */
+/* clang-format off */
+static const pg_stmt STOCK_LOCK_RECORD = {"stock_lock_record",
+    "SELECT status, sku, qty FROM reservations WHERE saga_id = $1 FOR UPDATE"};
+static const pg_stmt STOCK_LOCK_ROW = {"stock_lock_row",
+    "SELECT on_hand FROM stock WHERE sku = $1 FOR UPDATE"};
 static const pg_stmt STOCK_INSERT_RECORD = {"stock_insert_record",
     "INSERT INTO reservations (saga_id, status, sku, qty) VALUES ($1, $2, $3, $4)"};
 static const pg_stmt STOCK_UPDATE_RECORD = {"stock_update_record",
-    "UPDATE reservations SET status = $2, sku = $3, qty = $4, updated_at = now() "
-    "WHERE saga_id = $1"};
-static const pg_stmt STOCK_UPDATE_ROW
-    = {"stock_update_row", "UPDATE stock SET on_hand = $2 WHERE sku = $1"};
-/* ... and of a batch: arrays in, one statement per table. Rows are locked
- * in key order so that two batches wait on each other in the same order.
- * Each write also filters by its key array (= ANY): the statements are
- * prepared, and a plan cached while the table was small would otherwise
- * keep scanning the whole table as it grows. */
+    "WITH u AS (UPDATE reservations SET status = $2, sku = $3, qty = $4, updated_at = now()"
+    "  WHERE saga_id = $1 RETURNING 1)"
+    " SELECT saga_check(count(*) = 1, 'reservation to update is missing') FROM u"};
+static const pg_stmt STOCK_UPDATE_ROW = {"stock_update_row",
+    "WITH u AS (UPDATE stock SET on_hand = $2 WHERE sku = $1 RETURNING 1)"
+    " SELECT saga_check(count(*) = 1, 'stock row to update is missing') FROM u"};
+/* ... and of a batch: arrays in. Rows are locked in key order so that two
+ * batches wait on each other in the same order. Every write of a batch is
+ * one statement; each part also filters by its key array (= ANY), so that
+ * a generic plan cached while the table was small cannot scan it whole. */
 static const pg_stmt STOCK_LOCK_RECORDS = {"stock_lock_records",
-    "SELECT saga_id, status, sku, qty FROM reservations WHERE saga_id = ANY($1::uuid[]) "
-    "ORDER BY saga_id FOR UPDATE"};
+    "SELECT saga_id, status, sku, qty FROM reservations WHERE saga_id = ANY($1::uuid[])"
+    " ORDER BY saga_id FOR UPDATE"};
 static const pg_stmt STOCK_LOCK_ROWS = {"stock_lock_rows",
     "SELECT sku, on_hand FROM stock WHERE sku = ANY($1::text[]) ORDER BY sku FOR UPDATE"};
-static const pg_stmt STOCK_INSERT_RECORDS = {"stock_insert_records",
-    "INSERT INTO reservations (saga_id, status, sku, qty) "
-    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[])"};
-static const pg_stmt STOCK_UPDATE_RECORDS = {"stock_update_records",
-    "UPDATE reservations r SET status = v.status, sku = v.sku, qty = v.qty, updated_at = now() "
-    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) AS v(saga_id, status, sku, qty) "
-    "WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($1::uuid[])"};
-static const pg_stmt STOCK_UPDATE_ROWS = {"stock_update_rows",
-    "UPDATE stock s SET on_hand = v.on_hand FROM unnest($1::text[], $2::bigint[]) "
-    "AS v(sku, on_hand) WHERE s.sku = v.sku AND s.sku = ANY($1::text[])"};
+static const pg_stmt STOCK_WRITE_BATCH = {"stock_write_batch",
+    "WITH ins AS ("
+    "  INSERT INTO reservations (saga_id, status, sku, qty)"
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) RETURNING 1),"
+    " upd AS ("
+    "  UPDATE reservations r SET status = v.status, sku = v.sku, qty = v.qty,"
+    "    updated_at = now()"
+    "  FROM unnest($5::uuid[], $6::text[], $7::text[], $8::int[]) AS v(saga_id, status, sku, qty)"
+    "  WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($5::uuid[]) RETURNING 1),"
+    " rows AS ("
+    "  UPDATE stock s SET on_hand = v.on_hand"
+    "  FROM unnest($9::text[], $10::bigint[]) AS v(sku, on_hand)"
+    "  WHERE s.sku = v.sku AND s.sku = ANY($9::text[]) RETURNING 1)"
+    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
+    "   AND (SELECT count(*) FROM upd) = cardinality($5::uuid[])"
+    "   AND (SELECT count(*) FROM rows) = cardinality($9::text[]),"
+    "   'a batch wrote other rows than it decided on')"};
+/* clang-format on */
 
 struct stock_store {
 	PGconn *conn; /* NULL until the first successful connect */
@@ -91,23 +104,26 @@ void stock_store_close(stock_store *s)
 #define stock_store_may_rerun(s, rc, done)                                                         \
 	pg_may_rerun(&(s)->conn, (s)->conninfo, STOCK_RECONNECT_WAIT_MS, (rc), (done))
 
-/* stock_store_try_apply is one attempt of stock_store_apply. */
+/* stock_store_try_apply is one attempt of stock_store_apply: two round
+ * trips (BEGIN and the locking reads; the writes and COMMIT). */
 static int stock_store_try_apply(
     stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out, int64_t *on_hand)
 {
-	PGresult *res = NULL;
 	stock_record rec = {.status = STOCK_NONE};
 	stock_row row = {.exists = false};
 	const char *by_saga[] = {saga_id};
 	const char *by_sku[] = {cmd->sku};
-	int rc = pg_begin(s->conn);
-	if (rc != 0)
-		return rc;
 	/* Lock order is always record, then stock row: a transaction holds one
 	 * of each, so two commands cannot wait on each other in a cycle. */
-	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_RECORD, 1, by_saga, &res);
+	pg_call reads[] = {
+	    {.sql = "BEGIN"},
+	    {.st = &STOCK_LOCK_RECORD, .nparams = 1, .params = by_saga},
+	    {.st = &STOCK_LOCK_ROW, .nparams = 1, .params = by_sku},
+	};
+	int rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
+	PGresult *res = reads[1].res;
 	if (PQntuples(res) == 1) {
 		rec.status = stock_status_parse(PQgetvalue(res, 0, 0));
 		snprintf(rec.sku, sizeof rec.sku, "%s", PQgetvalue(res, 0, 1));
@@ -119,61 +135,47 @@ static int stock_store_try_apply(
 			rc = PG_ERR_OTHER;
 		}
 	}
-	PQclear(res);
-	if (rc != 0)
-		goto out_rollback;
-
-	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_ROW, 1, by_sku, &res);
-	if (rc != 0)
-		goto out_rollback;
+	res = reads[2].res;
 	if (PQntuples(res) == 1) {
 		row.exists = true;
 		row.on_hand = pg_get_i64(res, 0, 0);
 	}
-	PQclear(res);
+	for (int i = 0; i < 3; i++)
+		PQclear(reads[i].res);
+	if (rc != 0)
+		goto out_rollback;
 
 	stock_decide(&rec, &row, cmd, out);
 
-	if (out->write_record) {
-		char qty[16];
-		snprintf(qty, sizeof qty, "%" PRId32, out->record.qty);
-		const char *p[]
-		    = {saga_id, stock_status_name(out->record.status), out->record.sku, qty};
-		if (rec.status == STOCK_NONE)
-			/* a concurrent duplicate that inserted first makes this
-			 * fail with unique_violation: the caller retries */
-			rc = pg_exec_stmt(s->conn, &STOCK_INSERT_RECORD, 4, p, NULL);
-		else
-			rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_RECORD, 4, p, NULL);
-		if (rc != 0)
-			goto out_rollback;
-	}
-	if (out->write_row) {
-		char val[24];
-		snprintf(val, sizeof val, "%" PRId64, out->on_hand);
-		const char *p[] = {cmd->sku, val};
-		rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_ROW, 2, p, &res);
-		if (rc != 0)
-			goto out_rollback;
-		bool updated = strcmp(PQcmdTuples(res), "1") == 0;
-		PQclear(res);
-		if (!updated) {
-			/* a RESERVED record whose sku row is gone: bad data */
-			log_error(
-			    saga_id, "could not update stock: sku \"%s\" has no row", cmd->sku);
-			rc = PG_ERR_OTHER;
-			goto out_rollback;
-		}
-	}
 	/* failure injection: the transaction fails at its last moment */
 	if (fault_check(FAULT_FAIL_BEFORE_COMMIT,
 	        cmd->op == STOCK_OP_RESERVE ? "ReserveStock" : "ReleaseStock", NULL)) {
 		rc = PG_ERR_INJECTED;
 		goto out_rollback;
 	}
-	rc = pg_commit(s->conn);
+	char qty[16], val[24];
+	snprintf(qty, sizeof qty, "%" PRId32, out->record.qty);
+	snprintf(val, sizeof val, "%" PRId64, out->on_hand);
+	const char *p_rec[]
+	    = {saga_id, stock_status_name(out->record.status), out->record.sku, qty};
+	const char *p_row[] = {cmd->sku, val};
+	pg_call writes[3];
+	int n = 0;
+	if (out->write_record)
+		/* a concurrent duplicate that inserted first makes the insert
+		 * fail with unique_violation: the caller retries */
+		writes[n++] = (pg_call) {
+		    .st = rec.status == STOCK_NONE ? &STOCK_INSERT_RECORD : &STOCK_UPDATE_RECORD,
+		    .nparams = 4,
+		    .params = p_rec};
+	if (out->write_row)
+		writes[n++] = (pg_call) {.st = &STOCK_UPDATE_ROW, .nparams = 2, .params = p_row};
+	writes[n++] = (pg_call) {.sql = "COMMIT"};
+	rc = pg_pipeline(s->conn, writes, n);
 	if (rc != 0)
 		goto out_rollback;
+	for (int i = 0; i < n; i++)
+		PQclear(writes[i].res);
 	*on_hand = out->write_row ? out->on_hand : (row.exists ? row.on_hand : 0);
 	return 0;
 out_rollback:
@@ -247,86 +249,52 @@ static stock_batch_row *stock_batch_find_row(stock_batch_state *b, const char *s
 	return NULL;
 }
 
-/* stock_batch_write runs one set-based write of the records with
- * in_db == `existing` that the batch changed; *count is how many. */
-static int stock_batch_write_recs(stock_store *s, stock_batch_state *b, bool existing)
+/* stock_batch_write writes what the batch decided (new records, changed
+ * records, changed rows) and commits, in one pipeline: one statement and
+ * COMMIT. */
+static int stock_batch_write(stock_store *s, stock_batch_state *b)
 {
-	pg_buf ids = {0}, st = {0}, sku = {0}, qty = {0};
-	pg_array_open(&ids);
-	pg_array_open(&st);
-	pg_array_open(&sku);
-	pg_array_open(&qty);
-	size_t count = 0;
+	enum { W_ID, W_ST, W_SKU, W_QTY, U_ID, U_ST, U_SKU, U_QTY, R_SKU, R_VAL, W_N };
+	pg_buf col[W_N];
+	memset(col, 0, sizeof col);
+	for (int k = 0; k < W_N; k++)
+		pg_array_open(&col[k]);
 	for (size_t i = 0; i < b->n_recs; i++) {
 		stock_batch_rec *r = &b->recs[i];
-		if (!r->dirty || r->in_db != existing)
+		if (!r->dirty)
 			continue;
-		pg_array_add(&ids, r->saga_id);
-		pg_array_add(&st, stock_status_name(r->rec.status));
-		pg_array_add(&sku, r->rec.sku);
-		pg_array_add_i64(&qty, r->rec.qty);
-		count++;
+		int o = r->in_db ? U_ID : W_ID; /* UPDATE or INSERT */
+		pg_array_add(&col[o], r->saga_id);
+		pg_array_add(&col[o + 1], stock_status_name(r->rec.status));
+		pg_array_add(&col[o + 2], r->rec.sku);
+		pg_array_add_i64(&col[o + 3], r->rec.qty);
 	}
-	pg_array_close(&ids);
-	pg_array_close(&st);
-	pg_array_close(&sku);
-	pg_array_close(&qty);
+	for (size_t i = 0; i < b->n_rows; i++)
+		if (b->rows[i].dirty) {
+			pg_array_add(&col[R_SKU], b->rows[i].sku);
+			pg_array_add_i64(&col[R_VAL], b->rows[i].row.on_hand);
+		}
+	const char *p[W_N];
 	int rc = 0;
-	if (ids.oom || st.oom || sku.oom || qty.oom) {
-		rc = -ENOMEM;
-	} else if (count > 0) {
-		const char *p[] = {ids.p, st.p, sku.p, qty.p};
-		PGresult *res = NULL;
+	for (int k = 0; k < W_N; k++) {
+		pg_array_close(&col[k]);
+		if (col[k].oom)
+			rc = -ENOMEM;
+		p[k] = col[k].p;
+	}
+	if (rc == 0) {
 		/* a new record that a concurrent command inserted first fails
 		 * with unique_violation: the whole batch is retried */
-		rc = pg_exec_stmt(
-		    s->conn, existing ? &STOCK_UPDATE_RECORDS : &STOCK_INSERT_RECORDS, 4, p, &res);
-		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
-			log_error(NULL, "could not write reservations: %s rows of %zu written",
-			    PQcmdTuples(res), count);
-			rc = PG_ERR_OTHER;
-		}
-		PQclear(res);
+		pg_call w[] = {
+		    {.st = &STOCK_WRITE_BATCH, .nparams = W_N, .params = p},
+		    {.sql = "COMMIT"},
+		};
+		rc = pg_pipeline(s->conn, w, 2);
+		PQclear(w[0].res);
+		PQclear(w[1].res);
 	}
-	pg_buf_free(&ids);
-	pg_buf_free(&st);
-	pg_buf_free(&sku);
-	pg_buf_free(&qty);
-	return rc;
-}
-
-static int stock_batch_write_rows(stock_store *s, stock_batch_state *b)
-{
-	pg_buf sku = {0}, val = {0};
-	pg_array_open(&sku);
-	pg_array_open(&val);
-	size_t count = 0;
-	for (size_t i = 0; i < b->n_rows; i++) {
-		if (!b->rows[i].dirty)
-			continue;
-		pg_array_add(&sku, b->rows[i].sku);
-		pg_array_add_i64(&val, b->rows[i].row.on_hand);
-		count++;
-	}
-	pg_array_close(&sku);
-	pg_array_close(&val);
-	int rc = 0;
-	if (sku.oom || val.oom) {
-		rc = -ENOMEM;
-	} else if (count > 0) {
-		const char *p[] = {sku.p, val.p};
-		PGresult *res = NULL;
-		rc = pg_exec_stmt(s->conn, &STOCK_UPDATE_ROWS, 2, p, &res);
-		if (rc == 0 && strtoull(PQcmdTuples(res), NULL, 10) != count) {
-			/* a RESERVED record whose sku row is gone: bad data */
-			log_error(NULL, "could not update stock: %s rows of %zu updated",
-			    PQcmdTuples(res), count);
-			rc = PG_ERR_OTHER;
-		}
-		PQclear(res);
-	}
-	pg_buf_free(&sku);
-	pg_buf_free(&val);
+	for (int k = 0; k < W_N; k++)
+		pg_buf_free(&col[k]);
 	return rc;
 }
 
@@ -354,13 +322,19 @@ static int stock_store_try_batch(
 	}
 	pg_array_close(&ids);
 	pg_array_close(&skus);
-	int rc = ids.oom || skus.oom ? -ENOMEM : pg_begin(s->conn);
+	int rc = ids.oom || skus.oom ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out_free;
 	const char *p_ids[] = {ids.p}, *p_skus[] = {skus.p};
-	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_RECORDS, 1, p_ids, &res);
+	pg_call reads[] = {
+	    {.sql = "BEGIN"},
+	    {.st = &STOCK_LOCK_RECORDS, .nparams = 1, .params = p_ids},
+	    {.st = &STOCK_LOCK_ROWS, .nparams = 1, .params = p_skus},
+	};
+	rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
+	res = reads[1].res;
 	for (int i = 0; i < PQntuples(res); i++) {
 		stock_batch_rec *r = stock_batch_find_rec(b, PQgetvalue(res, i, 0));
 		if (r == NULL) {
@@ -380,20 +354,18 @@ static int stock_store_try_batch(
 			break;
 		}
 	}
-	PQclear(res);
-	if (rc != 0)
-		goto out_rollback;
-	rc = pg_exec_stmt(s->conn, &STOCK_LOCK_ROWS, 1, p_skus, &res);
-	if (rc != 0)
-		goto out_rollback;
-	for (int i = 0; i < PQntuples(res); i++) {
+	res = reads[2].res;
+	for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
 		stock_batch_row *w = stock_batch_find_row(b, PQgetvalue(res, i, 0));
 		if (w != NULL) {
 			w->row.exists = true;
 			w->row.on_hand = pg_get_i64(res, i, 1);
 		}
 	}
-	PQclear(res);
+	for (int i = 0; i < 3; i++)
+		PQclear(reads[i].res);
+	if (rc != 0)
+		goto out_rollback;
 
 	/* each command as if alone, in order: the pure decision of rules 2,
 	 * 5 and 6, on what the commands before it in the batch left */
@@ -412,13 +384,14 @@ static int stock_store_try_batch(
 		}
 		cmds[i].on_hand = w->row.exists ? w->row.on_hand : 0;
 	}
-	rc = stock_batch_write_recs(s, b, false);
-	if (rc == 0)
-		rc = stock_batch_write_recs(s, b, true);
-	if (rc == 0)
-		rc = stock_batch_write_rows(s, b);
-	if (rc == 0)
-		rc = pg_commit(s->conn);
+	for (size_t i = 0; i < n; i++) /* never armed with more than one (rpc.h) */
+		if (fault_check(FAULT_FAIL_BEFORE_COMMIT,
+		        cmds[i].cmd.op == STOCK_OP_RESERVE ? "ReserveStock" : "ReleaseStock",
+		        NULL)) {
+			rc = PG_ERR_INJECTED;
+			goto out_rollback;
+		}
+	rc = stock_batch_write(s, b);
 	if (rc == 0)
 		goto out_free;
 out_rollback:

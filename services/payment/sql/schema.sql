@@ -24,3 +24,17 @@ CREATE TABLE IF NOT EXISTS charges (
 -- ListAccounts' newest-first page of charges, and the per-account sums.
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
 CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);
+
+-- saga_check(ok, what): fails the statement (and the transaction) unless
+-- ok. A write that must change exactly the rows the daemon decided on ends
+-- with it, so the COMMIT sent behind it in the same pipeline never commits
+-- a partial write (store.c).
+CREATE OR REPLACE FUNCTION saga_check(ok boolean, what text) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF ok IS NOT TRUE THEN
+		RAISE EXCEPTION 'saga_check failed: %', what USING ERRCODE = 'P0001';
+	END IF;
+	RETURN 1;
+END
+$$;
