@@ -1090,6 +1090,11 @@ int main(int argc, char **argv)
 	rpc_client_close(pay);
 	free(lat);
 	free(clat);
+	free(sku_need);
+	free(cust_need);
+	free(sku_init);
+	free(cust_init);
+	free(slots);
 	if (timed_out || unfinished)
 		return all_ok ? 3 : 1;
 	return all_ok ? 0 : 1;
