@@ -14,7 +14,8 @@
 #   4. every figure, with its ratio to L
 #
 # Environment: SAGA_BIN_DIR (default build/bin), PGB_SECS (15), BENCH_SECS
-# (12), RUNS (3), MIX (0: share of declined/out-of-stock sagas), RSS_SAGAS
+# (12), RUNS (3), MIX (0: share of declined/out-of-stock sagas), DETECT
+# (start: StartSaga with wait_ms; wait: then WaitSaga; poll: GetSaga), RSS_SAGAS
 # (10000; 0 skips the burst), ORCH_FLAGS, STOCK_FLAGS, PAYMENT_FLAGS (extra
 # daemon flags), KEEP_STACK=1 keeps the cluster and logs. Results also go to
 # $OUT (default /tmp/sagas-compare.<pid>.txt) as JSON lines.
@@ -93,7 +94,7 @@ ORCH_PID=${STACK_PID_OF[orchestratord]}
 run() { # run LABEL ARGS...: one sagabench run; prints its JSON
   local label=$1; shift
   local j
-  if ! j=$("$BENCH" -o "$ORCH_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" --mix "$MIX" --json --no-progress \
+  if ! j=$("$BENCH" -o "$ORCH_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" --mix "$MIX" --detect "${DETECT:-start}" --json --no-progress \
       --label "$label" "$@"); then
     echo "compare: sagabench $label failed (an invariant or the run); its output:" >&2
     echo "$j" >&2
@@ -104,15 +105,15 @@ run() { # run LABEL ARGS...: one sagabench run; prints its JSON
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
 
-say "== sagabench (daemons: default flags ${ORCH_FLAGS:+orchestratord $ORCH_FLAGS }${STOCK_FLAGS:+stockd $STOCK_FLAGS }${PAYMENT_FLAGS:+paymentd $PAYMENT_FLAGS}; mix $MIX)"
+say "== sagabench (daemons: default flags ${ORCH_FLAGS:+orchestratord $ORCH_FLAGS }${STOCK_FLAGS:+stockd $STOCK_FLAGS }${PAYMENT_FLAGS:+paymentd $PAYMENT_FLAGS}; mix $MIX; ${DETECT:-start}: latency = StartSaga sent -> its saga's end received)"
 C1_SPS=(); C1_P50=(); C64_SPS=(); C64_P50=(); C64_P99=()
 for r in $(seq 1 "$RUNS"); do
   j=$(run "c1-$r" -c 1 -n 100000 -d "$(awk -v s="$BENCH_SECS" 'BEGIN{print s/2}')")
   C1_SPS+=("$(jget sagas_per_s "$j")"); C1_P50+=("$(lat p50 "$j")")
-  say "run $r C=1 : $(jget sagas_per_s "$j") sagas/s, p50 $(lat p50 "$j") ms, p99 $(lat p99 "$j") ms, $(jget polls_per_saga "$j") polls/saga"
+  say "run $r C=1 : $(jget sagas_per_s "$j") sagas/s, p50 $(lat p50 "$j") ms, p99 $(lat p99 "$j") ms"
   j=$(run "c64-$r" -c 64 -n 1000000 -d "$BENCH_SECS")
   C64_SPS+=("$(jget sagas_per_s "$j")"); C64_P50+=("$(lat p50 "$j")"); C64_P99+=("$(lat p99 "$j")")
-  say "run $r C=64: $(jget sagas_per_s "$j") sagas/s, p50 $(lat p50 "$j") ms, p99 $(lat p99 "$j") ms, $(jget polls_per_saga "$j") polls/saga"
+  say "run $r C=64: $(jget sagas_per_s "$j") sagas/s, p50 $(lat p50 "$j") ms, p99 $(lat p99 "$j") ms"
 done
 PEAK=$(median "${C64_SPS[@]}")
 HALF=$(awk -v p="$PEAK" 'BEGIN { h = p / 2; printf "%.1f", h < 1 ? 1 : h }')

@@ -58,6 +58,17 @@ static void api_worker_fini(void *app, void *worker)
 	free(w);
 }
 
+/* api_engine_of picks the engine a new saga is handed to: by its id, so
+ * the sagas spread evenly over the engines (each engine is independent:
+ * its own thread, connection and commits; docs/architecture.md). */
+static engine *api_engine_of(api *a, const char *saga_id)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const char *c = saga_id; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return a->engs[h % (uint32_t)a->n_engines];
+}
+
 /* api_db_error answers a store failure: connection trouble is UNAVAILABLE,
  * never a business refusal. */
 static void api_db_error(rpc_reply *reply, int rc, const char *what)
@@ -150,7 +161,7 @@ static bool api_parse_start(
 	row->s = saga_start(now, &a->policy);
 	/* written leased: it is handed to the engine right after commit; if we
 	 * crash first, the sweep sends it when the lease ends (rule 1) */
-	row->s.next_attempt_ms = now + engine_lease_ms(a->eng);
+	row->s.next_attempt_ms = now + engine_lease_ms(a->engs[0]);
 	ok = true;
 out_free:
 	sagas__v1__start_saga_request__free_unpacked(req, NULL);
@@ -222,7 +233,7 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
-		engine_submit(a->eng, stored);
+		engine_submit(api_engine_of(a, stored->saga_id), stored);
 	}
 	if (held)
 		return;

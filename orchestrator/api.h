@@ -14,7 +14,8 @@
 typedef struct api {
 	const char *db;     /* conninfo for the workers' connections; borrowed */
 	int64_t db_wait_ms; /* how long a worker waits for the database */
-	engine *eng;        /* new sagas are handed to it; borrowed */
+	engine **engs;      /* new sagas are handed to one of them; borrowed */
+	int n_engines;      /* 1.. */
 	saga_policy policy; /* for the start row of a saga */
 	waits *waits;       /* held WaitSaga calls; borrowed */
 } api;

@@ -33,6 +33,7 @@ typedef struct orch_config {
 	int64_t sweep_interval;
 	int64_t batch;
 	int64_t max_inflight;
+	int64_t engines;
 	int64_t max_waits;
 	int64_t max_msg;
 	int64_t db_wait;
@@ -74,6 +75,10 @@ static const config_opt orch_opts[] = {
         "most saga transitions written in one transaction", "N"),
     OPT("max-inflight", "SAGA_ORCHESTRATOR_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000,
         max_inflight, "most commands awaiting replies at once", "N"),
+    OPT("engines", "SAGA_ORCHESTRATOR_ENGINES", CONFIG_INT, "1", 1, 16, engines,
+        "engine threads, each with its own connection and commits (sagas spread by id; "
+        "more than 1 pays only with more cores)",
+        "N"),
     OPT("max-waits", "SAGA_ORCHESTRATOR_MAX_WAITS", CONFIG_INT, "4096", 1, 60000, max_waits,
         "most WaitSaga calls waiting at once (more are answered at once, unfinished)", "N"),
     OPT("max-msg", "SAGA_ORCHESTRATOR_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
@@ -96,6 +101,13 @@ static bool orch_healthy(void *app)
 {
 	(void)app;
 	return health_db_check(orch_health);
+}
+
+/* orch_engines_stop stops the first `n` engines. */
+static void orch_engines_stop(engine **engs, int n)
+{
+	for (int i = 0; i < n; i++)
+		engine_stop(engs[i]);
 }
 
 /* orch_finished hands a finished saga from the engine to the waiting
@@ -183,17 +195,28 @@ int main(int argc, char **argv)
 	}
 	ec.on_finished = orch_finished;
 	ec.on_finished_arg = wt;
-	engine *eng = NULL;
-	rc = engine_start(&eng, &ec);
-	if (rc != 0) {
-		log_error(NULL, "could not start the engine: error %d", rc);
-		waits_free(wt);
-		return 1;
+	/* max-inflight is shared out among the engines */
+	engine *engs[16] = {NULL};
+	int n_engines = (int)c.engines;
+	ec.max_inflight = (int)(c.max_inflight / n_engines > 0 ? c.max_inflight / n_engines : 1);
+	for (int i = 0; i < n_engines; i++) {
+		rc = engine_start(&engs[i], &ec);
+		if (rc != 0) {
+			log_error(NULL, "could not start the engine: error %d", rc);
+			orch_engines_stop(engs, i);
+			waits_free(wt);
+			return 1;
+		}
 	}
-	api a = {.db = c.db, .db_wait_ms = c.db_wait, .eng = eng, .policy = ec.policy, .waits = wt};
+	api a = {.db = c.db,
+	    .db_wait_ms = c.db_wait,
+	    .engs = engs,
+	    .n_engines = n_engines,
+	    .policy = ec.policy,
+	    .waits = wt};
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
-		engine_stop(eng);
+		orch_engines_stop(engs, n_engines);
 		waits_free(wt);
 		return 1;
 	}
@@ -208,7 +231,7 @@ int main(int argc, char **argv)
 	    &srv, c.listen, (int)c.workers, contexts, (size_t)c.max_msg, &ops, &a);
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
-		engine_stop(eng);
+		orch_engines_stop(engs, n_engines);
 		waits_free(wt);
 		health_db_close(orch_health);
 		return 1;
@@ -219,7 +242,7 @@ int main(int argc, char **argv)
 	log_info(NULL, "shutting down");
 	waits_close(wt); /* answers the waiting calls while the server still runs */
 	rpc_server_stop(srv);
-	engine_stop(eng);
+	orch_engines_stop(engs, n_engines);
 	waits_free(wt);
 	health_db_close(orch_health);
 	return 0;
