@@ -23,7 +23,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sagas_client  # noqa: E402
 
-POLL_S = 0.05
+WAIT_MS = 10000  # longest wait of one WaitSaga call
+PAUSE_S = 0.05  # pause after an answer that came back at once
 
 
 def main():
@@ -76,21 +77,29 @@ def main():
         if not a.json:
             print("started saga %s (%s)" % (saga_id, "created" if started.created else "existed"))
 
+        # WaitSaga: the orchestrator answers when the saga ends (a long poll,
+        # at most WAIT_MS per call), so there is nothing to poll
         terminal = (pb.SAGA_STATE_COMPLETED, pb.SAGA_STATE_CANCELLED)
         saga = started.saga
         while saga.state not in terminal:
-            if time.monotonic() > deadline:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
                 print("error: saga %s still %s after %d ms" % (
                     saga_id, pb.SagaState.Name(saga.state), a.wait_timeout), file=sys.stderr)
                 return 1
-            time.sleep(POLL_S)
+            wait_ms = min(left_ms, WAIT_MS)
+            began = time.monotonic()
             try:
-                saga = client.call("/sagas.v1.Orchestrator/GetSaga",
-                                   pb.GetSagaRequest(saga_id=saga_id), pb.GetSagaReply).saga
+                saga = client.call("/sagas.v1.Orchestrator/WaitSaga",
+                                   pb.WaitSagaRequest(saga_id=saga_id, wait_ms=wait_ms),
+                                   pb.WaitSagaReply, timeout_ms=wait_ms + a.timeout).saga
             except sagas_client.RpcError as e:
                 if not e.transient:
-                    print("error: could not get saga %s: %s" % (saga_id, e), file=sys.stderr)
+                    print("error: could not wait for saga %s: %s" % (saga_id, e),
+                          file=sys.stderr)
                     return 1
+            if time.monotonic() - began < PAUSE_S:
+                time.sleep(PAUSE_S)  # answered at once, unfinished: do not spin
 
     state = pb.SagaState.Name(saga.state).replace("SAGA_STATE_", "")
     if a.json:
