@@ -1,6 +1,8 @@
 # The two commands of the README, a thin layer over CMake and scripts/.
 #   make demo   install what is missing, build, run the seed lab end to end
 #   make test   install what is missing, build, run the whole suite (ctest)
+# the recursive makes of CMake's build say nothing about directories
+MAKEFLAGS += --no-print-directory
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=

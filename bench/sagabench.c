@@ -2,8 +2,9 @@
  *
  * Seeds stock and accounts through the admin RPCs, starts N order sagas
  * (StartSaga, each with its own uuid) at a fixed concurrency C (closed loop)
- * or at a fixed arrival rate R (open loop), detects each saga's end by
- * polling GetSaga for every saga in flight, and prints sagas/s, the
+ * or at a fixed arrival rate R (open loop), learns each saga's end from
+ * the StartSaga reply itself (wait_ms; --detect wait: WaitSaga, poll:
+ * GetSaga polling), and prints sagas/s, the
  * end-to-end latency distribution, the outcome counts and the invariants
  * checked at the end. Exits 1 when an invariant fails, 2 on usage errors,
  * 3 when the run itself could not be done (daemons unreachable, sagas that

@@ -239,6 +239,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    (long long)e->cfg.policy.backoff_cap_ms);
 		if (pend[i].send != SAGA_CMD_NONE)
 			engine_dispatch(e, &pend[i].after);
+		if (ups[i].updated_ms > 0)
+			pend[i].after.updated_ms = ups[i].updated_ms;
 		if (saga_is_terminal(a->state) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}

@@ -30,8 +30,8 @@ typedef struct engine_config {
 	int max_inflight;           /* most commands awaiting replies */
 	bool duplicate_delivery;    /* send every command twice (tests) */
 	/* Called on the engine thread, after the commit, for every saga that
-	 * reached COMPLETED or CANCELLED, with the row as written (updated_ms
-	 * is the engine's clock at the decision). May be NULL. */
+	 * reached COMPLETED or CANCELLED, with the row as written (as GetSaga
+	 * would read it). May be NULL. */
 	void (*on_finished)(void *arg, const saga_row *row);
 	void *on_finished_arg;
 } engine_config;

@@ -50,6 +50,7 @@ enum {
 
 #define CTL_POLL_MS          20     /* --wait asks again no sooner than this */
 #define CTL_WAIT_CALL_MS     10000  /* longest wait of one WaitSaga call */
+#define CTL_WAIT_OVERRUN_MS  500    /* a wait gives up at most this late */
 #define CTL_POLL_MIN_CALL_MS 100    /* shortest timeout of one poll */
 #define CTL_LIST_LIMIT_MAX   10000  /* the orchestrator's largest page */
 #define CTL_MAX_ARGS         256    /* positional arguments of one verb */
@@ -102,6 +103,8 @@ struct ctl_ctx {
 	ctl_opts o;
 	const ctl_cmd *cmd;
 	rpc_client *client[CTL_SVC_COUNT];
+	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
+	                   UNAVAILABLE: its outcome is unknown */
 };
 
 /* ---- option tables ---- */
@@ -534,6 +537,7 @@ static int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufC
 {
 	int rc = CTL_EXIT_ERROR;
 	memset(res, 0, sizeof *res);
+	c->transient = false;
 	rpc_client *cl = ctl_client(c, svc, &rc);
 	if (cl == NULL)
 		return rc;
@@ -543,6 +547,8 @@ static int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufC
 		    ctl_svc_names[svc], strerror(-err));
 	if (res->code == RPC_OK)
 		return 0;
+	c->transient
+	    = res->transport || res->code == RPC_DEADLINE_EXCEEDED || res->code == RPC_UNAVAILABLE;
 	if (quiet
 	    && (res->transport || res->code == RPC_DEADLINE_EXCEEDED
 	        || res->code == RPC_UNAVAILABLE)) {
@@ -640,13 +646,13 @@ static int ctl_parse_amount(ctl_ctx *c, const char *text, int64_t *out)
 }
 
 /* ctl_wait waits until saga `id` is terminal with WaitSaga calls (a long
- * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator). Returns 0
+ * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator), until
+ * `deadline` (clock_mono_ms) at the latest. Returns 0
  * with the final reply in *out (free it), or an exit code after printing an
  * error (an RPC error, or --wait-timeout passed). */
-static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__WaitSagaReply **out)
+static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__WaitSagaReply **out)
 {
 	const char *method = "/sagas.v1.Orchestrator/WaitSaga";
-	int64_t deadline = clock_mono_ms() + c->o.wait_timeout_ms;
 	saga_state last = SAGA_STATE_UNSPECIFIED;
 	bool answered_last = false; /* did the latest call get a reply? */
 	Sagas__V1__WaitSagaRequest req = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
@@ -655,10 +661,13 @@ static int ctl_wait(ctl_ctx *c, const char *id, Sagas__V1__WaitSagaReply **out)
 		int64_t began = clock_mono_ms(), left = deadline - began;
 		int64_t wait = left < CTL_WAIT_CALL_MS ? left : CTL_WAIT_CALL_MS;
 		req.wait_ms = (int32_t)(wait > 1 ? wait : 1);
-		/* the call's deadline leaves the orchestrator time to answer */
+		/* the call's deadline leaves the orchestrator time to answer,
+		 * but never runs far past --wait-timeout when it does not */
 		int64_t t = req.wait_ms
 		    + (c->o.timeout_ms > CTL_POLL_MIN_CALL_MS ? c->o.timeout_ms
 		                                              : CTL_POLL_MIN_CALL_MS);
+		if (t > left + CTL_WAIT_OVERRUN_MS)
+			t = left + CTL_WAIT_OVERRUN_MS;
 		rpc_result res;
 		int rc = ctl_call(
 		    c, CTL_SVC_ORCHESTRATOR, method, &req.base, "wait for saga", t, true, &res);
@@ -769,10 +778,12 @@ static int ctl_start(ctl_ctx *c, char **args)
 		nanosleep(&pause, NULL);
 	}
 	if (rc != 0) {
-		fprintf(stderr,
-		    "hint: the saga id was %s; 'sagactl get %s' tells whether it started, and the "
-		    "same command with --id %s retries it safely\n",
-		    id, id, id);
+		/* only when the outcome is unknown: a refusal is final */
+		if (c->transient)
+			fprintf(stderr,
+			    "hint: the saga id was %s; 'sagactl get %s' tells whether it started, "
+			    "and the same command with --id %s retries it safely\n",
+			    id, id, id);
 		return rc;
 	}
 	Sagas__V1__StartSagaReply *rep
@@ -785,9 +796,7 @@ static int ctl_start(ctl_ctx *c, char **args)
 	}
 	const Sagas__V1__Saga *shown = rep->saga;
 	if (c->o.wait && !saga_is_terminal((saga_state)rep->saga->state)) {
-		int64_t left = c->o.wait_timeout_ms - (clock_mono_ms() - began);
-		c->o.wait_timeout_ms = left > 1 ? left : 1;
-		rc = ctl_wait(c, rep->saga->saga_id, &fin);
+		rc = ctl_wait(c, rep->saga->saga_id, began + c->o.wait_timeout_ms, &fin);
 		if (rc != 0)
 			goto out_free_rep;
 		shown = fin->saga;
@@ -855,7 +864,7 @@ static int ctl_wait_cmd(ctl_ctx *c, char **args)
 	if (rc != 0)
 		return rc;
 	Sagas__V1__WaitSagaReply *fin = NULL;
-	rc = ctl_wait(c, args[0], &fin);
+	rc = ctl_wait(c, args[0], clock_mono_ms() + c->o.wait_timeout_ms, &fin);
 	if (rc != 0)
 		return rc;
 	if (c->o.json) {
@@ -1473,6 +1482,8 @@ static const struct {
     {"exit_after_commit", SAGAS__V1__FAULT_KIND__FAULT_KIND_EXIT_AFTER_COMMIT},
     {"fail_before_commit", SAGAS__V1__FAULT_KIND__FAULT_KIND_FAIL_BEFORE_COMMIT},
     {"exit_after_send", SAGAS__V1__FAULT_KIND__FAULT_KIND_EXIT_AFTER_SEND},
+    {"drop_request", SAGAS__V1__FAULT_KIND__FAULT_KIND_DROP_REQUEST},
+    {"duplicate_reply", SAGAS__V1__FAULT_KIND__FAULT_KIND_DUPLICATE_REPLY},
 };
 
 /* ctl_parse_service reads SERVICE into *out; returns 0 or a usage exit code. */
@@ -1729,6 +1740,8 @@ static const ctl_cmd ctl_cmds[] = {
         "  fail_before_commit  roll the call back just before COMMIT (UNAVAILABLE)\n"
         "  exit_after_send     orchestrator: exit once a command's reply came back,\n"
         "                      before it is stored\n"
+        "  drop_request        drop the call unserved (the caller times out)\n"
+        "  duplicate_reply     orchestrator: deliver a command's reply twice\n"
         "Faults stack; each fires on the matching calls until its --count runs out.\n"
         "--json: {\"service\",\"kind\",\"method\",\"count\",\"delay_ms\"}",
         ctl_opts_fault_set, CTL_NELEM(ctl_opts_fault_set), ctl_args_fault_set, ctl_fault_set},
@@ -1774,7 +1787,7 @@ static void ctl_print_help(FILE *out)
 	}
 	fprintf(out,
 	    "  %-32s %s\n\n"
-	    "SAGA (--json of get, list, start, retry, report): "
+	    "SAGA (--json of get, wait, list, start, retry, report): "
 	    "{\"saga_id\",\"state\",\"reason\",\"customer\",\n"
 	    "  "
 	    "\"sku\",\"qty\",\"amount_minor\",\"amount\",\"attention\",\"version\",\"attempts\",\n"

@@ -417,12 +417,12 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver"
     /* the same key as an array: an index scan under any cached plan */
     "    AND s.saga_id = ANY($1::uuid[])"
-    "  RETURNING u.idx),"
+    "  RETURNING u.idx, " MS("s.updated_at") " AS updated_ms),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
     "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
-    " SELECT idx FROM upd"};
+    " SELECT idx, updated_ms FROM upd"};
 
 /* clang-format on */
 
@@ -467,8 +467,10 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 		return rc;
 	for (int i = 0; i < PQntuples(r); i++) {
 		int64_t idx = pg_get_i64(r, i, 0);
-		if (idx >= 1 && (size_t)idx <= n)
+		if (idx >= 1 && (size_t)idx <= n) {
 			ups[idx - 1].applied = true;
+			ups[idx - 1].updated_ms = pg_get_i64(r, i, 1);
+		}
 	}
 	PQclear(r);
 	return 0;

@@ -45,6 +45,8 @@ typedef struct store_update {
 	bool attention_raised;  /* append a history row "attention" */
 	const char *event;      /* history event name */
 	bool applied;           /* out: false when the version check failed */
+	int64_t updated_ms;     /* out: the row's updated_at as written (ms since
+	                           the epoch, as GetSaga reports it); 0 when unknown */
 } store_update;
 
 /* store_apply_schema creates or updates the tables (sql/schema.sql) under an
