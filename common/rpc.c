@@ -121,10 +121,13 @@ struct rpc_server {
 	nng_socket sock;
 	const rpc_server_ops *ops;
 	void *app;
-	nng_mtx *mtx; /* guards the queue and closing */
+	nng_mtx *mtx; /* guards the queue, closing and the counts below */
 	nng_cv *cv;
 	rpc_slot *qhead, *qtail;
 	bool closing;
+	atomic_bool closing_cb; /* closing, for the slot callbacks */
+	int held;               /* calls held (rpc_hold) and not yet answered */
+	int sending;            /* replies handed to nng and not yet sent */
 	rpc_slot *slots;
 	int nslots;
 	int nworkers;
@@ -151,6 +154,10 @@ rpc_held *rpc_hold(const rpc_request *call)
 		return NULL;
 	it->held = true;
 	memcpy(it->slot->request_id, it->request_id, sizeof it->request_id);
+	rpc_server *s = it->slot->srv;
+	nng_mtx_lock(s->mtx);
+	s->held++;
+	nng_mtx_unlock(s->mtx);
 	return (rpc_held *)it->slot;
 }
 
@@ -178,22 +185,46 @@ static void rpc_slot_recv(rpc_slot *sl)
 	nng_ctx_recv(sl->ctx, sl->aio);
 }
 
+/* rpc_slot_send hands the reply `out` to nng on the slot's context; its
+ * completion (rpc_slot_cb) starts the slot's next receive. */
+static void rpc_slot_send(rpc_slot *sl, nng_msg *out)
+{
+	rpc_server *s = sl->srv;
+	nng_mtx_lock(s->mtx);
+	s->sending++;
+	nng_mtx_unlock(s->mtx);
+	sl->state = RPC_SLOT_SEND;
+	nng_aio_set_msg(sl->aio, out);
+	nng_ctx_send(sl->ctx, sl->aio);
+}
+
 /* rpc_slot_cb runs on an nng thread when a slot's receive or send ends. */
 static void rpc_slot_cb(void *arg)
 {
 	rpc_slot *sl = arg;
 	rpc_server *s = sl->srv;
 	int rv = nng_aio_result(sl->aio);
+	/* while stopping, a slot never receives again: nng completes the sends
+	 * a closing pipe drops as if they were sent, and a receive started
+	 * while the socket closes panics or hangs nng 1.5.2 */
+	bool closing = atomic_load(&s->closing_cb);
 	if (sl->state == RPC_SLOT_SEND) {
 		if (rv != 0)
 			nng_msg_free(nng_aio_get_msg(sl->aio)); /* not handed over */
-		if (rv == NNG_ECLOSED)
+		nng_mtx_lock(s->mtx);
+		if (--s->sending == 0 && s->closing)
+			nng_cv_wake(s->cv);
+		nng_mtx_unlock(s->mtx);
+		if (rv == NNG_ECLOSED || closing)
 			return;
 		rpc_slot_recv(sl);
 		return;
 	}
-	if (rv == NNG_ECLOSED)
+	if (rv == NNG_ECLOSED || closing) {
+		if (rv == 0)
+			nng_msg_free(nng_aio_get_msg(sl->aio)); /* too late to serve */
 		return;
+	}
 	if (rv != 0) {
 		/* a receive can only fail when closing or out of memory; try
 		 * again rather than lose the slot */
@@ -294,25 +325,28 @@ static void rpc_server_reply(rpc_item *it)
 		rpc_slot_recv(sl);
 		return;
 	}
-	sl->state = RPC_SLOT_SEND;
-	nng_aio_set_msg(sl->aio, out);
-	nng_ctx_send(sl->ctx, sl->aio);
+	rpc_slot_send(sl, out);
 }
 
 void rpc_held_reply(rpc_held *h, rpc_reply *reply)
 {
 	rpc_slot *sl = (rpc_slot *)h;
+	rpc_server *s = sl->srv;
 	nng_msg *out = rpc_encode_reply(reply, sl->request_id);
 	free(reply->payload);
 	reply->payload = NULL;
 	reply->payload_len = 0;
 	if (out == NULL) {
-		rpc_slot_recv(sl); /* out of memory: the client times out */
-		return;
+		if (!atomic_load(&s->closing_cb))
+			rpc_slot_recv(sl); /* out of memory: the client times out */
+	} else {
+		rpc_slot_send(sl, out);
 	}
-	sl->state = RPC_SLOT_SEND;
-	nng_aio_set_msg(sl->aio, out);
-	nng_ctx_send(sl->ctx, sl->aio);
+	/* counted down after the send is counted up: no instant with neither */
+	nng_mtx_lock(s->mtx);
+	if (--s->held == 0 && s->closing)
+		nng_cv_wake(s->cv);
+	nng_mtx_unlock(s->mtx);
 }
 
 /* rpc_server_serve serves the `n` requests a worker took at once: the
@@ -411,17 +445,36 @@ static void rpc_server_free(rpc_server *s)
 	free(s);
 }
 
-/* rpc_server_close_and_join closes the socket and the queue and joins the
- * first `n` workers. */
+/* How long rpc_server_stop waits for replies under way, and then for the
+ * pipes to write them (ms). */
+#define RPC_STOP_DRAIN_MS 2000
+#define RPC_STOP_FLUSH_MS 100
+
+/* rpc_server_close_and_join stops the queue, joins the workers, lets the
+ * replies under way go out and closes the socket. */
 static void rpc_server_close_and_join(rpc_server *s)
 {
 	nng_mtx_lock(s->mtx);
 	s->closing = true;
+	atomic_store(&s->closing_cb, true);
 	nng_cv_wake(s->cv);
 	nng_mtx_unlock(s->mtx);
-	nng_close(s->sock); /* every receive and send ends with NNG_ECLOSED */
+	/* the workers finish the batch they serve and send its replies */
 	for (int i = 0; i < s->nworkers; i++)
 		nng_thread_destroy(s->workers[i].thread); /* joins */
+	s->nworkers = 0;
+	/* the replies already handed over, and those of held calls answered
+	 * meanwhile (the orchestrator answers its waits before it stops),
+	 * reach their clients before the socket closes */
+	nng_time until = nng_clock() + RPC_STOP_DRAIN_MS;
+	nng_mtx_lock(s->mtx);
+	bool sent_any = s->held > 0 || s->sending > 0;
+	while ((s->held > 0 || s->sending > 0) && nng_clock() < until)
+		nng_cv_until(s->cv, until);
+	nng_mtx_unlock(s->mtx);
+	if (sent_any)
+		nng_msleep(RPC_STOP_FLUSH_MS); /* the pipes write what they took */
+	nng_close(s->sock); /* every receive and send left ends with NNG_ECLOSED */
 }
 
 int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,

@@ -189,7 +189,8 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 	rpc_held *h = until > now ? rpc_hold(call) : NULL;
 	if (h == NULL)
 		return false;
-	if (waits_add(a->waits, h, row, until, as) != 0) {
+	uint64_t ticket = 0;
+	if (waits_add(a->waits, h, row, until, as, &ticket) != 0) {
 		/* too many waits, or stopping: the state as read, unfinished */
 		waits_reply(h, row, false, as);
 		return true;
@@ -199,7 +200,7 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 		int rc;
 		API_DB(a, w, rc, store_get_saga(w->conn, row->saga_id, &again));
 		if (rc == 0 && saga_is_terminal(again.s.state)
-		    && waits_take(a->waits, h, row->saga_id))
+		    && waits_take(a->waits, ticket, row->saga_id))
 			waits_reply(h, &again, true, as);
 	}
 	return true;

@@ -21,6 +21,7 @@
 typedef struct waiter {
 	struct waiter *next; /* the saga's other waiting calls */
 	rpc_held *held;
+	uint64_t ticket;
 	waits_as as;
 	saga_row row; /* as read when the wait began */
 	int64_t deadline_ms;
@@ -38,6 +39,7 @@ struct waits {
 	nng_cv *cv;
 	waits_saga *by_saga; /* uthash head */
 	size_t count, max;
+	uint64_t next_ticket;
 	bool closed;
 	nng_thread *timer;
 };
@@ -147,7 +149,8 @@ out_free:
 	return -ENOMEM;
 }
 
-int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as)
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as,
+    uint64_t *ticket)
 {
 	waiter *x = calloc(1, sizeof *x);
 	if (x == NULL)
@@ -175,6 +178,7 @@ int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, c
 		x->next = s->list;
 		s->list = x;
 		w->count++;
+		x->ticket = *ticket = ++w->next_ticket;
 	}
 	nng_mtx_unlock(w->mtx);
 	if (rc != 0)
@@ -182,14 +186,14 @@ int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, c
 	return rc;
 }
 
-bool waits_take(waits *w, rpc_held *h, const char *saga_id)
+bool waits_take(waits *w, uint64_t ticket, const char *saga_id)
 {
 	bool found = false;
 	nng_mtx_lock(w->mtx);
 	waits_saga *s = NULL;
 	HASH_FIND_STR(w->by_saga, saga_id, s);
 	for (waiter *x = s ? s->list : NULL; x; x = x->next)
-		if (x->held == h) {
+		if (x->ticket == ticket) {
 			waits_unlink(w, s, x);
 			free(x);
 			found = true;

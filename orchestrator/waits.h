@@ -32,18 +32,20 @@ typedef struct waits_as {
 
 /* waits_add registers the held call `h` for `row` (the saga as just read,
  * not terminal), to be answered as `as` says by `deadline_ms` (ms since the
- * epoch) at the latest. Returns 0, -EBUSY when `max` calls wait already, or -ESHUTDOWN
- * after waits_close; on an error `h` is not taken and the caller answers it.
+ * epoch) at the latest; *ticket names it for waits_take. Returns 0, -EBUSY when `max` calls wait
+ * already, or -ESHUTDOWN after waits_close; on an error `h` is not taken and the caller answers it.
  * A saga that finishes between the caller's read and this call is not seen:
  * the caller reads it again after adding, and takes the call back with
  * waits_take when it finished. */
-int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as)
-    __attribute__((warn_unused_result));
+int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as,
+    uint64_t *ticket) __attribute__((warn_unused_result));
 
-/* waits_take takes `h`, registered for `saga_id`, back when it is still
- * waiting: true when the caller owns it again (it was not answered), false
- * when it was answered already. */
-bool waits_take(waits *w, rpc_held *h, const char *saga_id);
+/* waits_take takes the call registered as `ticket` (waits_add) for
+ * `saga_id` back when it is still waiting: true when the caller owns its
+ * token again (it was not answered), false when it was answered already.
+ * Tickets are never reused, unlike tokens: an answered call's context may
+ * hold another call by then. */
+bool waits_take(waits *w, uint64_t ticket, const char *saga_id);
 
 /* waits_finished answers every call waiting for `row->saga_id` with `row`
  * (a terminal saga, as committed). Called by the engine after the commit. */
