@@ -109,6 +109,7 @@ typedef struct rpc_slot {
 	nng_msg *msg;                            /* the request, from receive until served */
 	struct rpc_slot *next;                   /* queue link */
 	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
+	uint32_t pipe;                           /* of a held call */
 } rpc_slot;
 
 typedef struct rpc_worker {
@@ -154,6 +155,7 @@ rpc_held *rpc_hold(const rpc_request *call)
 		return NULL;
 	it->held = true;
 	memcpy(it->slot->request_id, it->request_id, sizeof it->request_id);
+	it->slot->pipe = nng_pipe_id(nng_msg_get_pipe(it->msg));
 	rpc_server *s = it->slot->srv;
 	nng_mtx_lock(s->mtx);
 	s->held++;
@@ -326,6 +328,20 @@ static void rpc_server_reply(rpc_item *it)
 		return;
 	}
 	rpc_slot_send(sl, out);
+}
+
+uint32_t rpc_held_pipe(const rpc_held *h)
+{
+	return ((const rpc_slot *)h)->pipe;
+}
+
+/* rpc_pipe_cb: nng says a client connection closed (NNG_PIPE_EV_REM_POST,
+ * under the socket's lock). */
+static void rpc_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	rpc_server *s = arg;
+	if (ev == NNG_PIPE_EV_REM_POST && s->ops->pipe_closed)
+		s->ops->pipe_closed(s->app, nng_pipe_id(p));
 }
 
 void rpc_held_reply(rpc_held *h, rpc_reply *reply)
@@ -503,6 +519,8 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, int context
 		return rpc_errno(rv);
 	}
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg ? max_msg : RPC_MAX_MSG_DEFAULT);
+	if (ops->pipe_closed)
+		nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, rpc_pipe_cb, s);
 	s->slots = calloc((size_t)contexts, sizeof *s->slots);
 	s->workers = calloc((size_t)workers, sizeof *s->workers);
 	if (s->slots == NULL || s->workers == NULL) {

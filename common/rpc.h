@@ -90,6 +90,10 @@ typedef struct rpc_server_ops {
 	/* The full name of the daemon's own service ("sagas.v1.Stock"), which
 	 * Health/Check also answers for by name. May be NULL. */
 	const char *service;
+	/* Called when a client connection (an nng pipe, rpc_held_pipe) closes,
+	 * on an nng thread that holds the socket's lock: it must only note the
+	 * id and return (no rpc call, no rpc_held_reply). May be NULL. */
+	void (*pipe_closed)(void *app, uint32_t pipe_id);
 } rpc_server_ops;
 
 typedef struct rpc_server rpc_server;
@@ -111,6 +115,10 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, int context
  * Returns the token to reply with, or NULL when the call cannot be held
  * (then the handler answers as usual). */
 rpc_held *rpc_hold(const rpc_request *call);
+
+/* rpc_held_pipe is the id of the client connection a held call came on
+ * (see rpc_server_ops.pipe_closed). */
+uint32_t rpc_held_pipe(const rpc_held *h);
 
 /* rpc_held_reply sends `reply` for a held call (from any thread, even
  * before the handler that held it has returned), frees its payload and ends

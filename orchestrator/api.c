@@ -632,6 +632,13 @@ static void api_handle_batch(
 	free(rows);
 }
 
+/* api_pipe_closed: a client connection closed; its waiting calls go. */
+static void api_pipe_closed(void *app, uint32_t pipe_id)
+{
+	api *a = app;
+	waits_pipe_closed(a->waits, pipe_id);
+}
+
 const rpc_server_ops *api_server_ops(void)
 {
 	static const rpc_server_ops ops = {
@@ -639,6 +646,7 @@ const rpc_server_ops *api_server_ops(void)
 	    .worker_fini = api_worker_fini,
 	    .handle = api_handle,
 	    .handle_batch = api_handle_batch,
+	    .pipe_closed = api_pipe_closed,
 	};
 	return &ops;
 }

@@ -21,6 +21,7 @@
 typedef struct waiter {
 	struct waiter *next; /* the saga's other waiting calls */
 	rpc_held *held;
+	uint32_t pipe; /* the client connection it came on */
 	uint64_t ticket;
 	waits_as as;
 	saga_row row; /* as read when the wait began */
@@ -40,6 +41,8 @@ struct waits {
 	waits_saga *by_saga; /* uthash head */
 	size_t count, max;
 	uint64_t next_ticket;
+	uint32_t *gone; /* connections closed, to drop the calls of */
+	size_t n_gone, cap_gone;
 	bool closed;
 	nng_thread *timer;
 };
@@ -81,8 +84,18 @@ static void waits_unlink(waits *w, waits_saga *s, waiter *x)
 	}
 }
 
-/* waits_expire answers the calls whose wait ran out (all of them when
- * `all`), outside the lock. */
+/* waits_gone is true when `x` came on a connection that closed; the caller
+ * holds mtx. */
+static bool waits_gone(const waits *w, const waiter *x)
+{
+	for (size_t i = 0; i < w->n_gone; i++)
+		if (w->gone[i] == x->pipe)
+			return true;
+	return false;
+}
+
+/* waits_expire answers the calls whose wait ran out or whose connection
+ * closed (all of them when `all`), outside the lock. */
 static void waits_expire(waits *w, bool all)
 {
 	waiter *due = NULL;
@@ -94,7 +107,7 @@ static void waits_expire(waits *w, bool all)
 		waiter *x = s->list;
 		while (x != NULL) {
 			waiter *next = x->next;
-			if (all || x->deadline_ms <= now) {
+			if (all || x->deadline_ms <= now || waits_gone(w, x)) {
 				waits_unlink(w, s, x); /* may free s: the loop ends with x */
 				x->next = due;
 				due = x;
@@ -102,10 +115,12 @@ static void waits_expire(waits *w, bool all)
 			x = next;
 		}
 	}
+	w->n_gone = 0;
 	nng_mtx_unlock(w->mtx);
 	while (due != NULL) {
 		waiter *x = due;
 		due = x->next;
+		/* to a closed connection this goes nowhere, and frees the context */
 		waits_reply(x->held, &x->row, false, &x->as);
 		free(x);
 	}
@@ -117,7 +132,7 @@ static void waits_timer_main(void *arg)
 	nng_mtx_lock(w->mtx);
 	while (!w->closed) {
 		nng_cv_until(w->cv, nng_clock() + WAITS_TICK_MS);
-		if (w->closed || w->count == 0)
+		if (w->closed || (w->count == 0 && w->n_gone == 0))
 			continue;
 		nng_mtx_unlock(w->mtx);
 		waits_expire(w, false);
@@ -156,6 +171,7 @@ int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, c
 	if (x == NULL)
 		return -ENOMEM;
 	x->held = h;
+	x->pipe = rpc_held_pipe(h);
 	x->as = *as;
 	x->row = *row;
 	x->deadline_ms = deadline_ms;
@@ -225,6 +241,24 @@ void waits_finished(waits *w, const saga_row *row)
 	}
 }
 
+void waits_pipe_closed(waits *w, uint32_t pipe)
+{
+	nng_mtx_lock(w->mtx);
+	if (w->n_gone == w->cap_gone) {
+		size_t cap = w->cap_gone ? 2 * w->cap_gone : 16;
+		uint32_t *g = realloc(w->gone, cap * sizeof *g);
+		if (g != NULL) {
+			w->gone = g;
+			w->cap_gone = cap;
+		}
+	}
+	/* out of memory: its calls wait until their wait runs out instead */
+	if (w->n_gone < w->cap_gone)
+		w->gone[w->n_gone++] = pipe;
+	nng_cv_wake(w->cv);
+	nng_mtx_unlock(w->mtx);
+}
+
 size_t waits_count(waits *w)
 {
 	nng_mtx_lock(w->mtx);
@@ -254,5 +288,6 @@ void waits_free(waits *w)
 		waits_close(w);
 	nng_cv_free(w->cv);
 	nng_mtx_free(w->mtx);
+	free(w->gone);
 	free(w);
 }

@@ -51,6 +51,12 @@ bool waits_take(waits *w, uint64_t ticket, const char *saga_id);
  * (a terminal saga, as committed). Called by the engine after the commit. */
 void waits_finished(waits *w, const saga_row *row);
 
+/* waits_pipe_closed notes that the client connection `pipe` closed: its
+ * waiting calls are dropped by the timer thread soon after (their contexts
+ * freed for other calls; nobody is left to answer). Only notes: safe to
+ * call from rpc_server_ops.pipe_closed. */
+void waits_pipe_closed(waits *w, uint32_t pipe);
+
 /* waits_count is how many calls wait now. */
 size_t waits_count(waits *w);
 
