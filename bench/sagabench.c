@@ -35,7 +35,14 @@
 #define ST_CANCELLED SAGAS__V1__SAGA_STATE__SAGA_STATE_CANCELLED
 
 enum kind { K_GOOD = 0, K_OOS = 1, K_DECLINE = 2 };
-enum phase { P_IDLE = 0, P_STARTING, P_POLL_WAIT, P_POLLING, P_DONE, P_FAILED };
+enum phase { P_IDLE = 0, P_STARTING, P_START_RETRY, P_POLL_WAIT, P_POLLING, P_DONE, P_FAILED };
+
+/* StartSaga retries after a transient failure: how many, and their backoff
+ * (exponential from 10 ms, capped), so a database restart of a few seconds
+ * is ridden out instead of hammered. */
+#define BENCH_START_TRIES          30
+#define BENCH_START_BACKOFF_US     10000
+#define BENCH_START_BACKOFF_MAX_US 1000000
 
 typedef struct saga_slot {
 	char id[40];
@@ -580,10 +587,17 @@ static void handle(done_item *d, int64_t poll_us)
 			bool retry = (d->transport || d->code == RPC_UNAVAILABLE
 			                 || d->code == RPC_DEADLINE_EXCEEDED
 			                 || d->code == RPC_RESOURCE_EXHAUSTED)
-			    && s->start_tries < 10;
+			    && s->start_tries < BENCH_START_TRIES;
 			if (retry) {
 				n_start_retries++;
-				send_start(d->idx);
+				int64_t backoff = BENCH_START_BACKOFF_US
+				    << (s->start_tries < 7 ? s->start_tries : 7);
+				schedule_poll(d->idx,
+				    d->t_us
+				        + (backoff < BENCH_START_BACKOFF_MAX_US
+				                ? backoff
+				                : BENCH_START_BACKOFF_MAX_US));
+				s->phase = P_START_RETRY;
 			} else {
 				s->phase = P_FAILED;
 				n_failed_start++;
@@ -773,7 +787,10 @@ int main(int argc, char **argv)
 			pq_head = slots[i].next_q;
 			if (pq_head < 0)
 				pq_tail = -1;
-			send_get(i);
+			if (slots[i].phase == P_START_RETRY)
+				send_start(i); /* the same saga id again, after its backoff */
+			else
+				send_get(i);
 		}
 		if (n_ended >= n_target)
 			break;

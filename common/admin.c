@@ -19,8 +19,8 @@ static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len))
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode SetFaultRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode SetFaultRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 	int kind = (int)req->kind;
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		/* refused above */

@@ -10,6 +10,28 @@
 #include "clock.h"
 #include "log.h"
 
+const char *pg_err_name(int rc)
+{
+	switch (rc) {
+	case PG_OK:
+		return "ok";
+	case PG_ERR_RETRY:
+		return "lost a race (serialization failure or deadlock)";
+	case PG_ERR_UNIQUE:
+		return "unique violation";
+	case PG_ERR_CHECK:
+		return "check violation";
+	case PG_ERR_CONNECTION:
+		return "database connection lost";
+	case PG_ERR_OTHER:
+		return "database error";
+	case PG_ERR_INJECTED:
+		return "injected fault";
+	default:
+		return rc < 0 ? strerror(-rc) : "unknown error";
+	}
+}
+
 int pg_classify(const char *sqlstate)
 {
 	if (sqlstate == NULL || strlen(sqlstate) != 5)

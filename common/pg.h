@@ -23,6 +23,11 @@ enum pg_err {
 	                              the transaction before COMMIT */
 };
 
+/* pg_err_name names a return code for logs: "connection lost",
+ * "lost a race", ..., or strerror's text for a negative errno. Static
+ * storage (per thread for errno texts). */
+const char *pg_err_name(int rc);
+
 /* pg_classify maps a SQLSTATE (5 chars, may be NULL when the connection
  * broke) to an enum pg_err value. */
 int pg_classify(const char *sqlstate);

@@ -50,4 +50,10 @@ bool valid_pb_exact(const ProtobufCMessage *msg, size_t wire_len);
  * out (at least 37 bytes). Uses libuuid. */
 void saga_id_new(char out[VALID_UUID_LEN + 1]);
 
+/* What a payload refused by valid_pb_exact may have done wrong, for the
+ * error message: "... not a canonical encoding " VALID_CANONICAL_HINT. */
+#define VALID_CANONICAL_HINT                                                                       \
+	"(a NUL byte in a string, a field sent twice or with its default value, an "               \
+	"overlong number?)"
+
 #endif

@@ -77,8 +77,8 @@ static void api_db_error(rpc_reply *reply, int rc, const char *what)
 		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_unavailable",
 		    "could not %s: database unavailable", what);
 	else
-		rpc_reply_error(
-		    reply, RPC_INTERNAL, "database_error", "could not %s: error %d", what, rc);
+		rpc_reply_error(reply, RPC_INTERNAL, "database_error", "could not %s: %s", what,
+		    pg_err_name(rc));
 }
 
 /* api_check_order validates an order; on failure fills reply and returns
@@ -131,8 +131,8 @@ static bool api_parse_start(
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode StartSagaRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode StartSagaRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		goto out_free;
 	}
 	if (!api_check_order(req->order, reply))
@@ -274,8 +274,8 @@ static bool api_parse_get(const rpc_request *call, char *saga_id, rpc_reply *rep
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode GetSagaRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 	} else if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
@@ -354,8 +354,8 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 	bool ok = false;
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode WaitSagaRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode WaitSagaRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 	} else if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
@@ -392,8 +392,8 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListSagasRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode ListSagasRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		sagas__v1__list_sagas_request__free_unpacked(req, NULL);
 		return;
 	}
@@ -453,8 +453,8 @@ static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_repl
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaHistoryRequest: not a canonical encoding (a NUL byte "
-		    "in a string?)");
+		    "could not decode GetSagaHistoryRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
 		return;
 	}
@@ -515,8 +515,8 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RetrySagaRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode RetrySagaRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		goto out_free;
 	}
 	if (!valid_uuid(req->saga_id)) {

@@ -214,7 +214,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 	if (rc != 0) {
 		/* nothing written: the leases end and the sweep retries, and the
 		 * participants answer the re-sent commands from their records */
-		log_warn(NULL, "could not write %zu saga transitions: error %d", n, rc);
+		log_warn(NULL, "could not write %zu saga transitions: %s", n, pg_err_name(rc));
 		free(ups);
 		return;
 	}
@@ -305,7 +305,7 @@ static bool engine_sweep(engine *e)
 	int64_t now = clock_wall_ms();
 	int rc = store_claim_due(e->conn, now, engine_lease_ms(e), limit, rows, &n);
 	if (rc != 0) {
-		log_warn(NULL, "could not claim due sagas: error %d", rc);
+		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
 		goto out_free;
 	}
 	more = n == (size_t)limit;

@@ -151,8 +151,7 @@ static bool payment_parse(const rpc_request *call, payment_op op, payment_call *
 	}
 	if (!valid_pb_exact(base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode %s: not a canonical encoding (a NUL byte in a string?)",
-		    what);
+		    "could not decode %s: not a canonical encoding " VALID_CANONICAL_HINT, what);
 		goto out_free;
 	}
 	if (!payment_check_saga_id(r, saga_id) || !payment_check_customer(r, customer)
@@ -243,8 +242,8 @@ static void payment_deposit(payment_store *st, const rpc_request *call, rpc_repl
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode DepositRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode DepositRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		goto out_free;
 	}
 	if (!payment_check_customer(r, req->customer) || !payment_check_amount(r, req->amount))
@@ -284,8 +283,8 @@ static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListAccountsRequest: not a canonical encoding (a NUL byte in "
-		    "a string?)");
+		    "could not decode ListAccountsRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		sagas__v1__list_accounts_request__free_unpacked(req, NULL);
 		return;
 	}

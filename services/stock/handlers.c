@@ -146,8 +146,7 @@ static bool stock_parse(const rpc_request *call, stock_op op, stock_call *c, rpc
 	}
 	if (!valid_pb_exact(base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode %s: not a canonical encoding (a NUL byte in a string?)",
-		    what);
+		    "could not decode %s: not a canonical encoding " VALID_CANONICAL_HINT, what);
 		goto out_free;
 	}
 	if (!stock_check_saga_id(r, saga_id) || !stock_check_sku(r, sku)
@@ -237,8 +236,8 @@ static void stock_set(stock_store *st, const rpc_request *call, rpc_reply *r)
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode SetStockRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode SetStockRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		goto out_free;
 	}
 	if (!stock_check_sku(r, req->sku)
@@ -271,8 +270,8 @@ static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 	}
 	if (!valid_pb_exact(&req->base, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListStockRequest: not a canonical encoding (a NUL byte in a "
-		    "string?)");
+		    "could not decode ListStockRequest: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
 		sagas__v1__list_stock_request__free_unpacked(req, NULL);
 		return;
 	}
