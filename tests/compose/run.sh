@@ -108,6 +108,11 @@ cleanup() {
     timeout 120 docker-compose --env-file "$envfile" -p "$project" -f compose.yaml \
       -f tests/compose/override.yaml down -v --remove-orphans -t 5 >"$LAB/down.log" 2>&1
     [ "$started_service" = 1 ] && "$tools/service-down.sh"
+    # podman leaves its overlay store mounted on itself: without this the
+    # clone cannot be removed afterwards (rm: Device or resource busy)
+    if [ "$started_service" = 1 ] && mountpoint -q "$LAB/storage/overlay" 2>/dev/null; then
+      umount "$LAB/storage/overlay" 2>/dev/null || true
+    fi
   fi
   say "done (exit $rc)"
   if [ "$rc" -eq 0 ] && [ -n "${trap_summary:-}" ]; then
