@@ -51,7 +51,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        offsetof(participant_config, listen), "nng URL to serve on", "URL"},
 	    {"db", env[1], CONFIG_STR, d->default_db, 0, 0, offsetof(participant_config, db),
 	        "libpq connection string of the database", "CONNINFO"},
-	    {"workers", env[2], CONFIG_INT, "4", 1, 64, offsetof(participant_config, workers),
+	    {"workers", env[2], CONFIG_INT, "2", 1, 64, offsetof(participant_config, workers),
 	        "worker threads, each with its own connection", NULL},
 	    {"log-level", env[3], CONFIG_STR, "info", 0, 0, offsetof(participant_config, log_level),
 	        "debug, info, warn or error", "LEVEL"},
