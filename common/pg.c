@@ -93,6 +93,25 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 	}
 }
 
+/* pg_fail classifies the failed result `res` (may be NULL) of `what` into
+ * an enum pg_err and logs the server's message: at ERROR for a bug or bad
+ * data, at DEBUG for what the callers retry. Does not free `res`. */
+static int pg_fail(PGconn *conn, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int rc = pg_classify(state);
+	if (PQstatus(conn) != CONNECTION_OK)
+		rc = PG_ERR_CONNECTION;
+	char text[512];
+	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	for (char *c = text; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
+	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
+	return rc;
+}
+
 int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
 {
 	if (out)
@@ -106,17 +125,7 @@ int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *param
 			PQclear(res);
 		return PG_OK;
 	}
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	int rc = pg_classify(state);
-	if (PQstatus(conn) != CONNECTION_OK)
-		rc = PG_ERR_CONNECTION;
-	char text[512];
-	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	for (char *c = text; *c; c++)
-		if (*c == '\n')
-			*c = ' '; /* one log line per message */
-	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
-	    "statement failed (sqlstate %s): %s", state ? state : "none", text);
+	int rc = pg_fail(conn, res, "statement");
 	PQclear(res);
 	return rc;
 }
@@ -243,23 +252,6 @@ static _Thread_local struct {
 	const pg_stmt *prepared[PG_STMT_MAX];
 	int n;
 } pg_prep;
-
-/* pg_fail classifies a failed result and logs it as pg_exec does. */
-static int pg_fail(PGconn *conn, PGresult *res, const char *what)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	int rc = pg_classify(state);
-	if (PQstatus(conn) != CONNECTION_OK)
-		rc = PG_ERR_CONNECTION;
-	char text[512];
-	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	for (char *c = text; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
-	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
-	return rc;
-}
 
 /* pg_prep_find returns the index of `st` in this thread's note for `conn`
  * (starting the note over for another connection or session), or pg_prep.n
@@ -507,4 +499,29 @@ int pg_pipeline(PGconn *conn, pg_call *calls, int n)
 			calls[i].res = NULL;
 		}
 	return rc;
+}
+
+void pg_arrays_open(pg_buf *cols, int n)
+{
+	memset(cols, 0, (size_t)n * sizeof *cols);
+	for (int k = 0; k < n; k++)
+		pg_array_open(&cols[k]);
+}
+
+int pg_arrays_close(pg_buf *cols, int n, const char **params)
+{
+	int rc = 0;
+	for (int k = 0; k < n; k++) {
+		pg_array_close(&cols[k]);
+		if (cols[k].oom)
+			rc = -ENOMEM;
+		params[k] = cols[k].p;
+	}
+	return rc;
+}
+
+void pg_arrays_free(pg_buf *cols, int n)
+{
+	for (int k = 0; k < n; k++)
+		pg_buf_free(&cols[k]);
 }

@@ -152,4 +152,13 @@ void pg_array_close(pg_buf *b);
 /* pg_buf_free frees the text and empties the buffer. */
 void pg_buf_free(pg_buf *b);
 
+/* The `n` array parameters of one set-based statement, one column each:
+ * pg_arrays_open zeroes and opens all of `cols`; pg_arrays_close closes
+ * them and points params[k] at each text (borrowed from cols[k]), and
+ * returns 0, or -ENOMEM when an append ran out of memory; pg_arrays_free
+ * frees them all. */
+void pg_arrays_open(pg_buf *cols, int n);
+int pg_arrays_close(pg_buf *cols, int n, const char **params) __attribute__((warn_unused_result));
+void pg_arrays_free(pg_buf *cols, int n);
+
 #endif

@@ -236,16 +236,8 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
 		engine_submit(api_engine_of(a, stored->saga_id), stored);
 	}
-	if (held)
-		return;
-	Sagas__V1__Saga m;
-	Sagas__V1__Order o;
-	codec_saga_to_pb(&m, &o, stored);
-	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
-	out.saga = &m;
-	out.created = created;
-	out.finished = finished;
-	rpc_reply_ok(reply, &out.base);
+	if (!held)
+		codec_reply_start(reply, stored, created, finished);
 }
 
 static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -328,13 +320,7 @@ static void api_answer_wait(
 		api_answer_get(saga_id, rc, row, reply);
 		return;
 	}
-	Sagas__V1__Saga m;
-	Sagas__V1__Order o;
-	codec_saga_to_pb(&m, &o, row);
-	Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
-	out.saga = &m;
-	out.finished = finished;
-	rpc_reply_ok(reply, &out.base);
+	codec_reply_wait(reply, row, finished);
 }
 
 /* api_wait_saga serves WaitSaga: at once for a finished saga, otherwise
@@ -585,13 +571,14 @@ static void api_handle_batch(
 {
 	api *a = app;
 	api_worker *w = worker;
-	saga_row *rows = malloc(3 * RPC_BATCH_MAX * sizeof *rows);
+	/* the sagas to insert, as stored, and as read: n of each at most */
+	saga_row *rows = malloc(3 * n * sizeof *rows);
 	if (rows == NULL) {
 		for (size_t i = 0; i < n; i++)
 			api_handle(app, worker, &calls[i], &replies[i]);
 		return;
 	}
-	saga_row *stored = rows + RPC_BATCH_MAX, *got = rows + 2 * RPC_BATCH_MAX;
+	saga_row *stored = rows + n, *got = rows + 2 * n;
 	bool created[RPC_BATCH_MAX], found[RPC_BATCH_MAX];
 	int32_t waits_ms[RPC_BATCH_MAX];
 	char ids[RPC_BATCH_MAX][VALID_UUID_LEN + 1];

@@ -89,3 +89,28 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	m->step_deadline_unix_ms = row->s.step_deadline_ms;
 	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
 }
+
+int codec_reply_start(rpc_reply *r, const saga_row *row, bool created, bool finished)
+{
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	saga_row copy = *row; /* codec_saga_to_pb points into a mutable row */
+	codec_saga_to_pb(&m, &o, &copy);
+	Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
+	out.saga = &m;
+	out.created = created;
+	out.finished = finished;
+	return rpc_reply_ok(r, &out.base);
+}
+
+int codec_reply_wait(rpc_reply *r, const saga_row *row, bool finished)
+{
+	Sagas__V1__Saga m;
+	Sagas__V1__Order o;
+	saga_row copy = *row;
+	codec_saga_to_pb(&m, &o, &copy);
+	Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
+	out.saga = &m;
+	out.finished = finished;
+	return rpc_reply_ok(r, &out.base);
+}

@@ -28,4 +28,13 @@ const char *codec_method_of(saga_command cmd);
  * strings point into `row`, which must outlive the packing of `m`. */
 void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row);
 
+/* codec_reply_start fills `r` with the StartSagaReply of `row` (the saga
+ * as stored), `created` and `finished` (COMPLETED or CANCELLED). The
+ * payload is malloc'd into r (rpc_reply_ok); on -ENOMEM r is INTERNAL. */
+int codec_reply_start(rpc_reply *r, const saga_row *row, bool created, bool finished);
+
+/* codec_reply_wait fills `r` with the WaitSagaReply of `row` and
+ * `finished`, as codec_reply_start. */
+int codec_reply_wait(rpc_reply *r, const saga_row *row, bool finished);
+
 #endif

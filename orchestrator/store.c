@@ -177,11 +177,11 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 int store_insert_sagas(
     PGconn *conn, const saga_row *rows, size_t n, bool *created, saga_row *stored)
 {
+	if (n == 0 || n > RPC_BATCH_MAX)
+		return -EINVAL;
 	enum { C_ID, C_STATE, C_CUSTOMER, C_SKU, C_QTY, C_AMOUNT, C_NEXT, C_DEADLINE, C_N };
 	pg_buf cols[C_N];
-	memset(cols, 0, sizeof cols);
-	for (int k = 0; k < C_N; k++)
-		pg_array_open(&cols[k]);
+	pg_arrays_open(cols, C_N);
 	for (size_t i = 0; i < n; i++) {
 		const saga_row *w = &rows[i];
 		created[i] = false;
@@ -195,18 +195,11 @@ int store_insert_sagas(
 		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
 	}
 	const char *p[C_N];
-	int rc = 0;
-	for (int k = 0; k < C_N; k++) {
-		pg_array_close(&cols[k]);
-		if (cols[k].oom)
-			rc = -ENOMEM;
-		p[k] = cols[k].p;
-	}
+	int rc = pg_arrays_close(cols, C_N, p);
 	PGresult *r = NULL;
 	if (rc == 0)
 		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N, p, &r);
-	for (int k = 0; k < C_N; k++)
-		pg_buf_free(&cols[k]);
+	pg_arrays_free(cols, C_N);
 	if (rc != 0)
 		return rc;
 	/* the rows inserted: the first request of each new saga id created it */
@@ -224,7 +217,7 @@ int store_insert_sagas(
 	 * the first insert, so they are there to read */
 	const char *ids[RPC_BATCH_MAX];
 	size_t at[RPC_BATCH_MAX], m = 0;
-	for (size_t i = 0; i < n && m < RPC_BATCH_MAX; i++)
+	for (size_t i = 0; i < n; i++)
 		if (!created[i]) {
 			ids[m] = rows[i].saga_id;
 			at[m++] = i;
@@ -429,9 +422,7 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
 static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 {
 	pg_buf cols[SB_COLS];
-	memset(cols, 0, sizeof cols);
-	for (int k = 0; k < SB_COLS; k++)
-		pg_array_open(&cols[k]);
+	pg_arrays_open(cols, SB_COLS);
 	for (size_t i = 0; i < n; i++) {
 		const store_update *u = &ups[i];
 		const saga_row *b = u->before;
@@ -451,18 +442,11 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 		pg_array_add(&cols[SB_EVENT], event);
 	}
 	const char *p[SB_COLS];
-	int rc = 0;
-	for (int k = 0; k < SB_COLS; k++) {
-		pg_array_close(&cols[k]);
-		if (cols[k].oom)
-			rc = -ENOMEM;
-		p[k] = cols[k].p;
-	}
+	int rc = pg_arrays_close(cols, SB_COLS, p);
 	PGresult *r = NULL;
 	if (rc == 0)
 		rc = pg_exec_stmt(conn, &STORE_APPLY_BATCH, SB_COLS, p, &r);
-	for (int k = 0; k < SB_COLS; k++)
-		pg_buf_free(&cols[k]);
+	pg_arrays_free(cols, SB_COLS);
 	if (rc != 0)
 		return rc;
 	for (int i = 0; i < PQntuples(r); i++) {

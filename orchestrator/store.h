@@ -63,8 +63,9 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
  * in one statement, so one transaction and one commit for StartSagas that
  * arrived together. A saga id given twice is created by its first entry
  * only. Fills created[i] and stored[i] (the row as stored, new or existing)
- * for each rows[i]. Returns 0, -ENOMEM, -ENOENT (an existing row vanished:
- * a bug) or a negative enum pg_err. The new sagas are committed once the
+ * for each rows[i]. Returns 0, -EINVAL (n out of range), -ENOMEM,
+ * -ENOENT (an existing row vanished: a bug) or a negative enum pg_err.
+ * The new sagas are committed once the
  * insert statement succeeds, even when reading the existing ones then fails:
  * a caller that answers an error leaves them to the sweep (their lease
  * ends) and to the client, which retries with the same saga id. */

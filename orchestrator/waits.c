@@ -11,7 +11,6 @@
 #include "clock.h"
 #include "codec.h"
 #include "log.h"
-#include "sagas/v1/orchestrator.pb-c.h"
 
 /* How often the timer thread looks for calls whose wait ran out: the
  * precision of a wait's end (a long poll, so 50 ms late is harmless). */
@@ -50,22 +49,10 @@ struct waits {
 void waits_reply(rpc_held *h, const saga_row *row, bool finished, const waits_as *as)
 {
 	rpc_reply reply = {0};
-	Sagas__V1__Saga m;
-	Sagas__V1__Order o;
-	saga_row copy = *row;
-	codec_saga_to_pb(&m, &o, &copy);
-	if (as->start) {
-		Sagas__V1__StartSagaReply out = SAGAS__V1__START_SAGA_REPLY__INIT;
-		out.saga = &m;
-		out.created = as->created;
-		out.finished = finished;
-		rpc_reply_ok(&reply, &out.base);
-	} else {
-		Sagas__V1__WaitSagaReply out = SAGAS__V1__WAIT_SAGA_REPLY__INIT;
-		out.saga = &m;
-		out.finished = finished;
-		rpc_reply_ok(&reply, &out.base);
-	}
+	if (as->start)
+		codec_reply_start(&reply, row, as->created, finished);
+	else
+		codec_reply_wait(&reply, row, finished);
 	rpc_held_reply(h, &reply);
 }
 

@@ -257,9 +257,7 @@ static int payment_batch_write(payment_store *s, payment_batch_state *b)
 {
 	enum { W_ID, W_ST, W_SKU, W_QTY, U_ID, U_ST, U_SKU, U_QTY, R_SKU, R_VAL, W_N };
 	pg_buf col[W_N];
-	memset(col, 0, sizeof col);
-	for (int k = 0; k < W_N; k++)
-		pg_array_open(&col[k]);
+	pg_arrays_open(col, W_N);
 	for (size_t i = 0; i < b->n_recs; i++) {
 		payment_batch_rec *r = &b->recs[i];
 		if (!r->dirty)
@@ -276,13 +274,7 @@ static int payment_batch_write(payment_store *s, payment_batch_state *b)
 			pg_array_add_i64(&col[R_VAL], b->rows[i].row.balance);
 		}
 	const char *p[W_N];
-	int rc = 0;
-	for (int k = 0; k < W_N; k++) {
-		pg_array_close(&col[k]);
-		if (col[k].oom)
-			rc = -ENOMEM;
-		p[k] = col[k].p;
-	}
+	int rc = pg_arrays_close(col, W_N, p);
 	if (rc == 0) {
 		/* a new record that a concurrent command inserted first fails
 		 * with unique_violation: the whole batch is retried */
@@ -294,8 +286,7 @@ static int payment_batch_write(payment_store *s, payment_batch_state *b)
 		PQclear(w[0].res);
 		PQclear(w[1].res);
 	}
-	for (int k = 0; k < W_N; k++)
-		pg_buf_free(&col[k]);
+	pg_arrays_free(col, W_N);
 	return rc;
 }
 
