@@ -135,12 +135,25 @@ struct rpc_server {
 	rpc_worker *workers;
 };
 
-/* The decoded form of one queued request while a worker serves it. */
-typedef struct rpc_item {
+/* One received frame while a worker serves it: a plain call, or a batch
+ * (RPC_BATCH_METHOD) whose calls are served with the other frames' calls and
+ * answered together in one reply frame. */
+typedef struct rpc_frame {
 	rpc_slot *slot;
-	nng_msg *msg;                    /* the request, taken from the slot: a held call's slot may
-	                                    receive the next request while this one is still served */
+	nng_msg *msg; /* the request frame, taken from the slot: a held call's slot
+	                 may receive the next request while this one is served */
 	Sagas__V1__RequestEnvelope *env; /* NULL when it did not decode */
+	bool batch;                      /* env->calls are the calls */
+	bool answered;                   /* refused as a whole: `reply` answers it */
+	rpc_reply reply;
+	char request_id[RPC_REQUEST_ID_MAX + 1];
+	size_t first, n; /* its calls: items[first .. first + n) */
+} rpc_frame;
+
+/* The decoded form of one call while a worker serves it. */
+typedef struct rpc_item {
+	rpc_frame *frame;
+	const Sagas__V1__RequestEnvelope *env; /* the call's envelope (borrowed) */
 	rpc_reply reply;
 	char request_id[RPC_REQUEST_ID_MAX + 1];
 	bool answered; /* reply already final (refused at the edge, health, admin) */
@@ -152,27 +165,36 @@ rpc_held *rpc_hold(const rpc_request *call)
 {
 	rpc_item *it = call->held;
 	if (it == NULL)
-		return NULL;
+		return NULL; /* a call inside a batch is answered with the batch */
 	it->held = true;
-	memcpy(it->slot->request_id, it->request_id, sizeof it->request_id);
-	it->slot->pipe = nng_pipe_id(nng_msg_get_pipe(it->msg));
-	rpc_server *s = it->slot->srv;
+	rpc_slot *sl = it->frame->slot;
+	memcpy(sl->request_id, it->request_id, sizeof it->request_id);
+	sl->pipe = nng_pipe_id(nng_msg_get_pipe(it->frame->msg));
+	rpc_server *s = sl->srv;
 	nng_mtx_lock(s->mtx);
 	s->held++;
 	nng_mtx_unlock(s->mtx);
-	return (rpc_held *)it->slot;
+	return (rpc_held *)sl;
 }
 
-/* rpc_server_encode packs `reply` into a new nng message, or NULL. */
+/* rpc_reply_envelope fills `env` (borrowing from `reply`). */
+static void rpc_reply_envelope(
+    Sagas__V1__ReplyEnvelope *env, const rpc_reply *reply, const char *request_id)
+{
+	sagas__v1__reply_envelope__init(env);
+	env->request_id = (char *)request_id;
+	env->code = reply->code;
+	env->message = (char *)reply->message;
+	env->reason = (char *)reply->reason;
+	env->payload.data = reply->payload;
+	env->payload.len = reply->payload_len;
+}
+
+/* rpc_encode_reply packs `reply` into a new nng message, or NULL. */
 static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
 {
-	Sagas__V1__ReplyEnvelope env = SAGAS__V1__REPLY_ENVELOPE__INIT;
-	env.request_id = (char *)request_id;
-	env.code = reply->code;
-	env.message = (char *)reply->message;
-	env.reason = (char *)reply->reason;
-	env.payload.data = reply->payload;
-	env.payload.len = reply->payload_len;
+	Sagas__V1__ReplyEnvelope env;
+	rpc_reply_envelope(&env, reply, request_id);
 	size_t n = sagas__v1__reply_envelope__get_packed_size(&env);
 	nng_msg *m = NULL;
 	if (nng_msg_alloc(&m, n) != 0)
@@ -245,23 +267,52 @@ static void rpc_slot_cb(void *arg)
 	nng_mtx_unlock(s->mtx);
 }
 
-/* rpc_server_decode decodes one request frame and answers what the server
- * answers itself: a malformed envelope, a passed deadline, Health, Admin,
- * and the fault points before the handler. Sets it->answered or it->drop
- * when the handler must not see the call, and fills *call otherwise. */
-static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
+/* rpc_server_open_frame decodes a request frame and says how many calls
+ * it carries (f->n): 1 for a plain envelope, its calls for a batch, 0 when
+ * it is refused as a whole (f->answered: undecodable, or a bad batch). */
+static void rpc_server_open_frame(rpc_frame *f)
 {
-	nng_msg *msg = it->msg;
-	rpc_reply *reply = &it->reply;
-	it->answered = true;
-	Sagas__V1__RequestEnvelope *env
-	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
-	it->env = env;
-	if (env == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
+	f->env
+	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(f->msg), nng_msg_body(f->msg));
+	f->n = 0;
+	if (f->env == NULL) {
+		f->answered = true;
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
 		    "could not decode request envelope");
 		return;
 	}
+	if (strcmp(f->env->method, RPC_BATCH_METHOD) != 0) {
+		f->n = 1; /* a plain call: rpc_server_decode checks the rest */
+		return;
+	}
+	size_t idlen = strlen(f->env->request_id);
+	f->answered = true;
+	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(f->env->request_id, idlen)) {
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		return;
+	}
+	memcpy(f->request_id, f->env->request_id, idlen + 1);
+	if (f->env->n_calls < 1 || f->env->n_calls > RPC_BATCH_CALLS_MAX) {
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid calls: a batch carries 1 to %d calls, got %zu", RPC_BATCH_CALLS_MAX,
+		    f->env->n_calls);
+		return;
+	}
+	f->answered = false;
+	f->batch = true;
+	f->n = f->env->n_calls;
+}
+
+/* rpc_server_decode checks one call's envelope and answers what the server
+ * answers itself: a bad field, a passed deadline, Health, Admin, and the
+ * fault points before the handler. Sets it->answered or it->drop when the
+ * handler must not see the call, and fills *call otherwise. */
+static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
+{
+	const Sagas__V1__RequestEnvelope *env = it->env;
+	rpc_reply *reply = &it->reply;
+	it->answered = true;
 	size_t idlen = strlen(env->request_id);
 	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(env->request_id, idlen)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
@@ -272,6 +323,13 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	if (!valid_utf8(env->method, strlen(env->method))) {
 		rpc_reply_error(
 		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
+		return;
+	}
+	if (strcmp(env->method, RPC_BATCH_METHOD) == 0 || env->n_calls > 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    it->frame->batch ? "invalid calls: a batch inside a batch"
+		                     : "invalid calls: only %s carries calls",
+		    RPC_BATCH_METHOD);
 		return;
 	}
 	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {
@@ -285,7 +343,7 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	    .deadline_ms = env->deadline_unix_ms,
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
-	    .held = it,
+	    .held = it->frame->batch ? NULL : it,
 	};
 	/* Health and Admin before fault injection and the daemon's handler */
 	if (health_handle(call, reply, s->ops->service, s->ops->healthy, s->app))
@@ -308,18 +366,66 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	it->answered = false;
 }
 
-/* rpc_server_reply sends an item's reply on its slot (or, for a dropped
- * one, abandons the request by receiving again), and frees the item. */
-static void rpc_server_reply(rpc_item *it)
+/* rpc_encode_batch_reply packs the replies of a batch frame's calls (those
+ * not dropped) into one reply frame, or NULL when out of memory. */
+static nng_msg *rpc_encode_batch_reply(const rpc_frame *f, const rpc_item *items)
 {
-	rpc_slot *sl = it->slot;
-	nng_msg_free(it->msg);
-	it->msg = NULL;
-	nng_msg *out = it->drop || it->held ? NULL : rpc_encode_reply(&it->reply, it->request_id);
-	free(it->reply.payload);
-	if (it->env)
-		sagas__v1__request_envelope__free_unpacked(it->env, NULL);
-	if (it->held)
+	Sagas__V1__ReplyEnvelope *rs = calloc(f->n, sizeof *rs);
+	Sagas__V1__ReplyEnvelope **ptrs = calloc(f->n, sizeof *ptrs);
+	nng_msg *m = NULL;
+	if (rs != NULL && ptrs != NULL) {
+		size_t k = 0;
+		for (size_t i = 0; i < f->n; i++) {
+			const rpc_item *it = &items[f->first + i];
+			if (it->drop)
+				continue; /* the client times the call out */
+			rpc_reply_envelope(&rs[k], &it->reply, it->request_id);
+			ptrs[k] = &rs[k];
+			k++;
+		}
+		Sagas__V1__ReplyEnvelope env = SAGAS__V1__REPLY_ENVELOPE__INIT;
+		env.request_id = (char *)f->request_id;
+		env.code = RPC_OK;
+		env.message = env.reason = "";
+		env.n_replies = k;
+		env.replies = ptrs;
+		size_t n = sagas__v1__reply_envelope__get_packed_size(&env);
+		if (nng_msg_alloc(&m, n) == 0)
+			sagas__v1__reply_envelope__pack(&env, nng_msg_body(m));
+		else
+			m = NULL;
+	}
+	free(rs);
+	free(ptrs);
+	return m;
+}
+
+/* rpc_server_reply sends a frame's reply on its slot (or, for a dropped
+ * call, abandons the request by receiving again), and frees the frame's
+ * request and its calls' replies. */
+static void rpc_server_reply(rpc_frame *f, rpc_item *items)
+{
+	rpc_slot *sl = f->slot;
+	nng_msg *out = NULL;
+	bool held = false;
+	if (f->answered) {
+		out = rpc_encode_reply(&f->reply, f->request_id);
+	} else if (f->batch) {
+		out = rpc_encode_batch_reply(f, items);
+	} else {
+		rpc_item *it = &items[f->first];
+		held = it->held;
+		if (!it->drop && !held)
+			out = rpc_encode_reply(&it->reply, it->request_id);
+	}
+	free(f->reply.payload);
+	for (size_t i = 0; i < f->n; i++)
+		free(items[f->first + i].reply.payload);
+	if (f->env)
+		sagas__v1__request_envelope__free_unpacked(f->env, NULL);
+	nng_msg_free(f->msg);
+	f->msg = NULL;
+	if (held)
 		return; /* the slot is rpc_held_reply's now (it may have run already) */
 	if (out == NULL) {
 		/* dropped, or out of memory: the next receive on this context
@@ -365,41 +471,78 @@ void rpc_held_reply(rpc_held *h, rpc_reply *reply)
 	nng_mtx_unlock(s->mtx);
 }
 
-/* rpc_server_serve serves the `n` requests a worker took at once: the
- * server's own answers first, then the daemon's handler for the rest, as
- * one batch when it has handle_batch and no fault is armed. */
+/* rpc_server_handle runs the daemon's handler on the `m` calls at idx[]:
+ * as batches of up to RPC_BATCH_MAX when it has handle_batch and no fault
+ * is armed, else one by one with the fault points after the handler. */
+static void rpc_server_handle(
+    rpc_server *s, void *wstate, rpc_item *items, rpc_request *calls, const size_t *idx, size_t m)
+{
+	if (m > 0 && s->ops->handle_batch != NULL && !fault_any()) {
+		rpc_reply replies[RPC_BATCH_MAX];
+		for (size_t at = 0; at < m; at += RPC_BATCH_MAX) {
+			size_t k = m - at < RPC_BATCH_MAX ? m - at : RPC_BATCH_MAX;
+			memset(replies, 0, k * sizeof *replies);
+			s->ops->handle_batch(s->app, wstate, calls + at, replies, k);
+			for (size_t j = 0; j < k; j++)
+				items[idx[at + j]].reply = replies[j];
+		}
+		return;
+	}
+	for (size_t k = 0; k < m; k++) {
+		rpc_item *it = &items[idx[k]];
+		s->ops->handle(s->app, wstate, &calls[k], &it->reply);
+		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, calls[k].method);
+		it->drop = fault_check(FAULT_DROP_REPLY, calls[k].method, NULL);
+	}
+}
+
+/* rpc_server_serve serves the `n` frames a worker took at once: the
+ * server's own answers first, then the daemon's handler for the calls of
+ * all the frames together (rpc_server_handle), then one reply per frame. */
 static void rpc_server_serve(rpc_server *s, void *wstate, rpc_slot **taken, size_t n)
 {
-	rpc_item items[RPC_BATCH_MAX];
-	rpc_request calls[RPC_BATCH_MAX];
-	rpc_reply replies[RPC_BATCH_MAX];
-	size_t idx[RPC_BATCH_MAX];
+	rpc_frame frames[RPC_BATCH_MAX];
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		rpc_frame *f = &frames[i];
+		memset(f, 0, sizeof *f);
+		f->slot = taken[i];
+		f->msg = taken[i]->msg;
+		taken[i]->msg = NULL;
+		rpc_server_open_frame(f);
+		f->first = total;
+		total += f->n;
+	}
+	rpc_item *items = calloc(total ? total : 1, sizeof *items);
+	rpc_request *calls = calloc(total ? total : 1, sizeof *calls);
+	size_t *idx = calloc(total ? total : 1, sizeof *idx);
+	if (items == NULL || calls == NULL || idx == NULL) {
+		for (size_t i = 0; i < n; i++) {
+			frames[i].n = 0;
+			frames[i].answered = true;
+			rpc_reply_error(
+			    &frames[i].reply, RPC_RESOURCE_EXHAUSTED, "", "out of memory");
+		}
+		total = 0;
+	}
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
-		rpc_item *it = &items[i];
-		memset(it, 0, sizeof *it);
-		it->slot = taken[i];
-		it->msg = taken[i]->msg;
-		taken[i]->msg = NULL;
-		rpc_server_decode(s, it, &calls[m]);
-		if (!it->answered && !it->drop)
-			idx[m++] = i;
-	}
-	if (m > 0 && s->ops->handle_batch != NULL && !fault_any()) {
-		memset(replies, 0, m * sizeof *replies);
-		s->ops->handle_batch(s->app, wstate, calls, replies, m);
-		for (size_t k = 0; k < m; k++)
-			items[idx[k]].reply = replies[k];
-	} else {
-		for (size_t k = 0; k < m; k++) {
-			rpc_item *it = &items[idx[k]];
-			s->ops->handle(s->app, wstate, &calls[k], &it->reply);
-			fault_exit_if(FAULT_EXIT_AFTER_COMMIT, calls[k].method);
-			it->drop = fault_check(FAULT_DROP_REPLY, calls[k].method, NULL);
+		rpc_frame *f = &frames[i];
+		for (size_t k = 0; k < f->n; k++) {
+			rpc_item *it = &items[f->first + k];
+			it->frame = f;
+			it->env = f->batch ? f->env->calls[k] : f->env;
+			rpc_server_decode(s, it, &calls[m]);
+			if (!it->answered && !it->drop)
+				idx[m++] = f->first + k;
 		}
 	}
+	rpc_server_handle(s, wstate, items, calls, idx, m);
 	for (size_t i = 0; i < n; i++)
-		rpc_server_reply(&items[i]);
+		rpc_server_reply(&frames[i], items);
+	free(items);
+	free(calls);
+	free(idx);
 }
 
 static void rpc_worker_main(void *arg)
@@ -692,17 +835,43 @@ void rpc_client_close(rpc_client *c)
 	rpc_client_free(c);
 }
 
+/* rpc_pack_envelope packs `env` into a new frame; NULL (and *err) when it
+ * is over max_msg or out of memory. */
+static nng_msg *rpc_pack_envelope(rpc_client *c, const Sagas__V1__RequestEnvelope *env, int *err)
+{
+	size_t n = sagas__v1__request_envelope__get_packed_size(env);
+	nng_msg *m = NULL;
+	if (n > c->opts.max_msg) {
+		*err = -EMSGSIZE;
+	} else if (nng_msg_alloc(&m, n) != 0) {
+		*err = -ENOMEM;
+		m = NULL;
+	} else {
+		sagas__v1__request_envelope__pack(env, nng_msg_body(m));
+	}
+	return m;
+}
+
+/* rpc_pack_payload encodes `req` into a malloc'd buffer (*len bytes). */
+static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
+{
+	size_t plen = protobuf_c_message_get_packed_size(req);
+	uint8_t *pbuf = malloc(plen ? plen : 1);
+	if (pbuf != NULL)
+		*len = protobuf_c_message_pack(req, pbuf);
+	return pbuf;
+}
+
 /* rpc_encode_request builds a request frame; NULL on failure. */
 static nng_msg *rpc_encode_request(
     rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms, int *err)
 {
-	size_t plen = protobuf_c_message_get_packed_size(req);
-	uint8_t *pbuf = malloc(plen ? plen : 1);
+	size_t plen = 0;
+	uint8_t *pbuf = rpc_pack_payload(req, &plen);
 	if (pbuf == NULL) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	protobuf_c_message_pack(req, pbuf);
 	char rid[32];
 	snprintf(rid, sizeof rid, "%" PRIuFAST64, atomic_fetch_add(&c->next_id, 1));
 	Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
@@ -711,15 +880,7 @@ static nng_msg *rpc_encode_request(
 	env.deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
 	env.payload.data = pbuf;
 	env.payload.len = plen;
-	size_t n = sagas__v1__request_envelope__get_packed_size(&env);
-	nng_msg *m = NULL;
-	if (n > c->opts.max_msg) {
-		*err = -EMSGSIZE;
-	} else if (nng_msg_alloc(&m, n) != 0) {
-		*err = -ENOMEM;
-	} else {
-		sagas__v1__request_envelope__pack(&env, nng_msg_body(m));
-	}
+	nng_msg *m = rpc_pack_envelope(c, &env, err);
 	free(pbuf);
 	return m;
 }
@@ -763,9 +924,21 @@ typedef struct rpc_group {
 	void *arg;
 } rpc_group;
 
+/* One call of a batch frame in flight. */
+typedef struct rpc_sub {
+	rpc_done_fn done;
+	void *arg;
+	uint64_t id; /* its request id */
+	bool finished;
+} rpc_sub;
+
 struct rpc_pending {
 	rpc_client *client;
-	rpc_group *group;
+	rpc_group *group; /* a plain frame's call (and its copy) */
+	rpc_sub *subs;    /* or the calls of rpc_batch_send: a lone one */
+	size_t nsubs;
+	bool batch;    /* in a batch frame (nsubs > 1) */
+	bool sleeping; /* a batch reply lacked some calls: they wait out the deadline */
 	nng_ctx ctx;
 	nng_aio *aio;
 	nng_msg *req;
@@ -849,15 +1022,21 @@ static void rpc_pending_finish(rpc_pending *p, rpc_result *res)
 	rpc_timer_disarm(c, p); /* from here the timer no longer touches p */
 	nng_mtx_unlock(c->mtx);
 	rpc_group *g = p->group;
-	nng_mtx_lock(g->mtx);
-	bool last = --g->pending == 0;
-	nng_mtx_unlock(g->mtx);
-	if (last) {
-		/* the copy that finishes last answers (duplicate mode) */
-		g->done(g->arg, res);
-		nng_mtx_free(g->mtx);
-		free(g);
+	if (g != NULL) {
+		nng_mtx_lock(g->mtx);
+		bool last = --g->pending == 0;
+		nng_mtx_unlock(g->mtx);
+		if (last) {
+			/* the copy that finishes last answers (duplicate mode) */
+			g->done(g->arg, res);
+			nng_mtx_free(g->mtx);
+			free(g);
+		}
 	}
+	for (size_t i = 0; i < p->nsubs; i++)
+		if (!p->subs[i].finished)
+			p->subs[i].done(p->subs[i].arg, res);
+	free(p->subs);
 	free(res->payload);
 	nng_ctx_close(p->ctx);
 	nng_aio_reap(p->aio);
@@ -882,12 +1061,78 @@ static int rpc_pending_rv(rpc_pending *p)
 	return rv;
 }
 
+/* rpc_sub_find is the call of batch p with request id `rid`, or NULL. The
+ * replies come in the order of the calls: the search starts at *from. */
+static rpc_sub *rpc_sub_find(rpc_pending *p, const char *rid, size_t *from)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long id = strtoull(rid, &end, 10);
+	if (errno != 0 || end == rid || *end != '\0')
+		return NULL;
+	for (size_t k = 0; k < p->nsubs; k++) {
+		rpc_sub *sub = &p->subs[(*from + k) % p->nsubs];
+		if (sub->id == id && !sub->finished) {
+			*from = (*from + k + 1) % p->nsubs;
+			return sub;
+		}
+	}
+	return NULL;
+}
+
+/* rpc_batch_reply hands each call of batch p its reply from frame `m`.
+ * Returns true when every call is answered; false leaves the rest waiting
+ * (*res is then unset), or fills *res with what answers them all. */
+static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *all_alike)
+{
+	*all_alike = true;
+	Sagas__V1__ReplyEnvelope *env
+	    = sagas__v1__reply_envelope__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+	if (env == NULL) {
+		rpc_transport_result(res, NNG_EPROTO);
+		snprintf(res->message, sizeof res->message, "malformed reply envelope");
+		return false;
+	}
+	if (env->code != RPC_OK) {
+		/* refused as a whole (or an old server): every call alike */
+		memset(res, 0, sizeof *res);
+		res->code = env->code;
+		snprintf(res->reason, sizeof res->reason, "%s", env->reason);
+		snprintf(res->message, sizeof res->message, "%s", env->message);
+		sagas__v1__reply_envelope__free_unpacked(env, NULL);
+		return false;
+	}
+	*all_alike = false;
+	size_t from = 0, answered = 0;
+	for (size_t i = 0; i < env->n_replies; i++) {
+		const Sagas__V1__ReplyEnvelope *r = env->replies[i];
+		rpc_sub *sub = rpc_sub_find(p, r->request_id, &from);
+		if (sub == NULL)
+			continue; /* not ours, or a second reply: ignored */
+		rpc_result one
+		    = {.code = r->code, .payload = r->payload.data, .payload_len = r->payload.len};
+		snprintf(one.reason, sizeof one.reason, "%s", r->reason);
+		snprintf(one.message, sizeof one.message, "%s", r->message);
+		sub->finished = true;
+		sub->done(sub->arg, &one);
+		answered++;
+	}
+	sagas__v1__reply_envelope__free_unpacked(env, NULL);
+	return answered == p->nsubs;
+}
+
 static void rpc_pending_cb(void *arg)
 {
 	rpc_pending *p = arg;
 	rpc_client *c = p->client;
 	rpc_result res;
 	int rv = rpc_pending_rv(p);
+	if (p->sleeping) {
+		/* the calls the server dropped time out, as lone calls would */
+		rpc_transport_result(&res, NNG_ETIMEDOUT);
+		rpc_pending_finish(p, &res);
+		return;
+	}
 	if (!p->receiving) {
 		if (rv != 0) {
 			nng_msg_free(p->req); /* not handed over */
@@ -909,6 +1154,32 @@ static void rpc_pending_cb(void *arg)
 		}
 		return;
 	}
+	if (rv == 0 && p->batch) {
+		nng_msg *m = nng_aio_get_msg(p->aio);
+		bool all_alike = false;
+		bool done = rpc_batch_reply(p, m, &res, &all_alike);
+		nng_msg_free(m);
+		if (done || all_alike) {
+			if (done)
+				memset(&res, 0, sizeof res); /* no call left to answer */
+			rpc_pending_finish(p, &res);
+			return;
+		}
+		/* wait out the deadline for the rest, under c->mtx as above */
+		nng_mtx_lock(c->mtx);
+		bool late = p->timed_out;
+		if (!late) {
+			p->sleeping = true;
+			int64_t left = p->expire_mono - clock_mono_ms();
+			nng_sleep_aio((nng_duration)(left > 0 ? left : 0), p->aio);
+		}
+		nng_mtx_unlock(c->mtx);
+		if (late) {
+			rpc_transport_result(&res, NNG_ETIMEDOUT);
+			rpc_pending_finish(p, &res);
+		}
+		return;
+	}
 	if (rv != 0) {
 		rpc_transport_result(&res, rv);
 	} else {
@@ -920,6 +1191,59 @@ static void rpc_pending_cb(void *arg)
 		nng_msg_free(m);
 	}
 	rpc_pending_finish(p, &res);
+}
+
+/* rpc_pending_open makes a call for frame `req` (taken, also on failure)
+ * with its context and aio, not yet started. Returns 0 or a negative errno. */
+static int rpc_pending_open(rpc_client *c, nng_msg *req, int64_t timeout_ms, rpc_pending **out)
+{
+	rpc_pending *p = calloc(1, sizeof *p);
+	if (p == NULL) {
+		nng_msg_free(req);
+		return -ENOMEM;
+	}
+	p->client = c;
+	p->req = req;
+	p->expire_mono = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+	int rv = nng_ctx_open(&p->ctx, c->sock);
+	if (rv == 0) {
+		rv = nng_aio_alloc(&p->aio, rpc_pending_cb, p);
+		if (rv != 0)
+			nng_ctx_close(p->ctx);
+	}
+	if (rv != 0) {
+		nng_msg_free(req);
+		free(p);
+		return rpc_errno(rv);
+	}
+	*out = p;
+	return 0;
+}
+
+/* rpc_pending_discard frees a call rpc_pending_open made and never started. */
+static void rpc_pending_discard(rpc_pending *p)
+{
+	if (p == NULL)
+		return;
+	nng_aio_free(p->aio);
+	nng_ctx_close(p->ctx);
+	nng_msg_free(p->req);
+	free(p);
+}
+
+/* rpc_pending_launch arms and sends the `n` calls: under c->mtx, so the
+ * timer cancels a send only once it is registered ("Timeouts" above). */
+static void rpc_pending_launch(rpc_client *c, rpc_pending **ps, int n)
+{
+	nng_mtx_lock(c->mtx);
+	for (int i = 0; i < n; i++) {
+		c->calls++;
+		rpc_timer_arm(c, ps[i]);
+		nng_aio_set_timeout(ps[i]->aio, NNG_DURATION_INFINITE);
+		nng_aio_set_msg(ps[i]->aio, ps[i]->req);
+		nng_ctx_send(ps[i]->ctx, ps[i]->aio);
+	}
+	nng_mtx_unlock(c->mtx);
 }
 
 int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *req,
@@ -937,55 +1261,144 @@ int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *re
 	g->done = done;
 	g->arg = arg;
 	for (int i = 0; i < copies; i++) {
-		rpc_pending *p = calloc(1, sizeof *p);
-		if (p == NULL) {
-			err = -ENOMEM;
+		nng_msg *m = rpc_encode_request(c, method, req, timeout_ms, &err);
+		if (m == NULL)
 			goto out_undo;
-		}
-		ps[i] = p;
-		p->client = c;
-		p->group = g;
-		p->expire_mono = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
-		p->req = rpc_encode_request(c, method, req, timeout_ms, &err);
-		if (p->req == NULL)
+		err = rpc_pending_open(c, m, timeout_ms, &ps[i]);
+		if (err != 0)
 			goto out_undo;
-		int rv = nng_ctx_open(&p->ctx, c->sock);
-		if (rv == 0) {
-			rv = nng_aio_alloc(&p->aio, rpc_pending_cb, p);
-			if (rv != 0)
-				nng_ctx_close(p->ctx);
-		}
-		if (rv != 0) {
-			err = rpc_errno(rv);
-			goto out_undo;
-		}
+		ps[i]->group = g;
 	}
-	/* armed and sent under c->mtx: the timer cancels the send only once
-	 * it is registered (see "Timeouts" above) */
-	nng_mtx_lock(c->mtx);
-	for (int i = 0; i < copies; i++) {
-		c->calls++;
-		rpc_timer_arm(c, ps[i]);
-		nng_aio_set_timeout(ps[i]->aio, NNG_DURATION_INFINITE);
-		nng_aio_set_msg(ps[i]->aio, ps[i]->req);
-		nng_ctx_send(ps[i]->ctx, ps[i]->aio);
-	}
-	nng_mtx_unlock(c->mtx);
+	rpc_pending_launch(c, ps, copies);
 	return 0;
 out_undo:
-	for (int i = 0; i < copies; i++) {
-		if (ps[i] == NULL)
-			continue;
-		if (ps[i]->aio) {
-			nng_aio_free(ps[i]->aio);
-			nng_ctx_close(ps[i]->ctx);
-		}
-		nng_msg_free(ps[i]->req);
-		free(ps[i]);
-	}
+	for (int i = 0; i < copies; i++)
+		rpc_pending_discard(ps[i]);
 	nng_mtx_free(g->mtx);
 	free(g);
 	return err;
+}
+
+/* ---- batches (rpc_batch_open) ---- */
+
+struct rpc_batch {
+	rpc_client *c;
+	int64_t timeout_ms; /* of every call in the batch */
+	size_t n;
+	size_t bytes; /* the calls' encoded size, about */
+	Sagas__V1__RequestEnvelope envs[RPC_BATCH_MAX];
+	char ids[RPC_BATCH_MAX][24];
+	rpc_sub subs[RPC_BATCH_MAX];
+};
+
+rpc_batch *rpc_batch_open(rpc_client *c)
+{
+	rpc_batch *b = calloc(1, sizeof *b);
+	if (b != NULL)
+		b->c = c;
+	return b;
+}
+
+/* rpc_batch_fail answers the calls of b that could not be sent. */
+static void rpc_batch_fail(rpc_batch *b, int err)
+{
+	rpc_result res;
+	rpc_transport_result(&res, NNG_ECLOSED);
+	res.code = RPC_UNAVAILABLE;
+	snprintf(res.message, sizeof res.message, "could not send: %s", strerror(-err));
+	for (size_t i = 0; i < b->n; i++)
+		b->subs[i].done(b->subs[i].arg, &res);
+}
+
+/* rpc_batch_flush sends the calls gathered so far and empties b. */
+static void rpc_batch_flush(rpc_batch *b)
+{
+	if (b->n == 0)
+		return;
+	rpc_client *c = b->c;
+	int err = 0;
+	nng_msg *m = NULL;
+	rpc_pending *p = NULL;
+	if (b->n == 1) {
+		/* a lone call goes as a plain frame */
+		m = rpc_pack_envelope(c, &b->envs[0], &err);
+	} else {
+		Sagas__V1__RequestEnvelope *ptrs[RPC_BATCH_MAX];
+		for (size_t i = 0; i < b->n; i++)
+			ptrs[i] = &b->envs[i];
+		char rid[24];
+		snprintf(rid, sizeof rid, "%" PRIuFAST64, atomic_fetch_add(&c->next_id, 1));
+		Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+		env.method = RPC_BATCH_METHOD;
+		env.request_id = rid;
+		env.deadline_unix_ms = b->envs[0].deadline_unix_ms;
+		env.n_calls = b->n;
+		env.calls = ptrs;
+		m = rpc_pack_envelope(c, &env, &err);
+	}
+	if (m != NULL)
+		err = rpc_pending_open(c, m, b->timeout_ms, &p);
+	if (err == 0) {
+		p->subs = malloc(b->n * sizeof *p->subs);
+		if (p->subs == NULL) {
+			rpc_pending_discard(p);
+			err = -ENOMEM;
+		} else {
+			memcpy(p->subs, b->subs, b->n * sizeof *p->subs);
+			p->nsubs = b->n;
+			p->batch = b->n > 1;
+		}
+	}
+	if (err == 0)
+		rpc_pending_launch(c, &p, 1);
+	else
+		rpc_batch_fail(b, err);
+	for (size_t i = 0; i < b->n; i++)
+		free(b->envs[i].payload.data);
+	b->n = 0;
+	b->bytes = 0;
+}
+
+int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
+    rpc_done_fn done, void *arg)
+{
+	rpc_client *c = b->c;
+	if (c->opts.duplicate || (b->n > 0 && timeout_ms != b->timeout_ms))
+		return rpc_call_async(c, method, req, timeout_ms, done, arg);
+	size_t plen = 0;
+	uint8_t *pbuf = rpc_pack_payload(req, &plen);
+	if (pbuf == NULL)
+		return -ENOMEM;
+	size_t need = plen + strlen(method) + 48;
+	if (need > c->opts.max_msg / 2) {
+		free(pbuf);
+		return rpc_call_async(c, method, req, timeout_ms, done, arg);
+	}
+	if (b->n == RPC_BATCH_MAX || b->bytes + need > c->opts.max_msg / 2)
+		rpc_batch_flush(b);
+	if (b->n == 0)
+		b->timeout_ms = timeout_ms;
+	size_t i = b->n++;
+	uint64_t id = atomic_fetch_add(&c->next_id, 1);
+	snprintf(b->ids[i], sizeof b->ids[i], "%" PRIu64, id);
+	Sagas__V1__RequestEnvelope *env = &b->envs[i];
+	sagas__v1__request_envelope__init(env);
+	env->method = (char *)method;
+	env->request_id = b->ids[i];
+	env->deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
+	env->payload.data = pbuf;
+	env->payload.len = plen;
+	b->subs[i] = (rpc_sub) {.done = done, .arg = arg, .id = id};
+	b->bytes += need;
+	return 0;
+}
+
+void rpc_batch_send(rpc_batch *b)
+{
+	if (b == NULL)
+		return;
+	rpc_batch_flush(b);
+	free(b);
 }
 
 /* Blocking calls wait on a condition variable fed by the async path. */

@@ -24,6 +24,10 @@
 #define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
 #define RPC_SERVER_CONTEXTS 256        /* requests a server holds at once */
 #define RPC_BATCH_MAX       128        /* requests a worker takes at once */
+/* The method of a frame that carries several calls (RequestEnvelope.calls,
+ * docs/protocol.md "Batches"), and the most calls one may carry. */
+#define RPC_BATCH_METHOD    "/sagas.v1.Rpc/Batch"
+#define RPC_BATCH_CALLS_MAX 1024
 #define RPC_REASON_MAX      64
 #define RPC_MESSAGE_MAX     256
 #define RPC_REQUEST_ID_MAX  64
@@ -180,6 +184,34 @@ typedef void (*rpc_done_fn)(void *arg, const rpc_result *res);
  * never called: -ENOMEM, -EMSGSIZE when the request is too big). */
 int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *req,
     int64_t timeout_ms, rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+/* A batch: calls gathered by one thread and sent as one frame
+ * (RPC_BATCH_METHOD), so that many commands cost one message each way; the
+ * server serves them together. Each call still has its own request id,
+ * deadline, reply and `done` callback, as with rpc_call_async. */
+typedef struct rpc_batch rpc_batch;
+
+/* rpc_batch_open starts an empty batch for client `c`. Returns it, or NULL
+ * when out of memory (then send each call with rpc_call_async). The batch is
+ * the caller's until rpc_batch_send; use it from one thread. */
+rpc_batch *rpc_batch_open(rpc_client *c);
+
+/* rpc_batch_add adds a call, as rpc_call_async would make it: `method` must
+ * stay valid until rpc_batch_send (a string literal); `req` is encoded now.
+ * A call whose timeout differs from the batch's (the first call's), a call
+ * in duplicate mode (opts.duplicate), and the call after RPC_BATCH_MAX or
+ * half of max_msg bytes go out at once on their own instead (the batch so
+ * far is sent first). Returns 0 when `done` will run exactly once, or a
+ * negative errno as rpc_call_async (then it never runs). */
+int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
+    rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+/* rpc_batch_send sends the calls added (one plain frame for a lone call)
+ * and frees `b` (NULL is ignored). A call that cannot be sent is answered
+ * through its `done` at once, as a transport failure (UNAVAILABLE, possibly
+ * on this thread). A call missing from the server's batch reply (dropped by
+ * failure injection) times out as a lone call would. */
+void rpc_batch_send(rpc_batch *b);
 
 /* rpc_call is the blocking form. Fills *res; res->payload is malloc'd and
  * freed by rpc_result_clear. Returns 0 when a result was produced (even a

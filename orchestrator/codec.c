@@ -23,7 +23,16 @@ const char *codec_method_of(saga_command cmd)
 	return NULL;
 }
 
-int codec_send_command(rpc_client *client, saga_command cmd, const saga_row *row,
+/* codec_call sends one encoded command: in `batch` when there is one. */
+static int codec_call(rpc_client *client, rpc_batch *batch, const char *method,
+    const ProtobufCMessage *m, int64_t timeout_ms, rpc_done_fn done, void *arg)
+{
+	if (batch != NULL)
+		return rpc_batch_add(batch, method, m, timeout_ms, done, arg);
+	return rpc_call_async(client, method, m, timeout_ms, done, arg);
+}
+
+int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,
     int64_t timeout_ms, rpc_done_fn done, void *arg)
 {
 	const char *method = codec_method_of(cmd);
@@ -38,28 +47,28 @@ int codec_send_command(rpc_client *client, saga_command cmd, const saga_row *row
 		m.saga_id = saga_id;
 		m.sku = (char *)row->sku;
 		m.qty = row->qty;
-		return rpc_call_async(client, method, &m.base, timeout_ms, done, arg);
+		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_RELEASE_STOCK: {
 		Sagas__V1__ReleaseStockRequest m = SAGAS__V1__RELEASE_STOCK_REQUEST__INIT;
 		m.saga_id = saga_id;
 		m.sku = (char *)row->sku;
 		m.qty = row->qty;
-		return rpc_call_async(client, method, &m.base, timeout_ms, done, arg);
+		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_CHARGE_PAYMENT: {
 		Sagas__V1__ChargePaymentRequest m = SAGAS__V1__CHARGE_PAYMENT_REQUEST__INIT;
 		m.saga_id = saga_id;
 		m.customer = (char *)row->customer;
 		m.amount = row->amount;
-		return rpc_call_async(client, method, &m.base, timeout_ms, done, arg);
+		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_REFUND_PAYMENT: {
 		Sagas__V1__RefundPaymentRequest m = SAGAS__V1__REFUND_PAYMENT_REQUEST__INIT;
 		m.saga_id = saga_id;
 		m.customer = (char *)row->customer;
 		m.amount = row->amount;
-		return rpc_call_async(client, method, &m.base, timeout_ms, done, arg);
+		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_NONE:
 		break;

@@ -50,7 +50,36 @@ struct engine {
 	/* engine thread only: new sagas waiting for room under max_inflight,
 	 * oldest first (back-pressure: they wait here, not in a timed call) */
 	engine_queue backlog;
+
+	/* engine thread only: the commands dispatched since the last
+	 * engine_flush, one frame per participant (rpc_batch) */
+	rpc_batch *out_stock, *out_payment;
+	int out_n; /* commands in them */
 };
+
+/* engine_flush sends the commands gathered by engine_dispatch. */
+static void engine_flush(engine *e)
+{
+	rpc_batch_send(e->out_stock);
+	rpc_batch_send(e->out_payment);
+	e->out_stock = e->out_payment = NULL;
+	e->out_n = 0;
+}
+
+/* engine_batch_for is the open batch for `client`, opened on first use;
+ * NULL when batches are off (send_batch <= 1) or out of memory (then the
+ * command goes alone). */
+static rpc_batch *engine_batch_for(engine *e, rpc_client *client)
+{
+	if (e->cfg.send_batch <= 1)
+		return NULL;
+	if (e->out_n >= e->cfg.send_batch)
+		engine_flush(e);
+	rpc_batch **b = client == e->stock ? &e->out_stock : &e->out_payment;
+	if (*b == NULL)
+		*b = rpc_batch_open(client);
+	return *b;
+}
 
 /* Most new sagas queued in memory for the engine (submitted, not yet sent);
  * past that they are left to the sweep, which finds them when their lease
@@ -114,8 +143,9 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	nng_mtx_unlock(e->mtx);
 }
 
-/* engine_dispatch sends the command `row` makes due. The row must already
- * be leased in the database (rule 1: written before sent). */
+/* engine_dispatch sends the command `row` makes due, in the participant's
+ * batch that engine_flush sends. The row must already be leased in the
+ * database (rule 1: written before sent). */
 static void engine_dispatch(engine *e, const saga_row *row)
 {
 	saga_command cmd = saga_command_of(row->s.state);
@@ -143,7 +173,10 @@ static void engine_dispatch(engine *e, const saga_row *row)
 	nng_mtx_unlock(e->mtx);
 	log_debug(
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
-	int rc = codec_send_command(client, cmd, row, timeout, engine_on_reply, it);
+	rpc_batch *batch = engine_batch_for(e, client);
+	int rc = codec_send_command(client, batch, cmd, row, timeout, engine_on_reply, it);
+	if (rc == 0 && batch != NULL)
+		e->out_n++;
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
 		nng_mtx_lock(e->mtx);
@@ -244,6 +277,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (saga_is_terminal(a->state) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
+	engine_flush(e);
 	free(ups);
 }
 
@@ -325,6 +359,7 @@ static bool engine_sweep(engine *e)
 		}
 	}
 	engine_commit(e, dl_rows, pend, npend);
+	engine_flush(e);
 out_free:
 	free(rows);
 	free(dl_rows);
@@ -358,6 +393,7 @@ static void engine_drain_backlog(engine *e)
 			    "sweep sends it");
 		free(it);
 	}
+	engine_flush(e);
 }
 
 static void engine_main(void *arg)

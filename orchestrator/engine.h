@@ -27,6 +27,8 @@ typedef struct engine_config {
 	int64_t sweep_interval_ms;  /* how often due rows are looked for */
 	int64_t db_wait_ms;         /* reconnect patience */
 	int batch;                  /* most transitions in one transaction */
+	int send_batch;             /* most commands in one frame to a participant
+	                               (rpc_batch); 1 or less: a frame each */
 	int max_inflight;           /* most commands awaiting replies */
 	bool duplicate_delivery;    /* send every command twice (tests) */
 	/* Called on the engine thread, after the commit, for every saga that

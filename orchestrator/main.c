@@ -32,6 +32,7 @@ typedef struct orch_config {
 	int64_t attention_after;
 	int64_t sweep_interval;
 	int64_t batch;
+	int64_t send_batch;
 	int64_t max_inflight;
 	int64_t engines;
 	int64_t max_waits;
@@ -73,6 +74,9 @@ static const config_opt orch_opts[] = {
         "MS"),
     OPT("batch", "SAGA_ORCHESTRATOR_BATCH", CONFIG_INT, "256", 1, 10000, batch,
         "most saga transitions written in one transaction", "N"),
+    OPT("send-batch", "SAGA_ORCHESTRATOR_SEND_BATCH", CONFIG_INT, "128", 1, RPC_BATCH_MAX,
+        send_batch, "most commands sent to a participant in one frame (1 = a frame per command)",
+        "N"),
     OPT("max-inflight", "SAGA_ORCHESTRATOR_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000,
         max_inflight, "most commands awaiting replies at once", "N"),
     OPT("engines", "SAGA_ORCHESTRATOR_ENGINES", CONFIG_INT, "1", 1, 16, engines,
@@ -185,6 +189,7 @@ int main(int argc, char **argv)
 	    .sweep_interval_ms = c.sweep_interval,
 	    .db_wait_ms = c.db_wait,
 	    .batch = (int)c.batch,
+	    .send_batch = (int)c.send_batch,
 	    .max_inflight = (int)c.max_inflight,
 	    .duplicate_delivery = c.duplicate_delivery,
 	};

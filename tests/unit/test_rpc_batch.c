@@ -1,0 +1,344 @@
+/* Batches of calls in one frame (rpc_batch_open/add/send, RPC_BATCH_METHOD,
+ * common/rpc.c; docs/protocol.md "Batches"). An in-process rpc_server (tcp
+ * loopback, 2 workers) serves a made-up service with a handle_batch that
+ * echoes each call's payload:
+ *
+ *   - many batches of 1..RPC_BATCH_MAX calls (and some with a call whose
+ *     timeout differs, which goes alone): every call completes exactly once
+ *     with OK and its own payload, and the handler sees each exactly once;
+ *     the handler saw batches of more than one call (frames were batched);
+ *   - drop_reply armed for one method (fault.h): in a batch of five, the
+ *     three other calls answer OK and the two dropped ones end as timed out
+ *     (transport, DEADLINE_EXCEEDED), as lone dropped calls do;
+ *   - hand-made frames: a batch with no calls, a batch inside a batch and a
+ *     plain call that carries calls are refused with INVALID_ARGUMENT and
+ *     reason bad_field, naming the field "calls".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "fault.h"
+#include "rpc.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/rpc.pb-c.h"
+
+#define CALL_TIMEOUT 10000 /* ms */
+#define NCALLS       6000
+
+#define M_ECHO "/t.T/Echo"
+#define M_DROP "/t.T/Drop"
+
+static atomic_long seen[NCALLS];  /* handler calls per call number */
+static atomic_long batched_calls; /* calls the handler saw in batches of 2 or more */
+
+/* echo serves one call: the reply payload is the request payload */
+static void echo(const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__GetSagaRequest *r
+	    = sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
+	if (r == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload", "bad payload");
+		return;
+	}
+	long n = strtol(r->saga_id, NULL, 10);
+	if (n >= 0 && n < NCALLS)
+		atomic_fetch_add(&seen[n], 1);
+	rpc_reply_ok(reply, &r->base);
+	sagas__v1__get_saga_request__free_unpacked(r, NULL);
+}
+
+static void srv_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
+{
+	(void)app;
+	(void)worker;
+	echo(call, reply);
+}
+
+static void srv_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	(void)app;
+	(void)worker;
+	if (n > 1)
+		atomic_fetch_add(&batched_calls, (long)n);
+	for (size_t i = 0; i < n; i++)
+		echo(&calls[i], &replies[i]);
+}
+
+static const rpc_server_ops ops = {
+    .handle = srv_handle,
+    .handle_batch = srv_handle_batch,
+    .service = "t.T",
+};
+
+static char url[64];
+
+/* start_server listens on a free loopback port below the kernel's
+ * ephemeral range (as tests/lib/stack.sh picks them) and sets `url`. */
+static rpc_server *start_server(void)
+{
+	long lo = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%ld", &lo) != 1)
+			lo = 32768;
+		fclose(f);
+	}
+	if (lo <= 12000 || lo > 32768)
+		lo = 32768;
+	unsigned seed = (unsigned)nng_clock() ^ (unsigned)getpid();
+	for (int attempt = 0; attempt < 100; attempt++) {
+		seed = seed * 1103515245u + 12345u;
+		long port = 10000 + (long)((seed >> 8) % (unsigned)(lo - 10000));
+		snprintf(url, sizeof url, "tcp://127.0.0.1:%ld", port);
+		rpc_server *s = NULL;
+		int rc = rpc_server_start(&s, url, 2, 64, 0, &ops, NULL);
+		if (rc == 0)
+			return s;
+		assert_int_equal(rc, -EADDRINUSE);
+	}
+	fail_msg("no free loopback port below %ld", lo);
+	return NULL;
+}
+
+/* One call's outcome, written by its done callback. */
+typedef struct outcome {
+	atomic_int done; /* times done ran */
+	int code;
+	bool transport;
+	char reason[RPC_REASON_MAX];
+	char payload_id[40]; /* the saga_id echoed back */
+} outcome;
+
+static outcome outs[NCALLS];
+static nng_mtx *mtx;
+static nng_cv *cv;
+static long finished;
+
+static void on_done(void *arg, const rpc_result *res)
+{
+	outcome *o = arg;
+	o->code = res->code;
+	o->transport = res->transport;
+	snprintf(o->reason, sizeof o->reason, "%s", res->reason);
+	if (res->code == RPC_OK) {
+		Sagas__V1__GetSagaRequest *r
+		    = sagas__v1__get_saga_request__unpack(NULL, res->payload_len, res->payload);
+		if (r != NULL) {
+			snprintf(o->payload_id, sizeof o->payload_id, "%s", r->saga_id);
+			sagas__v1__get_saga_request__free_unpacked(r, NULL);
+		}
+	}
+	atomic_fetch_add(&o->done, 1);
+	nng_mtx_lock(mtx);
+	finished++;
+	nng_cv_wake(cv);
+	nng_mtx_unlock(mtx);
+}
+
+static void wait_finished(long n)
+{
+	nng_mtx_lock(mtx);
+	nng_time until = nng_clock() + 30000;
+	while (finished < n && nng_clock() < until)
+		nng_cv_until(cv, until);
+	nng_mtx_unlock(mtx);
+}
+
+static void reset(void)
+{
+	memset(outs, 0, sizeof outs);
+	for (int i = 0; i < NCALLS; i++)
+		atomic_store(&seen[i], 0);
+	atomic_store(&batched_calls, 0);
+	finished = 0;
+}
+
+static void add_call(rpc_batch *b, const char *method, int i, int64_t timeout_ms)
+{
+	char id[40];
+	snprintf(id, sizeof id, "%d", i);
+	Sagas__V1__GetSagaRequest m = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	m.saga_id = id;
+	assert_int_equal(rpc_batch_add(b, method, &m.base, timeout_ms, on_done, &outs[i]), 0);
+}
+
+static void test_batches_echo(void **state)
+{
+	(void)state;
+	reset();
+	rpc_server *srv = start_server();
+	rpc_client *c = NULL;
+	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
+	unsigned seed = 7;
+	int i = 0;
+	while (i < NCALLS) {
+		rpc_batch *b = rpc_batch_open(c);
+		assert_non_null(b);
+		seed = seed * 1103515245u + 12345u;
+		int k = 1 + (int)((seed >> 8) % RPC_BATCH_MAX);
+		for (int j = 0; j < k && i < NCALLS; j++, i++)
+			/* every 97th call has another timeout: it goes alone */
+			add_call(b, M_ECHO, i, i % 97 == 5 ? CALL_TIMEOUT + 1 : CALL_TIMEOUT);
+		rpc_batch_send(b);
+	}
+	wait_finished(NCALLS);
+	for (int n = 0; n < NCALLS; n++) {
+		char want[40];
+		snprintf(want, sizeof want, "%d", n);
+		assert_int_equal(atomic_load(&outs[n].done), 1);
+		assert_int_equal(outs[n].code, RPC_OK);
+		assert_string_equal(outs[n].payload_id, want);
+		assert_int_equal(atomic_load(&seen[n]), 1);
+	}
+	assert_true(atomic_load(&batched_calls) > 0);
+	rpc_client_close(c);
+	rpc_server_stop(srv);
+}
+
+static void test_batch_with_dropped_calls(void **state)
+{
+	(void)state;
+	reset();
+	rpc_server *srv = start_server();
+	rpc_client *c = NULL;
+	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
+	assert_int_equal(fault_arm(FAULT_DROP_REPLY, M_DROP, 0, 2), 0);
+	rpc_batch *b = rpc_batch_open(c);
+	assert_non_null(b);
+	const char *methods[5] = {M_ECHO, M_DROP, M_ECHO, M_DROP, M_ECHO};
+	for (int i = 0; i < 5; i++)
+		add_call(b, methods[i], i, 300);
+	rpc_batch_send(b);
+	wait_finished(5);
+	fault_clear();
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(atomic_load(&outs[i].done), 1);
+		if (strcmp(methods[i], M_DROP) == 0) {
+			assert_true(outs[i].transport);
+			assert_int_equal(outs[i].code, RPC_DEADLINE_EXCEEDED);
+			assert_int_equal(atomic_load(&seen[i]), 1); /* applied, reply lost */
+		} else {
+			assert_false(outs[i].transport);
+			assert_int_equal(outs[i].code, RPC_OK);
+			char want[8];
+			snprintf(want, sizeof want, "%d", i);
+			assert_string_equal(outs[i].payload_id, want);
+		}
+	}
+	rpc_client_close(c);
+	rpc_server_stop(srv);
+}
+
+/* send_raw sends a hand-made envelope and decodes the reply envelope. */
+static Sagas__V1__ReplyEnvelope *send_raw(rpc_client *c, const Sagas__V1__RequestEnvelope *env)
+{
+	size_t n = sagas__v1__request_envelope__get_packed_size(env);
+	uint8_t *buf = malloc(n ? n : 1);
+	assert_non_null(buf);
+	sagas__v1__request_envelope__pack(env, buf);
+	uint8_t *reply = NULL;
+	size_t reply_len = 0;
+	assert_int_equal(rpc_call_raw(c, buf, n, 5000, &reply, &reply_len), 0);
+	free(buf);
+	Sagas__V1__ReplyEnvelope *r = sagas__v1__reply_envelope__unpack(NULL, reply_len, reply);
+	free(reply);
+	assert_non_null(r);
+	return r;
+}
+
+static void test_bad_batches_refused(void **state)
+{
+	(void)state;
+	reset();
+	rpc_server *srv = start_server();
+	rpc_client *c = NULL;
+	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
+
+	/* a batch without calls */
+	Sagas__V1__RequestEnvelope empty = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	empty.method = RPC_BATCH_METHOD;
+	empty.request_id = "b1";
+	Sagas__V1__ReplyEnvelope *r = send_raw(c, &empty);
+	assert_int_equal(r->code, RPC_INVALID_ARGUMENT);
+	assert_string_equal(r->reason, "bad_field");
+	assert_non_null(strstr(r->message, "calls"));
+	assert_string_equal(r->request_id, "b1");
+	sagas__v1__reply_envelope__free_unpacked(r, NULL);
+
+	/* a batch inside a batch, next to a good call */
+	Sagas__V1__RequestEnvelope inner = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	inner.method = RPC_BATCH_METHOD;
+	inner.request_id = "i1";
+	Sagas__V1__GetSagaRequest m = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	m.saga_id = "9";
+	uint8_t pbuf[64];
+	size_t plen = sagas__v1__get_saga_request__pack(&m, pbuf);
+	Sagas__V1__RequestEnvelope good = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	good.method = M_ECHO;
+	good.request_id = "g1";
+	good.payload.data = pbuf;
+	good.payload.len = plen;
+	Sagas__V1__RequestEnvelope *calls[2] = {&inner, &good};
+	Sagas__V1__RequestEnvelope outer = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	outer.method = RPC_BATCH_METHOD;
+	outer.request_id = "b2";
+	outer.n_calls = 2;
+	outer.calls = calls;
+	r = send_raw(c, &outer);
+	assert_int_equal(r->code, RPC_OK);
+	assert_int_equal(r->n_replies, 2);
+	assert_string_equal(r->replies[0]->request_id, "i1");
+	assert_int_equal(r->replies[0]->code, RPC_INVALID_ARGUMENT);
+	assert_string_equal(r->replies[0]->reason, "bad_field");
+	assert_non_null(strstr(r->replies[0]->message, "calls"));
+	assert_string_equal(r->replies[1]->request_id, "g1");
+	assert_int_equal(r->replies[1]->code, RPC_OK);
+	assert_int_equal(atomic_load(&seen[9]), 1);
+	sagas__v1__reply_envelope__free_unpacked(r, NULL);
+
+	/* a plain call that carries calls */
+	Sagas__V1__RequestEnvelope *one[1] = {&good};
+	Sagas__V1__RequestEnvelope plain = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	plain.method = M_ECHO;
+	plain.request_id = "p1";
+	plain.payload.data = pbuf;
+	plain.payload.len = plen;
+	plain.n_calls = 1;
+	plain.calls = one;
+	r = send_raw(c, &plain);
+	assert_int_equal(r->code, RPC_INVALID_ARGUMENT);
+	assert_string_equal(r->reason, "bad_field");
+	assert_non_null(strstr(r->message, "calls"));
+	assert_int_equal(atomic_load(&seen[9]), 1); /* not applied */
+	sagas__v1__reply_envelope__free_unpacked(r, NULL);
+
+	rpc_client_close(c);
+	rpc_server_stop(srv);
+}
+
+int main(void)
+{
+	if (nng_mtx_alloc(&mtx) != 0 || nng_cv_alloc(&cv, mtx) != 0)
+		return 1;
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_batches_echo),
+	    cmocka_unit_test(test_batch_with_dropped_calls),
+	    cmocka_unit_test(test_bad_batches_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
