@@ -207,10 +207,12 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 }
 
 /* api_answer_start answers a StartSaga whose insert returned `rc`, with
- * `created` and the `stored` row, and hands a new saga to the engine. With
+ * `created` and the `stored` row, and appends a new saga to `submit` (room
+ * for one more), for api_submit to hand to the engine. With
  * wait_ms the call is held until the saga finishes (api_hold_wait). */
 static void api_answer_start(api *a, api_worker *w, const rpc_request *call, const saga_row *row,
-    int32_t wait_ms, int rc, bool created, saga_row *stored, rpc_reply *reply)
+    int32_t wait_ms, int rc, bool created, saga_row *stored, rpc_reply *reply, saga_row *submit,
+    size_t *nsubmit)
 {
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
@@ -234,10 +236,34 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
-		engine_submit(api_engine_of(a, stored->saga_id), stored);
+		submit[(*nsubmit)++] = *stored; /* api_submit hands it to its engine */
 	}
 	if (!held)
 		codec_reply_start(reply, stored, created, finished);
+}
+
+/* api_submit hands the `n` new sagas in `rows` to their engines, those of
+ * one engine together (engine_submit_many: their first commands go out in
+ * one frame per participant). */
+static void api_submit(api *a, saga_row *rows, size_t n)
+{
+	for (int e = 0; e < a->n_engines && n > 0; e++) {
+		engine *eng = a->engs[e];
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (api_engine_of(a, rows[i].saga_id) != eng) {
+				if (k != i) { /* keep the others, in order, at the front */
+					saga_row t = rows[k];
+					rows[k] = rows[i];
+					rows[i] = t;
+				}
+				k++;
+			}
+		}
+		/* rows[k..n) are eng's */
+		engine_submit_many(eng, rows + k, n - k);
+		n = k;
+	}
 }
 
 static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -249,7 +275,10 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	bool created = false;
 	int rc;
 	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
-	api_answer_start(a, w, call, &row, wait_ms, rc, created, &stored, reply);
+	saga_row submit;
+	size_t nsubmit = 0;
+	api_answer_start(a, w, call, &row, wait_ms, rc, created, &stored, reply, &submit, &nsubmit);
+	api_submit(a, &submit, nsubmit);
 }
 
 /* api_parse_get decodes and checks a GetSaga payload into `saga_id` (room
@@ -572,13 +601,14 @@ static void api_handle_batch(
 	api *a = app;
 	api_worker *w = worker;
 	/* the sagas to insert, as stored, and as read: n of each at most */
-	saga_row *rows = malloc(3 * n * sizeof *rows);
+	saga_row *rows = malloc(4 * n * sizeof *rows);
 	if (rows == NULL) {
 		for (size_t i = 0; i < n; i++)
 			api_handle(app, worker, &calls[i], &replies[i]);
 		return;
 	}
-	saga_row *stored = rows + n, *got = rows + 2 * n;
+	saga_row *stored = rows + n, *got = rows + 2 * n, *submit = rows + 3 * n;
+	size_t nsubmit = 0;
 	bool created[RPC_BATCH_MAX], found[RPC_BATCH_MAX];
 	int32_t waits_ms[RPC_BATCH_MAX];
 	char ids[RPC_BATCH_MAX][VALID_UUID_LEN + 1];
@@ -601,14 +631,16 @@ static void api_handle_batch(
 		int rc;
 		API_DB(a, w, rc, store_insert_saga(w->conn, &rows[0], &created[0], &stored[0]));
 		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc, created[0],
-		    &stored[0], &replies[start_at[0]]);
+		    &stored[0], &replies[start_at[0]], submit, &nsubmit);
 	} else if (ns > 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));
 		for (size_t k = 0; k < ns; k++)
 			api_answer_start(a, w, &calls[start_at[k]], &rows[k], waits_ms[k], rc,
-			    rc == 0 && created[k], &stored[k], &replies[start_at[k]]);
+			    rc == 0 && created[k], &stored[k], &replies[start_at[k]], submit,
+			    &nsubmit);
 	}
+	api_submit(a, submit, nsubmit);
 	if (ng > 0) {
 		int rc;
 		API_DB(a, w, rc, store_get_sagas(w->conn, idp, ng, got, found));

@@ -31,6 +31,13 @@ typedef struct engine_queue {
 	engine_item *head, *tail;
 } engine_queue;
 
+/* Commands gathered by one thread since its last engine_out_flush: one
+ * frame per participant (rpc_batch). */
+typedef struct engine_out {
+	rpc_batch *stock, *payment;
+	int n; /* commands in them */
+} engine_out;
+
 struct engine {
 	engine_config cfg;
 	PGconn *conn; /* engine thread only */
@@ -51,31 +58,36 @@ struct engine {
 	 * oldest first (back-pressure: they wait here, not in a timed call) */
 	engine_queue backlog;
 
-	/* engine thread only: the commands dispatched since the last
-	 * engine_flush, one frame per participant (rpc_batch) */
-	rpc_batch *out_stock, *out_payment;
-	int out_n; /* commands in them */
+	/* engine thread only: the commands it dispatched since its last
+	 * engine_flush */
+	engine_out out;
 };
 
-/* engine_flush sends the commands gathered by engine_dispatch. */
-static void engine_flush(engine *e)
+/* engine_out_flush sends the commands gathered in `o`. */
+static void engine_out_flush(engine_out *o)
 {
-	rpc_batch_send(e->out_stock);
-	rpc_batch_send(e->out_payment);
-	e->out_stock = e->out_payment = NULL;
-	e->out_n = 0;
+	rpc_batch_send(o->stock);
+	rpc_batch_send(o->payment);
+	o->stock = o->payment = NULL;
+	o->n = 0;
 }
 
-/* engine_batch_for is the open batch for `client`, opened on first use;
- * NULL when batches are off (send_batch <= 1) or out of memory (then the
- * command goes alone). */
-static rpc_batch *engine_batch_for(engine *e, rpc_client *client)
+/* engine_flush sends the commands the engine thread gathered. */
+static void engine_flush(engine *e)
+{
+	engine_out_flush(&e->out);
+}
+
+/* engine_batch_for is the open batch of `o` for `client`, opened on first
+ * use; NULL when batches are off (send_batch <= 1) or out of memory (then
+ * the command goes alone). */
+static rpc_batch *engine_batch_for(engine *e, engine_out *o, rpc_client *client)
 {
 	if (e->cfg.send_batch <= 1)
 		return NULL;
-	if (e->out_n >= e->cfg.send_batch)
-		engine_flush(e);
-	rpc_batch **b = client == e->stock ? &e->out_stock : &e->out_payment;
+	if (o->n >= e->cfg.send_batch)
+		engine_out_flush(o);
+	rpc_batch **b = client == e->stock ? &o->stock : &o->payment;
 	if (*b == NULL)
 		*b = rpc_batch_open(client);
 	return *b;
@@ -143,17 +155,23 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	nng_mtx_unlock(e->mtx);
 }
 
-/* engine_dispatch sends the command `row` makes due, in the participant's
- * batch that engine_flush sends. The row must already be leased in the
- * database (rule 1: written before sent). */
-static void engine_dispatch(engine *e, const saga_row *row)
+/* engine_dispatch_to sends the command `row` makes due, gathered in `o`
+ * (sent by engine_out_flush). The row must already be leased in the
+ * database (rule 1: written before sent). `counted`: the caller has already
+ * counted the command in e->inflight. */
+static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bool counted)
 {
 	saga_command cmd = saga_command_of(row->s.state);
-	if (cmd == SAGA_CMD_NONE)
-		return;
-	engine_item *it = calloc(1, sizeof *it);
+	engine_item *it = cmd == SAGA_CMD_NONE ? NULL : calloc(1, sizeof *it);
 	if (it == NULL) {
-		log_error(row->saga_id, "could not send %s: out of memory", saga_command_name(cmd));
+		if (cmd != SAGA_CMD_NONE)
+			log_error(row->saga_id, "could not send %s: out of memory",
+			    saga_command_name(cmd));
+		if (counted) {
+			nng_mtx_lock(e->mtx);
+			e->inflight--;
+			nng_mtx_unlock(e->mtx);
+		}
 		return; /* the sweep sends it when the lease ends */
 	}
 	it->row = *row;
@@ -168,15 +186,17 @@ static void engine_dispatch(engine *e, const saga_row *row)
 	rpc_client *client = (cmd == SAGA_CMD_RESERVE_STOCK || cmd == SAGA_CMD_RELEASE_STOCK)
 	    ? e->stock
 	    : e->payment;
-	nng_mtx_lock(e->mtx);
-	e->inflight++;
-	nng_mtx_unlock(e->mtx);
+	if (!counted) {
+		nng_mtx_lock(e->mtx);
+		e->inflight++;
+		nng_mtx_unlock(e->mtx);
+	}
 	log_debug(
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
-	rpc_batch *batch = engine_batch_for(e, client);
+	rpc_batch *batch = engine_batch_for(e, o, client);
 	int rc = codec_send_command(client, batch, cmd, row, timeout, engine_on_reply, it);
 	if (rc == 0 && batch != NULL)
-		e->out_n++;
+		o->n++;
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
 		nng_mtx_lock(e->mtx);
@@ -184,6 +204,12 @@ static void engine_dispatch(engine *e, const saga_row *row)
 		nng_mtx_unlock(e->mtx);
 		free(it);
 	}
+}
+
+/* engine_dispatch: engine_dispatch_to on the engine thread's own batches. */
+static void engine_dispatch(engine *e, const saga_row *row)
+{
+	engine_dispatch_to(e, row, &e->out, false);
 }
 
 /* engine_reconnect makes sure the engine's connection is usable. */
@@ -444,6 +470,30 @@ void engine_submit(engine *e, const saga_row *row)
 	e->queued++;
 	nng_cv_wake(e->cv);
 	nng_mtx_unlock(e->mtx);
+}
+
+void engine_submit_many(engine *e, const saga_row *rows, size_t n)
+{
+	if (n == 0)
+		return;
+	/* room now and nobody waiting before them: sent from this thread,
+	 * without the hand-over to the engine thread (counted in inflight
+	 * first, so max_inflight holds) */
+	nng_mtx_lock(e->mtx);
+	bool direct = !e->stopping && e->queued == 0
+	    && (int64_t)e->inflight + (int64_t)n <= (int64_t)e->cfg.max_inflight;
+	if (direct)
+		e->inflight += (int)n;
+	nng_mtx_unlock(e->mtx);
+	if (!direct) {
+		for (size_t i = 0; i < n; i++)
+			engine_submit(e, &rows[i]);
+		return;
+	}
+	engine_out o = {0};
+	for (size_t i = 0; i < n; i++)
+		engine_dispatch_to(e, &rows[i], &o, true);
+	engine_out_flush(&o);
 }
 
 int engine_start(engine **out, const engine_config *cfg)

@@ -5,8 +5,10 @@
  * everything left unfinished by a crash (rule 9).
  *
  * Threads: one engine thread owns the engine's PGconn and all decisions;
- * replies arrive on nng threads and are queued to it. Many sagas are in
- * flight at once (up to max_inflight commands).
+ * replies arrive on nng threads and are queued to it. The first command of
+ * a new saga is sent by the thread that stored it when there is room
+ * (engine_submit_many). Many sagas are in flight at once (up to
+ * max_inflight commands).
  */
 #ifndef SAGA_ENGINE_H
 #define SAGA_ENGINE_H
@@ -53,6 +55,14 @@ int engine_start(engine **out, const engine_config *cfg) __attribute__((warn_unu
  * ends before it is sent, the row is left to the sweep, which finds it when
  * the lease ends. */
 void engine_submit(engine *e, const saga_row *row);
+
+/* engine_submit_many hands `n` newly stored sagas (`rows`, copied) to the
+ * engine. When fewer than max_inflight commands await replies and no saga
+ * waits before them, their first commands are sent at once from the
+ * calling thread, in one frame per participant; otherwise each goes as
+ * engine_submit. Thread-safe; never blocks on I/O. Must not be called after
+ * engine_stop has begun. */
+void engine_submit_many(engine *e, const saga_row *rows, size_t n);
 
 /* engine_lease_ms is how long a dispatched command holds its saga before
  * the sweep may send it again. */
