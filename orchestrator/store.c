@@ -277,7 +277,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	int rc = pg_exec(conn,
 	    "SELECT h.version, coalesce(h.from_state, ''), h.to_state, h.event, h.reason, " MS(
 	        "h.at") " FROM sagas s LEFT JOIN saga_history h ON h.saga_id = s.saga_id "
-	                "WHERE s.saga_id = $1 ORDER BY h.id",
+	                "WHERE s.saga_id = $1 ORDER BY h.version",
 	    1, p, &r);
 	if (rc != 0)
 		return rc;
