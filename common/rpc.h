@@ -27,7 +27,7 @@
 /* The method of a frame that carries several calls (RequestEnvelope.calls,
  * docs/protocol.md "Batches"), and the most calls one may carry. */
 #define RPC_BATCH_METHOD    "/sagas.v1.Rpc/Batch"
-#define RPC_BATCH_CALLS_MAX 1024
+#define RPC_BATCH_CALLS_MAX 128
 #define RPC_REASON_MAX      64
 #define RPC_MESSAGE_MAX     256
 #define RPC_REQUEST_ID_MAX  64

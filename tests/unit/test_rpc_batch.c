@@ -10,8 +10,9 @@
  *   - drop_reply armed for one method (fault.h): in a batch of five, the
  *     three other calls answer OK and the two dropped ones end as timed out
  *     (transport, DEADLINE_EXCEEDED), as lone dropped calls do;
- *   - hand-made frames: a batch with no calls, a batch inside a batch and a
- *     plain call that carries calls are refused with INVALID_ARGUMENT and
+ *   - hand-made frames: a batch with no calls, one with more than
+ *     RPC_BATCH_CALLS_MAX, a batch inside a batch and a plain call that
+ *     carries calls are refused with INVALID_ARGUMENT and
  *     reason bad_field, naming the field "calls".
  */
 #include <errno.h>
@@ -278,6 +279,25 @@ static void test_bad_batches_refused(void **state)
 	assert_string_equal(r->reason, "bad_field");
 	assert_non_null(strstr(r->message, "calls"));
 	assert_string_equal(r->request_id, "b1");
+	sagas__v1__reply_envelope__free_unpacked(r, NULL);
+
+	/* a batch of more than RPC_BATCH_CALLS_MAX calls */
+	Sagas__V1__RequestEnvelope small = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	small.method = M_ECHO;
+	small.request_id = "s";
+	Sagas__V1__RequestEnvelope *many[RPC_BATCH_CALLS_MAX + 1];
+	for (int i = 0; i <= RPC_BATCH_CALLS_MAX; i++)
+		many[i] = &small;
+	Sagas__V1__RequestEnvelope big = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	big.method = RPC_BATCH_METHOD;
+	big.request_id = "b3";
+	big.n_calls = RPC_BATCH_CALLS_MAX + 1;
+	big.calls = many;
+	r = send_raw(c, &big);
+	assert_int_equal(r->code, RPC_INVALID_ARGUMENT);
+	assert_string_equal(r->reason, "bad_field");
+	assert_non_null(strstr(r->message, "calls"));
+	assert_int_equal(r->n_replies, 0);
 	sagas__v1__reply_envelope__free_unpacked(r, NULL);
 
 	/* a batch inside a batch, next to a good call */
