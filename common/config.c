@@ -127,7 +127,10 @@ void config_print_help(
 			snprintf(flag, sizeof flag, "--%s %s", o->name,
 			    o->unit ? o->unit : (o->type == CONFIG_INT ? "N" : "TEXT"));
 		fprintf(out, "  %-30s %s", flag, o->help);
-		if (o->def && *o->def)
+		if (o->type == CONFIG_INT && o->def && *o->def)
+			fprintf(
+			    out, " (%" PRId64 "..%" PRId64 ", default %s)", o->min, o->max, o->def);
+		else if (o->def && *o->def)
 			fprintf(out, " (default %s)", o->def);
 		if (o->env)
 			fprintf(out, " [env %s]", o->env);

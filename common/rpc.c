@@ -325,11 +325,14 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
 		return;
 	}
-	if (strcmp(env->method, RPC_BATCH_METHOD) == 0 || env->n_calls > 0) {
+	if (strcmp(env->method, RPC_BATCH_METHOD) == 0) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    it->frame->batch ? "invalid calls: a batch inside a batch"
-		                     : "invalid calls: only %s carries calls",
-		    RPC_BATCH_METHOD);
+		    "invalid calls: a batch inside a batch");
+		return;
+	}
+	if (env->n_calls > 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid calls: only %s carries calls", RPC_BATCH_METHOD);
 		return;
 	}
 	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {

@@ -1785,6 +1785,8 @@ static void ctl_print_help(FILE *out)
 			fprintf(out, " [env %s]", o->env);
 		fputc('\n', out);
 	}
+	fprintf(out, "  %-32s %s\n", "--config FILE",
+	    "read name = value lines from FILE (docs/operations.md)");
 	fprintf(out,
 	    "  %-32s %s\n\n"
 	    "SAGA (--json of get, wait, list, start, retry, report): "
