@@ -113,5 +113,6 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	log_info(NULL, "%s stopping", d->prog);
 	rpc_server_stop(srv);
 	health_db_close(participant_health);
+	log_info(NULL, "%s stopped", d->prog);
 	return 0;
 }

@@ -250,5 +250,6 @@ int main(int argc, char **argv)
 	orch_engines_stop(engs, n_engines);
 	waits_free(wt);
 	health_db_close(orch_health);
+	log_info(NULL, "stopped");
 	return 0;
 }
