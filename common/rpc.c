@@ -742,6 +742,7 @@ struct rpc_client {
 	nng_cv *cv;
 	nng_thread *timer;
 	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
+	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
 	long calls;               /* calls started and not yet finished */
 	bool closing;
 };
@@ -761,6 +762,10 @@ bool rpc_url_ok(const char *url)
 }
 
 static void rpc_timer_main(void *arg);
+
+/* The longest the timer thread sleeps with no call in flight (ms): a call
+ * whose deadline comes later then needs no wake-up of its own. */
+#define RPC_TIMER_IDLE_MS 1000
 
 static void rpc_client_free(rpc_client *c)
 {
@@ -971,8 +976,10 @@ static void rpc_timer_arm(rpc_client *c, rpc_pending *p)
 	else
 		c->head = p;
 	p->armed = true;
-	if (c->head == p)
-		nng_cv_wake(c->cv); /* an earlier deadline than the timer waits for */
+	/* a deadline before the timer thread's next wake-up: wake it now (most
+	 * calls need no wake-up: it wakes at least every RPC_TIMER_IDLE_MS) */
+	if (p->expire_mono < c->timer_until)
+		nng_cv_wake(c->cv);
 }
 
 /* rpc_timer_disarm takes p off the timer list. c->mtx held. */
@@ -1002,15 +1009,18 @@ static void rpc_timer_main(void *arg)
 	nng_mtx_lock(c->mtx);
 	while (!c->closing) {
 		rpc_pending *p = c->head;
+		int64_t now = clock_mono_ms();
 		if (p == NULL) {
-			nng_cv_wait(c->cv);
+			c->timer_until = now + RPC_TIMER_IDLE_MS;
+			nng_cv_until(c->cv, nng_clock() + RPC_TIMER_IDLE_MS);
 			continue;
 		}
-		int64_t now = clock_mono_ms();
 		if (p->expire_mono > now) {
+			c->timer_until = p->expire_mono;
 			nng_cv_until(c->cv, nng_clock() + (nng_time)(p->expire_mono - now));
 			continue;
 		}
+		c->timer_until = now;
 		rpc_timer_disarm(c, p);
 		p->timed_out = true;
 		nng_aio_cancel(p->aio);
