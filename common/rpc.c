@@ -304,6 +304,18 @@ static void rpc_server_open_frame(rpc_frame *f)
 	f->n = f->env->n_calls;
 }
 
+/* rpc_batchable is true when `method` may travel in a batch frame
+ * (rpc_server_ops.batch_methods). */
+static bool rpc_batchable(const rpc_server *s, const char *method)
+{
+	if (s->ops->batch_methods == NULL)
+		return true;
+	for (const char *const *m = s->ops->batch_methods; *m != NULL; m++)
+		if (strcmp(*m, method) == 0)
+			return true;
+	return false;
+}
+
 /* rpc_server_decode checks one call's envelope and answers what the server
  * answers itself: a bad field, a passed deadline, Health, Admin, and the
  * fault points before the handler. Sets it->answered or it->drop when the
@@ -335,6 +347,12 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 		    "invalid calls: only %s carries calls", RPC_BATCH_METHOD);
 		return;
 	}
+	if (it->frame->batch && !rpc_batchable(s, env->method)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid method: \"%.100s\" cannot travel in a batch; send it alone",
+		    env->method);
+		return;
+	}
 	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {
 		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "deadline",
 		    "deadline passed before the call was served");
@@ -346,6 +364,7 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	    .deadline_ms = env->deadline_unix_ms,
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
+	    .in_batch = it->frame->batch,
 	    .held = it->frame->batch ? NULL : it,
 	};
 	/* Health and Admin before fault injection and the daemon's handler */
@@ -843,13 +862,17 @@ void rpc_client_close(rpc_client *c)
 	rpc_client_free(c);
 }
 
+/* The bytes REQ puts before the body (the request id), which count
+ * against the server's frame limit. */
+#define RPC_REQ_HEADER 4
+
 /* rpc_pack_envelope packs `env` into a new frame; NULL (and *err) when it
  * is over max_msg or out of memory. */
 static nng_msg *rpc_pack_envelope(rpc_client *c, const Sagas__V1__RequestEnvelope *env, int *err)
 {
 	size_t n = sagas__v1__request_envelope__get_packed_size(env);
 	nng_msg *m = NULL;
-	if (n > c->opts.max_msg) {
+	if (n + RPC_REQ_HEADER > c->opts.max_msg) {
 		*err = -EMSGSIZE;
 	} else if (nng_msg_alloc(&m, n) != 0) {
 		*err = -ENOMEM;

@@ -46,7 +46,8 @@ typedef struct rpc_request {
 	int64_t deadline_ms;    /* ms since epoch, 0 = none */
 	const uint8_t *payload;
 	size_t payload_len;
-	void *held; /* the server's: what rpc_hold needs; do not touch */
+	bool in_batch; /* came in a batch frame: it cannot be held (rpc_hold) */
+	void *held;    /* the server's: what rpc_hold needs; do not touch */
 } rpc_request;
 
 /* A call whose reply is sent later (rpc_hold). */
@@ -94,6 +95,11 @@ typedef struct rpc_server_ops {
 	/* The full name of the daemon's own service ("sagas.v1.Stock"), which
 	 * Health/Check also answers for by name. May be NULL. */
 	const char *service;
+	/* The full names of the methods a batch frame may carry (their
+	 * replies are small and immediate), NULL-terminated; a call of any
+	 * other method in a batch is refused with INVALID_ARGUMENT. NULL: any
+	 * method. */
+	const char *const *batch_methods;
 	/* Called when a client connection (an nng pipe, rpc_held_pipe) closes,
 	 * on an nng thread that holds the socket's lock: it must only note the
 	 * id and return (no rpc call, no rpc_held_reply). May be NULL. */
@@ -199,10 +205,12 @@ rpc_batch *rpc_batch_open(rpc_client *c);
 /* rpc_batch_add adds a call, as rpc_call_async would make it: `method` must
  * stay valid until rpc_batch_send (a string literal); `req` is encoded now.
  * A call whose timeout differs from the batch's (the first call's), a call
- * in duplicate mode (opts.duplicate), and the call after RPC_BATCH_MAX or
- * half of max_msg bytes go out at once on their own instead (the batch so
- * far is sent first). Returns 0 when `done` will run exactly once, or a
- * negative errno as rpc_call_async (then it never runs). */
+ * in duplicate mode (opts.duplicate) and a call bigger than half of max_msg
+ * go out at once on their own (rpc_call_async), ahead of the batch. When
+ * the batch holds RPC_BATCH_MAX calls or half of max_msg bytes, it is sent
+ * and a new one begins with the call. Returns 0 when `done` will run
+ * exactly once, or a negative errno as rpc_call_async (then it never
+ * runs). */
 int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
     rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
 

@@ -142,6 +142,11 @@ static bool api_parse_start(
 		    "invalid wait_ms: %d is outside 0..%d", (int)req->wait_ms, WAITS_MAX_MS);
 		goto out_free;
 	}
+	if (req->wait_ms > 0 && call->in_batch) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid wait_ms: a StartSaga in a batch cannot wait; send it alone");
+		goto out_free;
+	}
 	*wait_ms = req->wait_ms;
 	memset(row, 0, sizeof *row);
 	if (req->saga_id[0] == '\0') {
@@ -658,9 +663,14 @@ static void api_pipe_closed(void *app, uint32_t pipe_id)
 	waits_pipe_closed(a->waits, pipe_id);
 }
 
+/* What a batch frame may carry: calls answered at once with small replies
+ * (WaitSaga and the lists are not). */
+static const char *const api_batch_methods[] = {API_START_METHOD, API_GET_METHOD, NULL};
+
 const rpc_server_ops *api_server_ops(void)
 {
 	static const rpc_server_ops ops = {
+	    .batch_methods = api_batch_methods,
 	    .worker_init = api_worker_init,
 	    .worker_fini = api_worker_fini,
 	    .handle = api_handle,

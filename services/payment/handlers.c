@@ -443,7 +443,12 @@ static void payment_worker_fini(void *app, void *worker)
 	payment_store_close(worker);
 }
 
+/* What a batch frame may carry: the saga commands (small replies). */
+static const char *const payment_batch_methods[]
+    = {PAYMENT_CHARGE_METHOD, PAYMENT_REFUND_METHOD, NULL};
+
 const rpc_server_ops payment_rpc_ops = {
+    .batch_methods = payment_batch_methods,
     .worker_init = payment_worker_init,
     .worker_fini = payment_worker_fini,
     .handle = payment_handle,

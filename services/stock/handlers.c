@@ -424,7 +424,11 @@ static void stock_worker_fini(void *app, void *worker)
 	stock_store_close(worker);
 }
 
+/* What a batch frame may carry: the saga commands (small replies). */
+static const char *const stock_batch_methods[] = {STOCK_RESERVE_METHOD, STOCK_RELEASE_METHOD, NULL};
+
 const rpc_server_ops stock_rpc_ops = {
+    .batch_methods = stock_batch_methods,
     .worker_init = stock_worker_init,
     .worker_fini = stock_worker_fini,
     .handle = stock_handle,

@@ -10,6 +10,8 @@
  *   - drop_reply armed for one method (fault.h): in a batch of five, the
  *     three other calls answer OK and the two dropped ones end as timed out
  *     (transport, DEADLINE_EXCEEDED), as lone dropped calls do;
+ *   - a server with batch_methods refuses a call of another method in a
+ *     batch (INVALID_ARGUMENT, alone) and serves it in a plain frame;
  *   - hand-made frames: a batch with no calls, one with more than
  *     RPC_BATCH_CALLS_MAX, a batch inside a batch and a plain call that
  *     carries calls are refused with INVALID_ARGUMENT and
@@ -86,11 +88,20 @@ static const rpc_server_ops ops = {
     .service = "t.T",
 };
 
+/* The same service, but only Echo may travel in a batch frame. */
+static const char *const echo_only[] = {M_ECHO, NULL};
+static const rpc_server_ops ops_echo_only = {
+    .handle = srv_handle,
+    .handle_batch = srv_handle_batch,
+    .service = "t.T",
+    .batch_methods = echo_only,
+};
+
 static char url[64];
 
 /* start_server listens on a free loopback port below the kernel's
  * ephemeral range (as tests/lib/stack.sh picks them) and sets `url`. */
-static rpc_server *start_server(void)
+static rpc_server *start_server_ops(const rpc_server_ops *o)
 {
 	long lo = 32768;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
@@ -107,13 +118,18 @@ static rpc_server *start_server(void)
 		long port = 10000 + (long)((seed >> 8) % (unsigned)(lo - 10000));
 		snprintf(url, sizeof url, "tcp://127.0.0.1:%ld", port);
 		rpc_server *s = NULL;
-		int rc = rpc_server_start(&s, url, 2, 64, 0, &ops, NULL);
+		int rc = rpc_server_start(&s, url, 2, 64, 0, o, NULL);
 		if (rc == 0)
 			return s;
 		assert_int_equal(rc, -EADDRINUSE);
 	}
 	fail_msg("no free loopback port below %ld", lo);
 	return NULL;
+}
+
+static rpc_server *start_server(void)
+{
+	return start_server_ops(&ops);
 }
 
 /* One call's outcome, written by its done callback. */
@@ -351,6 +367,43 @@ static void test_bad_batches_refused(void **state)
 	rpc_server_stop(srv);
 }
 
+/* A server with batch_methods refuses, alone, a call of another method in
+ * a batch, and serves the rest. */
+static void test_batch_methods(void **state)
+{
+	(void)state;
+	reset();
+	rpc_server *srv = start_server_ops(&ops_echo_only);
+	rpc_client *c = NULL;
+	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
+	rpc_batch *b = rpc_batch_open(c);
+	assert_non_null(b);
+	add_call(b, M_ECHO, 0, CALL_TIMEOUT);
+	add_call(b, M_DROP, 1, CALL_TIMEOUT);
+	add_call(b, M_ECHO, 2, CALL_TIMEOUT);
+	rpc_batch_send(b);
+	wait_finished(3);
+	assert_int_equal(outs[0].code, RPC_OK);
+	assert_string_equal(outs[0].payload_id, "0");
+	assert_int_equal(outs[1].code, RPC_INVALID_ARGUMENT);
+	assert_string_equal(outs[1].reason, "bad_field");
+	assert_int_equal(atomic_load(&seen[1]), 0); /* not served */
+	assert_int_equal(outs[2].code, RPC_OK);
+	assert_string_equal(outs[2].payload_id, "2");
+	/* the same method alone is served */
+	reset();
+	char id[8] = "5";
+	Sagas__V1__GetSagaRequest m = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	m.saga_id = id;
+	rpc_result res;
+	assert_int_equal(rpc_call(c, M_DROP, &m.base, CALL_TIMEOUT, &res), 0);
+	assert_int_equal(res.code, RPC_OK);
+	assert_int_equal(atomic_load(&seen[5]), 1);
+	rpc_result_clear(&res);
+	rpc_client_close(c);
+	rpc_server_stop(srv);
+}
+
 int main(void)
 {
 	if (nng_mtx_alloc(&mtx) != 0 || nng_cv_alloc(&cv, mtx) != 0)
@@ -359,6 +412,7 @@ int main(void)
 	    cmocka_unit_test(test_batches_echo),
 	    cmocka_unit_test(test_batch_with_dropped_calls),
 	    cmocka_unit_test(test_bad_batches_refused),
+	    cmocka_unit_test(test_batch_methods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
