@@ -401,6 +401,10 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 		api_answer_wait(saga_id, 0, &row, false, reply);
 }
 
+/* The most bytes of sagas in one ListSagas reply: the frame must stay under
+ * the clients' 1 MiB limit (RPC_MAX_MSG_DEFAULT). */
+#define API_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
+
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
 	Sagas__V1__ListSagasRequest *req
@@ -446,13 +450,19 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
 		goto out_free;
 	}
-	for (size_t i = 0; i < n; i++) {
-		codec_saga_to_pb(&ms[i], &os[i], &rows[i]);
-		mp[i] = &ms[i];
+	size_t k = 0, bytes = 0;
+	for (; k < n; k++) {
+		codec_saga_to_pb(&ms[k], &os[k], &rows[k]);
+		/* tag + length prefix (<= 3 bytes for a saga) + the saga */
+		bytes += 4 + sagas__v1__saga__get_packed_size(&ms[k]);
+		if (bytes > API_LIST_REPLY_BUDGET)
+			break;
+		mp[k] = &ms[k];
 	}
 	Sagas__V1__ListSagasReply out = SAGAS__V1__LIST_SAGAS_REPLY__INIT;
-	out.n_sagas = n;
+	out.n_sagas = k;
 	out.sagas = mp;
+	out.truncated = k < n;
 	rpc_reply_ok(reply, &out.base);
 out_free:
 	free(rows);

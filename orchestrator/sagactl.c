@@ -946,6 +946,11 @@ static int ctl_list(ctl_ctx *c, char **args)
 		}
 		rc = ctl_table_done(&t);
 	}
+	if (rep->truncated)
+		fprintf(stderr,
+		    "note: %zu sagas shown, more match: the reply is cut at one frame (about "
+		    "1 MiB); use a smaller --limit or --state\n",
+		    rep->n_sagas);
 	sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
 	return rc;
 }
