@@ -866,6 +866,9 @@ void rpc_client_close(rpc_client *c)
  * against the server's frame limit. */
 #define RPC_REQ_HEADER 4
 
+/* Room for a client request id: a uint64 in decimal. */
+#define RPC_RID_MAX 24
+
 /* rpc_pack_envelope packs `env` into a new frame; NULL (and *err) when it
  * is over max_msg or out of memory. */
 static nng_msg *rpc_pack_envelope(rpc_client *c, const Sagas__V1__RequestEnvelope *env, int *err)
@@ -893,6 +896,24 @@ static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
 	return pbuf;
 }
 
+/* rpc_envelope_init fills `env` for a call of `method` with the payload
+ * `pbuf` (`plen` bytes, borrowed) and a deadline `timeout_ms` from now (0:
+ * none), with the client's next request id written into `rid`. Returns that
+ * id. */
+static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env,
+    const char *method, char rid[RPC_RID_MAX], int64_t timeout_ms, uint8_t *pbuf, size_t plen)
+{
+	uint64_t id = atomic_fetch_add(&c->next_id, 1);
+	snprintf(rid, RPC_RID_MAX, "%" PRIu64, id);
+	sagas__v1__request_envelope__init(env);
+	env->method = (char *)method;
+	env->request_id = rid;
+	env->deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
+	env->payload.data = pbuf;
+	env->payload.len = plen;
+	return id;
+}
+
 /* rpc_encode_request builds a request frame; NULL on failure. */
 static nng_msg *rpc_encode_request(
     rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms, int *err)
@@ -903,17 +924,24 @@ static nng_msg *rpc_encode_request(
 		*err = -ENOMEM;
 		return NULL;
 	}
-	char rid[32];
-	snprintf(rid, sizeof rid, "%" PRIuFAST64, atomic_fetch_add(&c->next_id, 1));
-	Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
-	env.method = (char *)method;
-	env.request_id = rid;
-	env.deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
-	env.payload.data = pbuf;
-	env.payload.len = plen;
+	char rid[RPC_RID_MAX];
+	Sagas__V1__RequestEnvelope env;
+	rpc_envelope_init(c, &env, method, rid, timeout_ms, pbuf, plen);
 	nng_msg *m = rpc_pack_envelope(c, &env, err);
 	free(pbuf);
 	return m;
+}
+
+/* rpc_result_of fills *res from the reply envelope `env`; its payload points
+ * into `env` (borrowed: valid while `env` is). */
+static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
+{
+	memset(res, 0, sizeof *res);
+	res->code = env->code;
+	snprintf(res->reason, sizeof res->reason, "%s", env->reason);
+	snprintf(res->message, sizeof res->message, "%s", env->message);
+	res->payload = env->payload.data;
+	res->payload_len = env->payload.len;
 }
 
 int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
@@ -922,9 +950,9 @@ int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
 	Sagas__V1__ReplyEnvelope *env = sagas__v1__reply_envelope__unpack(NULL, len, bytes);
 	if (env == NULL)
 		return -EBADMSG;
-	res->code = env->code;
-	snprintf(res->reason, sizeof res->reason, "%s", env->reason);
-	snprintf(res->message, sizeof res->message, "%s", env->message);
+	rpc_result_of(res, env);
+	res->payload = NULL;
+	res->payload_len = 0;
 	if (env->payload.len > 0) {
 		res->payload = malloc(env->payload.len);
 		if (res->payload == NULL) {
@@ -1131,10 +1159,9 @@ static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *a
 	}
 	if (env->code != RPC_OK) {
 		/* refused as a whole (or an old server): every call alike */
-		memset(res, 0, sizeof *res);
-		res->code = env->code;
-		snprintf(res->reason, sizeof res->reason, "%s", env->reason);
-		snprintf(res->message, sizeof res->message, "%s", env->message);
+		rpc_result_of(res, env);
+		res->payload = NULL; /* freed with env below */
+		res->payload_len = 0;
 		sagas__v1__reply_envelope__free_unpacked(env, NULL);
 		return false;
 	}
@@ -1145,10 +1172,8 @@ static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *a
 		rpc_sub *sub = rpc_sub_find(p, r->request_id, &from);
 		if (sub == NULL)
 			continue; /* not ours, or a second reply: ignored */
-		rpc_result one
-		    = {.code = r->code, .payload = r->payload.data, .payload_len = r->payload.len};
-		snprintf(one.reason, sizeof one.reason, "%s", r->reason);
-		snprintf(one.message, sizeof one.message, "%s", r->message);
+		rpc_result one;
+		rpc_result_of(&one, r);
 		sub->finished = true;
 		sub->done(sub->arg, &one);
 		answered++;
@@ -1319,19 +1344,24 @@ out_undo:
 
 struct rpc_batch {
 	rpc_client *c;
+	size_t max_calls;   /* a frame each max_calls calls */
 	int64_t timeout_ms; /* of every call in the batch */
 	size_t n;
 	size_t bytes; /* the calls' encoded size, about */
 	Sagas__V1__RequestEnvelope envs[RPC_BATCH_MAX];
-	char ids[RPC_BATCH_MAX][24];
+	char ids[RPC_BATCH_MAX][RPC_RID_MAX];
 	rpc_sub subs[RPC_BATCH_MAX];
 };
 
-rpc_batch *rpc_batch_open(rpc_client *c)
+rpc_batch *rpc_batch_open(rpc_client *c, int max_calls)
 {
 	rpc_batch *b = calloc(1, sizeof *b);
-	if (b != NULL)
-		b->c = c;
+	if (b == NULL)
+		return NULL;
+	b->c = c;
+	b->max_calls = max_calls < 1    ? 1
+	    : max_calls > RPC_BATCH_MAX ? RPC_BATCH_MAX
+	                                : (size_t)max_calls;
 	return b;
 }
 
@@ -1339,8 +1369,7 @@ rpc_batch *rpc_batch_open(rpc_client *c)
 static void rpc_batch_fail(rpc_batch *b, int err)
 {
 	rpc_result res;
-	rpc_transport_result(&res, NNG_ECLOSED);
-	res.code = RPC_UNAVAILABLE;
+	rpc_transport_result(&res, NNG_ECLOSED); /* UNAVAILABLE */
 	snprintf(res.message, sizeof res.message, "could not send: %s", strerror(-err));
 	for (size_t i = 0; i < b->n; i++)
 		b->subs[i].done(b->subs[i].arg, &res);
@@ -1362,12 +1391,9 @@ static void rpc_batch_flush(rpc_batch *b)
 		Sagas__V1__RequestEnvelope *ptrs[RPC_BATCH_MAX];
 		for (size_t i = 0; i < b->n; i++)
 			ptrs[i] = &b->envs[i];
-		char rid[24];
-		snprintf(rid, sizeof rid, "%" PRIuFAST64, atomic_fetch_add(&c->next_id, 1));
-		Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
-		env.method = RPC_BATCH_METHOD;
-		env.request_id = rid;
-		env.deadline_unix_ms = b->envs[0].deadline_unix_ms;
+		char rid[RPC_RID_MAX];
+		Sagas__V1__RequestEnvelope env;
+		rpc_envelope_init(c, &env, RPC_BATCH_METHOD, rid, b->timeout_ms, NULL, 0);
 		env.n_calls = b->n;
 		env.calls = ptrs;
 		m = rpc_pack_envelope(c, &env, &err);
@@ -1410,20 +1436,12 @@ int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req,
 		free(pbuf);
 		return rpc_call_async(c, method, req, timeout_ms, done, arg);
 	}
-	if (b->n == RPC_BATCH_MAX || b->bytes + need > c->opts.max_msg / 2)
+	if (b->n == b->max_calls || b->bytes + need > c->opts.max_msg / 2)
 		rpc_batch_flush(b);
 	if (b->n == 0)
 		b->timeout_ms = timeout_ms;
 	size_t i = b->n++;
-	uint64_t id = atomic_fetch_add(&c->next_id, 1);
-	snprintf(b->ids[i], sizeof b->ids[i], "%" PRIu64, id);
-	Sagas__V1__RequestEnvelope *env = &b->envs[i];
-	sagas__v1__request_envelope__init(env);
-	env->method = (char *)method;
-	env->request_id = b->ids[i];
-	env->deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
-	env->payload.data = pbuf;
-	env->payload.len = plen;
+	uint64_t id = rpc_envelope_init(c, &b->envs[i], method, b->ids[i], timeout_ms, pbuf, plen);
 	b->subs[i] = (rpc_sub) {.done = done, .arg = arg, .id = id};
 	b->bytes += need;
 	return 0;

@@ -22,8 +22,11 @@
 #include "status.h"
 
 #define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
-#define RPC_SERVER_CONTEXTS 256        /* requests a server holds at once */
-#define RPC_BATCH_MAX       128        /* requests a worker takes at once */
+/* The most bytes of rows a list reply (ListSagas, ListStock, ListAccounts)
+ * carries, so that the frame stays under a client's RPC_MAX_MSG_DEFAULT. */
+#define RPC_REPLY_BUDGET    (RPC_MAX_MSG_DEFAULT - 64 * 1024)
+#define RPC_SERVER_CONTEXTS 256 /* requests a server holds at once */
+#define RPC_BATCH_MAX       128 /* requests a worker takes at once */
 /* The method of a frame that carries several calls (RequestEnvelope.calls,
  * docs/protocol.md "Batches"), and the most calls one may carry. */
 #define RPC_BATCH_METHOD    "/sagas.v1.Rpc/Batch"
@@ -197,17 +200,18 @@ int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *re
  * deadline, reply and `done` callback, as with rpc_call_async. */
 typedef struct rpc_batch rpc_batch;
 
-/* rpc_batch_open starts an empty batch for client `c`. Returns it, or NULL
+/* rpc_batch_open starts an empty batch for client `c` that sends a frame
+ * each `max_calls` calls (clamped to 1..RPC_BATCH_MAX). Returns it, or NULL
  * when out of memory (then send each call with rpc_call_async). The batch is
  * the caller's until rpc_batch_send; use it from one thread. */
-rpc_batch *rpc_batch_open(rpc_client *c);
+rpc_batch *rpc_batch_open(rpc_client *c, int max_calls);
 
 /* rpc_batch_add adds a call, as rpc_call_async would make it: `method` must
  * stay valid until rpc_batch_send (a string literal); `req` is encoded now.
  * A call whose timeout differs from the batch's (the first call's), a call
  * in duplicate mode (opts.duplicate) and a call bigger than half of max_msg
  * go out at once on their own (rpc_call_async), ahead of the batch. When
- * the batch holds RPC_BATCH_MAX calls or half of max_msg bytes, it is sent
+ * the batch holds max_calls calls or half of max_msg bytes, it is sent
  * and a new one begins with the call. Returns 0 when `done` will run
  * exactly once, or a negative errno as rpc_call_async (then it never
  * runs). */

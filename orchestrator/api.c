@@ -401,10 +401,6 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 		api_answer_wait(saga_id, 0, &row, false, reply);
 }
 
-/* The most bytes of sagas in one ListSagas reply: the frame must stay under
- * the clients' 1 MiB limit (RPC_MAX_MSG_DEFAULT). */
-#define API_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
-
 static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
 	Sagas__V1__ListSagasRequest *req
@@ -455,7 +451,7 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		codec_saga_to_pb(&ms[k], &os[k], &rows[k]);
 		/* tag + length prefix (<= 3 bytes for a saga) + the saga */
 		bytes += 4 + sagas__v1__saga__get_packed_size(&ms[k]);
-		if (bytes > API_LIST_REPLY_BUDGET)
+		if (bytes > RPC_REPLY_BUDGET)
 			break;
 		mp[k] = &ms[k];
 	}

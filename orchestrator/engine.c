@@ -35,7 +35,6 @@ typedef struct engine_queue {
  * frame per participant (rpc_batch). */
 typedef struct engine_out {
 	rpc_batch *stock, *payment;
-	int n; /* commands in them */
 } engine_out;
 
 struct engine {
@@ -59,7 +58,7 @@ struct engine {
 	engine_queue backlog;
 
 	/* engine thread only: the commands it dispatched since its last
-	 * engine_flush */
+	 * engine_out_flush */
 	engine_out out;
 };
 
@@ -69,27 +68,18 @@ static void engine_out_flush(engine_out *o)
 	rpc_batch_send(o->stock);
 	rpc_batch_send(o->payment);
 	o->stock = o->payment = NULL;
-	o->n = 0;
 }
 
-/* engine_flush sends the commands the engine thread gathered. */
-static void engine_flush(engine *e)
-{
-	engine_out_flush(&e->out);
-}
-
-/* engine_batch_for is the open batch of `o` for `client`, opened on first
- * use; NULL when batches are off (send_batch <= 1) or out of memory (then
- * the command goes alone). */
+/* engine_batch_for is the open batch of `o` for `client` (a frame each
+ * send_batch commands), opened on first use; NULL when batches are off
+ * (send_batch <= 1) or out of memory (then the command goes alone). */
 static rpc_batch *engine_batch_for(engine *e, engine_out *o, rpc_client *client)
 {
 	if (e->cfg.send_batch <= 1)
 		return NULL;
-	if (o->n >= e->cfg.send_batch)
-		engine_out_flush(o);
 	rpc_batch **b = client == e->stock ? &o->stock : &o->payment;
 	if (*b == NULL)
-		*b = rpc_batch_open(client);
+		*b = rpc_batch_open(client, e->cfg.send_batch);
 	return *b;
 }
 
@@ -195,8 +185,6 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
 	rpc_batch *batch = engine_batch_for(e, o, client);
 	int rc = codec_send_command(client, batch, cmd, row, timeout, engine_on_reply, it);
-	if (rc == 0 && batch != NULL)
-		o->n++;
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
 		nng_mtx_lock(e->mtx);
@@ -303,7 +291,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (saga_is_terminal(a->state) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
-	engine_flush(e);
+	engine_out_flush(&e->out);
 	free(ups);
 }
 
@@ -385,7 +373,7 @@ static bool engine_sweep(engine *e)
 		}
 	}
 	engine_commit(e, dl_rows, pend, npend);
-	engine_flush(e);
+	engine_out_flush(&e->out);
 out_free:
 	free(rows);
 	free(dl_rows);
@@ -419,7 +407,7 @@ static void engine_drain_backlog(engine *e)
 			    "sweep sends it");
 		free(it);
 	}
-	engine_flush(e);
+	engine_out_flush(&e->out);
 }
 
 static void engine_main(void *arg)

@@ -269,10 +269,6 @@ out_free:
 	sagas__v1__deposit_request__free_unpacked(req, NULL);
 }
 
-/* A list reply stops adding rows past this many bytes, well below the frame
- * limit, so it always reaches the client (the envelope adds little). */
-#define PAYMENT_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
-
 static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *r)
 {
 	Sagas__V1__ListAccountsRequest *req
@@ -340,7 +336,7 @@ static void payment_list(payment_store *st, const rpc_request *call, rpc_reply *
 		charges[n].status = (Sagas__V1__ChargeStatus)l.charges[n].status;
 		/* tag + length prefix (<= 2 bytes for a row) + the row */
 		bytes += 3 + sagas__v1__charge__get_packed_size(&charges[n]);
-		if (bytes > PAYMENT_LIST_REPLY_BUDGET)
+		if (bytes > RPC_REPLY_BUDGET)
 			break;
 		charge_ptrs[n] = &charges[n];
 	}

@@ -256,10 +256,6 @@ out_free:
 	sagas__v1__set_stock_request__free_unpacked(req, NULL);
 }
 
-/* A list reply stops adding rows past this many bytes, well below the frame
- * limit, so it always reaches the client (the envelope adds little). */
-#define STOCK_LIST_REPLY_BUDGET (RPC_MAX_MSG_DEFAULT - 64 * 1024)
-
 static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 {
 	Sagas__V1__ListStockRequest *req
@@ -322,7 +318,7 @@ static void stock_list(stock_store *st, const rpc_request *call, rpc_reply *r)
 		recs[n].status = (Sagas__V1__ReservationStatus)l.reservations[n].status;
 		/* tag + length prefix (<= 2 bytes for a row) + the row */
 		bytes += 3 + sagas__v1__reservation__get_packed_size(&recs[n]);
-		if (bytes > STOCK_LIST_REPLY_BUDGET)
+		if (bytes > RPC_REPLY_BUDGET)
 			break;
 		rec_ptrs[n] = &recs[n];
 	}

@@ -38,6 +38,7 @@
 #include "rpc.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/rpc.pb-c.h"
+#include "unit_server.h"
 
 #define CALL_TIMEOUT 10000 /* ms */
 #define NCALLS       6000
@@ -99,32 +100,10 @@ static const rpc_server_ops ops_echo_only = {
 
 static char url[64];
 
-/* start_server listens on a free loopback port below the kernel's
- * ephemeral range (as tests/lib/stack.sh picks them) and sets `url`. */
+/* start_server_ops starts the test server with `o` and sets `url`. */
 static rpc_server *start_server_ops(const rpc_server_ops *o)
 {
-	long lo = 32768;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%ld", &lo) != 1)
-			lo = 32768;
-		fclose(f);
-	}
-	if (lo <= 12000 || lo > 32768)
-		lo = 32768;
-	unsigned seed = (unsigned)nng_clock() ^ (unsigned)getpid();
-	for (int attempt = 0; attempt < 100; attempt++) {
-		seed = seed * 1103515245u + 12345u;
-		long port = 10000 + (long)((seed >> 8) % (unsigned)(lo - 10000));
-		snprintf(url, sizeof url, "tcp://127.0.0.1:%ld", port);
-		rpc_server *s = NULL;
-		int rc = rpc_server_start(&s, url, 2, 64, 0, o, NULL);
-		if (rc == 0)
-			return s;
-		assert_int_equal(rc, -EADDRINUSE);
-	}
-	fail_msg("no free loopback port below %ld", lo);
-	return NULL;
+	return unit_server_start(o, NULL, 2, 64, url, sizeof url);
 }
 
 static rpc_server *start_server(void)
@@ -204,7 +183,7 @@ static void test_batches_echo(void **state)
 	unsigned seed = 7;
 	int i = 0;
 	while (i < NCALLS) {
-		rpc_batch *b = rpc_batch_open(c);
+		rpc_batch *b = rpc_batch_open(c, RPC_BATCH_MAX);
 		assert_non_null(b);
 		seed = seed * 1103515245u + 12345u;
 		int k = 1 + (int)((seed >> 8) % RPC_BATCH_MAX);
@@ -235,7 +214,7 @@ static void test_batch_with_dropped_calls(void **state)
 	rpc_client *c = NULL;
 	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
 	assert_int_equal(fault_arm(FAULT_DROP_REPLY, M_DROP, 0, 2), 0);
-	rpc_batch *b = rpc_batch_open(c);
+	rpc_batch *b = rpc_batch_open(c, RPC_BATCH_MAX);
 	assert_non_null(b);
 	const char *methods[5] = {M_ECHO, M_DROP, M_ECHO, M_DROP, M_ECHO};
 	for (int i = 0; i < 5; i++)
@@ -376,7 +355,7 @@ static void test_batch_methods(void **state)
 	rpc_server *srv = start_server_ops(&ops_echo_only);
 	rpc_client *c = NULL;
 	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
-	rpc_batch *b = rpc_batch_open(c);
+	rpc_batch *b = rpc_batch_open(c, RPC_BATCH_MAX);
 	assert_non_null(b);
 	add_call(b, M_ECHO, 0, CALL_TIMEOUT);
 	add_call(b, M_DROP, 1, CALL_TIMEOUT);

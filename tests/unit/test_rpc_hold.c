@@ -53,6 +53,7 @@
 #include "clock.h"
 #include "rpc.h"
 #include "sagas/v1/orchestrator.pb-c.h"
+#include "unit_server.h"
 
 #define SRV_WORKERS  4
 #define SRV_CONTEXTS 64
@@ -287,31 +288,10 @@ static void call_done(void *arg, const rpc_result *res)
 	nng_mtx_unlock(r->mtx);
 }
 
-/* A server on a free loopback port below the kernel's ephemeral range
- * (as tests/lib/stack.sh picks them: outgoing connections take ports from
- * that range, so the kernel's choice could be taken again). */
+/* The test server with `ops` (unit_server.h), its URL in `url`. */
 static rpc_server *start_server(const rpc_server_ops *ops, srv_app *a, char *url, size_t urlsz)
 {
-	long lo = 32768;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%ld", &lo) != 1)
-			lo = 32768;
-		fclose(f);
-	}
-	if (lo <= 12000 || lo > 32768)
-		lo = 32768;
-	for (int attempt = 0; attempt < 100; attempt++) {
-		long port = 10000 + (long)(rnd() % (unsigned)(lo - 10000));
-		snprintf(url, urlsz, "tcp://127.0.0.1:%ld", port);
-		rpc_server *s = NULL;
-		int rc = rpc_server_start(&s, url, SRV_WORKERS, SRV_CONTEXTS, 0, ops, a);
-		if (rc == 0)
-			return s;
-		assert_int_equal(rc, -EADDRINUSE);
-	}
-	fail_msg("no free loopback port below %ld", lo);
-	return NULL;
+	return unit_server_start(ops, a, SRV_WORKERS, SRV_CONTEXTS, url, urlsz);
 }
 
 typedef struct stopper {
