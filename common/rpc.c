@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -126,6 +127,7 @@ struct rpc_server {
 	nng_cv *cv;
 	rpc_slot *qhead, *qtail;
 	bool closing;
+	bool lingering;         /* a worker waits for more calls (ops->linger_us) */
 	atomic_bool closing_cb; /* closing, for the slot callbacks */
 	int held;               /* calls held (rpc_hold) and not yet answered */
 	int sending;            /* replies handed to nng and not yet sent */
@@ -263,7 +265,8 @@ static void rpc_slot_cb(void *arg)
 	else
 		s->qhead = sl;
 	s->qtail = sl;
-	nng_cv_wake1(s->cv);
+	if (!s->lingering)
+		nng_cv_wake1(s->cv); /* a lingering worker takes it when it wakes */
 	nng_mtx_unlock(s->mtx);
 }
 
@@ -567,6 +570,13 @@ static void rpc_server_serve(rpc_server *s, void *wstate, rpc_slot **taken, size
 	free(idx);
 }
 
+/* rpc_sleep_us sleeps `us` microseconds (nng's sleeps count whole ms). */
+static void rpc_sleep_us(int64_t us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
+}
+
 static void rpc_worker_main(void *arg)
 {
 	rpc_worker *w = arg;
@@ -579,7 +589,8 @@ static void rpc_worker_main(void *arg)
 	rpc_slot *taken[RPC_BATCH_MAX];
 	for (;;) {
 		nng_mtx_lock(s->mtx);
-		while (!s->closing && s->qhead == NULL)
+		/* while one worker lingers, the queue is its own */
+		while (!s->closing && (s->qhead == NULL || s->lingering))
 			nng_cv_wait(s->cv);
 		if (s->closing) {
 			nng_mtx_unlock(s->mtx);
@@ -594,7 +605,25 @@ static void rpc_worker_main(void *arg)
 		}
 		if (s->qhead == NULL)
 			s->qtail = NULL;
-		else
+		if (s->qhead == NULL && n < max && !s->lingering && s->ops->linger_us
+		    && s->ops->handle_batch) {
+			/* batching under load: wait a little for more calls,
+			 * which queue for this worker alone (rpc_slot_cb) */
+			s->lingering = true;
+			nng_mtx_unlock(s->mtx);
+			int64_t us = s->ops->linger_us(s->app, n);
+			if (us > 0)
+				rpc_sleep_us(us);
+			nng_mtx_lock(s->mtx);
+			s->lingering = false;
+			while (s->qhead != NULL && n < max) {
+				taken[n++] = s->qhead;
+				s->qhead = s->qhead->next;
+			}
+			if (s->qhead == NULL)
+				s->qtail = NULL;
+		}
+		if (s->qhead != NULL)
 			nng_cv_wake1(s->cv); /* more for another worker */
 		nng_mtx_unlock(s->mtx);
 		rpc_server_serve(s, wstate, taken, n);

@@ -103,6 +103,15 @@ typedef struct rpc_server_ops {
 	 * other method in a batch is refused with INVALID_ARGUMENT. NULL: any
 	 * method. */
 	const char *const *batch_methods;
+	/* Batching under load (like PostgreSQL's commit_delay): called by a
+	 * worker that has taken `taken` calls (1..RPC_BATCH_MAX-1) and found
+	 * no more queued. Returns how long to wait for more, in microseconds
+	 * (0: serve now). While one worker waits, new calls queue for it and
+	 * wake no other worker, so they are served with the calls it holds as
+	 * one batch (handle_batch). Runs on the worker thread with no lock
+	 * held; must be cheap and thread-safe. Never asked while a fault is
+	 * armed, or without handle_batch. NULL: never wait. */
+	int64_t (*linger_us)(void *app, size_t taken);
 	/* Called when a client connection (an nng pipe, rpc_held_pipe) closes,
 	 * on an nng thread that holds the socket's lock: it must only note the
 	 * id and return (no rpc call, no rpc_held_reply). May be NULL. */

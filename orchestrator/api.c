@@ -673,6 +673,23 @@ static void api_pipe_closed(void *app, uint32_t pipe_id)
  * (WaitSaga and the lists are not). */
 static const char *const api_batch_methods[] = {API_START_METHOD, API_GET_METHOD, NULL};
 
+/* api_linger_us: rpc_server_ops.linger_us. A worker holding `taken` calls
+ * waits a->batch_delay_us for more when at least a->batch_siblings commands
+ * are in flight: then other sagas are moving and more StartSagas are likely
+ * within the delay (the reasoning of PostgreSQL's commit_delay and
+ * commit_siblings). One saga at a time never waits. */
+static int64_t api_linger_us(void *app, size_t taken)
+{
+	(void)taken;
+	api *a = app;
+	if (a->batch_delay_us <= 0)
+		return 0;
+	int inflight = 0;
+	for (int i = 0; i < a->n_engines && inflight < a->batch_siblings; i++)
+		inflight += engine_inflight(a->engs[i]);
+	return inflight >= a->batch_siblings ? a->batch_delay_us : 0;
+}
+
 const rpc_server_ops *api_server_ops(void)
 {
 	static const rpc_server_ops ops = {
@@ -682,6 +699,7 @@ const rpc_server_ops *api_server_ops(void)
 	    .handle = api_handle,
 	    .handle_batch = api_handle_batch,
 	    .pipe_closed = api_pipe_closed,
+	    .linger_us = api_linger_us,
 	};
 	return &ops;
 }

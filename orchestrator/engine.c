@@ -114,6 +114,14 @@ static uint64_t engine_rand(engine *e)
 	return e->rng * 2685821657736338717ULL;
 }
 
+int engine_inflight(engine *e)
+{
+	nng_mtx_lock(e->mtx);
+	int n = e->inflight;
+	nng_mtx_unlock(e->mtx);
+	return n;
+}
+
 int64_t engine_lease_ms(const engine *e)
 {
 	/* long enough for a reply to come back and be written */

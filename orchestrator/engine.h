@@ -64,6 +64,10 @@ void engine_submit(engine *e, const saga_row *row);
  * engine_stop has begun. */
 void engine_submit_many(engine *e, const saga_row *rows, size_t n);
 
+/* engine_inflight returns how many commands await replies now (0..
+ * max_inflight). Thread-safe; takes the engine's lock briefly. */
+int engine_inflight(engine *e);
+
 /* engine_lease_ms is how long a dispatched command holds its saga before
  * the sweep may send it again. */
 int64_t engine_lease_ms(const engine *e);

@@ -34,6 +34,8 @@ typedef struct orch_config {
 	int64_t batch;
 	int64_t send_batch;
 	int64_t max_inflight;
+	int64_t batch_delay;
+	int64_t batch_siblings;
 	int64_t engines;
 	int64_t max_waits;
 	int64_t max_msg;
@@ -77,6 +79,13 @@ static const config_opt orch_opts[] = {
     OPT("send-batch", "SAGA_ORCHESTRATOR_SEND_BATCH", CONFIG_INT, "128", 1, RPC_BATCH_MAX,
         send_batch, "most commands sent to a participant in one frame (1 = a frame per command)",
         "N"),
+    OPT("batch-delay", "SAGA_ORCHESTRATOR_BATCH_DELAY_US", CONFIG_INT, "1000", 0, 100000,
+        batch_delay,
+        "under load, how long an API worker waits for more StartSagas to store with the "
+        "ones it has (0 = never waits)",
+        "US"),
+    OPT("batch-siblings", "SAGA_ORCHESTRATOR_BATCH_SIBLINGS", CONFIG_INT, "4", 1, 1000000,
+        batch_siblings, "commands in flight from which --batch-delay applies (under load)", "N"),
     OPT("max-inflight", "SAGA_ORCHESTRATOR_MAX_INFLIGHT", CONFIG_INT, "4096", 1, 1000000,
         max_inflight, "most commands awaiting replies at once", "N"),
     OPT("engines", "SAGA_ORCHESTRATOR_ENGINES", CONFIG_INT, "1", 1, 16, engines,
@@ -218,7 +227,9 @@ int main(int argc, char **argv)
 	    .engs = engs,
 	    .n_engines = n_engines,
 	    .policy = ec.policy,
-	    .waits = wt};
+	    .waits = wt,
+	    .batch_delay_us = c.batch_delay,
+	    .batch_siblings = (int)c.batch_siblings};
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		orch_engines_stop(engs, n_engines);

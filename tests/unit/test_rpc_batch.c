@@ -12,6 +12,10 @@
  *     (transport, DEADLINE_EXCEEDED), as lone dropped calls do;
  *   - a server with batch_methods refuses a call of another method in a
  *     batch (INVALID_ARGUMENT, alone) and serves it in a plain frame;
+ *   - a server whose linger_us asks for 1 s: eight calls sent one by one,
+ *     each in its own frame, are served as one batch of eight by one
+ *     worker (the others are not woken while it waits), and each is
+ *     answered exactly once with its own payload;
  *   - hand-made frames: a batch with no calls, one with more than
  *     RPC_BATCH_CALLS_MAX, a batch inside a batch and a plain call that
  *     carries calls are refused with INVALID_ARGUMENT and
@@ -96,6 +100,34 @@ static const rpc_server_ops ops_echo_only = {
     .handle_batch = srv_handle_batch,
     .service = "t.T",
     .batch_methods = echo_only,
+};
+
+/* A server that waits for more calls (rpc_server_ops.linger_us). */
+static atomic_long max_batch;   /* the largest batch handle_batch saw */
+static atomic_long linger_asks; /* calls of linger_us */
+
+static void srv_handle_batch_max(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	long seen_max = atomic_load(&max_batch);
+	while (
+	    (long)n > seen_max && !atomic_compare_exchange_weak(&max_batch, &seen_max, (long)n)) { }
+	srv_handle_batch(app, worker, calls, replies, n);
+}
+
+static int64_t srv_linger_us(void *app, size_t taken)
+{
+	(void)app;
+	assert_true(taken >= 1 && taken < RPC_BATCH_MAX);
+	atomic_fetch_add(&linger_asks, 1);
+	return 1000000; /* 1 s: far longer than sending eight frames takes */
+}
+
+static const rpc_server_ops ops_linger = {
+    .handle = srv_handle,
+    .handle_batch = srv_handle_batch_max,
+    .service = "t.T",
+    .linger_us = srv_linger_us,
 };
 
 static char url[64];
@@ -383,6 +415,39 @@ static void test_batch_methods(void **state)
 	rpc_server_stop(srv);
 }
 
+static void test_linger_gathers_calls(void **state)
+{
+	(void)state;
+	reset();
+	atomic_store(&max_batch, 0);
+	atomic_store(&linger_asks, 0);
+	rpc_server *srv = start_server_ops(&ops_linger);
+	rpc_client *c = NULL;
+	assert_int_equal(rpc_client_open(&c, url, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		char id[40];
+		snprintf(id, sizeof id, "%d", i);
+		Sagas__V1__GetSagaRequest m = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+		m.saga_id = id;
+		assert_int_equal(
+		    rpc_call_async(c, M_ECHO, &m.base, CALL_TIMEOUT, on_done, &outs[i]), 0);
+	}
+	wait_finished(8);
+	for (int n = 0; n < 8; n++) {
+		char want[40];
+		snprintf(want, sizeof want, "%d", n);
+		assert_int_equal(atomic_load(&outs[n].done), 1);
+		assert_int_equal(outs[n].code, RPC_OK);
+		assert_string_equal(outs[n].payload_id, want);
+		assert_int_equal(atomic_load(&seen[n]), 1);
+	}
+	assert_int_equal(atomic_load(&max_batch), 8);
+	assert_int_equal(atomic_load(&batched_calls), 8);
+	assert_true(atomic_load(&linger_asks) >= 1);
+	rpc_client_close(c);
+	rpc_server_stop(srv);
+}
+
 int main(void)
 {
 	if (nng_mtx_alloc(&mtx) != 0 || nng_cv_alloc(&cv, mtx) != 0)
@@ -392,6 +457,7 @@ int main(void)
 	    cmocka_unit_test(test_batch_with_dropped_calls),
 	    cmocka_unit_test(test_bad_batches_refused),
 	    cmocka_unit_test(test_batch_methods),
+	    cmocka_unit_test(test_linger_gathers_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
