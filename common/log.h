@@ -2,7 +2,8 @@
  *
  * Lines look like `2026-11-30T19:40:00.123Z orchestrator LOG: saga=<id> ...`.
  * Messages are lowercase with no full stop ("could not reserve stock: %s").
- * Thread-safe: one fprintf per line under stdio's stream lock.
+ * Thread-safe: each line goes out in one write(2) to stderr, or, between
+ * log_hold and log_release, with the thread's other held lines.
  */
 #ifndef SAGA_LOG_H
 #define SAGA_LOG_H
@@ -28,6 +29,16 @@ int log_level_parse(const char *text, enum log_level *out);
  * `saga=<id> ` prefix so every line about one saga can be grepped. */
 void log_msg(enum log_level level, const char *saga_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* log_hold makes this thread's next lines wait in a 4 KiB buffer until
+ * log_release, which writes them with one write(2) (a full buffer is
+ * written early). For loops that log a line per saga of a batch right after
+ * its commit (engine, API): one system call instead of one per line. A
+ * warning or an error is written at once, with the lines held before it. Calls
+ * nest; every log_hold needs its log_release on the same thread, before the
+ * thread blocks for long, so that lines are never held back. */
+void log_hold(void);
+void log_release(void);
 
 #define log_debug(saga, ...) log_msg(LOG_LEVEL_DEBUG, (saga), __VA_ARGS__)
 #define log_info(saga, ...)  log_msg(LOG_LEVEL_INFO, (saga), __VA_ARGS__)

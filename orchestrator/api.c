@@ -646,10 +646,12 @@ static void api_handle_batch(
 	} else if (ns > 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));
+		log_hold(); /* the "started" lines in one write */
 		for (size_t k = 0; k < ns; k++)
 			api_answer_start(a, w, &calls[start_at[k]], &rows[k], waits_ms[k], rc,
 			    rc == 0 && created[k], &stored[k], &replies[start_at[k]], submit,
 			    &nsubmit);
+		log_release();
 	}
 	api_submit(a, submit, nsubmit);
 	if (ng > 0) {

@@ -60,6 +60,12 @@ struct engine {
 	/* engine thread only: the commands it dispatched since its last
 	 * engine_out_flush */
 	engine_out out;
+
+	/* engine thread only: scratch arrays of cfg.batch entries, made once
+	 * (a round of replies or a sweep used to calloc ~200 KB) */
+	saga_row *rows, *dl_rows;
+	struct engine_pending *pend;
+	store_update *ups;
 };
 
 /* engine_out_flush sends the commands gathered in `o`. */
@@ -258,9 +264,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 {
 	if (n == 0)
 		return;
-	store_update *ups = calloc(n, sizeof *ups);
-	if (ups == NULL)
-		return;
+	store_update *ups = e->ups; /* n <= cfg.batch */
 	for (size_t i = 0; i < n; i++) {
 		ups[i] = pend[i].up;
 		ups[i].before = &rows[i];
@@ -270,11 +274,11 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		/* nothing written: the leases end and the sweep retries, and the
 		 * participants answer the re-sent commands from their records */
 		log_warn(NULL, "could not write %zu saga transitions: %s", n, pg_err_name(rc));
-		free(ups);
 		return;
 	}
 	/* failure injection: the transitions are committed, nothing is sent */
 	fault_exit_if(FAULT_EXIT_AFTER_COMMIT, NULL);
+	log_hold(); /* the batch's lines in one write */
 	for (size_t i = 0; i < n; i++) {
 		const saga_row *b = &rows[i];
 		if (!ups[i].applied) {
@@ -299,23 +303,23 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (saga_is_terminal(a->state) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
+	log_release();
 	engine_out_flush(&e->out);
-	free(ups);
 }
 
 /* engine_process_replies decides on a list of replies, `batch` at a time. */
 static void engine_process_replies(engine *e, engine_item *list)
 {
 	size_t cap = (size_t)e->cfg.batch;
-	saga_row *rows = calloc(cap, sizeof *rows);
-	engine_pending *pend = calloc(cap, sizeof *pend);
+	saga_row *rows = e->rows;
+	engine_pending *pend = e->pend;
 	while (list != NULL) {
 		size_t n = 0;
 		int64_t now = clock_wall_ms();
 		while (list != NULL && n < cap) {
 			engine_item *it = list;
 			list = it->next;
-			if (rows != NULL && pend != NULL) {
+			{
 				saga_event ev = saga_event_from_reply(
 				    it->cmd, it->code, it->reason, it->transport);
 				if (ev.kind != SAGA_EV_SUCCESS)
@@ -332,11 +336,8 @@ static void engine_process_replies(engine *e, engine_item *list)
 			}
 			free(it);
 		}
-		if (rows != NULL && pend != NULL)
-			engine_commit(e, rows, pend, n);
+		engine_commit(e, rows, pend, n);
 	}
-	free(rows);
-	free(pend);
 }
 
 /* engine_sweep claims due sagas: deadlines become events, the rest are
@@ -351,18 +352,15 @@ static bool engine_sweep(engine *e)
 	int limit = room < e->cfg.batch ? room : e->cfg.batch;
 	if (!engine_db_ok(e))
 		return false;
-	saga_row *rows = calloc((size_t)limit, sizeof *rows);
-	saga_row *dl_rows = calloc((size_t)limit, sizeof *dl_rows);
-	engine_pending *pend = calloc((size_t)limit, sizeof *pend);
+	saga_row *rows = e->rows, *dl_rows = e->dl_rows; /* limit <= cfg.batch */
+	engine_pending *pend = e->pend;
 	size_t n = 0, npend = 0;
 	bool more = false;
-	if (rows == NULL || dl_rows == NULL || pend == NULL)
-		goto out_free;
 	int64_t now = clock_wall_ms();
 	int rc = store_claim_due(e->conn, now, engine_lease_ms(e), limit, rows, &n);
 	if (rc != 0) {
 		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
-		goto out_free;
+		return false;
 	}
 	more = n == (size_t)limit;
 	for (size_t i = 0; i < n; i++) {
@@ -382,10 +380,6 @@ static bool engine_sweep(engine *e)
 	}
 	engine_commit(e, dl_rows, pend, npend);
 	engine_out_flush(&e->out);
-out_free:
-	free(rows);
-	free(dl_rows);
-	free(pend);
 	return more;
 }
 
@@ -492,6 +486,14 @@ void engine_submit_many(engine *e, const saga_row *rows, size_t n)
 	engine_out_flush(&o);
 }
 
+static void engine_free_scratch(engine *e)
+{
+	free(e->rows);
+	free(e->dl_rows);
+	free(e->pend);
+	free(e->ups);
+}
+
 int engine_start(engine **out, const engine_config *cfg)
 {
 	engine *e = calloc(1, sizeof *e);
@@ -502,6 +504,14 @@ int engine_start(engine **out, const engine_config *cfg)
 	if (e->rng == 0)
 		e->rng = 1;
 	int rc = -ENOMEM;
+	size_t cap = (size_t)(cfg->batch > 0 ? cfg->batch : 1);
+	e->cfg.batch = (int)cap;
+	e->rows = calloc(cap, sizeof *e->rows);
+	e->dl_rows = calloc(cap, sizeof *e->dl_rows);
+	e->pend = calloc(cap, sizeof *e->pend);
+	e->ups = calloc(cap, sizeof *e->ups);
+	if (e->rows == NULL || e->dl_rows == NULL || e->pend == NULL || e->ups == NULL)
+		goto out_free;
 	if (nng_mtx_alloc(&e->mtx) != 0)
 		goto out_free;
 	if (nng_cv_alloc(&e->cv, e->mtx) != 0)
@@ -534,6 +544,7 @@ out_cv:
 out_mtx:
 	nng_mtx_free(e->mtx);
 out_free:
+	engine_free_scratch(e);
 	free(e);
 	return rc;
 }
@@ -569,5 +580,6 @@ void engine_stop(engine *e)
 	PQfinish(e->conn);
 	nng_cv_free(e->cv);
 	nng_mtx_free(e->mtx);
+	engine_free_scratch(e);
 	free(e);
 }
