@@ -13,6 +13,9 @@
 #      the orchestrator's resident size
 #   4. every figure, with its ratio to L
 #
+# Each pgbench and sagabench run starts with a CHECKPOINT, so that none pays
+# for a checkpoint the WAL of the runs before it would start.
+#
 # Environment: SAGA_BIN_DIR (default build/bin), PGB_SECS (15), BENCH_SECS
 # (12), RUNS (3), MIX (0: share of declined/out-of-stock sagas), DETECT
 # (start: StartSaga with wait_ms; wait: then WaitSaga; poll: GetSaga), RSS_SAGAS
@@ -80,6 +83,7 @@ INSERT INTO step_history (row_id, delta) VALUES (:id, :delta);
 COMMIT;
 SQL
 pgb() { # pgb CLIENTS: tps
+  q "CHECKPOINT" >/dev/null # every measurement starts from the same state
   pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -f "$STACK_DIR/step.sql" \
     -c "$1" -j "$(( $1 < 2 ? 1 : 2 ))" -T "$PGB_SECS" pgbench_step 2>/dev/null |
     awk '/^tps = / {print $3; exit}'
@@ -94,6 +98,7 @@ ORCH_PID=${STACK_PID_OF[orchestratord]}
 run() { # run LABEL ARGS...: one sagabench run; prints its JSON
   local label=$1; shift
   local j
+  q "CHECKPOINT" >/dev/null # nor does it pay for the WAL of the runs before it
   if ! j=$("$BENCH" -o "$ORCH_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" --mix "$MIX" --detect "${DETECT:-start}" --json --no-progress \
       --label "$label" "$@"); then
     echo "compare: sagabench $label failed (an invariant or the run); its output:" >&2
