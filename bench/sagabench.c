@@ -942,10 +942,15 @@ int main(int argc, char **argv)
 			if (slots[i].phase != P_DONE || slots[i].state != ST_COMPLETED)
 				live_of_cancelled++;
 		}
+		char cut[96] = "";
+		if (r->reservations_truncated)
+			snprintf(cut, sizeof cut,
+			    " (the list stopped at one reply's size, after %zu rows: the newest "
+			    "checked)",
+			    r->n_reservations);
 		add_check("no live reservation of a cancelled saga", live_of_cancelled == 0,
 		    "%ld of %ld live reservations listed belong to a saga not COMPLETED%s",
-		    live_of_cancelled, live_checked,
-		    r->reservations_truncated ? " (list truncated at 10000: newest checked)" : "");
+		    live_of_cancelled, live_checked, cut);
 		sagas__v1__list_stock_reply__free_unpacked(r, NULL);
 		rpc_result_clear(&res);
 	}
@@ -1012,10 +1017,15 @@ int main(int argc, char **argv)
 			if (slots[i].phase != P_DONE || slots[i].state != ST_COMPLETED)
 				charged_not_completed++;
 		}
+		char cut[96] = "";
+		if (r->charges_truncated)
+			snprintf(cut, sizeof cut,
+			    " (the list stopped at one reply's size, after %zu rows: the newest "
+			    "checked)",
+			    r->n_charges);
 		add_check("no live charge of a cancelled saga", charged_not_completed == 0,
 		    "%ld of %ld charges listed belong to a saga not COMPLETED%s",
-		    charged_not_completed, listed,
-		    r->charges_truncated ? " (list truncated at 10000: newest checked)" : "");
+		    charged_not_completed, listed, cut);
 		sagas__v1__list_accounts_reply__free_unpacked(r, NULL);
 		rpc_result_clear(&res);
 	}

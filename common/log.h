@@ -34,9 +34,11 @@ void log_msg(enum log_level level, const char *saga_id, const char *fmt, ...)
  * log_release, which writes them with one write(2) (a full buffer is
  * written early). For loops that log a line per saga of a batch right after
  * its commit (engine, API): one system call instead of one per line. A
- * warning or an error is written at once, with the lines held before it. Calls
- * nest; every log_hold needs its log_release on the same thread, before the
- * thread blocks for long, so that lines are never held back. */
+ * warning or an error is written at once, with the lines held before it. A
+ * held line keeps the time it was logged at, so lines of two threads can
+ * come out a few ms out of time order (never one thread's). Calls nest; every log_hold needs its
+ * log_release on the same thread, before the thread blocks for long, so that lines are never held
+ * back. */
 void log_hold(void);
 void log_release(void);
 

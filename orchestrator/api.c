@@ -238,9 +238,9 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 	bool held
 	    = wait_ms > 0 && !finished && api_hold_wait(a, w, call, stored, wait_ms, &as, !created);
 	if (created) {
-		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga");
 		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
+		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga"); /* committed and logged */
 		submit[(*nsubmit)++] = *stored; /* api_submit hands it to its engine */
 	}
 	if (!held)
