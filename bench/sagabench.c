@@ -165,7 +165,8 @@ static void usage(FILE *f)
 	    "  -n, --sagas N           sagas to run (default 2000)\n"
 	    "  -c, --concurrency C     sagas in flight at once, closed loop (default 64)\n"
 	    "  -r, --rate R            open loop: start R sagas/s regardless of the ends\n"
-	    "                          (then -c caps the sagas in flight; default cap 10000)\n"
+	    "                          (then -c caps the sagas in flight; default cap 10000);\n"
+	    "                          latency counts from each start's scheduled time\n"
 	    "  -m, --mix P             share 0..1 of sagas that fail: half out of stock\n"
 	    "                          (compensation-free cancel), half declined (stock\n"
 	    "                          released) (default 0)\n"
@@ -478,7 +479,11 @@ static char last_start_error[160];
  * --call-timeout to it. */
 #define BENCH_WAIT_MS 10000
 
-static void send_start(int32_t i)
+/* send_start sends saga i's StartSaga. `due_us` (monotonic us; 0 = now) is
+ * when the load model wanted it sent: in open loop a send that comes late
+ * (this thread was not scheduled in time) counts from its due time, so the
+ * delay is in the latency and not hidden (coordinated omission). */
+static void send_start(int32_t i, int64_t due_us)
 {
 	saga_slot *s = &slots[i];
 	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
@@ -506,7 +511,8 @@ static void send_start(int32_t i)
 	d->idx = i;
 	d->is_start = true;
 	if (s->start_tries == 0) {
-		s->t_sent_us = now_us();
+		int64_t now = now_us();
+		s->t_sent_us = due_us > 0 && due_us < now ? due_us : now;
 		s->t_sent_wall = wall_ms();
 	}
 	s->start_tries++;
@@ -774,9 +780,11 @@ int main(int argc, char **argv)
 		if (stop_at && now >= stop_at && n_target > next)
 			n_target = next; /* time is up: wait for the ones started */
 		while (next < n_target && inflight < opt.c) {
-			if (opt.rate > 0 && now < t0 + (int64_t)((double)next * 1e6 / opt.rate))
+			int64_t due
+			    = opt.rate > 0 ? t0 + (int64_t)((double)next * 1e6 / opt.rate) : 0;
+			if (opt.rate > 0 && now < due)
 				break;
-			send_start((int32_t)next++);
+			send_start((int32_t)next++, due);
 			n_started++;
 			inflight++;
 		}
@@ -788,7 +796,7 @@ int main(int argc, char **argv)
 			if (pq_head < 0)
 				pq_tail = -1;
 			if (slots[i].phase == P_START_RETRY)
-				send_start(i); /* the same saga id again, after its backoff */
+				send_start(i, 0); /* the same saga id again, after its backoff */
 			else
 				send_get(i);
 		}
