@@ -11,7 +11,9 @@
 #      C=1, C=64 (RUNS times each), then an open-loop run at half the C=64
 #      peak (for p99), then a burst of RSS_SAGAS sagas in flight at once for
 #      the orchestrator's resident size
-#   4. every figure, with its ratio to L
+#   4. every figure, with its ratio to L, and how busy the machine was for
+#      2 s before and after the runs (a WARNING above 10%: another process
+#      shares the cores)
 #
 # Each pgbench and sagabench run starts with a CHECKPOINT, so that none pays
 # for a checkpoint the WAL of the runs before it would start.
@@ -57,8 +59,23 @@ stats() { # stats V...: "median (min..max)"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END { print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2 }'; }
 
+busy() { # busy: percent of all cores busy over 2 s (/proc/stat), before or after the runs
+  local a b
+  read -r -a a < <(head -1 /proc/stat)
+  sleep 2
+  read -r -a b < <(head -1 /proc/stat)
+  awk -v u="$(( b[1] + b[2] + b[3] + b[6] + b[7] + b[8] - a[1] - a[2] - a[3] - a[6] - a[7] - a[8] ))" \
+    -v i="$(( b[4] + b[5] - a[4] - a[5] ))" 'BEGIN { printf "%.0f", ((u + i) > 0 ? 100 * u / (u + i) : 0) }'
+}
+warn_busy() { # warn_busy PCT WHEN: a loud line when something else used the machine
+  [ "$1" -le 10 ] ||
+    say "WARNING: the machine was $1% busy $2 with nothing of this benchmark running: another process shares the cores, and every figure below is lower than this machine gives"
+}
+
 say "== machine"
-say "nproc $(nproc); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+BUSY_BEFORE=$(busy)
+say "nproc $(nproc); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); load average $(cut -d' ' -f1-3 /proc/loadavg); ${BUSY_BEFORE}% busy before the runs"
+warn_busy "$BUSY_BEFORE" "before the runs"
 
 say "== PostgreSQL (throwaway cluster, durable settings)"
 PG_FAST=0 stack_start
@@ -156,4 +173,8 @@ say "p50 / p99 ms at C=64           $(stats "${C64_P50[@]}") / $(stats "${C64_P9
 say "p99 ms at half peak ($HALF/s)  $(stats "${H_P99[@]}")   (p50 $(stats "${H_P50[@]}"))"
 say "orchestrator RSS               $RSS_LINE"
 say "invariants                     held after every run (sagabench exits non-zero otherwise)"
+stack_stop
+BUSY_AFTER=$(busy)
+say "machine                        ${BUSY_BEFORE}% busy before the runs, ${BUSY_AFTER}% after (this benchmark's processes stopped)"
+warn_busy "$BUSY_AFTER" "after the runs"
 say "JSON lines of every run: $OUT"
