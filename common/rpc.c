@@ -524,19 +524,28 @@ static void rpc_server_handle(
 /* rpc_server_serve serves the `n` frames a worker took at once: the
  * server's own answers first, then the daemon's handler for the calls of
  * all the frames together (rpc_server_handle), then one reply per frame. */
-static void rpc_server_serve(rpc_server *s, void *wstate, rpc_slot **taken, size_t n)
+/* rpc_server_take_frames opens the frames of taken[from .. to) into
+ * frames[from .. to) (rpc_server_open_frame). */
+static void rpc_server_take_frames(rpc_frame *frames, rpc_slot **taken, size_t from, size_t to)
 {
-	rpc_frame frames[RPC_BATCH_MAX];
-	size_t total = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = from; i < to; i++) {
 		rpc_frame *f = &frames[i];
 		memset(f, 0, sizeof *f);
 		f->slot = taken[i];
 		f->msg = taken[i]->msg;
 		taken[i]->msg = NULL;
 		rpc_server_open_frame(f);
-		f->first = total;
-		total += f->n;
+	}
+}
+
+/* rpc_server_serve serves the `n` opened frames (rpc_server_take_frames)
+ * as one batch and sends their replies. */
+static void rpc_server_serve(rpc_server *s, void *wstate, rpc_frame *frames, size_t n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		frames[i].first = total;
+		total += frames[i].n;
 	}
 	rpc_item *items = calloc(total ? total : 1, sizeof *items);
 	rpc_request *calls = calloc(total ? total : 1, sizeof *calls);
@@ -587,6 +596,14 @@ static void rpc_worker_main(void *arg)
 		return;
 	}
 	rpc_slot *taken[RPC_BATCH_MAX];
+	rpc_frame *frames = calloc(RPC_BATCH_MAX, sizeof *frames);
+	rpc_linger_frame lf[RPC_BATCH_MAX];
+	if (frames == NULL) {
+		log_error(NULL, "rpc worker %d could not start: out of memory", w->index);
+		if (s->ops->worker_fini)
+			s->ops->worker_fini(s->app, wstate);
+		return;
+	}
 	for (;;) {
 		nng_mtx_lock(s->mtx);
 		/* while one worker lingers, the queue is its own */
@@ -607,27 +624,43 @@ static void rpc_worker_main(void *arg)
 			s->qtail = NULL;
 		if (s->qhead == NULL && n < max && !s->lingering && s->ops->linger_us
 		    && s->ops->handle_batch) {
-			/* batching under load: wait a little for more calls,
-			 * which queue for this worker alone (rpc_slot_cb) */
+			/* batching under load: the daemon may wait a little for
+			 * more calls, which queue for this worker alone
+			 * (rpc_slot_cb), depending on what it took */
 			s->lingering = true;
 			nng_mtx_unlock(s->mtx);
-			int64_t us = s->ops->linger_us(s->app, n);
+			rpc_server_take_frames(frames, taken, 0, n);
+			for (size_t i = 0; i < n; i++) {
+				const Sagas__V1__RequestEnvelope *env = frames[i].env;
+				lf[i].method = env != NULL ? env->method : "";
+				lf[i].payload = env != NULL ? env->payload.data : NULL;
+				lf[i].payload_len = env != NULL ? env->payload.len : 0;
+			}
+			int64_t us = s->ops->linger_us(s->app, lf, n);
 			if (us > 0)
 				rpc_sleep_us(us);
 			nng_mtx_lock(s->mtx);
 			s->lingering = false;
+			size_t first_new = n;
 			while (s->qhead != NULL && n < max) {
 				taken[n++] = s->qhead;
 				s->qhead = s->qhead->next;
 			}
 			if (s->qhead == NULL)
 				s->qtail = NULL;
+			if (s->qhead != NULL)
+				nng_cv_wake1(s->cv); /* more for another worker */
+			nng_mtx_unlock(s->mtx);
+			rpc_server_take_frames(frames, taken, first_new, n);
+		} else {
+			if (s->qhead != NULL)
+				nng_cv_wake1(s->cv); /* more for another worker */
+			nng_mtx_unlock(s->mtx);
+			rpc_server_take_frames(frames, taken, 0, n);
 		}
-		if (s->qhead != NULL)
-			nng_cv_wake1(s->cv); /* more for another worker */
-		nng_mtx_unlock(s->mtx);
-		rpc_server_serve(s, wstate, taken, n);
+		rpc_server_serve(s, wstate, frames, n);
 	}
+	free(frames);
 	if (s->ops->worker_fini)
 		s->ops->worker_fini(s->app, wstate);
 }

@@ -74,6 +74,13 @@ int rpc_reply_ok(rpc_reply *r, const ProtobufCMessage *msg);
 void rpc_reply_error(rpc_reply *r, int code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* What rpc_server_ops.linger_us sees of a frame it holds. */
+typedef struct rpc_linger_frame {
+	const char *method;
+	const uint8_t *payload;
+	size_t payload_len;
+} rpc_linger_frame;
+
 typedef struct rpc_server_ops {
 	/* Called once in each worker thread before it serves; sets *worker.
 	 * A non-zero return stops that worker (logged). May be NULL. */
@@ -104,14 +111,17 @@ typedef struct rpc_server_ops {
 	 * method. */
 	const char *const *batch_methods;
 	/* Batching under load (like PostgreSQL's commit_delay): called by a
-	 * worker that has taken `taken` calls (1..RPC_BATCH_MAX-1) and found
-	 * no more queued. Returns how long to wait for more, in microseconds
-	 * (0: serve now). While one worker waits, new calls queue for it and
-	 * wake no other worker, so they are served with the calls it holds as
-	 * one batch (handle_batch). Runs on the worker thread with no lock
-	 * held; must be cheap and thread-safe. Never asked while a fault is
-	 * armed, or without handle_batch. NULL: never wait. */
-	int64_t (*linger_us)(void *app, size_t taken);
+	 * worker that has taken `n` frames (1..RPC_BATCH_MAX-1) and found no
+	 * more queued; frames[i] is frame i's method and payload
+	 * (RPC_BATCH_METHOD and no payload for a batch frame, "" for one that
+	 * did not decode; borrowed for the call, the payload not yet checked).
+	 * Returns how long to wait for more, in microseconds (0: serve now).
+	 * While one worker waits, new calls queue for it and wake no other
+	 * worker, so they are served with the ones it holds as one batch
+	 * (handle_batch). Runs on the worker thread with no lock held; must be
+	 * cheap and thread-safe. Never asked while a fault is armed, or
+	 * without handle_batch. NULL: never wait. */
+	int64_t (*linger_us)(void *app, const rpc_linger_frame *frames, size_t n);
 	/* Called when a client connection (an nng pipe, rpc_held_pipe) closes,
 	 * on an nng thread that holds the socket's lock: it must only note the
 	 * id and return (no rpc call, no rpc_held_reply). May be NULL. */

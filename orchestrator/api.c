@@ -675,16 +675,33 @@ static void api_pipe_closed(void *app, uint32_t pipe_id)
  * (WaitSaga and the lists are not). */
 static const char *const api_batch_methods[] = {API_START_METHOD, API_GET_METHOD, NULL};
 
-/* api_linger_us: rpc_server_ops.linger_us. A worker holding `taken` calls
- * waits a->batch_delay_us for more when at least a->batch_siblings commands
- * are in flight: then other sagas are moving and more StartSagas are likely
- * within the delay (the reasoning of PostgreSQL's commit_delay and
- * commit_siblings). One saga at a time never waits. */
-static int64_t api_linger_us(void *app, size_t taken)
+/* api_linger_us: rpc_server_ops.linger_us. A worker holding a StartSaga
+ * that waits for its saga's end (wait_ms > 0) waits a->batch_delay_us for
+ * more when at least a->batch_siblings commands are in flight: then other
+ * sagas are moving and more StartSagas are likely within the delay (the
+ * reasoning of PostgreSQL's commit_delay and commit_siblings); they are
+ * stored with one statement and their first commands sent in one frame.
+ * Such a call is answered when its saga ends, tens of ms later, so the
+ * delay is a small share of it. A StartSaga answered at once (no wait_ms),
+ * any other call (GetSaga polls, lists, probes) and one saga at a time never
+ * wait: for them the delay would be most of the call. */
+static int64_t api_linger_us(void *app, const rpc_linger_frame *frames, size_t n)
 {
-	(void)taken;
 	api *a = app;
 	if (a->batch_delay_us <= 0)
+		return 0;
+	bool waiting_start = false;
+	for (size_t i = 0; i < n && !waiting_start; i++) {
+		if (strcmp(frames[i].method, API_START_METHOD) != 0)
+			continue;
+		Sagas__V1__StartSagaRequest *req = sagas__v1__start_saga_request__unpack(
+		    NULL, frames[i].payload_len, frames[i].payload);
+		if (req == NULL)
+			continue; /* refused when served */
+		waiting_start = req->wait_ms > 0;
+		sagas__v1__start_saga_request__free_unpacked(req, NULL);
+	}
+	if (!waiting_start)
 		return 0;
 	int inflight = 0;
 	for (int i = 0; i < a->n_engines && inflight < a->batch_siblings; i++)

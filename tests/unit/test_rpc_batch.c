@@ -115,10 +115,17 @@ static void srv_handle_batch_max(
 	srv_handle_batch(app, worker, calls, replies, n);
 }
 
-static int64_t srv_linger_us(void *app, size_t taken)
+static int64_t srv_linger_us(void *app, const rpc_linger_frame *frames, size_t n)
 {
 	(void)app;
-	assert_true(taken >= 1 && taken < RPC_BATCH_MAX);
+	assert_true(n >= 1 && n < RPC_BATCH_MAX);
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(frames[i].method, M_ECHO); /* the frames' methods */
+		Sagas__V1__GetSagaRequest *r = sagas__v1__get_saga_request__unpack(
+		    NULL, frames[i].payload_len, frames[i].payload);
+		assert_non_null(r); /* and payloads */
+		sagas__v1__get_saga_request__free_unpacked(r, NULL);
+	}
 	atomic_fetch_add(&linger_asks, 1);
 	return 1000000; /* 1 s: far longer than sending eight frames takes */
 }
