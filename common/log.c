@@ -83,6 +83,13 @@ void log_msg(enum log_level level, const char *saga_id, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
+	/* one entry, one line: libpq's messages end in (and hold) newlines */
+	size_t tl = strlen(text);
+	while (tl > 0 && (text[tl - 1] == '\n' || text[tl - 1] == '\r' || text[tl - 1] == ' '))
+		text[--tl] = '\0';
+	for (char *c = text; *c; c++)
+		if (*c == '\n' || *c == '\r' || *c == '\t')
+			*c = ' ';
 	char line[1280];
 	int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s: %s%s%s%s\n", when,
 	    ts.tv_nsec / 1000000L, log_prog, tags[level], saga_id ? "saga=" : "",

@@ -2,7 +2,8 @@
  * back.
  *
  *   - a line outside log_hold is written at once, whole, in the house format
- *     ("<time>Z <prog> LOG: saga=<id> <text>");
+ *     ("<time>Z <prog> LOG: saga=<id> <text>"); a text with newlines (libpq's
+ *     messages) is still one line;
  *   - lines between log_hold and log_release are not written until the
  *     release, then all of them, in order; holds nest (only the outer release
  *     writes);
@@ -69,6 +70,20 @@ static void test_plain_line(void **state)
 	    "Z testprog LOG: saga=0b5e4b5a-1c1d-4e7e-9a55-000000000001 "
 	    "started: ali orders 2\n"));
 	assert_int_equal(count_lines(w), 1);
+}
+
+/* libpq's error messages end in a newline and may hold more */
+static void test_multiline_text_is_one_line(void **state)
+{
+	(void)state;
+	size_t before = strlen(written());
+	log_error(NULL, "could not connect: %s",
+	    "connection refused\n\tIs the server running on that host?\n");
+	const char *w = written() + before;
+	assert_int_equal(count_lines(w), 1);
+	assert_non_null(strstr(w,
+	    "ERROR: could not connect: connection refused  Is the server running on "
+	    "that host?\n"));
 }
 
 static void test_held_until_release(void **state)
@@ -149,6 +164,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plain_line),
+	    cmocka_unit_test(test_multiline_text_is_one_line),
 	    cmocka_unit_test(test_held_until_release),
 	    cmocka_unit_test(test_warning_not_held),
 	    cmocka_unit_test(test_more_than_the_buffer),
