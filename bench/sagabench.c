@@ -662,6 +662,19 @@ typedef struct check {
 static check checks[16];
 static int nchecks;
 
+/* cut_note writes into `buf` (`size` bytes) the note a check adds when an
+ * admin list stopped at one reply's size (`truncated`) after `rows` rows,
+ * or "" when it is whole. */
+static void cut_note(char *buf, size_t size, bool truncated, size_t rows)
+{
+	if (truncated)
+		snprintf(buf, size,
+		    " (the list stopped at one reply's size, after %zu rows: the newest checked)",
+		    rows);
+	else
+		buf[0] = '\0';
+}
+
 static void add_check(const char *name, bool ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void add_check(const char *name, bool ok, const char *fmt, ...)
@@ -950,12 +963,8 @@ int main(int argc, char **argv)
 			if (slots[i].phase != P_DONE || slots[i].state != ST_COMPLETED)
 				live_of_cancelled++;
 		}
-		char cut[96] = "";
-		if (r->reservations_truncated)
-			snprintf(cut, sizeof cut,
-			    " (the list stopped at one reply's size, after %zu rows: the newest "
-			    "checked)",
-			    r->n_reservations);
+		char cut[96];
+		cut_note(cut, sizeof cut, r->reservations_truncated, r->n_reservations);
 		add_check("no live reservation of a cancelled saga", live_of_cancelled == 0,
 		    "%ld of %ld live reservations listed belong to a saga not COMPLETED%s",
 		    live_of_cancelled, live_checked, cut);
@@ -1025,12 +1034,8 @@ int main(int argc, char **argv)
 			if (slots[i].phase != P_DONE || slots[i].state != ST_COMPLETED)
 				charged_not_completed++;
 		}
-		char cut[96] = "";
-		if (r->charges_truncated)
-			snprintf(cut, sizeof cut,
-			    " (the list stopped at one reply's size, after %zu rows: the newest "
-			    "checked)",
-			    r->n_charges);
+		char cut[96];
+		cut_note(cut, sizeof cut, r->charges_truncated, r->n_charges);
 		add_check("no live charge of a cancelled saga", charged_not_completed == 0,
 		    "%ld of %ld charges listed belong to a saga not COMPLETED%s",
 		    charged_not_completed, listed, cut);

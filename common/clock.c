@@ -1,5 +1,6 @@
 #include "clock.h"
 
+#include <errno.h>
 #include <time.h>
 
 static int64_t clock_read_ms(clockid_t id)
@@ -23,4 +24,12 @@ int64_t clock_remaining_ms(int64_t deadline_ms)
 {
 	int64_t left = deadline_ms - clock_wall_ms();
 	return left > 0 ? left : 0;
+}
+
+void clock_sleep_us(int64_t us)
+{
+	if (us <= 0)
+		return;
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
 }

@@ -15,4 +15,8 @@ int64_t clock_wall_ms(void);
  * deadline `deadline_ms` (ms since epoch), 0 if it has passed. */
 int64_t clock_remaining_ms(int64_t deadline_ms);
 
+/* clock_sleep_us sleeps `us` microseconds (<= 0: returns at once), the whole
+ * time even when a signal interrupts it. nng's sleeps count whole ms. */
+void clock_sleep_us(int64_t us);
+
 #endif

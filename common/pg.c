@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "log.h"
@@ -48,12 +47,6 @@ int pg_classify(const char *sqlstate)
 	return PG_ERR_OTHER;
 }
 
-static void pg_sleep_ms(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 /* pg_session_setup sets what every session of the daemons relies on:
  * - a consistent clock and text output (UTC, no NOTICEs);
  * - no sequential scans where an index can serve (enable_seqscan = off).
@@ -88,7 +81,7 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 			return NULL;
 		}
 		PQfinish(conn);
-		pg_sleep_ms(backoff);
+		clock_sleep_us(backoff * 1000);
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
 	}
 }

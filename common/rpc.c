@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -579,11 +578,17 @@ static void rpc_server_serve(rpc_server *s, void *wstate, rpc_frame *frames, siz
 	free(idx);
 }
 
-/* rpc_sleep_us sleeps `us` microseconds (nng's sleeps count whole ms). */
-static void rpc_sleep_us(int64_t us)
+/* rpc_queue_take moves queued slots into taken[n ..] until `max` are taken
+ * or the queue is empty; returns the new count. Caller holds s->mtx. */
+static size_t rpc_queue_take(rpc_server *s, rpc_slot **taken, size_t n, size_t max)
 {
-	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
+	while (s->qhead != NULL && n < max) {
+		taken[n++] = s->qhead;
+		s->qhead = s->qhead->next;
+	}
+	if (s->qhead == NULL)
+		s->qtail = NULL;
+	return n;
 }
 
 static void rpc_worker_main(void *arg)
@@ -615,49 +620,33 @@ static void rpc_worker_main(void *arg)
 		}
 		/* one call at a time while a fault is armed, so each fault
 		 * point fires for exactly the call it names */
-		size_t max = fault_any() ? 1 : RPC_BATCH_MAX, n = 0;
-		while (s->qhead != NULL && n < max) {
-			taken[n++] = s->qhead;
-			s->qhead = s->qhead->next;
-		}
-		if (s->qhead == NULL)
-			s->qtail = NULL;
-		if (s->qhead == NULL && n < max && !s->lingering && s->ops->linger_us
-		    && s->ops->handle_batch) {
+		size_t max = fault_any() ? 1 : RPC_BATCH_MAX;
+		size_t n = rpc_queue_take(s, taken, 0, max), opened = 0;
+		/* fewer than max taken: the queue is empty, and no one lingers
+		 * (the wait above) */
+		if (n < max && s->ops->linger_us && s->ops->handle_batch) {
 			/* batching under load: the daemon may wait a little for
 			 * more calls, which queue for this worker alone
 			 * (rpc_slot_cb), depending on what it took */
 			s->lingering = true;
 			nng_mtx_unlock(s->mtx);
 			rpc_server_take_frames(frames, taken, 0, n);
+			opened = n;
 			for (size_t i = 0; i < n; i++) {
 				const Sagas__V1__RequestEnvelope *env = frames[i].env;
 				lf[i].method = env != NULL ? env->method : "";
 				lf[i].payload = env != NULL ? env->payload.data : NULL;
 				lf[i].payload_len = env != NULL ? env->payload.len : 0;
 			}
-			int64_t us = s->ops->linger_us(s->app, lf, n);
-			if (us > 0)
-				rpc_sleep_us(us);
+			clock_sleep_us(s->ops->linger_us(s->app, lf, n));
 			nng_mtx_lock(s->mtx);
 			s->lingering = false;
-			size_t first_new = n;
-			while (s->qhead != NULL && n < max) {
-				taken[n++] = s->qhead;
-				s->qhead = s->qhead->next;
-			}
-			if (s->qhead == NULL)
-				s->qtail = NULL;
-			if (s->qhead != NULL)
-				nng_cv_wake1(s->cv); /* more for another worker */
-			nng_mtx_unlock(s->mtx);
-			rpc_server_take_frames(frames, taken, first_new, n);
-		} else {
-			if (s->qhead != NULL)
-				nng_cv_wake1(s->cv); /* more for another worker */
-			nng_mtx_unlock(s->mtx);
-			rpc_server_take_frames(frames, taken, 0, n);
+			n = rpc_queue_take(s, taken, n, max);
 		}
+		if (s->qhead != NULL)
+			nng_cv_wake1(s->cv); /* more for another worker */
+		nng_mtx_unlock(s->mtx);
+		rpc_server_take_frames(frames, taken, opened, n);
 		rpc_server_serve(s, wstate, frames, n);
 	}
 	free(frames);

@@ -709,10 +709,7 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 		/* an answer that came back at once (the orchestrator holds too
 		 * many waits, or was unreachable): pause before asking again */
 		if (clock_mono_ms() - began < CTL_POLL_MS) {
-			int64_t nap = left < CTL_POLL_MS ? left : CTL_POLL_MS;
-			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)nap * 1000000L};
-			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-				;
+			clock_sleep_us((left < CTL_POLL_MS ? left : CTL_POLL_MS) * 1000);
 		}
 	}
 }

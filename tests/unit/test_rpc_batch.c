@@ -203,6 +203,20 @@ static void reset(void)
 	finished = 0;
 }
 
+/* assert_echoed_once: calls 0 .. n-1 each completed once, OK, with their
+ * own payload, and the handler saw each once. */
+static void assert_echoed_once(int n)
+{
+	for (int i = 0; i < n; i++) {
+		char want[40];
+		snprintf(want, sizeof want, "%d", i);
+		assert_int_equal(atomic_load(&outs[i].done), 1);
+		assert_int_equal(outs[i].code, RPC_OK);
+		assert_string_equal(outs[i].payload_id, want);
+		assert_int_equal(atomic_load(&seen[i]), 1);
+	}
+}
+
 static void add_call(rpc_batch *b, const char *method, int i, int64_t timeout_ms)
 {
 	char id[40];
@@ -232,14 +246,7 @@ static void test_batches_echo(void **state)
 		rpc_batch_send(b);
 	}
 	wait_finished(NCALLS);
-	for (int n = 0; n < NCALLS; n++) {
-		char want[40];
-		snprintf(want, sizeof want, "%d", n);
-		assert_int_equal(atomic_load(&outs[n].done), 1);
-		assert_int_equal(outs[n].code, RPC_OK);
-		assert_string_equal(outs[n].payload_id, want);
-		assert_int_equal(atomic_load(&seen[n]), 1);
-	}
+	assert_echoed_once(NCALLS);
 	assert_true(atomic_load(&batched_calls) > 0);
 	rpc_client_close(c);
 	rpc_server_stop(srv);
@@ -440,14 +447,7 @@ static void test_linger_gathers_calls(void **state)
 		    rpc_call_async(c, M_ECHO, &m.base, CALL_TIMEOUT, on_done, &outs[i]), 0);
 	}
 	wait_finished(8);
-	for (int n = 0; n < 8; n++) {
-		char want[40];
-		snprintf(want, sizeof want, "%d", n);
-		assert_int_equal(atomic_load(&outs[n].done), 1);
-		assert_int_equal(outs[n].code, RPC_OK);
-		assert_string_equal(outs[n].payload_id, want);
-		assert_int_equal(atomic_load(&seen[n]), 1);
-	}
+	assert_echoed_once(8);
 	assert_int_equal(atomic_load(&max_batch), 8);
 	assert_int_equal(atomic_load(&batched_calls), 8);
 	assert_true(atomic_load(&linger_asks) >= 1);
