@@ -18,11 +18,12 @@ typedef struct api {
 	int n_engines;      /* 1.. */
 	saga_policy policy; /* for the start row of a saga */
 	waits *waits;       /* held WaitSaga calls; borrowed */
-	/* Batching under load (rpc_server_ops.linger_us): an API worker holding
-	 * fewer calls than a frame waits batch_delay_us (0 = never) for more
-	 * when at least batch_siblings commands are in flight in the engines,
-	 * so that StartSagas arriving one by one are stored in one statement and
-	 * their first commands go out in one frame. */
+	/* Batching under load (rpc_server_ops.linger_us, api.c api_linger_us):
+	 * an API worker holding fewer calls than a frame, one of them a
+	 * StartSaga with wait_ms, sleeps batch_delay_us (microseconds; 0 =
+	 * never) when at least batch_siblings commands are in flight in the
+	 * engines, so that StartSagas arriving one by one are stored in one
+	 * statement and their first commands go out in one frame. */
 	int64_t batch_delay_us;
 	int batch_siblings;
 } api;

@@ -319,21 +319,19 @@ static void engine_process_replies(engine *e, engine_item *list)
 		while (list != NULL && n < cap) {
 			engine_item *it = list;
 			list = it->next;
-			{
-				saga_event ev = saga_event_from_reply(
-				    it->cmd, it->code, it->reason, it->transport);
-				if (ev.kind != SAGA_EV_SUCCESS)
-					log_debug(it->row.saga_id, "%s answered %s (%s)",
-					    saga_command_name(it->cmd), rpc_code_name(it->code),
-					    it->reason);
-				size_t before = n;
-				char why[RPC_REASON_MAX + 32];
-				snprintf(why, sizeof why, "%s%s%s", rpc_code_name(it->code),
-				    it->reason[0] ? " " : "", it->reason);
-				engine_decide(e, &it->row, &ev, now, why, pend, &n);
-				if (n > before)
-					rows[before] = it->row;
-			}
+			saga_event ev
+			    = saga_event_from_reply(it->cmd, it->code, it->reason, it->transport);
+			if (ev.kind != SAGA_EV_SUCCESS)
+				log_debug(it->row.saga_id, "%s answered %s (%s)",
+				    saga_command_name(it->cmd), rpc_code_name(it->code),
+				    it->reason);
+			size_t before = n;
+			char why[RPC_REASON_MAX + 32];
+			snprintf(why, sizeof why, "%s%s%s", rpc_code_name(it->code),
+			    it->reason[0] ? " " : "", it->reason);
+			engine_decide(e, &it->row, &ev, now, why, pend, &n);
+			if (n > before)
+				rows[before] = it->row;
 			free(it);
 		}
 		engine_commit(e, rows, pend, n);

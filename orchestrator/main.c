@@ -81,8 +81,8 @@ static const config_opt orch_opts[] = {
         "N"),
     OPT("batch-delay", "SAGA_ORCHESTRATOR_BATCH_DELAY_US", CONFIG_INT, "1000", 0, 100000,
         batch_delay,
-        "under load, how long an API worker waits for more StartSagas to store with the "
-        "ones it has (0 = never waits)",
+        "under load, how long an API worker holding a StartSaga with wait_ms sleeps to "
+        "gather more into one insert (0 = never)",
         "US"),
     OPT("batch-siblings", "SAGA_ORCHESTRATOR_BATCH_SIBLINGS", CONFIG_INT, "4", 1, 1000000,
         batch_siblings, "commands in flight from which --batch-delay applies (under load)", "N"),
