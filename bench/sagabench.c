@@ -94,6 +94,7 @@ typedef struct options {
 	bool json;
 	int progress; /* -1 auto (isatty), 0 off, 1 on */
 	const char *label;
+	const char *log_path; /* --log: one line per finished saga; NULL: none */
 	int64_t call_timeout_ms;
 } options;
 
@@ -191,6 +192,10 @@ static void usage(FILE *f)
 	    "                          with the same id after a transport failure\n"
 	    "  -t, --timeout S         give up on sagas not ended after S s (default 120)\n"
 	    "      --label TEXT        a name for this run in the output\n"
+	    "      --log FILE          one line per finished saga: its start (ms after the\n"
+	    "                          run began; the scheduled start under --rate), its\n"
+	    "                          latency in ms and its end state; for finding when\n"
+	    "                          slow sagas happened (like pgbench --log)\n"
 	    "      --json              one JSON object on stdout instead of the text report\n"
 	    "      --progress / --no-progress   progress line on stderr (default: on a terminal)\n"
 	    "  -h, --help              this text\n"
@@ -238,6 +243,7 @@ static void parse_args(int argc, char **argv)
 		O_SKUS,
 		O_CUST,
 		O_LABEL,
+		O_LOG,
 		O_JSON,
 		O_PROG,
 		O_NOPROG
@@ -259,6 +265,7 @@ static void parse_args(int argc, char **argv)
 	    {"timeout", required_argument, 0, 't'},
 	    {"duration", required_argument, 0, 'd'},
 	    {"label", required_argument, 0, O_LABEL},
+	    {"log", required_argument, 0, O_LOG},
 	    {"json", no_argument, 0, O_JSON},
 	    {"progress", no_argument, 0, O_PROG},
 	    {"no-progress", no_argument, 0, O_NOPROG},
@@ -324,6 +331,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_LABEL:
 			opt.label = optarg;
+			break;
+		case O_LOG:
+			opt.log_path = optarg;
 			break;
 		case O_JSON:
 			opt.json = true;
@@ -708,6 +718,9 @@ static bool starts_with(const char *s, const char *p)
 int main(int argc, char **argv)
 {
 	parse_args(argc, argv);
+	FILE *logf = NULL;
+	if (opt.log_path && !(logf = fopen(opt.log_path, "w")))
+		die(2, "cannot write --log %s: %s", opt.log_path, strerror(errno));
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the waits use now_us() */
@@ -781,6 +794,7 @@ int main(int argc, char **argv)
 
 	int64_t poll_us = (int64_t)(opt.poll_ms * 1000.0);
 	int64_t t0 = now_us();
+	int64_t t0_wall_ms = wall_ms();
 	int64_t deadline = t0 + (int64_t)(opt.timeout_s * 1e6);
 	int64_t next_progress = t0;
 	long next = 0, n_target = opt.n;
@@ -867,6 +881,10 @@ int main(int argc, char **argv)
 	int64_t *clat = calloc((size_t)opt.n, sizeof *clat);
 	size_t nl = 0, ncl = 0;
 	uint64_t polls_done_sagas = 0;
+	if (logf)
+		fprintf(logf,
+		    "# start_ms latency_ms state (the run began at unix ms %" PRId64 ")\n",
+		    t0_wall_ms);
 	for (long i = 0; i < opt.n; i++) {
 		saga_slot *s = &slots[i];
 		if (s->phase != P_DONE) {
@@ -874,6 +892,10 @@ int main(int argc, char **argv)
 				unfinished++;
 			continue;
 		}
+		if (logf)
+			fprintf(logf, "%.3f %.3f %s\n", (double)(s->t_sent_us - t0) / 1e3,
+			    (double)(s->t_end_us - s->t_sent_us) / 1e3,
+			    s->state == ST_COMPLETED ? "COMPLETED" : "CANCELLED");
 		if (s->state == ST_COMPLETED)
 			completed++;
 		else {
@@ -1129,6 +1151,8 @@ int main(int argc, char **argv)
 	rpc_client_close(orch_client);
 	rpc_client_close(stock);
 	rpc_client_close(pay);
+	if (logf && fclose(logf) != 0)
+		die(3, "cannot write --log %s: %s", opt.log_path, strerror(errno));
 	free(lat);
 	free(clat);
 	free(sku_need);

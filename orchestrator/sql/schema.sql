@@ -22,10 +22,17 @@ CREATE TABLE IF NOT EXISTS sagas (
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 
--- The sweep: due work of unfinished sagas, oldest first.
-CREATE INDEX IF NOT EXISTS sagas_due
-    ON sagas (next_attempt_at)
-    WHERE state NOT IN ('COMPLETED', 'CANCELLED');
+-- The sweep reads the unfinished sagas through sagas_open. No index holds
+-- a column that a non-terminal transition changes (state, next_attempt_at,
+-- version, ...), and pages are left half empty (fillfactor), so those
+-- updates are HOT: the new row version goes on the same page and no index
+-- gets an entry. Only the terminal transition, which sets `finished`, is
+-- indexed again (docs/benchmarks.md: 7.7 -> 5 index entries a saga).
+ALTER TABLE sagas ADD COLUMN IF NOT EXISTS finished boolean
+    GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
+ALTER TABLE sagas SET (fillfactor = 50);
+DROP INDEX IF EXISTS sagas_due;
+CREATE INDEX IF NOT EXISTS sagas_open ON sagas (created_at) WHERE NOT finished;
 CREATE INDEX IF NOT EXISTS sagas_created ON sagas (created_at DESC);
 
 -- The history of every saga, keyed by (saga_id, version): every row is
