@@ -79,7 +79,7 @@ static const config_opt orch_opts[] = {
     OPT("send-batch", "SAGA_ORCHESTRATOR_SEND_BATCH", CONFIG_INT, "128", 1, RPC_BATCH_MAX,
         send_batch, "most commands sent to a participant in one frame (1 = a frame per command)",
         "N"),
-    OPT("batch-delay", "SAGA_ORCHESTRATOR_BATCH_DELAY_US", CONFIG_INT, "1000", 0, 100000,
+    OPT("batch-delay", "SAGA_ORCHESTRATOR_BATCH_DELAY_US", CONFIG_INT, "3000", 0, 100000,
         batch_delay,
         "under load, how long an API worker holding a StartSaga with wait_ms sleeps to "
         "gather more into one insert (0 = never)",
