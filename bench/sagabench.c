@@ -194,7 +194,7 @@ static void usage(FILE *f)
 	    "      --label TEXT        a name for this run in the output\n"
 	    "      --log FILE          one line per finished saga: its start (ms after the\n"
 	    "                          run began; the scheduled start under --rate), its\n"
-	    "                          latency in ms and its end state; for finding when\n"
+	    "                          latency in ms, its end state and its id; for finding when\n"
 	    "                          slow sagas happened (like pgbench --log)\n"
 	    "      --json              one JSON object on stdout instead of the text report\n"
 	    "      --progress / --no-progress   progress line on stderr (default: on a terminal)\n"
@@ -883,7 +883,7 @@ int main(int argc, char **argv)
 	uint64_t polls_done_sagas = 0;
 	if (logf)
 		fprintf(logf,
-		    "# start_ms latency_ms state (the run began at unix ms %" PRId64 ")\n",
+		    "# start_ms latency_ms state saga_id (the run began at unix ms %" PRId64 ")\n",
 		    t0_wall_ms);
 	for (long i = 0; i < opt.n; i++) {
 		saga_slot *s = &slots[i];
@@ -893,9 +893,9 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (logf)
-			fprintf(logf, "%.3f %.3f %s\n", (double)(s->t_sent_us - t0) / 1e3,
+			fprintf(logf, "%.3f %.3f %s %s\n", (double)(s->t_sent_us - t0) / 1e3,
 			    (double)(s->t_end_us - s->t_sent_us) / 1e3,
-			    s->state == ST_COMPLETED ? "COMPLETED" : "CANCELLED");
+			    s->state == ST_COMPLETED ? "COMPLETED" : "CANCELLED", s->id);
 		if (s->state == ST_COMPLETED)
 			completed++;
 		else {
