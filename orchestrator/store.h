@@ -91,9 +91,10 @@ int store_list_sagas(
 int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n);
 
 /* store_claim_due claims up to `limit` unfinished sagas whose
- * next_attempt_at <= now_ms, oldest saga first, skipping rows other orchestrators hold
- * (FOR UPDATE SKIP LOCKED), and moves their next_attempt_at to
- * now_ms + lease_ms so nobody else claims them meanwhile. Fills rows[0..*n).
+ * next_attempt_at <= now_ms, oldest saga first (by created_at, through the
+ * index sagas_open), skipping rows other orchestrators hold (FOR UPDATE SKIP
+ * LOCKED), and moves their next_attempt_at to now_ms + lease_ms so nobody
+ * else claims them meanwhile. Fills rows[0..*n).
  * The version is not changed: a claim is not a transition. */
 int store_claim_due(
     PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows, size_t *n);

@@ -30,7 +30,16 @@ CREATE TABLE IF NOT EXISTS sagas (
 -- indexed again (docs/benchmarks.md: 7.7 -> 5 index entries a saga).
 ALTER TABLE sagas ADD COLUMN IF NOT EXISTS finished boolean
     GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
-ALTER TABLE sagas SET (fillfactor = 50);
+DO $$
+BEGIN
+    -- only when it differs: the ALTER takes a table lock and makes every
+    -- session plan its statements on sagas again
+    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass)
+                    @> '{fillfactor=50}', false) THEN
+        ALTER TABLE sagas SET (fillfactor = 50);
+    END IF;
+END
+$$;
 DROP INDEX IF EXISTS sagas_due;
 CREATE INDEX IF NOT EXISTS sagas_open ON sagas (created_at) WHERE NOT finished;
 CREATE INDEX IF NOT EXISTS sagas_created ON sagas (created_at DESC);
