@@ -259,9 +259,21 @@ int store_list_sagas(
 	const char *p[3] = {state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(state),
 	    attention_only ? "true" : "false", lim};
 	PGresult *r = NULL;
+	/* an unfinished state: through the two indexes of unfinished sagas
+	 * (schema.sql), not by walking every saga ever made from the newest */
+	bool unfinished = state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(state);
 	int rc = pg_exec(conn,
-	    "SELECT " SAGA_COLS " FROM sagas WHERE ($1::text IS NULL OR state = $1) "
-	    "AND (NOT $2::boolean OR attention) ORDER BY created_at DESC, saga_id LIMIT $3",
+	    unfinished
+	        ? "SELECT " SAGA_COLS " FROM ("
+	          "  (SELECT * FROM sagas WHERE state = $1 AND NOT finished AND retry_at IS NULL"
+	          "   AND (NOT $2::boolean OR attention)"
+	          "   ORDER BY created_at DESC, saga_id LIMIT $3)"
+	          "  UNION ALL"
+	          "  (SELECT * FROM sagas WHERE state = $1 AND retry_at IS NOT NULL"
+	          "   AND (NOT $2::boolean OR attention))"
+	          ") s ORDER BY created_at DESC, saga_id LIMIT $3"
+	        : "SELECT " SAGA_COLS " FROM sagas WHERE ($1::text IS NULL OR state = $1) "
+	          "AND (NOT $2::boolean OR attention) ORDER BY created_at DESC, saga_id LIMIT $3",
 	    3, p, &r);
 	if (rc != 0)
 		return rc;
@@ -309,16 +321,23 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 }
 
 /* clang-format off */
-/* The sweep's claim. It walks sagas_open (the unfinished sagas, oldest
- * first) with a plain index scan, which marks the entries of finished sagas
- * dead as it passes them (a bitmap scan would not), so the next sweep skips
- * them; ordering by next_attempt_at instead made PostgreSQL read every
- * entry, finished ones included, at every sweep (2 ms at 1,800 sagas/s). */
+/* The sweep's claim, from two indexes (schema.sql): due retries through
+ * sagas_retry, soonest first, and sagas on their first try whose lease has
+ * ended through sagas_open, oldest first. sagas_open is walked with a plain
+ * index scan, which marks the entries of finished sagas dead as it passes
+ * them (a bitmap scan would not), so the next sweep skips them. A saga in
+ * retry is in sagas_retry only, so an outage that leaves thousands of sagas
+ * retrying does not make every sweep read them all. */
 static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due",
-    "UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
+    "WITH retry AS ("
+    "  SELECT saga_id FROM sagas WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1")
+    "  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
+    " first AS ("
     "  SELECT saga_id FROM sagas"
-    "  WHERE NOT finished AND next_attempt_at <= " TS("$1")
-    "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)) "
+    "  WHERE NOT finished AND retry_at IS NULL AND next_attempt_at <= " TS("$1")
+    "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"
+    " UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
+    "  SELECT saga_id FROM retry UNION ALL SELECT saga_id FROM first LIMIT $3)) "
     "RETURNING " SAGA_COLS};
 /* clang-format on */
 

@@ -22,27 +22,61 @@ CREATE TABLE IF NOT EXISTS sagas (
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 
--- The sweep reads the unfinished sagas through sagas_open. No index holds
--- a column that a non-terminal transition changes (state, next_attempt_at,
--- version, ...), and pages are left half empty (fillfactor), so those
--- updates are HOT: the new row version goes on the same page and no index
--- gets an entry. Only the terminal transition, which sets `finished`, is
--- indexed again (docs/benchmarks.md: 7.7 -> 5 index entries a saga).
-ALTER TABLE sagas ADD COLUMN IF NOT EXISTS finished boolean
-    GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
+-- The indexes of sagas. No index reads a column that a transition of a
+-- saga on its first try changes (state, next_attempt_at, version, ...), and
+-- pages are left half empty (fillfactor), so those updates are HOT: the new
+-- row version goes on the same page and no index gets an entry
+-- (docs/saga-states.md, docs/benchmarks.md). The sweep finds due work in two
+-- indexes:
+--   sagas_open:  sagas on their first try (in flight, or waiting to be sent),
+--                oldest first; their next_attempt_at is a lease;
+--   sagas_retry: sagas retrying after a failure (attempts > 0), by when the
+--                next try is due; during an outage they pile up here, and
+--                the sweep reads only the due ones.
+-- `finished` and `retry_at` are computed by PostgreSQL; on the first try
+-- they stay false and NULL, so they do not stop HOT. Only the terminal
+-- transition, and a saga's first failure and its recovery, are indexed.
+--
+-- Every change is made only when missing: ALTER TABLE takes a lock that
+-- blocks even reads of sagas, and an orchestrator starting must not stall
+-- the others sharing the database. Upgrading a database made before this
+-- rewrites sagas once, under that lock.
 DO $$
 BEGIN
-    -- only when it differs: the ALTER takes a table lock and makes every
-    -- session plan its statements on sagas again
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'finished' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN finished boolean
+            GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'retry_at' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN retry_at timestamptz
+            GENERATED ALWAYS AS (CASE WHEN attempts > 0
+                                      AND state NOT IN ('COMPLETED', 'CANCELLED')
+                                 THEN next_attempt_at END) STORED;
+    END IF;
     IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass)
                     @> '{fillfactor=50}', false) THEN
         ALTER TABLE sagas SET (fillfactor = 50);
     END IF;
+    -- an older sweep index; and sagas_open as first made, without retry_at
+    DROP INDEX IF EXISTS sagas_due;
+    IF EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass('sagas_open')
+               AND pg_get_expr(indpred, indrelid) NOT LIKE '%retry_at%') THEN
+        DROP INDEX sagas_open;
+    END IF;
+    IF to_regclass('sagas_open') IS NULL THEN
+        CREATE INDEX sagas_open ON sagas (created_at)
+            WHERE NOT finished AND retry_at IS NULL;
+    END IF;
+    IF to_regclass('sagas_retry') IS NULL THEN
+        CREATE INDEX sagas_retry ON sagas (retry_at) WHERE retry_at IS NOT NULL;
+    END IF;
+    IF to_regclass('sagas_created') IS NULL THEN
+        CREATE INDEX sagas_created ON sagas (created_at DESC);
+    END IF;
 END
 $$;
-DROP INDEX IF EXISTS sagas_due;
-CREATE INDEX IF NOT EXISTS sagas_open ON sagas (created_at) WHERE NOT finished;
-CREATE INDEX IF NOT EXISTS sagas_created ON sagas (created_at DESC);
 
 -- The history of every saga, keyed by (saga_id, version): every row is
 -- written in the statement that writes the saga row it follows (store.c),

@@ -4,8 +4,9 @@
 # writes the new row version on the same page and no index entry
 # (orchestrator/sql/schema.sql, docs/benchmarks.md). A database made before
 # that (the sweep's index on next_attempt_at, `state` in its predicate) is
-# migrated at start, and the sweep still finds unfinished sagas through the
-# new index after a restart (saga-semantics.md rule 9).
+# migrated at start, and the sweep still finds a retrying saga after a
+# restart (saga-semantics.md rule 9); the listing of an unfinished state
+# reads the two indexes of unfinished sagas.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 # a step deadline far enough away that the saga left in CHARGING below is
@@ -24,7 +25,7 @@ indexed_cols() {
       AND (a.attnum = ANY (i.indkey)
            OR pg_get_expr(i.indpred, i.indrelid) ~ ('\\m' || a.attname || '\\M'))"
 }
-assert_eq "columns any index of sagas reads" "created_at,finished,saga_id" "$(indexed_cols)"
+assert_eq "columns any index of sagas reads" "created_at,finished,retry_at,saga_id" "$(indexed_cols)"
 assert_eq "sagas fillfactor" "{fillfactor=50}" \
   "$(psql_db sagas_orchestrator "SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass")"
 
@@ -43,15 +44,26 @@ assert_eq "updates, HOT updates of sagas" "40 20" "$(stats)"
 assert_eq "completed" "20" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'COMPLETED' AND finished")"
 
-# the old layout, as an older orchestratord left it, with an unfinished
-# saga: payment is down, so a saga waits in CHARGING
+# payment is down: a saga waits in CHARGING, retrying (attempts > 0), so
+# it is in sagas_retry and not in sagas_open, and the listing of its state
+# finds it there
 stack_kill paymentd
 id=66666666-6666-4666-8666-666666666661
 ctl start h H1 2 2.00 --id "$id" >/dev/null
-wait_until 15 bash -c "[ \"\$(psql -h 127.0.0.1 -p $PG_PORT -U postgres -d sagas_orchestrator -qAtc \"SELECT state FROM sagas WHERE saga_id = '$id'\")\" = CHARGING ]"
+wait_until 15 bash -c "[ \"\$(psql -h 127.0.0.1 -p $PG_PORT -U postgres -d sagas_orchestrator -qAtc \"SELECT state || attempts FROM sagas WHERE saga_id = '$id'\")\" \> CHARGING0 ]"
+assert_eq "a retrying saga: finished, in retry" "false true" \
+  "$(psql_db sagas_orchestrator "SELECT finished || ' ' || (retry_at IS NOT NULL) FROM sagas WHERE saga_id = '$id'")"
+assert_eq "list --state charging" "$id" \
+  "$(ctl list --state charging --json | python3 -c 'import json, sys; print(" ".join(s["saga_id"] for s in json.load(sys.stdin)))')"
+assert_eq "list --state completed: 20, not the retrying one" "20 0" \
+  "$(ctl list --state completed --json | python3 -c 'import json, sys; l = json.load(sys.stdin); print(len(l), sum(s["saga_id"] == "'"$id"'" for s in l))')"
+
+# the old layout, as an older orchestratord left it, with that saga
 stack_kill orchestratord
 psql_db sagas_orchestrator "
   DROP INDEX sagas_open;
+  DROP INDEX sagas_retry;
+  ALTER TABLE sagas DROP COLUMN retry_at;
   ALTER TABLE sagas DROP COLUMN finished;
   ALTER TABLE sagas RESET (fillfactor);
   CREATE INDEX sagas_due ON sagas (next_attempt_at)
@@ -63,8 +75,8 @@ stack_start_orchestrator
 stack_start_payment
 assert_eq "migrated: sagas_due gone" "0" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_indexes WHERE indexname = 'sagas_due'")"
-assert_eq "migrated: columns any index of sagas reads" "created_at,finished,saga_id" "$(indexed_cols)"
-# the sweep finds the unfinished saga through sagas_open and finishes it
+assert_eq "migrated: columns any index of sagas reads" "created_at,finished,retry_at,saga_id" "$(indexed_cols)"
+# the sweep finds the unfinished saga through sagas_retry and finishes it
 ctl wait "$id" --wait-timeout 30000 >/dev/null || true
 assert_eq "the unfinished saga, after the restart" "COMPLETED" \
   "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$id'")"
