@@ -355,7 +355,12 @@ static bool engine_sweep(engine *e)
 	size_t n = 0, npend = 0;
 	bool more = false;
 	int64_t now = clock_wall_ms();
-	int rc = store_claim_due(e->conn, now, engine_lease_ms(e), limit, rows, &n);
+	/* a saga on its first try is due at the earliest min(lease, step
+	 * timeout) after it was stored; half of it leaves room for the skew
+	 * between this host's clock and the database's */
+	int64_t lease = engine_lease_ms(e), step = e->cfg.policy.step_timeout_ms;
+	int64_t young = (lease < step ? lease : step) / 2;
+	int rc = store_claim_due(e->conn, now, lease, now - young, limit, rows, &n);
 	if (rc != 0) {
 		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
 		return false;

@@ -322,36 +322,44 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 
 /* clang-format off */
 /* The sweep's claim, from two indexes (schema.sql): due retries through
- * sagas_retry, soonest first, and sagas on their first try whose lease has
- * ended through sagas_open, oldest first. sagas_open is walked with a plain
- * index scan, which marks the entries of finished sagas dead as it passes
- * them (a bitmap scan would not), so the next sweep skips them. A saga in
- * retry is in sagas_retry only, so an outage that leaves thousands of sagas
- * retrying does not make every sweep read them all. */
+ * sagas_retry, soonest first, and sagas on their first try whose lease or
+ * deadline has come through sagas_open, oldest first; of those, the ones
+ * due earliest win (so sagas retrying every second cannot keep older due
+ * work from the room under --max-inflight). A saga in retry is only in
+ * sagas_retry, so an outage that leaves thousands of sagas retrying does
+ * not make every sweep read them all; and a saga on its first try cannot
+ * be due before created_at + min(lease, step timeout), so the sweep reads
+ * only those created before $4, not a burst of young ones. sagas_open is
+ * walked with a plain index scan, which marks the entries of finished
+ * sagas dead as it passes them (a bitmap scan would not). */
 static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due",
     "WITH retry AS ("
-    "  SELECT saga_id FROM sagas WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1")
+    "  SELECT saga_id, next_attempt_at FROM sagas"
+    "  WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1")
     "  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
     " first AS ("
-    "  SELECT saga_id FROM sagas"
-    "  WHERE NOT finished AND retry_at IS NULL AND next_attempt_at <= " TS("$1")
+    "  SELECT saga_id, next_attempt_at FROM sagas"
+    "  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")
+    "    AND next_attempt_at <= " TS("$1")
     "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"
     " UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
-    "  SELECT saga_id FROM retry UNION ALL SELECT saga_id FROM first LIMIT $3)) "
+    "  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due"
+    "  ORDER BY next_attempt_at LIMIT $3)) "
     "RETURNING " SAGA_COLS};
 /* clang-format on */
 
-int store_claim_due(
-    PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows, size_t *n)
+int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n)
 {
-	char now[24], until[24], lim[16];
+	char now[24], until[24], lim[16], before[24];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
 	snprintf(until, sizeof until, "%" PRId64, now_ms + lease_ms);
 	snprintf(lim, sizeof lim, "%d", limit);
-	const char *p[3] = {now, until, lim};
+	snprintf(before, sizeof before, "%" PRId64, created_before_ms);
+	const char *p[4] = {now, until, lim, before};
 	PGresult *r = NULL;
 	*n = 0;
-	int rc = pg_exec_stmt(conn, &STORE_CLAIM_DUE, 3, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_CLAIM_DUE, 4, p, &r);
 	if (rc != 0)
 		return rc;
 	int count = PQntuples(r);

@@ -91,13 +91,16 @@ int store_list_sagas(
 int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n);
 
 /* store_claim_due claims up to `limit` unfinished sagas whose
- * next_attempt_at <= now_ms, oldest saga first (by created_at, through the
- * index sagas_open), skipping rows other orchestrators hold (FOR UPDATE SKIP
- * LOCKED), and moves their next_attempt_at to now_ms + lease_ms so nobody
- * else claims them meanwhile. Fills rows[0..*n).
+ * next_attempt_at <= now_ms (unix ms), the earliest due first, skipping rows
+ * other orchestrators hold (FOR UPDATE SKIP LOCKED), and moves their
+ * next_attempt_at to now_ms + lease_ms so nobody else claims them
+ * meanwhile. Sagas on their first try (attempts 0) are looked for only among
+ * those created before created_before_ms: the caller passes a time before
+ * which none of them can be due (engine.c: now - min(lease, step timeout) /
+ * 2). Fills rows[0..*n) (rows holds `limit`). Returns 0 or a pg_err code.
  * The version is not changed: a claim is not a transition. */
-int store_claim_due(
-    PGconn *conn, int64_t now_ms, int64_t lease_ms, int limit, saga_row *rows, size_t *n);
+int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n);
 
 /* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
  * attention flag and attempt count, bumps its version (a reply in flight is

@@ -43,6 +43,11 @@ CREATE TABLE IF NOT EXISTS sagas (
 -- rewrites sagas once, under that lock.
 DO $$
 BEGIN
+    -- first, so that the rewrite below leaves its pages half empty too
+    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass)
+                    @> '{fillfactor=50}', false) THEN
+        ALTER TABLE sagas SET (fillfactor = 50);
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
                    AND attname = 'finished' AND NOT attisdropped) THEN
         ALTER TABLE sagas ADD COLUMN finished boolean
@@ -54,10 +59,6 @@ BEGIN
             GENERATED ALWAYS AS (CASE WHEN attempts > 0
                                       AND state NOT IN ('COMPLETED', 'CANCELLED')
                                  THEN next_attempt_at END) STORED;
-    END IF;
-    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass)
-                    @> '{fillfactor=50}', false) THEN
-        ALTER TABLE sagas SET (fillfactor = 50);
     END IF;
     -- an older sweep index; and sagas_open as first made, without retry_at
     DROP INDEX IF EXISTS sagas_due;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fault 15: paymentd hangs (SIGSTOP) while 60 sagas start on an orchestrator
+# with room for 8 commands in flight. Sagas retrying a charge or a refund
+# every second must not keep older due work (first tries waiting for room,
+# whose step deadlines pass meanwhile) out of that room: the sweep takes
+# the earliest due first (saga-semantics.md rule 3, nothing dropped
+# silently), so every saga leaves RESERVING within seconds, cancelled by
+# its deadline. Then paymentd resumes, every saga ends CANCELLED, and stock
+# and money are back to the unit. (Found by the attack helper: a sweep that
+# took retries first, or the oldest saga first, left sagas in RESERVING for
+# minutes, their deadlines long past.)
+source "$(dirname "$0")/head.inc"
+ORCH_FLAGS="--max-inflight 8 --request-timeout 1000 --backoff-base 50 --backoff-cap 1000 --step-timeout 1000 --sweep-interval 50 --req-resend 0"
+stack_start
+ctl stock set F 1000 >/dev/null
+ctl deposit f 100000.00 >/dev/null
+pay_pid=${STACK_PID_OF[paymentd]}
+kill -STOP "$pay_pid"
+for i in $(seq 1 60); do
+  ctl start f F 1 1.00 >/dev/null
+done
+reserving() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'RESERVING'"; }
+_none_reserving() { [ "$(reserving)" = 0 ]; }
+wait_until 30 _none_reserving || true
+assert_eq "sagas in RESERVING 30 s after paymentd hung" "0" "$(reserving)"
+kill -CONT "$pay_pid"
+wait_all_terminal 180 || true
+assert_eq "sagas" "60 CANCELLED" \
+  "$(psql_db sagas_orchestrator "SELECT count(*) || ' ' || string_agg(DISTINCT state, ',') FROM sagas")"
+assert_eq "F on hand" "1000" "$(on_hand F)"
+assert_eq "f balance" "10000000" "$(balance f)"
+check_invariants "F:1000" "f:10000000"
+finish
