@@ -916,6 +916,18 @@ int main(int argc, char **argv)
 			last_end = s->t_end_us;
 		polls_done_sagas += s->polls;
 	}
+	/* a log that could not be written is reported now, and makes the exit
+	 * status 3 unless an invariant failed (1 wins) */
+	bool log_failed = false;
+	if (logf) {
+		bool bad = ferror(logf) != 0;
+		if (fclose(logf) != 0 || bad) {
+			fprintf(stderr, "sagabench: cannot write --log %s: %s\n", opt.log_path,
+			    bad ? "write error" : strerror(errno));
+			log_failed = true;
+		}
+		logf = NULL;
+	}
 	qsort(lat, nl, sizeof *lat, cmp_i64);
 	qsort(clat, ncl, sizeof *clat, cmp_i64);
 	double elapsed = (double)(last_end - t0) / 1e6;
@@ -1153,8 +1165,6 @@ int main(int argc, char **argv)
 	rpc_client_close(orch_client);
 	rpc_client_close(stock);
 	rpc_client_close(pay);
-	if (logf && fclose(logf) != 0)
-		die(3, "cannot write --log %s: %s", opt.log_path, strerror(errno));
 	free(lat);
 	free(clat);
 	free(sku_need);
@@ -1162,7 +1172,7 @@ int main(int argc, char **argv)
 	free(sku_init);
 	free(cust_init);
 	free(slots);
-	if (timed_out || unfinished)
+	if (timed_out || unfinished || log_failed)
 		return all_ok ? 3 : 1;
 	return all_ok ? 0 : 1;
 }
