@@ -225,6 +225,7 @@ typedef struct engine_pending {
 	store_update up;
 	saga_row after;
 	saga_command send;
+	bool held; /* no room to send: written due now, sent by a later sweep */
 } engine_pending;
 
 /* engine_decide runs the state machine on one event and, unless the event
@@ -296,7 +297,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    "saga needs attention: %s failed %d times, retrying every %lld ms",
 			    saga_command_name(saga_command_of(a->state)), a->attempts,
 			    (long long)e->cfg.policy.backoff_cap_ms);
-		if (pend[i].send != SAGA_CMD_NONE)
+		if (pend[i].send != SAGA_CMD_NONE && !pend[i].held)
 			engine_dispatch(e, &pend[i].after);
 		if (ups[i].updated_ms > 0)
 			pend[i].after.updated_ms = ups[i].updated_ms;
@@ -345,9 +346,13 @@ static bool engine_sweep(engine *e)
 	nng_mtx_lock(e->mtx);
 	int room = e->cfg.max_inflight - e->inflight;
 	nng_mtx_unlock(e->mtx);
-	if (room <= 0)
-		return false;
-	int limit = room < e->cfg.batch ? room : e->cfg.batch;
+	/* With no room to send (every slot may be held by a hung participant
+	 * until --request-timeout), passed step deadlines are still claimed
+	 * and their transitions written (rule 4), the compensations they make
+	 * due left due for a later sweep: deadlines are not held back behind
+	 * the slots. */
+	bool full = room <= 0;
+	int limit = full ? e->cfg.batch : room < e->cfg.batch ? room : e->cfg.batch;
 	if (!engine_db_ok(e))
 		return false;
 	saga_row *rows = e->rows, *dl_rows = e->dl_rows; /* limit <= cfg.batch */
@@ -360,12 +365,13 @@ static bool engine_sweep(engine *e)
 	 * between this host's clock and the database's */
 	int64_t lease = engine_lease_ms(e), step = e->cfg.policy.step_timeout_ms;
 	int64_t young = (lease < step ? lease : step) / 2;
-	int rc = store_claim_due(e->conn, now, lease, now - young, limit, rows, &n);
+	int rc = full ? store_claim_deadlines(e->conn, now, lease, now - young, limit, rows, &n)
+	              : store_claim_due(e->conn, now, lease, now - young, limit, rows, &n);
 	if (rc != 0) {
 		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
 		return false;
 	}
-	more = n == (size_t)limit;
+	more = !full && n == (size_t)limit;
 	for (size_t i = 0; i < n; i++) {
 		/* the claim moved next_attempt_at; keep the lease in the row */
 		const saga_row *r = &rows[i];
@@ -373,9 +379,15 @@ static bool engine_sweep(engine *e)
 			saga_event ev = {.kind = SAGA_EV_DEADLINE};
 			size_t before = npend;
 			engine_decide(e, r, &ev, now, "deadline", pend, &npend);
-			if (npend > before)
+			if (npend > before) {
 				dl_rows[before] = *r;
-		} else {
+				if (full && pend[before].send != SAGA_CMD_NONE) {
+					pend[before].held = true;
+					pend[before].after.s.next_attempt_ms = now;
+					pend[before].up.next = pend[before].after.s;
+				}
+			}
+		} else if (!full) {
 			if (r->s.attempts > 0 || r->created_ms + engine_lease_ms(e) < now)
 				log_debug(r->saga_id, "resuming %s", saga_state_name(r->s.state));
 			engine_dispatch(e, r);

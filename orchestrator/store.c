@@ -346,10 +346,44 @@ static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due",
     "  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due"
     "  ORDER BY next_attempt_at LIMIT $3)) "
     "RETURNING " SAGA_COLS};
+/* The same claim, only sagas whose step deadline has passed: the sweep
+ * writes their deadline transitions even when there is no room to send
+ * (engine.c). */
+static const pg_stmt STORE_CLAIM_DEADLINES = {"saga_claim_deadlines",
+    "WITH retry AS ("
+    "  SELECT saga_id, next_attempt_at FROM sagas"
+    "  WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1") " AND step_deadline <= " TS("$1")
+    "  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
+    " first AS ("
+    "  SELECT saga_id, next_attempt_at FROM sagas"
+    "  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")
+    "    AND next_attempt_at <= " TS("$1") " AND step_deadline <= " TS("$1")
+    "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"
+    " UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
+    "  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due"
+    "  ORDER BY next_attempt_at LIMIT $3)) "
+    "RETURNING " SAGA_COLS};
 /* clang-format on */
+
+static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
+    int64_t created_before_ms, int limit, saga_row *rows, size_t *n);
 
 int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
     int limit, saga_row *rows, size_t *n)
+{
+	return store_claim(
+	    conn, &STORE_CLAIM_DUE, now_ms, lease_ms, created_before_ms, limit, rows, n);
+}
+
+int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n)
+{
+	return store_claim(
+	    conn, &STORE_CLAIM_DEADLINES, now_ms, lease_ms, created_before_ms, limit, rows, n);
+}
+
+static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
+    int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
 {
 	char now[24], until[24], lim[16], before[24];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -359,7 +393,7 @@ int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t crea
 	const char *p[4] = {now, until, lim, before};
 	PGresult *r = NULL;
 	*n = 0;
-	int rc = pg_exec_stmt(conn, &STORE_CLAIM_DUE, 4, p, &r);
+	int rc = pg_exec_stmt(conn, stmt, 4, p, &r);
 	if (rc != 0)
 		return rc;
 	int count = PQntuples(r);

@@ -102,6 +102,13 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
     int limit, saga_row *rows, size_t *n);
 
+/* store_claim_deadlines is store_claim_due restricted to sagas whose
+ * step_deadline <= now_ms: the sweep claims them even when there is no room
+ * under --max-inflight, to write their deadline transitions (rule 4) on
+ * time. Same arguments, returns and ownership. */
+int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n);
+
 /* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
  * attention flag and attempt count, bumps its version (a reply in flight is
  * then dropped) and appends a history row "retry", in one transaction.
