@@ -332,37 +332,26 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * only those created before $4, not a burst of young ones. sagas_open is
  * walked with a plain index scan, which marks the entries of finished
  * sagas dead as it passes them (a bitmap scan would not). */
-static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due",
-    "WITH retry AS ("
-    "  SELECT saga_id, next_attempt_at FROM sagas"
-    "  WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1")
-    "  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
-    " first AS ("
-    "  SELECT saga_id, next_attempt_at FROM sagas"
-    "  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")
-    "    AND next_attempt_at <= " TS("$1")
-    "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"
-    " UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
-    "  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due"
-    "  ORDER BY next_attempt_at LIMIT $3)) "
-    "RETURNING " SAGA_COLS};
+#define STORE_CLAIM_SQL(also)                                                      \
+	"WITH retry AS ("                                                          \
+	"  SELECT saga_id, next_attempt_at FROM sagas"                             \
+	"  WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1") also              \
+	"  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"                    \
+	" first AS ("                                                              \
+	"  SELECT saga_id, next_attempt_at FROM sagas"                             \
+	"  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")    \
+	"    AND next_attempt_at <= " TS("$1") also                                \
+	"  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"                   \
+	" UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY(" \
+	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
+	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
+	"RETURNING " SAGA_COLS
+static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due", STORE_CLAIM_SQL("")};
 /* The same claim, only sagas whose step deadline has passed: the sweep
  * writes their deadline transitions even when there is no room to send
  * (engine.c). */
-static const pg_stmt STORE_CLAIM_DEADLINES = {"saga_claim_deadlines",
-    "WITH retry AS ("
-    "  SELECT saga_id, next_attempt_at FROM sagas"
-    "  WHERE retry_at IS NOT NULL AND retry_at <= " TS("$1") " AND step_deadline <= " TS("$1")
-    "  ORDER BY retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),"
-    " first AS ("
-    "  SELECT saga_id, next_attempt_at FROM sagas"
-    "  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")
-    "    AND next_attempt_at <= " TS("$1") " AND step_deadline <= " TS("$1")
-    "  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"
-    " UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY("
-    "  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due"
-    "  ORDER BY next_attempt_at LIMIT $3)) "
-    "RETURNING " SAGA_COLS};
+static const pg_stmt STORE_CLAIM_DEADLINES = {
+    "saga_claim_deadlines", STORE_CLAIM_SQL(" AND step_deadline <= " TS("$1"))};
 /* clang-format on */
 
 static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
