@@ -229,9 +229,12 @@ typedef struct engine_pending {
 } engine_pending;
 
 /* engine_decide runs the state machine on one event and, unless the event
- * is ignored, appends the write it needs to `pend`. */
+ * is ignored, appends the write it needs to `pend`. A command it makes due
+ * is leased and sent after the commit; with `can_send` false (no room under
+ * --max-inflight) it is written due when the state machine says, and held
+ * for a later sweep. */
 static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, int64_t now,
-    const char *why, engine_pending *pend, size_t *npend)
+    const char *why, bool can_send, engine_pending *pend, size_t *npend)
 {
 	saga_decision d;
 	saga_transition(&row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
@@ -251,7 +254,8 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->after.version = row->version + 1;
 	p->after.updated_ms = now;
 	p->send = d.send;
-	if (d.send != SAGA_CMD_NONE) /* hold the row while its next command is sent */
+	p->held = d.send != SAGA_CMD_NONE && !can_send;
+	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out */
 		p->after.s.next_attempt_ms = now + engine_lease_ms(e);
 	p->up.next = p->after.s;
 	p->up.state_changed = d.state_changed;
@@ -330,7 +334,7 @@ static void engine_process_replies(engine *e, engine_item *list)
 			char why[RPC_REASON_MAX + 32];
 			snprintf(why, sizeof why, "%s%s%s", rpc_code_name(it->code),
 			    it->reason[0] ? " " : "", it->reason);
-			engine_decide(e, &it->row, &ev, now, why, pend, &n);
+			engine_decide(e, &it->row, &ev, now, why, true, pend, &n);
 			if (n > before)
 				rows[before] = it->row;
 			free(it);
@@ -352,7 +356,9 @@ static bool engine_sweep(engine *e)
 	 * due left due for a later sweep: deadlines are not held back behind
 	 * the slots. */
 	bool full = room <= 0;
-	int limit = full ? e->cfg.batch : room < e->cfg.batch ? room : e->cfg.batch;
+	int limit = e->cfg.batch;
+	if (!full && room < limit)
+		limit = room;
 	if (!engine_db_ok(e))
 		return false;
 	saga_row *rows = e->rows, *dl_rows = e->dl_rows; /* limit <= cfg.batch */
@@ -378,15 +384,9 @@ static bool engine_sweep(engine *e)
 		if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
 			saga_event ev = {.kind = SAGA_EV_DEADLINE};
 			size_t before = npend;
-			engine_decide(e, r, &ev, now, "deadline", pend, &npend);
-			if (npend > before) {
+			engine_decide(e, r, &ev, now, "deadline", !full, pend, &npend);
+			if (npend > before)
 				dl_rows[before] = *r;
-				if (full && pend[before].send != SAGA_CMD_NONE) {
-					pend[before].held = true;
-					pend[before].after.s.next_attempt_ms = now;
-					pend[before].up.next = pend[before].after.s;
-				}
-			}
 		} else if (!full) {
 			if (r->s.attempts > 0 || r->created_ms + engine_lease_ms(e) < now)
 				log_debug(r->saga_id, "resuming %s", saga_state_name(r->s.state));

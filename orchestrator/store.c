@@ -355,23 +355,6 @@ static const pg_stmt STORE_CLAIM_DEADLINES = {
 /* clang-format on */
 
 static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
-    int64_t created_before_ms, int limit, saga_row *rows, size_t *n);
-
-int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n)
-{
-	return store_claim(
-	    conn, &STORE_CLAIM_DUE, now_ms, lease_ms, created_before_ms, limit, rows, n);
-}
-
-int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n)
-{
-	return store_claim(
-	    conn, &STORE_CLAIM_DEADLINES, now_ms, lease_ms, created_before_ms, limit, rows, n);
-}
-
-static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
     int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
 {
 	char now[24], until[24], lim[16], before[24];
@@ -391,6 +374,20 @@ static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_
 	*n = (size_t)(count < limit ? count : limit);
 	PQclear(r);
 	return 0;
+}
+
+int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n)
+{
+	return store_claim(
+	    conn, &STORE_CLAIM_DUE, now_ms, lease_ms, created_before_ms, limit, rows, n);
+}
+
+int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+    int limit, saga_row *rows, size_t *n)
+{
+	return store_claim(
+	    conn, &STORE_CLAIM_DEADLINES, now_ms, lease_ms, created_before_ms, limit, rows, n);
 }
 
 static int store_apply_one(PGconn *conn, store_update *u)

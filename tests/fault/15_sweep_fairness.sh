@@ -13,22 +13,14 @@
 source "$(dirname "$0")/head.inc"
 ORCH_FLAGS="--max-inflight 8 --request-timeout 1000 --backoff-base 50 --backoff-cap 1000 --step-timeout 1000 --sweep-interval 50 --req-resend 0"
 stack_start
-ctl stock set F 1000 >/dev/null
-ctl deposit f 100000.00 >/dev/null
-pay_pid=${STACK_PID_OF[paymentd]}
-kill -STOP "$pay_pid"
-for i in $(seq 1 60); do
-  ctl start f F 1 1.00 >/dev/null
-done
-reserving() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'RESERVING'"; }
-_none_reserving() { [ "$(reserving)" = 0 ]; }
-wait_until 30 _none_reserving || true
-assert_eq "sagas in RESERVING 30 s after paymentd hung" "0" "$(reserving)"
-kill -CONT "$pay_pid"
+hang_and_start paymentd 60 f F
+wait_none_in RESERVING 30
+assert_eq "sagas in RESERVING 30 s after paymentd hung" "0" "$(in_state RESERVING)"
+kill -CONT "$HUNG_PID"
 wait_all_terminal 180 || true
 # a saga whose charge was in flight, within its deadline, when paymentd
 # resumed completes; every other one is CANCELLED by its deadline
-done=$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'COMPLETED'")
+done=$(in_state COMPLETED)
 assert_eq "sagas, all ended" "60" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state IN ('COMPLETED', 'CANCELLED')")"
 assert_eq "at most the 8 in flight completed" "yes" "$([ "$done" -le 8 ] && echo yes || echo "no ($done)")"

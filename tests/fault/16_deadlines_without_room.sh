@@ -11,19 +11,11 @@
 source "$(dirname "$0")/head.inc"
 ORCH_FLAGS="--max-inflight 4 --request-timeout 3000 --step-timeout 1000 --backoff-base 50 --backoff-cap 1000 --sweep-interval 50 --req-resend 0"
 stack_start
-ctl stock set G 1000 >/dev/null
-ctl deposit g 100000.00 >/dev/null
-stock_pid=${STACK_PID_OF[stockd]}
-kill -STOP "$stock_pid"
-for i in $(seq 1 60); do
-  ctl start g G 1 1.00 >/dev/null
-done
-reserving() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'RESERVING'"; }
-_none_reserving() { [ "$(reserving)" = 0 ]; }
+hang_and_start stockd 60 g G
 # the last saga's deadline is 1 s after it was stored; a few sweeps more
-wait_until 8 _none_reserving || true
-assert_eq "sagas in RESERVING 8 s after the last start, stockd hung" "0" "$(reserving)"
-kill -CONT "$stock_pid"
+wait_none_in RESERVING 8
+assert_eq "sagas in RESERVING 8 s after the last start, stockd hung" "0" "$(in_state RESERVING)"
+kill -CONT "$HUNG_PID"
 wait_all_terminal 180 || true
 assert_eq "sagas" "60 CANCELLED" \
   "$(psql_db sagas_orchestrator "SELECT count(*) || ' ' || string_agg(DISTINCT state, ',') FROM sagas")"

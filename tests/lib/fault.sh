@@ -20,6 +20,27 @@ _saga_in() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga
 wait_state() { # ID STATE [TIMEOUT_S]
   wait_until "${3:-30}" _saga_in "$1" "$2"
 }
+# in_state STATE: how many sagas are in STATE.
+in_state() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = '$1'"; }
+_none_in() { [ "$(in_state "$1")" = 0 ]; }
+# wait_none_in STATE TIMEOUT_S: waits until no saga is in STATE (returns 0
+# either way; assert on in_state afterwards).
+wait_none_in() { wait_until "$2" _none_in "$1" || true; }
+
+# hang_and_start DAEMON N CUSTOMER SKU: stock SKU = 1000 and CUSTOMER =
+# 100000.00, then DAEMON stopped (SIGSTOP; its pid in HUNG_PID) and N
+# sagas of 1 x SKU for 1.00 started without waiting.
+hang_and_start() {
+  local i
+  ctl stock set "$4" 1000 >/dev/null
+  ctl deposit "$3" 100000.00 >/dev/null
+  HUNG_PID=${STACK_PID_OF[$1]}
+  kill -STOP "$HUNG_PID"
+  for i in $(seq 1 "$2"); do
+    ctl start "$3" "$4" 1 1.00 >/dev/null
+  done
+}
+
 _all_terminal() {
   [ "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")" = 0 ]
 }
