@@ -342,7 +342,9 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")    \
 	"    AND next_attempt_at <= " TS("$1") also                                \
 	"  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"                   \
-	" UPDATE sagas SET next_attempt_at = " TS("$2") " WHERE saga_id = ANY(ARRAY(" \
+	" UPDATE sagas SET next_attempt_at = " TS("$2") ","                        \
+	"  retry_at = CASE WHEN attempts > 0 THEN " TS("$2") " END"                \
+	" WHERE saga_id = ANY(ARRAY(" \
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
 	"RETURNING " SAGA_COLS
@@ -390,24 +392,45 @@ int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_
 	    conn, &STORE_CLAIM_DEADLINES, now_ms, lease_ms, created_before_ms, limit, rows, n);
 }
 
+/* store_finished is the `finished` column of the row `u` writes: true in a
+ * terminal state (schema.sql). */
+static bool store_finished(const store_update *u)
+{
+	return saga_is_terminal(u->next.state);
+}
+
+/* store_retry_ms formats the `retry_at` column of the row `u` writes, in
+ * ms since the epoch ("0": NULL), into `buf` (24 bytes) and returns it:
+ * next_attempt_at while the saga retries (attempts > 0) unfinished
+ * (schema.sql). */
+static const char *store_retry_ms(const store_update *u, char buf[24])
+{
+	int64_t ms = u->next.attempts > 0 && !store_finished(u) ? u->next.next_attempt_ms : 0;
+	snprintf(buf, 24, "%" PRId64, ms);
+	return buf;
+}
+
 static int store_apply_one(PGconn *conn, store_update *u)
 {
 	const saga_row *b = u->before;
-	char attempts[16], next[24], deadline[24], version[24];
+	char attempts[16], next[24], deadline[24], version[24], retry[24];
 	snprintf(attempts, sizeof attempts, "%" PRId32, u->next.attempts);
 	snprintf(next, sizeof next, "%" PRId64, u->next.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
-	const char *p[8] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
-	    u->next.attention ? "true" : "false", next, deadline, version};
+	const char *p[10] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
+	    u->next.attention ? "true" : "false", next, deadline, version,
+	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry)};
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
 	    "next_attempt_at = " TS("$6") ", step_deadline = " TS(
 	        "$7") ", "
-	              "version = version + 1, updated_at = now() "
-	              "WHERE saga_id = $1 AND version = $8",
-	    8, p, &r);
+	              "finished = $9, retry_at = " TS(
+	                  "$10") ", "
+	                         "version = version + 1, updated_at = now() "
+	                         "WHERE saga_id = $1 AND version = $8",
+	    10, p, &r);
 	if (rc != 0)
 		return rc;
 	u->applied = strcmp(PQcmdTuples(r), "1") == 0;
@@ -435,6 +458,8 @@ enum {
 	SB_VERSION,
 	SB_FROM,
 	SB_EVENT,
+	SB_FINISHED,
+	SB_RETRY,
 	SB_COLS
 };
 
@@ -453,13 +478,14 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "WITH u AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
     "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
-    "    $10::text[]) WITH ORDINALITY"
+    "    $10::text[], $11::boolean[], $12::bigint[]) WITH ORDINALITY"
     "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
-    "      from_state, event, idx)),"
+    "      from_state, event, finished, retry_ms, idx)),"
     " upd AS ("
     "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = u.attempts,"
     "    attention = u.attention, next_attempt_at = " TSC("u.next_ms") ","
     "    step_deadline = " TSC("u.deadline_ms") ","
+    "    finished = u.finished, retry_at = " TSC("u.retry_ms") ","
     "    version = s.version + 1, updated_at = now()"
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver"
     /* the same key as an array: an index scan under any cached plan */
@@ -471,7 +497,58 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
     " SELECT idx, updated_ms FROM upd"};
 
+/* One transition (the batch of one saga, as at low load): the same writes
+ * with scalar parameters, so the plan is two index scans by key, without
+ * the unnest, the array parsing and the joins of the batched form. */
+static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
+    "WITH upd AS ("
+    "  UPDATE sagas SET state = $2, reason = $3, attempts = $4::integer,"
+    "    attention = $5::boolean, next_attempt_at = " TSC("$6::bigint") ","
+    "    step_deadline = " TSC("$7::bigint") ","
+    "    finished = $11::boolean, retry_at = " TSC("$12::bigint") ","
+    "    version = version + 1, updated_at = now()"
+    "  WHERE saga_id = $1::uuid AND version = $8::bigint"
+    "  RETURNING " MS("updated_at") " AS updated_ms),"
+    " hist AS ("
+    "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
+    "  SELECT $1::uuid, $8::bigint + 1, $9, $2, $10, $3 FROM upd"
+    "  WHERE $10::text IS NOT NULL)"
+    " SELECT updated_ms FROM upd"};
+
 /* clang-format on */
+
+/* The history event of an update, or NULL when it needs no history row. */
+static const char *store_update_event(const store_update *u)
+{
+	return u->state_changed ? u->event : u->attention_raised ? "attention" : NULL;
+}
+
+/* store_apply_single writes one update with STORE_APPLY_ONE: one statement,
+ * one implicit transaction. Returns as pg_exec; sets u->applied and
+ * u->updated_ms. */
+static int store_apply_single(PGconn *conn, store_update *u)
+{
+	const saga_row *b = u->before;
+	char attempts[16], next[24], deadline[24], version[24], retry[24];
+	snprintf(attempts, sizeof attempts, "%" PRId32, u->next.attempts);
+	snprintf(next, sizeof next, "%" PRId64, u->next.next_attempt_ms);
+	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
+	snprintf(version, sizeof version, "%" PRId64, b->version);
+	const char *p[SB_COLS]
+	    = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
+	        u->next.attention ? "t" : "f", next, deadline, version, saga_state_name(b->s.state),
+	        store_update_event(u), store_finished(u) ? "t" : "f", store_retry_ms(u, retry)};
+	PGresult *r = NULL;
+	int rc = pg_exec_stmt(conn, &STORE_APPLY_ONE, SB_COLS, p, &r);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) == 1) {
+		u->applied = true;
+		u->updated_ms = pg_get_i64(r, 0, 0);
+	}
+	PQclear(r);
+	return 0;
+}
 
 static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 {
@@ -490,10 +567,10 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 		pg_array_add_i64(&cols[SB_VERSION], b->version);
 		pg_array_add(&cols[SB_FROM], saga_state_name(b->s.state));
 		/* the history row of this update, if it needs one */
-		const char *event = u->state_changed ? u->event
-		    : u->attention_raised            ? "attention"
-		                                     : NULL;
-		pg_array_add(&cols[SB_EVENT], event);
+		pg_array_add(&cols[SB_EVENT], store_update_event(u));
+		char retry[24];
+		pg_array_add(&cols[SB_FINISHED], store_finished(u) ? "t" : "f");
+		pg_array_add(&cols[SB_RETRY], store_retry_ms(u, retry));
 	}
 	const char *p[SB_COLS];
 	int rc = pg_arrays_close(cols, SB_COLS, p);
@@ -534,7 +611,8 @@ int store_apply(PGconn *conn, store_update *ups, size_t n)
 		return 0;
 	if (!store_has_duplicates(ups, n)) {
 		/* one statement is one transaction: no BEGIN/COMMIT round trips */
-		int rc = store_apply_batch(conn, ups, n);
+		int rc
+		    = n == 1 ? store_apply_single(conn, &ups[0]) : store_apply_batch(conn, ups, n);
 		if (rc != 0)
 			for (size_t i = 0; i < n; i++)
 				ups[i].applied = false;
@@ -570,7 +648,8 @@ int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out
 	if (rc != 0)
 		return rc;
 	rc = pg_exec(conn,
-	    "UPDATE sagas SET attention = false, attempts = 0, next_attempt_at = " TS(
+	    "UPDATE sagas SET attention = false, attempts = 0, retry_at = NULL, "
+	    "next_attempt_at = " TS(
 	        "$2") ", "
 	              "version = version + 1, updated_at = now() "
 	              "WHERE saga_id = $1 AND state NOT IN ('COMPLETED', 'CANCELLED') "

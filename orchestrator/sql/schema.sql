@@ -33,32 +33,46 @@ CREATE TABLE IF NOT EXISTS sagas (
 --   sagas_retry: sagas retrying after a failure (attempts > 0), by when the
 --                next try is due; during an outage they pile up here, and
 --                the sweep reads only the due ones.
--- `finished` and `retry_at` are computed by PostgreSQL; on the first try
--- they stay false and NULL, so they do not stop HOT. Only the terminal
--- transition, and a saga's first failure and its recovery, are indexed.
+-- `finished` and `retry_at` are plain columns that every writer of sagas
+-- sets (store.c, from the state the pure state machine returns):
+--   finished = state IN ('COMPLETED', 'CANCELLED');
+--   retry_at = next_attempt_at while attempts > 0 and not finished, else NULL.
+-- On the first try they stay false and NULL, so they do not stop HOT. Only
+-- the terminal transition, and a saga's first failure and its recovery, are
+-- indexed. They were generated columns until PostgreSQL's cost of building
+-- their expressions at every statement showed (docs/benchmarks.md).
 --
 -- Every change is made only when missing: ALTER TABLE takes a lock that
 -- blocks even reads of sagas, and an orchestrator starting must not stall
--- the others sharing the database. Upgrading a database made before this
--- rewrites sagas once, under that lock.
+-- the others sharing the database. Upgrading a database made before
+-- `finished` existed fills the two columns once, under that lock.
 DO $$
 BEGIN
-    -- first, so that the rewrite below leaves its pages half empty too
     IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'sagas'::regclass)
                     @> '{fillfactor=50}', false) THEN
         ALTER TABLE sagas SET (fillfactor = 50);
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
                    AND attname = 'finished' AND NOT attisdropped) THEN
-        ALTER TABLE sagas ADD COLUMN finished boolean
-            GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
+        ALTER TABLE sagas ADD COLUMN finished boolean NOT NULL DEFAULT false,
+                          ADD COLUMN retry_at timestamptz;
+        UPDATE sagas SET finished = state IN ('COMPLETED', 'CANCELLED'),
+                         retry_at = CASE WHEN attempts > 0
+                                         AND state NOT IN ('COMPLETED', 'CANCELLED')
+                                    THEN next_attempt_at END
+         WHERE state IN ('COMPLETED', 'CANCELLED') OR attempts > 0;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
-                   AND attname = 'retry_at' AND NOT attisdropped) THEN
-        ALTER TABLE sagas ADD COLUMN retry_at timestamptz
-            GENERATED ALWAYS AS (CASE WHEN attempts > 0
-                                      AND state NOT IN ('COMPLETED', 'CANCELLED')
-                                 THEN next_attempt_at END) STORED;
+    -- the layout of before: the same two columns, generated (the values
+    -- stay; no rewrite)
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+               AND attname = 'finished' AND attgenerated <> '') THEN
+        ALTER TABLE sagas ALTER COLUMN finished DROP EXPRESSION;
+        ALTER TABLE sagas ALTER COLUMN finished SET DEFAULT false;
+        ALTER TABLE sagas ALTER COLUMN finished SET NOT NULL;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+               AND attname = 'retry_at' AND attgenerated <> '') THEN
+        ALTER TABLE sagas ALTER COLUMN retry_at DROP EXPRESSION;
     END IF;
     -- an older sweep index; and sagas_open as first made, without retry_at
     DROP INDEX IF EXISTS sagas_due;

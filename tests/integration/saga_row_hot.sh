@@ -6,7 +6,9 @@
 # that (the sweep's index on next_attempt_at, `state` in its predicate) is
 # migrated at start, and the sweep still finds a retrying saga after a
 # restart (saga-semantics.md rule 9); the listing of an unfinished state
-# reads the two indexes of unfinished sagas.
+# reads the two indexes of unfinished sagas. `finished` and `retry_at`,
+# which the orchestrator writes (generated columns in the layout before,
+# migrated too), agree with their definition on every row.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 # a step deadline far enough away that the saga left in CHARGING below is
@@ -41,6 +43,17 @@ stats() {
 # the orchestrator's session reports its counts when idle, within a second
 wait_until 15 bash -c "[ \"\$(psql -h 127.0.0.1 -p $PG_PORT -U postgres -d sagas_orchestrator -qAtc \"SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'sagas'\")\" -ge 40 ]"
 assert_eq "updates, HOT updates of sagas" "40 20" "$(stats)"
+# finished and retry_at as schema.sql defines them, on every row: the
+# number of rows where they disagree
+disagree() {
+  psql_db sagas_orchestrator "
+    SELECT count(*) FROM sagas
+    WHERE finished IS DISTINCT FROM (state IN ('COMPLETED', 'CANCELLED'))
+       OR retry_at IS DISTINCT FROM (CASE WHEN attempts > 0
+                                          AND state NOT IN ('COMPLETED', 'CANCELLED')
+                                     THEN next_attempt_at END)"
+}
+assert_eq "rows whose finished or retry_at disagree" "0" "$(disagree)"
 assert_eq "completed" "20" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'COMPLETED' AND finished")"
 
@@ -53,10 +66,37 @@ ctl start h H1 2 2.00 --id "$id" >/dev/null
 wait_until 15 bash -c "[ \"\$(psql -h 127.0.0.1 -p $PG_PORT -U postgres -d sagas_orchestrator -qAtc \"SELECT state || attempts FROM sagas WHERE saga_id = '$id'\")\" \> CHARGING0 ]"
 assert_eq "a retrying saga: finished, in retry" "false true" \
   "$(psql_db sagas_orchestrator "SELECT finished || ' ' || (retry_at IS NOT NULL) FROM sagas WHERE saga_id = '$id'")"
+assert_eq "rows whose finished or retry_at disagree, one retrying" "0" "$(disagree)"
 assert_eq "list --state charging" "$id" \
   "$(ctl list --state charging --json | python3 -c 'import json, sys; print(" ".join(s["saga_id"] for s in json.load(sys.stdin)))')"
 assert_eq "list --state completed: 20, not the retrying one" "20 0" \
   "$(ctl list --state completed --json | python3 -c 'import json, sys; l = json.load(sys.stdin); print(len(l), sum(s["saga_id"] == "'"$id"'" for s in l))')"
+
+# the layout of before, with the two columns generated, with that saga
+stack_kill orchestratord
+psql_db sagas_orchestrator "
+  DROP INDEX sagas_open;
+  DROP INDEX sagas_retry;
+  ALTER TABLE sagas DROP COLUMN retry_at;
+  ALTER TABLE sagas DROP COLUMN finished;
+  ALTER TABLE sagas ADD COLUMN finished boolean
+      GENERATED ALWAYS AS (state IN ('COMPLETED', 'CANCELLED')) STORED;
+  ALTER TABLE sagas ADD COLUMN retry_at timestamptz
+      GENERATED ALWAYS AS (CASE WHEN attempts > 0
+                                AND state NOT IN ('COMPLETED', 'CANCELLED')
+                           THEN next_attempt_at END) STORED;
+  CREATE INDEX sagas_open ON sagas (created_at) WHERE NOT finished AND retry_at IS NULL;
+  CREATE INDEX sagas_retry ON sagas (retry_at) WHERE retry_at IS NOT NULL;" >/dev/null
+stack_start_orchestrator
+generated() {
+  psql_db sagas_orchestrator "
+    SELECT count(*) FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+    AND attname IN ('finished', 'retry_at') AND attgenerated <> ''"
+}
+assert_eq "migrated: generated columns left" "0" "$(generated)"
+assert_eq "migrated from generated: rows that disagree" "0" "$(disagree)"
+assert_eq "migrated from generated: the saga still retrying" "CHARGING true" \
+  "$(psql_db sagas_orchestrator "SELECT state || ' ' || (retry_at IS NOT NULL) FROM sagas WHERE saga_id = '$id'")"
 
 # the old layout, as an older orchestratord left it, with that saga
 stack_kill orchestratord
@@ -76,10 +116,12 @@ stack_start_payment
 assert_eq "migrated: sagas_due gone" "0" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_indexes WHERE indexname = 'sagas_due'")"
 assert_eq "migrated: columns any index of sagas reads" "created_at,finished,retry_at,saga_id" "$(indexed_cols)"
+assert_eq "migrated: rows that disagree" "0" "$(disagree)"
 # the sweep finds the unfinished saga through sagas_retry and finishes it
 ctl wait "$id" --wait-timeout 30000 >/dev/null || true
 assert_eq "the unfinished saga, after the restart" "COMPLETED" \
   "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$id'")"
+assert_eq "at the end: rows that disagree" "0" "$(disagree)"
 assert_eq "H1 on hand" "78" "$(psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = 'H1'")"
 assert_eq "h balance" "97800" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'h'")"
 finish
