@@ -264,9 +264,13 @@ static void rpc_slot_cb(void *arg)
 	else
 		s->qhead = sl;
 	s->qtail = sl;
-	if (!s->lingering)
-		nng_cv_wake1(s->cv); /* a lingering worker takes it when it wakes */
+	bool wake = !s->lingering; /* a lingering worker takes it when it wakes */
 	nng_mtx_unlock(s->mtx);
+	/* after the unlock, so the worker woken does not block on s->mtx
+	 * still held here; rpc_server_free stops every slot's aio (waiting
+	 * for this callback) before it frees the cv */
+	if (wake)
+		nng_cv_wake1(s->cv);
 }
 
 /* rpc_server_open_frame decodes a request frame and says how many calls

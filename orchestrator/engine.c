@@ -155,8 +155,12 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	if (copy)
 		engine_push(&e->done, copy);
 	e->inflight--;
-	nng_cv_wake(e->cv);
 	nng_mtx_unlock(e->mtx);
+	/* woken after the unlock, so the engine thread does not wake only to
+	 * block on the mutex still held here (one more context switch per
+	 * reply). Safe: engine_stop frees the cv only after rpc_client_close,
+	 * which returns once every reply callback has returned. */
+	nng_cv_wake(e->cv);
 }
 
 /* engine_dispatch_to sends the command `row` makes due, gathered in `o`
@@ -473,8 +477,10 @@ void engine_submit(engine *e, const saga_row *row)
 	}
 	engine_push(&e->submitted, it);
 	e->queued++;
-	nng_cv_wake(e->cv);
 	nng_mtx_unlock(e->mtx);
+	/* after the unlock (as in engine_on_reply); the API's workers, the
+	 * only callers, are joined before engine_stop */
+	nng_cv_wake(e->cv);
 }
 
 void engine_submit_many(engine *e, const saga_row *rows, size_t n)
