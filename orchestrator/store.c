@@ -320,6 +320,11 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	return 0;
 }
 
+/* `finished` as schema.sql defines it. The claim sets both columns from
+ * the row as it is: a saga that an orchestrator older than these plain
+ * columns ended (without setting them) is claimed once and healed (no
+ * lease, out of sagas_open; the engine finds no command to send). */
+#define STORE_TERMINAL "(state IN ('COMPLETED', 'CANCELLED'))"
 /* clang-format off */
 /* The sweep's claim, from two indexes (schema.sql): due retries through
  * sagas_retry, soonest first, and sagas on their first try whose lease or
@@ -342,8 +347,10 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"  WHERE NOT finished AND retry_at IS NULL AND created_at <= " TS("$4")    \
 	"    AND next_attempt_at <= " TS("$1") also                                \
 	"  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"                   \
-	" UPDATE sagas SET next_attempt_at = " TS("$2") ","                        \
-	"  retry_at = CASE WHEN attempts > 0 THEN " TS("$2") " END"                \
+	" UPDATE sagas SET"                                                        \
+	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " TS("$2") " END," \
+	"  retry_at = CASE WHEN attempts > 0 AND NOT " STORE_TERMINAL " THEN"      \
+	"    " TS("$2") " END, finished = " STORE_TERMINAL                         \
 	" WHERE saga_id = ANY(ARRAY(" \
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \

@@ -54,6 +54,20 @@ disagree() {
                                      THEN next_attempt_at END)"
 }
 assert_eq "rows whose finished or retry_at disagree" "0" "$(disagree)"
+
+# a saga ended by an orchestrator older than the plain columns (finished
+# left false, its last lease in next_attempt_at): the sweep claims it once
+# and heals it, with no lease and no command
+old=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED' LIMIT 1")
+assert_eq "a terminal saga left unfinished by an old writer" "COMPLETED f" \
+  "$(psql_db sagas_orchestrator "
+    UPDATE sagas SET finished = false, next_attempt_at = now() - interval '1 minute',
+                     created_at = created_at - interval '1 hour'
+    WHERE saga_id = '$old' RETURNING state, finished" | tr '|' ' ')"
+wait_until 15 bash -c "[ \"\$(psql -h 127.0.0.1 -p $PG_PORT -U postgres -d sagas_orchestrator -qAtc \"SELECT finished FROM sagas WHERE saga_id = '$old'\")\" = t ]"
+assert_eq "healed by the sweep: finished, no lease, version unchanged" "COMPLETED true true 3" \
+  "$(psql_db sagas_orchestrator "SELECT state || ' ' || finished || ' ' || (next_attempt_at IS NULL) || ' ' || version FROM sagas WHERE saga_id = '$old'")"
+assert_eq "rows that disagree, after the heal" "0" "$(disagree)"
 assert_eq "completed" "20" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state = 'COMPLETED' AND finished")"
 
