@@ -56,11 +56,20 @@ int pg_classify(const char *sqlstate)
  *   that scans the whole table, and goes on doing so as the table grows
  *   (seen under load: a batch's lock of 20 charges read 12,000 rows). The
  *   few whole-table reads (ListStock, ListAccounts) still run, through an
- *   index or, where none serves, a sequential scan all the same. */
+ *   index or, where none serves, a sequential scan all the same.
+ * - generic plans for every prepared statement (plan_cache_mode =
+ *   force_generic_plan). With the default (auto) PostgreSQL plans each
+ *   statement afresh for its first five runs and then keeps doing so
+ *   whenever the generic plan's estimate is dearer than the custom plans'
+ *   average, which is so for the statements over unnest($n::type[]) of a
+ *   few rows: the planner ran at every execution, 12% of PostgreSQL's CPU
+ *   at 1,200 sagas/s (perf; docs/benchmarks.md). The statements read and
+ *   write by key, so the generic plan is the plan a custom one would be. */
 static void pg_session_setup(PGconn *conn)
 {
 	PGresult *r = PQexec(conn,
-	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off");
+	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off; "
+	    "SET plan_cache_mode = force_generic_plan");
 	PQclear(r);
 }
 
