@@ -1,8 +1,14 @@
 #include "daemon.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
 
 static volatile sig_atomic_t daemon_stop_flag;
 
@@ -33,4 +39,33 @@ void daemon_wait_for_stop(int64_t poll_ms)
 	struct timespec ts = {.tv_sec = poll_ms / 1000, .tv_nsec = (poll_ms % 1000) * 1000000L};
 	while (!daemon_stop_flag)
 		nanosleep(&ts, NULL);
+}
+
+static int64_t daemon_watchdog_ms;
+
+static void *daemon_watchdog(void *arg)
+{
+	(void)arg;
+	clock_sleep_us(daemon_watchdog_ms * 1000);
+	log_error(NULL,
+	    "could not stop within %lld ms (stop-timeout): ending the process; every reply "
+	    "sent was committed and unfinished sagas resume at the next start",
+	    (long long)daemon_watchdog_ms);
+	_exit(0);
+	return NULL;
+}
+
+int daemon_stop_watchdog(int64_t timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return 0;
+	daemon_watchdog_ms = timeout_ms;
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return -ENOMEM;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int rv = pthread_create(&t, &attr, daemon_watchdog, NULL);
+	pthread_attr_destroy(&attr);
+	return rv == 0 ? 0 : -rv;
 }

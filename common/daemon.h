@@ -17,4 +17,18 @@ bool daemon_should_stop(void);
  * `poll_ms` ms. */
 void daemon_wait_for_stop(int64_t poll_ms);
 
+/* daemon_stop_watchdog bounds the rest of a stop: it starts a detached
+ * thread that, if the process is still running `timeout_ms` ms from now,
+ * logs an error naming the bound and ends the process with _exit(0). The
+ * daemons call it right after they log that they are stopping. Why: nng
+ * 1.5.2's nng_close can wait forever in a pipe's nni_aio_stop (nng issue
+ * #1543; about 1 SIGTERM in 10 with hundreds of sagas in flight,
+ * docs/operations.md "What to watch"). Ending the process there loses
+ * nothing, as a SIGKILL would not: every reply is sent only after the commit
+ * that makes it true, and every unfinished saga resumes from its stored
+ * state at the next start (docs/saga-semantics.md, rules 1 and 9).
+ * `timeout_ms` <= 0: no bound. Returns 0, or a negative errno when the
+ * thread could not start (the stop then goes on unbounded). */
+int daemon_stop_watchdog(int64_t timeout_ms) __attribute__((warn_unused_result));
+
 #endif

@@ -22,6 +22,7 @@ typedef struct participant_config {
 	int64_t max_msg;
 	int64_t db_wait;
 	char fault[CONFIG_STR_MAX];
+	int64_t stop_timeout;
 } participant_config;
 
 /* one database probe per process, for sagas.v1.Health */
@@ -36,10 +37,10 @@ static bool participant_healthy(void *app)
 int participant_main(const participant_desc *d, int argc, char **argv)
 {
 	/* environment names are the daemon's prefix and the option's */
-	enum { N = 7 };
+	enum { N = 8 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
 	static const char *const suffix[N]
-	    = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG", "DB_WAIT_MS", "FAULT"};
+	    = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG", "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
@@ -62,6 +63,11 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "MS"},
 	    {"fault", env[6], CONFIG_STR, "", 0, 0, offsetof(participant_config, fault), help_fault,
 	        "SPEC"},
+	    {"stop-timeout", env[7], CONFIG_INT, "15000", 0, 3600000,
+	        offsetof(participant_config, stop_timeout),
+	        "after SIGTERM, the longest a stop may take before the process ends anyway (0 = no "
+	        "bound; docs/operations.md)",
+	        "MS"},
 	};
 	participant_config cfg;
 	int rc = config_load(opts, N, &cfg, argc, argv, usage, d->summary, file_env, NULL);
@@ -111,6 +117,8 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	log_info(NULL, "%s listening on %s", d->prog, cfg.listen);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "%s stopping", d->prog);
+	if (daemon_stop_watchdog(cfg.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	rpc_server_stop(srv);
 	health_db_close(participant_health);
 	log_info(NULL, "%s stopped", d->prog);

@@ -40,6 +40,7 @@ typedef struct orch_config {
 	int64_t max_waits;
 	int64_t max_msg;
 	int64_t db_wait;
+	int64_t stop_timeout;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
 } orch_config;
@@ -98,6 +99,11 @@ static const config_opt orch_opts[] = {
         "largest frame accepted, in bytes", "BYTES"),
     OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
         "how long to wait for the database at start and on reconnect", "MS"),
+    OPT("stop-timeout", "SAGA_ORCHESTRATOR_STOP_TIMEOUT_MS", CONFIG_INT, "15000", 0, 3600000,
+        stop_timeout,
+        "after SIGTERM, the longest a stop may take before the process ends anyway "
+        "(0 = no bound; docs/operations.md)",
+        "MS"),
     OPT("duplicate-delivery", "SAGA_ORCHESTRATOR_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
     OPT("fault", "SAGA_ORCHESTRATOR_FAULT", CONFIG_STR, "", 0, 0, fault,
@@ -256,6 +262,8 @@ int main(int argc, char **argv)
 	    c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
+	if (daemon_stop_watchdog(c.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	waits_close(wt); /* answers the waiting calls while the server still runs */
 	rpc_server_stop(srv);
 	orch_engines_stop(engs, n_engines);
