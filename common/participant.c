@@ -39,8 +39,8 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	/* environment names are the daemon's prefix and the option's */
 	enum { N = 8 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
-	static const char *const suffix[N]
-	    = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG", "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
+	static const char *const suffix[N] = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG",
+	    "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",

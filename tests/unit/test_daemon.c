@@ -60,7 +60,8 @@ static void test_hung_stop_is_ended(void **state)
 	(void)state;
 	char err[4096];
 	assert_int_equal(run_child(100, 5000, err, sizeof err), 0);
-	assert_non_null(strstr(err, "test_daemon ERROR: could not stop within 100 ms (stop-timeout)"));
+	assert_non_null(
+	    strstr(err, "test_daemon ERROR: could not stop within 100 ms (stop-timeout)"));
 }
 
 static void test_stop_before_the_bound_keeps_its_status(void **state)
