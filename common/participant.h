@@ -9,12 +9,14 @@
 #include <stdint.h>
 
 #include "rpc.h"
+#include "valcache.h"
 
 /* What every worker of a participant shares; borrowed by the server until
  * it stops (the `app` of its rpc_server_ops). */
 typedef struct participant_app {
 	const char *conninfo;    /* libpq connection string of its database */
 	int64_t connect_wait_ms; /* how long a starting worker waits for it */
+	valcache *cache;         /* each row's last committed value, shared by the workers */
 } participant_app;
 
 typedef struct participant_desc {

@@ -427,7 +427,7 @@ static int payment_worker_init(void *app, void **worker)
 {
 	const payment_app *a = app;
 	payment_store *st = NULL;
-	int rc = payment_store_open(&st, a->conninfo, a->connect_wait_ms);
+	int rc = payment_store_open(&st, a->conninfo, a->connect_wait_ms, a->cache);
 	if (rc != 0)
 		return rc;
 	*worker = st;

@@ -11,6 +11,7 @@
 #include "pg.h"
 #include "rpc.h"
 #include "schema_sql.h"
+#include "valcache.h"
 
 /* The advisory lock key that serialises schema application ("paymntschm"),
  * distinct from stockd's so sharing one database is harmless. */
@@ -66,11 +67,29 @@ static const pg_stmt PAYMENT_WRITE_BATCH = {"payment_write_batch",
     "   AND (SELECT count(*) FROM upd) = cardinality($5::uuid[])"
     "   AND (SELECT count(*) FROM rows) = cardinality($9::text[]),"
     "   'a batch wrote other rows than it decided on')"};
+/* The one-round-trip path (payment_store_try_fast): the new charges and the
+ * accounts, each account written only if it still holds the balance the
+ * decision was made on ($6, from the value cache); one statement, so one
+ * implicit transaction without BEGIN or COMMIT. */
+static const pg_stmt PAYMENT_WRITE_FAST = {"payment_write_fast",
+    "WITH ins AS ("
+    "  INSERT INTO charges (saga_id, status, customer, amount)"
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) RETURNING 1),"
+    " rows AS ("
+    "  UPDATE accounts s SET balance = v.balance"
+    "  FROM unnest($5::text[], $6::bigint[], $7::bigint[]) AS v(customer, was, balance)"
+    "  WHERE s.customer = v.customer AND s.customer = ANY($5::text[]) AND s.balance = v.was"
+    "  RETURNING 1)"
+    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
+    "   AND (SELECT count(*) FROM rows) = cardinality($5::text[]),"
+    "   'an account changed since its balance was cached')"};
 /* clang-format on */
 
 struct payment_store {
 	PGconn *conn; /* NULL until the first successful connect */
 	const char *conninfo;
+	valcache *cache;            /* the daemon's, shared by its workers; NULL: no fast path */
+	uint64_t fast, fast_failed; /* payment_store_try_fast: committed, failed */
 };
 
 int payment_store_migrate(const char *conninfo, int64_t wait_ms)
@@ -79,12 +98,13 @@ int payment_store_migrate(const char *conninfo, int64_t wait_ms)
 	    conninfo, wait_ms, PAYMENT_SCHEMA_LOCK_KEY, payment_schema_sql, "payment");
 }
 
-int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms)
+int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)
 {
 	payment_store *s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return -ENOMEM;
 	s->conninfo = conninfo;
+	s->cache = cache;
 	/* a failure here is not fatal: payment_store_ready() retries per call */
 	s->conn = pg_connect(conninfo, wait_ms);
 	*out = s;
@@ -105,11 +125,115 @@ void payment_store_close(payment_store *s)
 #define payment_store_may_rerun(s, rc, done)                                                       \
 	pg_may_rerun(&(s)->conn, (s)->conninfo, PAYMENT_RECONNECT_WAIT_MS, (rc), (done))
 
-/* payment_store_try_apply is one attempt of payment_store_apply: two round
- * trips (BEGIN and the locking reads; the writes and COMMIT). */
+/* What payment_store_try_fast returns when the one-round-trip path does not
+ * apply to the commands (no error: the caller takes the locking path). */
+#define PAYMENT_NOT_FAST 1
+
+/* payment_store_try_fast is the one-round-trip path (docs/architecture.md,
+ * "Participants: the one-round-trip path") for `n` commands (1..
+ * RPC_BATCH_MAX) that are all ChargePayment of saga ids that appear once:
+ * it takes each account's balance from the value cache (claiming the
+ * accounts, so no other worker of this daemon guesses on them meanwhile),
+ * runs the pure payment_decide() for each command in order as
+ * payment_store_try_batch would on a new saga id and those balances, and
+ * writes the new charges and the accounts with PAYMENT_WRITE_FAST, whose
+ * check fails it when a charge already exists (a duplicate:
+ * unique_violation) or an account no longer holds the cached balance.
+ * Fills cmds[i].out and .balance and returns 0 when committed;
+ * PAYMENT_NOT_FAST when the path does not apply (nothing done; always
+ * while a fault is armed); else the enum pg_err of the failed statement,
+ * with nothing written and the accounts forgotten by the cache: the caller
+ * then takes the locking path (or, on PG_ERR_CONNECTION, reconnects
+ * first). */
+static int payment_store_try_fast(payment_store *s, payment_batch_cmd *cmds, size_t n)
+{
+	/* while a fault is armed every command takes the locking path, where
+	 * the fault points are (docs/testing.md) */
+	if (s->cache == NULL || n < 1 || n > RPC_BATCH_MAX || fault_any())
+		return PAYMENT_NOT_FAST;
+	const char *customers[RPC_BATCH_MAX];
+	int64_t was[RPC_BATCH_MAX], now[RPC_BATCH_MAX];
+	size_t row_of[RPC_BATCH_MAX], n_rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (cmds[i].cmd.op != PAYMENT_OP_CHARGE)
+			return PAYMENT_NOT_FAST;
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(cmds[k].saga_id, cmds[i].saga_id) == 0)
+				return PAYMENT_NOT_FAST; /* a duplicate answers from its record */
+		size_t j = 0;
+		while (j < n_rows && strcmp(customers[j], cmds[i].cmd.customer) != 0)
+			j++;
+		if (j == n_rows)
+			customers[n_rows++] = cmds[i].cmd.customer;
+		row_of[i] = j;
+	}
+	if (!valcache_claim(s->cache, customers, n_rows, was))
+		return PAYMENT_NOT_FAST;
+	memcpy(now, was, n_rows * sizeof *now);
+	/* the decisions of payment_store_try_batch, on no record and the cached
+	 * balances: every one writes a new charge (CHARGED or DECLINED) */
+	for (size_t i = 0; i < n; i++) {
+		const payment_record none = {.status = PAYMENT_NONE};
+		const payment_account acct = {.exists = true, .balance = now[row_of[i]]};
+		payment_outcome *o = &cmds[i].out;
+		payment_decide(&none, &acct, &cmds[i].cmd, o);
+		if (o->write_account)
+			now[row_of[i]] = o->balance;
+		cmds[i].balance = now[row_of[i]];
+	}
+	enum { F_ID, F_ST, F_CUST, F_AMOUNT, R_CUST, R_WAS, R_NOW, F_N };
+	pg_buf col[F_N];
+	pg_arrays_open(col, F_N);
+	for (size_t i = 0; i < n; i++) {
+		const payment_outcome *o = &cmds[i].out;
+		pg_array_add(&col[F_ID], cmds[i].saga_id);
+		pg_array_add(&col[F_ST], payment_status_name(o->record.status));
+		pg_array_add(&col[F_CUST], o->record.customer);
+		pg_array_add_i64(&col[F_AMOUNT], o->record.amount);
+	}
+	for (size_t j = 0; j < n_rows; j++) {
+		pg_array_add(&col[R_CUST], customers[j]);
+		pg_array_add_i64(&col[R_WAS], was[j]);
+		pg_array_add_i64(&col[R_NOW], now[j]);
+	}
+	const char *p[F_N];
+	int rc = pg_arrays_close(col, F_N, p);
+	PGresult *res = NULL;
+	if (rc == 0)
+		rc = pg_exec_stmt(s->conn, &PAYMENT_WRITE_FAST, F_N, p, &res);
+	PQclear(res);
+	pg_arrays_free(col, F_N);
+	valcache_release(s->cache, customers, n_rows, rc == 0 ? now : NULL);
+	if (rc == 0)
+		s->fast++;
+	else
+		s->fast_failed++;
+	return rc;
+}
+
+/* payment_store_learn tells the value cache what the locking path
+ * committed: `customer`'s account holds `balance` minor units. */
+static void payment_store_learn(payment_store *s, const char *customer, int64_t balance)
+{
+	if (s->cache != NULL)
+		valcache_learn(s->cache, &customer, 1, &balance);
+}
+
+/* payment_store_try_apply is one attempt of payment_store_apply: one round
+ * trip when the cache serves it (payment_store_try_fast), else two (BEGIN
+ * and the locking reads; the writes and COMMIT). */
 static int payment_store_try_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
     payment_outcome *out, int64_t *balance)
 {
+	payment_batch_cmd one = {.saga_id = saga_id, .cmd = *cmd};
+	int rc = payment_store_try_fast(s, &one, 1);
+	if (rc == 0) {
+		*out = one.out;
+		*balance = one.balance;
+		return 0;
+	}
+	if (rc == PG_ERR_CONNECTION)
+		return rc;
 	payment_record rec = {.status = PAYMENT_NONE};
 	payment_account row = {.exists = false};
 	const char *by_saga[] = {saga_id};
@@ -121,7 +245,7 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 	    {.st = &PAYMENT_LOCK_RECORD, .nparams = 1, .params = by_saga},
 	    {.st = &PAYMENT_LOCK_ROW, .nparams = 1, .params = by_customer},
 	};
-	int rc = pg_pipeline(s->conn, reads, 3);
+	rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
 	PGresult *res = reads[1].res;
@@ -178,6 +302,8 @@ static int payment_store_try_apply(payment_store *s, const char *saga_id, const 
 	for (int i = 0; i < n; i++)
 		PQclear(writes[i].res);
 	*balance = out->write_account ? out->balance : (row.exists ? row.balance : 0);
+	if (row.exists)
+		payment_store_learn(s, cmd->customer, *balance);
 	return 0;
 out_rollback:
 	pg_rollback(s->conn);
@@ -290,10 +416,15 @@ static int payment_batch_write(payment_store *s, payment_batch_state *b)
 	return rc;
 }
 
-/* payment_store_try_batch is one attempt of payment_store_apply_batch. */
+/* payment_store_try_batch is one attempt of payment_store_apply_batch: the
+ * one-round-trip path when the cache serves it (payment_store_try_fast),
+ * else the locking path. */
 static int payment_store_try_batch(
     payment_store *s, payment_batch_state *b, payment_batch_cmd *cmds, size_t n)
 {
+	int rc = payment_store_try_fast(s, cmds, n);
+	if (rc == 0 || rc == PG_ERR_CONNECTION)
+		return rc;
 	PGresult *res = NULL;
 	pg_buf ids = {0}, customers = {0};
 	memset(b, 0, sizeof *b);
@@ -314,7 +445,7 @@ static int payment_store_try_batch(
 	}
 	pg_array_close(&ids);
 	pg_array_close(&customers);
-	int rc = ids.oom || customers.oom ? -ENOMEM : 0;
+	rc = ids.oom || customers.oom ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out_free;
 	const char *p_ids[] = {ids.p}, *p_customers[] = {customers.p};
@@ -384,8 +515,12 @@ static int payment_store_try_batch(
 			goto out_rollback;
 		}
 	rc = payment_batch_write(s, b);
-	if (rc == 0)
+	if (rc == 0) {
+		for (size_t j = 0; j < b->n_rows; j++)
+			if (b->rows[j].row.exists)
+				payment_store_learn(s, b->rows[j].customer, b->rows[j].row.balance);
 		goto out_free;
+	}
 out_rollback:
 	pg_rollback(s->conn);
 out_free:
@@ -453,10 +588,12 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	    3, p, &res);
 	if (rc != 0)
 		return rc;
-	if (PQntuples(res) == 1)
+	if (PQntuples(res) == 1) {
 		*balance = pg_get_i64(res, 0, 0);
-	else
+		payment_store_learn(s, customer, *balance);
+	} else {
 		rc = -ERANGE;
+	}
 	PQclear(res);
 	return rc;
 }
@@ -568,4 +705,10 @@ int payment_store_list(payment_store *s, bool include_charges, int32_t limit, pa
 		rc = payment_store_try_list(s, include_charges, limit, out);
 	while (payment_store_may_rerun(s, rc, &rerun_done));
 	return rc;
+}
+
+void payment_store_fast_counts(const payment_store *s, uint64_t *fast, uint64_t *fast_failed)
+{
+	*fast = s->fast;
+	*fast_failed = s->fast_failed;
 }

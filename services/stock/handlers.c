@@ -408,7 +408,7 @@ static int stock_worker_init(void *app, void **worker)
 {
 	const stock_app *a = app;
 	stock_store *st = NULL;
-	int rc = stock_store_open(&st, a->conninfo, a->connect_wait_ms);
+	int rc = stock_store_open(&st, a->conninfo, a->connect_wait_ms, a->cache);
 	if (rc != 0)
 		return rc;
 	*worker = st;

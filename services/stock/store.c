@@ -11,6 +11,7 @@
 #include "pg.h"
 #include "rpc.h"
 #include "schema_sql.h"
+#include "valcache.h"
 
 /* The advisory lock key that serialises schema application ("stockschm"). */
 #define STOCK_SCHEMA_LOCK_KEY "7310587035298048109"
@@ -65,11 +66,28 @@ static const pg_stmt STOCK_WRITE_BATCH = {"stock_write_batch",
     "   AND (SELECT count(*) FROM upd) = cardinality($5::uuid[])"
     "   AND (SELECT count(*) FROM rows) = cardinality($9::text[]),"
     "   'a batch wrote other rows than it decided on')"};
+/* The one-round-trip path (stock_store_try_fast): the new records and the
+ * stock rows, each row written only if it still holds the on-hand units
+ * the decision was made on ($6, from the value cache); one statement, so
+ * one implicit transaction without BEGIN or COMMIT. */
+static const pg_stmt STOCK_WRITE_FAST = {"stock_write_fast",
+    "WITH ins AS ("
+    "  INSERT INTO reservations (saga_id, status, sku, qty)"
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[]) RETURNING 1),"
+    " rows AS ("
+    "  UPDATE stock s SET on_hand = v.on_hand"
+    "  FROM unnest($5::text[], $6::bigint[], $7::bigint[]) AS v(sku, was, on_hand)"
+    "  WHERE s.sku = v.sku AND s.sku = ANY($5::text[]) AND s.on_hand = v.was RETURNING 1)"
+    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
+    "   AND (SELECT count(*) FROM rows) = cardinality($5::text[]),"
+    "   'a stock row changed since its units were cached')"};
 /* clang-format on */
 
 struct stock_store {
 	PGconn *conn; /* NULL until the first successful connect */
 	const char *conninfo;
+	valcache *cache;            /* the daemon's, shared by its workers; NULL: no fast path */
+	uint64_t fast, fast_failed; /* stock_store_try_fast: committed, failed */
 };
 
 int stock_store_migrate(const char *conninfo, int64_t wait_ms)
@@ -78,12 +96,13 @@ int stock_store_migrate(const char *conninfo, int64_t wait_ms)
 	    conninfo, wait_ms, STOCK_SCHEMA_LOCK_KEY, stock_schema_sql, "stock");
 }
 
-int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms)
+int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)
 {
 	stock_store *s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return -ENOMEM;
 	s->conninfo = conninfo;
+	s->cache = cache;
 	/* a failure here is not fatal: stock_store_ready() retries per call */
 	s->conn = pg_connect(conninfo, wait_ms);
 	*out = s;
@@ -104,11 +123,114 @@ void stock_store_close(stock_store *s)
 #define stock_store_may_rerun(s, rc, done)                                                         \
 	pg_may_rerun(&(s)->conn, (s)->conninfo, STOCK_RECONNECT_WAIT_MS, (rc), (done))
 
-/* stock_store_try_apply is one attempt of stock_store_apply: two round
- * trips (BEGIN and the locking reads; the writes and COMMIT). */
+/* What stock_store_try_fast returns when the one-round-trip path does not
+ * apply to the commands (no error: the caller takes the locking path). */
+#define STOCK_NOT_FAST 1
+
+/* stock_store_try_fast is the one-round-trip path (docs/architecture.md,
+ * "Participants: the one-round-trip path") for `n` commands (1..
+ * RPC_BATCH_MAX) that are all ReserveStock of saga ids that appear once:
+ * it takes each sku's on-hand units from the value cache (claiming the
+ * skus, so no other worker of this daemon guesses on them meanwhile), runs
+ * the pure stock_decide() for each command in order as
+ * stock_store_try_batch would on a new saga id and those units, and writes
+ * the new records and the rows with STOCK_WRITE_FAST, whose check fails it
+ * when a record already exists (a duplicate: unique_violation) or a row no
+ * longer holds the cached units. Fills cmds[i].out and .on_hand and returns
+ * 0 when committed; STOCK_NOT_FAST when the path does not apply (nothing
+ * done; always while a fault is armed); else the enum pg_err of the failed
+ * statement, with nothing written and the skus forgotten by the cache: the
+ * caller then takes the locking path (or, on PG_ERR_CONNECTION, reconnects
+ * first). */
+static int stock_store_try_fast(stock_store *s, stock_batch_cmd *cmds, size_t n)
+{
+	/* while a fault is armed every command takes the locking path, where
+	 * the fault points are (docs/testing.md) */
+	if (s->cache == NULL || n < 1 || n > RPC_BATCH_MAX || fault_any())
+		return STOCK_NOT_FAST;
+	const char *skus[RPC_BATCH_MAX];
+	int64_t was[RPC_BATCH_MAX], now[RPC_BATCH_MAX];
+	size_t row_of[RPC_BATCH_MAX], n_rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (cmds[i].cmd.op != STOCK_OP_RESERVE)
+			return STOCK_NOT_FAST;
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(cmds[k].saga_id, cmds[i].saga_id) == 0)
+				return STOCK_NOT_FAST; /* a duplicate answers from its record */
+		size_t j = 0;
+		while (j < n_rows && strcmp(skus[j], cmds[i].cmd.sku) != 0)
+			j++;
+		if (j == n_rows)
+			skus[n_rows++] = cmds[i].cmd.sku;
+		row_of[i] = j;
+	}
+	if (!valcache_claim(s->cache, skus, n_rows, was))
+		return STOCK_NOT_FAST;
+	memcpy(now, was, n_rows * sizeof *now);
+	/* the decisions of stock_store_try_batch, on no record and the cached
+	 * units: every one writes a new record (RESERVED or OUT_OF_STOCK) */
+	for (size_t i = 0; i < n; i++) {
+		const stock_record none = {.status = STOCK_NONE};
+		const stock_row row = {.exists = true, .on_hand = now[row_of[i]]};
+		stock_outcome *o = &cmds[i].out;
+		stock_decide(&none, &row, &cmds[i].cmd, o);
+		if (o->write_row)
+			now[row_of[i]] = o->on_hand;
+		cmds[i].on_hand = now[row_of[i]];
+	}
+	enum { F_ID, F_ST, F_SKU, F_QTY, R_SKU, R_WAS, R_NOW, F_N };
+	pg_buf col[F_N];
+	pg_arrays_open(col, F_N);
+	for (size_t i = 0; i < n; i++) {
+		const stock_outcome *o = &cmds[i].out;
+		pg_array_add(&col[F_ID], cmds[i].saga_id);
+		pg_array_add(&col[F_ST], stock_status_name(o->record.status));
+		pg_array_add(&col[F_SKU], o->record.sku);
+		pg_array_add_i64(&col[F_QTY], o->record.qty);
+	}
+	for (size_t j = 0; j < n_rows; j++) {
+		pg_array_add(&col[R_SKU], skus[j]);
+		pg_array_add_i64(&col[R_WAS], was[j]);
+		pg_array_add_i64(&col[R_NOW], now[j]);
+	}
+	const char *p[F_N];
+	int rc = pg_arrays_close(col, F_N, p);
+	PGresult *res = NULL;
+	if (rc == 0)
+		rc = pg_exec_stmt(s->conn, &STOCK_WRITE_FAST, F_N, p, &res);
+	PQclear(res);
+	pg_arrays_free(col, F_N);
+	valcache_release(s->cache, skus, n_rows, rc == 0 ? now : NULL);
+	if (rc == 0)
+		s->fast++;
+	else
+		s->fast_failed++;
+	return rc;
+}
+
+/* stock_store_learn tells the value cache what the locking path committed:
+ * `sku` holds `on_hand` units. */
+static void stock_store_learn(stock_store *s, const char *sku, int64_t on_hand)
+{
+	if (s->cache != NULL)
+		valcache_learn(s->cache, &sku, 1, &on_hand);
+}
+
+/* stock_store_try_apply is one attempt of stock_store_apply: one round trip
+ * when the cache serves it (stock_store_try_fast), else two (BEGIN and the
+ * locking reads; the writes and COMMIT). */
 static int stock_store_try_apply(
     stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out, int64_t *on_hand)
 {
+	stock_batch_cmd one = {.saga_id = saga_id, .cmd = *cmd};
+	int rc = stock_store_try_fast(s, &one, 1);
+	if (rc == 0) {
+		*out = one.out;
+		*on_hand = one.on_hand;
+		return 0;
+	}
+	if (rc == PG_ERR_CONNECTION)
+		return rc;
 	stock_record rec = {.status = STOCK_NONE};
 	stock_row row = {.exists = false};
 	const char *by_saga[] = {saga_id};
@@ -120,7 +242,7 @@ static int stock_store_try_apply(
 	    {.st = &STOCK_LOCK_RECORD, .nparams = 1, .params = by_saga},
 	    {.st = &STOCK_LOCK_ROW, .nparams = 1, .params = by_sku},
 	};
-	int rc = pg_pipeline(s->conn, reads, 3);
+	rc = pg_pipeline(s->conn, reads, 3);
 	if (rc != 0)
 		goto out_rollback;
 	PGresult *res = reads[1].res;
@@ -177,6 +299,8 @@ static int stock_store_try_apply(
 	for (int i = 0; i < n; i++)
 		PQclear(writes[i].res);
 	*on_hand = out->write_row ? out->on_hand : (row.exists ? row.on_hand : 0);
+	if (row.exists)
+		stock_store_learn(s, cmd->sku, *on_hand);
 	return 0;
 out_rollback:
 	pg_rollback(s->conn);
@@ -289,10 +413,15 @@ static int stock_batch_write(stock_store *s, stock_batch_state *b)
 	return rc;
 }
 
-/* stock_store_try_batch is one attempt of stock_store_apply_batch. */
+/* stock_store_try_batch is one attempt of stock_store_apply_batch: the
+ * one-round-trip path when the cache serves it (stock_store_try_fast), else
+ * the locking path. */
 static int stock_store_try_batch(
     stock_store *s, stock_batch_state *b, stock_batch_cmd *cmds, size_t n)
 {
+	int rc = stock_store_try_fast(s, cmds, n);
+	if (rc == 0 || rc == PG_ERR_CONNECTION)
+		return rc;
 	PGresult *res = NULL;
 	pg_buf ids = {0}, skus = {0};
 	memset(b, 0, sizeof *b);
@@ -313,7 +442,7 @@ static int stock_store_try_batch(
 	}
 	pg_array_close(&ids);
 	pg_array_close(&skus);
-	int rc = ids.oom || skus.oom ? -ENOMEM : 0;
+	rc = ids.oom || skus.oom ? -ENOMEM : 0;
 	if (rc != 0)
 		goto out_free;
 	const char *p_ids[] = {ids.p}, *p_skus[] = {skus.p};
@@ -383,8 +512,12 @@ static int stock_store_try_batch(
 			goto out_rollback;
 		}
 	rc = stock_batch_write(s, b);
-	if (rc == 0)
+	if (rc == 0) {
+		for (size_t j = 0; j < b->n_rows; j++)
+			if (b->rows[j].row.exists)
+				stock_store_learn(s, b->rows[j].sku, b->rows[j].row.on_hand);
 		goto out_free;
+	}
 out_rollback:
 	pg_rollback(s->conn);
 out_free:
@@ -445,6 +578,8 @@ int stock_store_set(stock_store *s, const char *sku, int64_t on_hand)
 		    "ON CONFLICT (sku) DO UPDATE SET on_hand = EXCLUDED.on_hand",
 		    2, p);
 	} while (stock_store_may_rerun(s, rc, &rerun_done));
+	if (rc == 0)
+		stock_store_learn(s, sku, on_hand);
 	return rc;
 }
 
@@ -543,4 +678,10 @@ int stock_store_list(stock_store *s, bool include_reservations, int32_t limit, s
 		rc = stock_store_try_list(s, include_reservations, limit, out);
 	while (stock_store_may_rerun(s, rc, &rerun_done));
 	return rc;
+}
+
+void stock_store_fast_counts(const stock_store *s, uint64_t *fast, uint64_t *fast_failed)
+{
+	*fast = s->fast;
+	*fast_failed = s->fast_failed;
 }

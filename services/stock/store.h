@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "stock_logic.h"
+#include "valcache.h"
 #include "valid.h"
 
 typedef struct stock_store stock_store;
@@ -67,12 +68,21 @@ typedef struct stock_listing {
 int stock_store_migrate(const char *conninfo, int64_t wait_ms) __attribute__((warn_unused_result));
 
 /* stock_store_open makes a store for one worker thread. `conninfo` is
- * borrowed and must outlive the store. It tries to connect for up to
- * `wait_ms` ms, but a store without a connection is still returned: every
- * call reconnects first (pg_ensure), so a worker survives a database
- * restart. Returns 0 and *out, or -ENOMEM. */
-int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms)
+ * borrowed and must outlive the store. `cache` (borrowed, may be NULL) is
+ * the daemon's value cache of each sku's on-hand units, shared by its
+ * workers: with it, commands that are all ReserveStock of new saga ids take
+ * one round trip when the cache knows their skus (the one-round-trip path
+ * of docs/architecture.md), and every commit teaches it the units it left. It tries to connect for
+ * up to `wait_ms` ms, but a store without a connection is still returned: every call reconnects
+ * first (pg_ensure), so a worker survives a database restart. Returns 0 and *out, or -ENOMEM. */
+int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)
     __attribute__((warn_unused_result));
+
+/* stock_store_fast_counts reports what the store's one-round-trip path did
+ * since it was opened: *fast transactions it committed, *fast_failed it
+ * tried that failed their check (a cached value gone stale, or a saga id
+ * already recorded) and went on the locking path. */
+void stock_store_fast_counts(const stock_store *s, uint64_t *fast, uint64_t *fast_failed);
 
 /* stock_store_close closes the connection and frees the store. NULL is
  * ignored. */
