@@ -69,8 +69,8 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "SPEC"},
 	    {"stop-timeout", env[7], CONFIG_INT, "15000", 0, 3600000,
 	        offsetof(participant_config, stop_timeout),
-	        "after SIGTERM, the longest a stop may take before the process ends anyway (0 = no "
-	        "bound; docs/operations.md)",
+	        "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
+	        "anyway (0 = no bound; docs/operations.md)",
 	        "MS"},
 	};
 	participant_config cfg;

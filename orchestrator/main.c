@@ -101,8 +101,8 @@ static const config_opt orch_opts[] = {
         "how long to wait for the database at start and on reconnect", "MS"),
     OPT("stop-timeout", "SAGA_ORCHESTRATOR_STOP_TIMEOUT_MS", CONFIG_INT, "15000", 0, 3600000,
         stop_timeout,
-        "after SIGTERM, the longest a stop may take before the process ends anyway "
-        "(0 = no bound; docs/operations.md)",
+        "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
+        "anyway (0 = no bound; docs/operations.md)",
         "MS"),
     OPT("duplicate-delivery", "SAGA_ORCHESTRATOR_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),

@@ -1303,7 +1303,9 @@ static void ctl_summarize(ctl_summary *m, const Sagas__V1__ListSagasReply *sagas
 {
 	memset(m, 0, sizeof *m);
 	m->sagas = (int64_t)sagas->n_sagas;
-	m->truncated = sagas->n_sagas >= CTL_LIST_LIMIT_MAX;
+	/* cut at the limit asked for, or earlier by the server to fit its
+	 * reply in one frame (ListSagasReply.truncated) */
+	m->truncated = sagas->truncated || sagas->n_sagas >= CTL_LIST_LIMIT_MAX;
 	for (size_t i = 0; i < sagas->n_sagas; i++) {
 		unsigned st = (unsigned)sagas->sagas[i]->state;
 		if (st <= SAGA_STATE_CANCELLED)
@@ -1378,7 +1380,10 @@ static int ctl_report_human(const Sagas__V1__ListSagasReply *sagas,
 		    ctl_money(s->order->amount, amount), saga_state_name((saga_state)s->state),
 		    s->reason, s->attention ? "yes" : "");
 	}
-	printf("sagas%s\n", m->truncated ? " (truncated: the newest 10000 only)" : "");
+	if (m->truncated)
+		printf("sagas (truncated: the newest %lld only)\n", (long long)m->sagas);
+	else
+		printf("sagas\n");
 	int rc = ctl_table_done(&t);
 	if (rc != 0)
 		return rc;

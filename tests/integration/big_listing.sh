@@ -123,4 +123,21 @@ assert_eq "report --limit 10: charge rows" "10" "$(jq -r '.charges | length' <<<
 assert_eq "report --limit 10: charged still exact" "$db_charged" "$(jq -r '.summary.charged' <<<"$out")"
 run_ok "report" ctl report
 assert_eq "report: note" "1" "$(grep -c '^(showing the newest 1000 of more)$' <<<"$out")"
+
+# ---- report with more sagas than one frame carries ----
+# 9,000 finished sagas with 64-byte names, older than the two real ones:
+# fewer than report's 10,000, but the list reply is cut at one frame first
+# (ListSagasReply.truncated), and report must say so rather than count
+# only what came
+psql_db sagas_orchestrator "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, finished,
+    created_at, updated_at)
+  SELECT md5('saga' || g)::uuid, 'COMPLETED', '$BIG', '$BIG', 1, 100, true,
+         now() - interval '1 day' - g * interval '1 ms', now()
+  FROM generate_series(1, 9000) AS g"
+run_ok "report --json (9,002 sagas)" ctl report --json
+assert_eq "report: sagas truncated" "true" "$(jq -r '.summary.truncated' <<<"$out")"
+shown=$(jq -r '.summary.sagas' <<<"$out")
+[ "$shown" -lt 9002 ] || { echo "FAIL report: $shown sagas shown, expected the list cut below 9002" >&2; exit 1; }
+run_ok "report (9,002 sagas)" ctl report
+assert_eq "report: truncated header" "1" "$(grep -c "^sagas (truncated: the newest $shown only)$" <<<"$out")"
 finish
