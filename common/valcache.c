@@ -7,12 +7,14 @@
 
 #include <uthash.h>
 
-/* One key: its value when `known`, and whether a transaction holds it. */
+/* One key: its value when `known`, whether a transaction holds it, and
+ * whether the locking path committed it while it was held (`overtaken`). */
 typedef struct valcache_ent {
 	char key[VALCACHE_KEY_MAX + 1];
 	int64_t val;
 	bool known;
 	bool claimed;
+	bool overtaken;
 	UT_hash_handle hh;
 } valcache_ent;
 
@@ -91,8 +93,11 @@ void valcache_release(valcache *c, const char *const *keys, size_t n, const int6
 		if (e == NULL)
 			continue; /* never claimed: nothing to end */
 		e->claimed = false;
-		e->known = vals != NULL;
-		if (vals != NULL)
+		/* a value the locking path committed during the claim may be
+		 * newer than the claim's own: then neither is kept */
+		e->known = vals != NULL && !e->overtaken;
+		e->overtaken = false;
+		if (e->known)
 			e->val = vals[i];
 	}
 	pthread_mutex_unlock(&c->mtx);
@@ -113,8 +118,12 @@ void valcache_learn(valcache *c, const char *const *keys, size_t n, const int64_
 			HASH_ADD_STR(c->by_key, key, e);
 			c->n++;
 		}
-		if (e->claimed)
-			continue; /* its claim's release decides */
+		if (e->claimed) {
+			/* which of the two commits came last is unknown here: the
+			 * claim's release forgets the key */
+			e->overtaken = true;
+			continue;
+		}
 		e->val = vals[i];
 		e->known = true;
 	}

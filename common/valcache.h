@@ -41,15 +41,16 @@ bool valcache_claim(valcache *c, const char *const *keys, size_t n, int64_t *val
 
 /* valcache_release ends the claim of valcache_claim on the same `n` keys:
  * with `vals` (the values the transaction committed) they become the
- * keys' values; with NULL (the transaction failed, or its outcome is
- * unknown) the keys are forgotten, so the next transaction on them takes
- * the locking path and learns them again. */
+ * keys' values, except a key valcache_learn was told of during the claim;
+ * with NULL (the transaction failed, or its outcome is unknown), and for
+ * such a key, the key is forgotten, so the next transaction on it takes the
+ * locking path and learns it again. */
 void valcache_release(valcache *c, const char *const *keys, size_t n, const int64_t *vals);
 
 /* valcache_learn records vals[i] as the value of keys[i] (committed by the
- * locking path) for every key that is not claimed; a claimed key keeps
- * what its claim will release. Never fails: a key it has no room for is
- * not learnt. */
+ * locking path) for every key that is not claimed; a claimed key is marked
+ * so that its claim's release forgets it (which of the two commits came
+ * last is unknown). Never fails: a key it has no room for is not learnt. */
 void valcache_learn(valcache *c, const char *const *keys, size_t n, const int64_t *vals);
 
 #endif

@@ -69,19 +69,26 @@ static const pg_stmt PAYMENT_WRITE_BATCH = {"payment_write_batch",
     "   'a batch wrote other rows than it decided on')"};
 /* The one-round-trip path (payment_store_try_fast): the new charges and the
  * accounts, each account written only if it still holds the balance the
- * decision was made on ($6, from the value cache); one statement, so one
- * implicit transaction without BEGIN or COMMIT. */
+ * decision was made on ($6, from the value cache), saga_unchanged failing
+ * it otherwise (serialization_failure: a lost race); one statement, so one
+ * implicit transaction without BEGIN or COMMIT. The accounts are locked
+ * first and in key order, as the locking path locks them, and only then
+ * are the charges inserted, so the two paths never deadlock (see
+ * STOCK_WRITE_FAST in services/stock/store.c). */
 static const pg_stmt PAYMENT_WRITE_FAST = {"payment_write_fast",
-    "WITH ins AS ("
-    "  INSERT INTO charges (saga_id, status, customer, amount)"
-    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) RETURNING 1),"
+    "WITH locked AS ("
+    "  SELECT customer, balance FROM accounts WHERE customer = ANY($5::text[])"
+    "  ORDER BY customer FOR UPDATE),"
     " rows AS ("
     "  UPDATE accounts s SET balance = v.balance"
     "  FROM unnest($5::text[], $6::bigint[], $7::bigint[]) AS v(customer, was, balance)"
-    "  WHERE s.customer = v.customer AND s.customer = ANY($5::text[]) AND s.balance = v.was"
-    "  RETURNING 1)"
-    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
-    "   AND (SELECT count(*) FROM rows) = cardinality($5::text[]),"
+    "  JOIN locked l ON l.customer = v.customer AND l.balance = v.was"
+    "  WHERE s.customer = v.customer AND s.customer = ANY($5::text[]) RETURNING 1),"
+    " ins AS ("
+    "  INSERT INTO charges (saga_id, status, customer, amount)"
+    "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) RETURNING 1)"
+    " SELECT saga_unchanged((SELECT count(*) FROM rows) = cardinality($5::text[])"
+    "   AND (SELECT count(*) FROM ins) = cardinality($1::uuid[]),"
     "   'an account changed since its balance was cached')"};
 /* clang-format on */
 
@@ -177,6 +184,10 @@ static int payment_store_try_fast(payment_store *s, payment_batch_cmd *cmds, siz
 		const payment_account acct = {.exists = true, .balance = now[row_of[i]]};
 		payment_outcome *o = &cmds[i].out;
 		payment_decide(&none, &acct, &cmds[i].cmd, o);
+		if (!o->write_record) { /* not a first step: not this path's case */
+			valcache_release(s->cache, customers, n_rows, was);
+			return PAYMENT_NOT_FAST;
+		}
 		if (o->write_account)
 			now[row_of[i]] = o->balance;
 		cmds[i].balance = now[row_of[i]];

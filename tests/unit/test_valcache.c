@@ -5,7 +5,8 @@
  *   - a claim is all or nothing: one unknown or claimed key and none of the
  *     others is claimed;
  *   - a release with values sets them; a release without forgets the keys;
- *   - learning a claimed key changes nothing (its claim's release decides);
+ *   - learning a claimed key makes its claim's release forget it (which
+ *     commit came last is unknown); a later learn makes it known again;
  *   - a full cache learns no new key but still updates known ones; keys
  *     longer than VALCACHE_KEY_MAX are never cached.
  */
@@ -34,8 +35,13 @@ static void test_claim_learn_release(void **state)
 	assert_int_equal(v[0], 5);
 	assert_false(valcache_claim(c, a, 1, v)); /* claimed by the first */
 	const int64_t three = 3;
-	valcache_learn(c, a, 1, &three); /* the claim's release decides */
+	valcache_learn(c, a, 1, &three); /* during the claim: both are doubtful */
 	valcache_release(c, a, 1, (const int64_t[]) {2});
+	assert_false(valcache_claim(c, a, 1, v));
+	valcache_learn(c, a, 1, &five);
+	assert_true(valcache_claim(c, a, 1, v));
+	assert_int_equal(v[0], 5);
+	valcache_release(c, a, 1, (const int64_t[]) {2}); /* not overtaken: kept */
 	assert_true(valcache_claim(c, a, 1, v));
 	assert_int_equal(v[0], 2);
 	valcache_release(c, a, 1, NULL); /* failed: forgotten */

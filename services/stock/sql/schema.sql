@@ -40,3 +40,18 @@ BEGIN
 	RETURN 1;
 END
 $$;
+
+-- saga_unchanged(ok, what): fails the statement (and the transaction) with
+-- serialization_failure unless ok. The one-round-trip path (store.c,
+-- docs/architecture.md) ends with it: its writes were decided on cached
+-- values, and a row that no longer holds them is a lost race, which the
+-- daemon answers by taking the locking path (logged at DEBUG, not ERROR).
+CREATE OR REPLACE FUNCTION saga_unchanged(ok boolean, what text) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF ok IS NOT TRUE THEN
+		RAISE EXCEPTION 'saga_unchanged failed: %', what USING ERRCODE = '40001';
+	END IF;
+	RETURN 1;
+END
+$$;
