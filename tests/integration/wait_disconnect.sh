@@ -8,7 +8,10 @@ source "$(dirname "$0")/../lib/stack.sh"
 PY=/usr/bin/python3
 command -v protoc >/dev/null && "$PY" -c 'import google.protobuf' 2>/dev/null ||
   { echo "wait_disconnect: needs protoc and python3-protobuf (scripts/deps.sh installs them)" >&2; exit 1; }
-ORCH_FLAGS="--max-waits 3" stack_start
+# a step deadline far past the test, so the saga below cannot end by it
+# (with the default 5 s it was CANCELLED before the last wait on a loaded
+# machine)
+ORCH_FLAGS="--max-waits 3 --step-timeout 600000" stack_start
 gen="$STACK_DIR/python"
 bash "$STACK_ROOT/clients/python/generate.sh" "$gen" >/dev/null
 ctl stock set D1 10 >/dev/null
