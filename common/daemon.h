@@ -22,8 +22,9 @@ void daemon_wait_for_stop(int64_t poll_ms);
  * logs an error naming the bound and ends the process with _exit(0). The
  * daemons call it right after they log that they are stopping. Why: nng
  * 1.5.2's nng_close can wait forever in a pipe's nni_aio_stop (nng issue
- * #1543; about 1 SIGTERM in 10 with hundreds of sagas in flight,
- * docs/operations.md "What to watch"). Ending the process there loses
+ * #1543; about 1 SIGTERM in 10 with hundreds of sagas in flight), and a
+ * stop can also wait on a database that is down or hung (docs/operations.md,
+ * "The stop bound"). Ending the process there loses
  * nothing, as a SIGKILL would not: every reply is sent only after the commit
  * that makes it true, and every unfinished saga resumes from its stored
  * state at the next start (docs/saga-semantics.md, rules 1 and 9).
