@@ -30,6 +30,7 @@
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
+#include "valid.h"
 
 #define ST_COMPLETED SAGAS__V1__SAGA_STATE__SAGA_STATE_COMPLETED
 #define ST_CANCELLED SAGAS__V1__SAGA_STATE__SAGA_STATE_CANCELLED
@@ -402,6 +403,9 @@ static void deposit(rpc_client *c, const char *customer, int64_t amount)
 	Sagas__V1__DepositRequest m = SAGAS__V1__DEPOSIT_REQUEST__INIT;
 	m.customer = (char *)customer;
 	m.amount = amount;
+	char id[VALID_UUID_LEN + 1];
+	saga_id_new(id); /* its idempotency key: a duplicate would add nothing */
+	m.deposit_id = id;
 	rpc_result res;
 	call_sync(c, "seeding accounts (Deposit)", "/sagas.v1.Payment/Deposit", &m.base, &res);
 	rpc_result_clear(&res);

@@ -143,6 +143,14 @@ static const config_opt ctl_opts_start[] = {
         "give up waiting after this long (exit 1)", "MS"},
 };
 
+static const config_opt ctl_opts_deposit[] = {
+    CTL_OPT_GLOBAL,
+    {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
+        "deposit id (idempotency key), a canonical lowercase UUID (default: a new random "
+        "one)",
+        "UUID"},
+};
+
 static const config_opt ctl_opts_list[] = {
     CTL_OPT_GLOBAL,
     {"state", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, state),
@@ -504,8 +512,8 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 		    ctl_svc_names[svc], url);
 		return NULL;
 	}
-	/* never resend: sagactl retries nothing by itself, and StartSaga always
-	 * carries a saga id so that a duplicate would be harmless anyway */
+	/* no nng resend: sagactl re-sends only the calls that carry their own
+	 * idempotency key (StartSaga's saga id, Deposit's deposit id), itself */
 	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true};
 	int err = rpc_client_open(&c->client[svc], url, &opts);
 	if (err == -ECONNREFUSED) {
@@ -1150,6 +1158,9 @@ out_free_rep:
 	return rc;
 }
 
+/* tries of a keyed Deposit before giving up on transient failures */
+#define CTL_DEPOSIT_TRIES 3
+
 static int ctl_deposit(ctl_ctx *c, char **args)
 {
 	int rc;
@@ -1157,14 +1168,42 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	if ((rc = ctl_parse_name(c, "CUSTOMER", args[0])) != 0
 	    || (rc = ctl_parse_amount(c, args[1], &amount)) != 0)
 		return rc;
+	char id[VALID_UUID_LEN + 1];
+	if (c->o.id[0] != '\0') {
+		if (!valid_uuid(c->o.id))
+			return ctl_usage(c->cmd,
+			    "invalid --id \"%s\": expected a canonical lowercase UUID "
+			    "(8-4-4-4-12 hex digits)",
+			    c->o.id);
+		memcpy(id, c->o.id, sizeof id);
+	} else {
+		/* a key of our own makes a re-sent deposit add once */
+		saga_id_new(id);
+	}
 	Sagas__V1__DepositRequest req = SAGAS__V1__DEPOSIT_REQUEST__INIT;
 	req.customer = args[0];
 	req.amount = amount;
+	req.deposit_id = id;
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
-	    c->o.timeout_ms, false, &res);
-	if (rc != 0)
+	/* keyed, so a transient failure (no reply, UNAVAILABLE) is re-sent with
+	 * the same id, as StartSaga is: it adds once */
+	for (int attempt = 1; attempt <= CTL_DEPOSIT_TRIES; attempt++) {
+		bool last = attempt == CTL_DEPOSIT_TRIES;
+		rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
+		    c->o.timeout_ms, !last, &res);
+		if (rc != -1)
+			break;
+		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
+		nanosleep(&pause, NULL);
+	}
+	if (rc != 0) {
+		if (c->transient)
+			fprintf(stderr,
+			    "hint: the deposit id was %s; the same command with --id %s retries it "
+			    "safely (it adds at most once)\n",
+			    id, id);
 		return rc;
+	}
 	Sagas__V1__DepositReply *rep
 	    = sagas__v1__deposit_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);
@@ -1172,13 +1211,18 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 		return ctl_bad_reply(c, CTL_SVC_PAYMENT, "Deposit");
 	char a[32], b[32];
 	if (c->o.json) {
-		rc = ctl_json_print(
-		    json_pack("{s:s, s:I, s:s, s:I, s:s}", "customer", args[0], "amount_minor",
-		        (json_int_t)amount, "amount", ctl_money(amount, a), "balance_minor",
-		        (json_int_t)rep->balance, "balance", ctl_money(rep->balance, b)));
+		rc = ctl_json_print(json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:b}", "deposit_id",
+		    id, "customer", args[0], "amount_minor", (json_int_t)amount, "amount",
+		    ctl_money(amount, a), "balance_minor", (json_int_t)rep->balance, "balance",
+		    ctl_money(rep->balance, b), "duplicate", rep->duplicate ? 1 : 0));
+	} else if (rep->duplicate) {
+		printf("deposit %s was already applied (%s to %s): nothing added; balance after it "
+		       "%s\n",
+		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
+		rc = CTL_EXIT_OK;
 	} else {
-		printf("deposited %s to %s; balance %s\n", ctl_money(amount, a), args[0],
-		    ctl_money(rep->balance, b));
+		printf("deposited %s to %s; balance %s (deposit %s)\n", ctl_money(amount, a),
+		    args[0], ctl_money(rep->balance, b), id);
 		rc = CTL_EXIT_OK;
 	}
 	sagas__v1__deposit_reply__free_unpacked(rep, NULL);
@@ -1708,10 +1752,15 @@ static const ctl_cmd ctl_cmds[] = {
         "         \"reservations_truncated\":BOOL (both with --reservations)}",
         ctl_opts_stock_list, CTL_NELEM(ctl_opts_stock_list), ctl_args_none, ctl_stock_list},
     {"deposit", "CUSTOMER AMOUNT", "admin: add money to an account",
-        "sagactl deposit CUSTOMER AMOUNT [OPTIONS]",
+        "sagactl deposit CUSTOMER AMOUNT [--id UUID] [OPTIONS]",
         "Admin: add AMOUNT (a decimal in major units) to the account of CUSTOMER (creates it).\n"
-        "--json: {\"customer\",\"amount_minor\",\"amount\",\"balance_minor\",\"balance\"}",
-        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_deposit, ctl_deposit},
+        "The deposit carries an id (--id, or a new random one), its idempotency key: a\n"
+        "call whose reply was lost is re-sent with it, and the same command with the\n"
+        "same --id adds nothing again (it prints the balance right after the first).\n"
+        "The same --id with another CUSTOMER or AMOUNT is refused (ALREADY_EXISTS).\n"
+        "--json: {\"deposit_id\",\"customer\",\"amount_minor\",\"amount\",\"balance_minor\",\n"
+        "         \"balance\",\"duplicate\":BOOL}",
+        ctl_opts_deposit, CTL_NELEM(ctl_opts_deposit), ctl_args_deposit, ctl_deposit},
     {"accounts", "", "admin: balances and charge counts (--charges, --limit)",
         "sagactl accounts [--charges [--limit N]] [OPTIONS]",
         "Admin: list accounts with their balance and their CHARGED charges (count and\n"

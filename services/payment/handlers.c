@@ -248,8 +248,20 @@ static void payment_deposit(payment_store *st, const rpc_request *call, rpc_repl
 	}
 	if (!payment_check_customer(r, req->customer) || !payment_check_amount(r, req->amount))
 		goto out_free;
+	if (req->deposit_id[0] != '\0' && !valid_uuid(req->deposit_id)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid deposit_id: not a canonical UUID");
+		goto out_free;
+	}
 	int64_t balance = 0;
-	int rc = payment_store_deposit(st, req->customer, req->amount, &balance);
+	bool duplicate = false;
+	int rc = payment_store_deposit(
+	    st, req->customer, req->amount, req->deposit_id, &balance, &duplicate);
+	if (rc == -EEXIST) {
+		rpc_reply_error(r, RPC_ALREADY_EXISTS, "key_mismatch",
+		    "deposit_id %s was used with another customer or amount", req->deposit_id);
+		goto out_free;
+	}
 	if (rc == -ERANGE) {
 		rpc_reply_error(r, RPC_OUT_OF_RANGE, "balance_overflow",
 		    "could not deposit: the balance would exceed %lld minor units",
@@ -260,10 +272,19 @@ static void payment_deposit(payment_store *st, const rpc_request *call, rpc_repl
 		payment_store_failed(r, rc, "deposit", NULL);
 		goto out_free;
 	}
-	log_info(NULL, "deposit customer=%s amount=%" PRId64 ": balance %" PRId64, req->customer,
-	    req->amount, balance);
+	if (duplicate)
+		log_info(NULL,
+		    "deposit customer=%s amount=%" PRId64
+		    " deposit_id=%s: a duplicate, nothing added "
+		    "(balance after the first: %" PRId64 ")",
+		    req->customer, req->amount, req->deposit_id, balance);
+	else
+		log_info(NULL, "deposit customer=%s amount=%" PRId64 "%s%s: balance %" PRId64,
+		    req->customer, req->amount, req->deposit_id[0] ? " deposit_id=" : "",
+		    req->deposit_id, balance);
 	Sagas__V1__DepositReply rep = SAGAS__V1__DEPOSIT_REPLY__INIT;
 	rep.balance = balance;
+	rep.duplicate = duplicate;
 	rpc_reply_ok(r, &rep.base);
 out_free:
 	sagas__v1__deposit_request__free_unpacked(req, NULL);

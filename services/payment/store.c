@@ -575,35 +575,75 @@ int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t 
 	return rc;
 }
 
-int payment_store_deposit(payment_store *s, const char *customer, int64_t amount, int64_t *balance)
+/* The keyed Deposit as one statement (its own transaction): the record of an
+ * earlier call with the same deposit_id, or the add (guarded by the cap)
+ * with its record. Columns: duplicate, customer, amount, balance. No row:
+ * the cap refused it. A concurrent duplicate fails the record's primary key
+ * (23505) after the first commits, which undoes its add with it. */
+#define PAYMENT_DEPOSIT_KEYED                                                                      \
+	"WITH prior AS (SELECT customer, amount, balance_after FROM deposits "                     \
+	"               WHERE deposit_id = $4::uuid), "                                            \
+	"add AS (INSERT INTO accounts AS a (customer, balance) "                                   \
+	"        SELECT $1, $2::bigint WHERE NOT EXISTS (SELECT 1 FROM prior) "                    \
+	"        ON CONFLICT (customer) DO UPDATE SET balance = a.balance + EXCLUDED.balance "     \
+	"        WHERE a.balance + EXCLUDED.balance <= $3::bigint "                                \
+	"        RETURNING balance), "                                                             \
+	"rec AS (INSERT INTO deposits (deposit_id, customer, amount, balance_after) "              \
+	"        SELECT $4::uuid, $1, $2::bigint, balance FROM add RETURNING balance_after) "      \
+	"SELECT false, $1, $2::bigint, balance_after FROM rec "                                    \
+	"UNION ALL SELECT true, customer, amount, balance_after FROM prior"
+
+int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
+    const char *deposit_id, int64_t *balance, bool *duplicate)
 {
 	PGresult *res = NULL;
-	int rc = payment_store_ready(s);
-	if (rc != 0)
-		return rc;
+	bool keyed = deposit_id != NULL && deposit_id[0] != '\0';
 	char val[24], max[24];
 	snprintf(val, sizeof val, "%" PRId64, amount);
 	snprintf(max, sizeof max, "%lld", (long long)VALID_AMOUNT_MAX);
-	const char *p[] = {customer, val, max};
-	/* Not re-run after a lost connection (unlike the other calls): a
-	 * deposit has no idempotency key, and its COMMIT may have gone
-	 * through. One statement, so it is its own transaction and the row
-	 * lock of the upsert makes concurrent deposits add up. Both terms are at most a few
-	 * times 10^15, far from bigint's limit, so the sum cannot overflow
-	 * before it is compared; no row back means the guard refused it. */
-	rc = pg_exec(s->conn,
-	    "INSERT INTO accounts AS a (customer, balance) VALUES ($1, $2::bigint) "
-	    "ON CONFLICT (customer) DO UPDATE SET balance = a.balance + EXCLUDED.balance "
-	    "WHERE a.balance + EXCLUDED.balance <= $3::bigint "
-	    "RETURNING balance",
-	    3, p, &res);
+	const char *p[] = {customer, val, max, deposit_id};
+	*duplicate = false;
+	int rc = 0;
+	/* Without a key, never re-run after a lost connection: its COMMIT may
+	 * have gone through. One statement, so it is its own transaction and
+	 * the row lock of the upsert makes concurrent deposits add up. Both
+	 * terms are at most a few times 10^15, far from bigint's limit, so the
+	 * sum cannot overflow before it is compared; no row back means the
+	 * guard refused it. With a key, a re-run is safe (it finds the record
+	 * if the first try committed): once after a lost connection, once
+	 * after losing the record's insert to a concurrent duplicate. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if ((rc = payment_store_ready(s)) != 0)
+			return rc;
+		if (keyed)
+			rc = pg_exec(s->conn, PAYMENT_DEPOSIT_KEYED, 4, p, &res);
+		else
+			rc = pg_exec(s->conn,
+			    "INSERT INTO accounts AS a (customer, balance) VALUES ($1, $2::bigint) "
+			    "ON CONFLICT (customer) DO UPDATE SET balance = a.balance + "
+			    "EXCLUDED.balance "
+			    "WHERE a.balance + EXCLUDED.balance <= $3::bigint "
+			    "RETURNING false, $1, $2::bigint, balance",
+			    3, p, &res);
+		if (keyed && (rc == PG_ERR_UNIQUE || rc == PG_ERR_RETRY || rc == PG_ERR_CONNECTION))
+			continue;
+		break;
+	}
 	if (rc != 0)
 		return rc;
-	if (PQntuples(res) == 1) {
-		*balance = pg_get_i64(res, 0, 0);
-		payment_store_learn(s, customer, *balance);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return -ERANGE;
+	}
+	*duplicate = PQgetvalue(res, 0, 0)[0] == 't';
+	*balance = pg_get_i64(res, 0, 3);
+	if (*duplicate) {
+		/* rule 6 of saga-semantics.md, for deposits: the same key with
+		 * other arguments is refused and changes nothing */
+		if (strcmp(PQgetvalue(res, 0, 1), customer) != 0 || pg_get_i64(res, 0, 2) != amount)
+			rc = -EEXIST;
 	} else {
-		rc = -ERANGE;
+		payment_store_learn(s, customer, *balance);
 	}
 	PQclear(res);
 	return rc;

@@ -131,14 +131,23 @@ typedef struct payment_batch_cmd {
 int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t n)
     __attribute__((warn_unused_result));
 
-/* payment_store_deposit adds `amount` minor units (> 0) to `customer`'s
- * account, creating it, outside any saga (admin). On 0, *balance is the new
- * balance. Never re-run after a lost connection (a deposit has no
- * idempotency key and its COMMIT may have gone through): PG_ERR_CONNECTION
- * then means "unknown, check the balance". Returns 0; -ERANGE (nothing written) when the balance
- * would exceed VALID_AMOUNT_MAX; or a negative enum pg_err. */
-int payment_store_deposit(payment_store *s, const char *customer, int64_t amount, int64_t *balance)
-    __attribute__((warn_unused_result));
+/* payment_store_deposit adds `amount` minor units (1..VALID_AMOUNT_MAX) to
+ * `customer`'s account, creating it, outside any saga (admin).
+ * `deposit_id` (a canonical UUID, borrowed) is its idempotency key, or NULL
+ * or "" for none. With a key, the first call adds and records the balance
+ * right after; a duplicate (also a concurrent one) adds nothing and gets that
+ * recorded balance with *duplicate true, like the participants' commands
+ * (saga-semantics.md rules 2 and 6), and a lost connection or a lost race
+ * is re-run (at most twice).
+ * Without a key it is never re-run after a lost connection (its COMMIT may
+ * have gone through): PG_ERR_CONNECTION then means "unknown, check the
+ * balance". On 0, *balance is the balance right after the deposit.
+ * Returns 0; -ERANGE (nothing written) when the balance would exceed
+ * VALID_AMOUNT_MAX; -EEXIST (nothing written) when the key was used with
+ * another customer or amount (then *balance is that deposit's); or a negative
+ * enum pg_err. */
+int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
+    const char *deposit_id, int64_t *balance, bool *duplicate) __attribute__((warn_unused_result));
 
 /* payment_store_list reads, in one consistent snapshot, every account with
  * its balance and the count and sum of its CHARGED records, the number of

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # StartSaga called twice with the same id creates one saga (idempotent), and
 # the same id with another order is refused with ALREADY_EXISTS and changes
-# nothing (saga-semantics.md rule 6).
+# nothing (saga-semantics.md rule 6). The same for sagactl deposit --id
+# (Deposit's idempotency key): the same command twice adds once.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
@@ -28,4 +29,37 @@ assert_eq "one start in history" "1" \
 assert_eq "B2 on hand" "8" "$(psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = 'B2'")"
 assert_eq "c1 balance" "7000" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c1'")"
 assert_eq "one charge" "1" "$(psql_db sagas_payment "SELECT count(*) FROM charges")"
+
+# sagactl deposit --id: the same command again adds nothing and says so
+did=55555555-5555-4555-8555-555555555555
+ctl deposit c2 12.34 --id "$did" >/dev/null
+out=$(ctl deposit c2 12.34 --id "$did")
+assert_eq "second deposit: said" "1" "$(grep -c "deposit $did was already applied" <<<"$out")"
+assert_eq "second deposit: json" "true 1234" "$(ctl deposit c2 12.34 --id "$did" --json | jq -r '"\(.duplicate) \(.balance_minor)"')"
+set +e
+out=$(ctl deposit c2 99.00 --id "$did" 2>&1); rc=$?
+set -e
+assert_eq "other amount, same deposit id: exit code" "1" "$rc"
+assert_eq "other amount, same deposit id: refused" "1" "$(grep -c 'ALREADY_EXISTS (key_mismatch)' <<<"$out")"
+assert_eq "c2 balance" "1234" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c2'")"
+assert_eq "one deposit record" "1" "$(psql_db sagas_payment "SELECT count(*) FROM deposits WHERE customer = 'c2'")"
+
+# lost replies: sagactl re-sends with the same id, and the deposit adds once
+ctl fault set payment drop_reply --method Deposit --count 2 >/dev/null
+d3=66666666-6666-4666-8666-666666666666
+out=$(ctl --timeout 300 deposit c3 7.00 --id "$d3")
+assert_eq "two lost replies: the third try is told it was applied" "1" \
+  "$(grep -c "deposit $d3 was already applied" <<<"$out")"
+ctl fault set payment drop_reply --method Deposit --count 3 >/dev/null
+d4=77777777-7777-4777-8777-777777777777
+set +e
+out=$(ctl --timeout 300 deposit c3 1.00 --id "$d4" 2>&1); rc=$?
+set -e
+assert_eq "every reply lost: exit code" "1" "$rc"
+assert_eq "every reply lost: the hint names the id" "1" \
+  "$(grep -c "hint: the deposit id was $d4; the same command with --id $d4 retries it safely" <<<"$out")"
+assert_eq "every reply lost: the retry the hint gives is told it was applied" "1" \
+  "$(ctl deposit c3 1.00 --id "$d4" | grep -c "deposit $d4 was already applied")"
+assert_eq "c3 balance: each deposit added once" "800" \
+  "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c3'")"
 finish

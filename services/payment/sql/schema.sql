@@ -21,6 +21,19 @@ CREATE TABLE IF NOT EXISTS charges (
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The idempotency record of one keyed Deposit (proto Deposit.deposit_id):
+-- what it added and the balance right after, which a duplicate is answered
+-- with. Its primary key serialises concurrent duplicates: the second one's
+-- insert fails, and with it the statement that added the money again.
+-- Deposits sent without a key leave no row.
+CREATE TABLE IF NOT EXISTS deposits (
+	deposit_id uuid PRIMARY KEY,
+	customer text NOT NULL,
+	amount bigint NOT NULL CHECK (amount > 0),
+	balance_after bigint NOT NULL CHECK (balance_after >= 0),
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+
 -- ListAccounts' newest-first page of charges, and the per-account sums.
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
 CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);
