@@ -1,10 +1,23 @@
+#define _GNU_SOURCE /* program_invocation_short_name */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void config_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: error: ", program_invocation_short_name);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
 
 /* config_set parses `value` into the field of row `o`; `source` names where
  * the value came from for the error message. */
@@ -16,16 +29,18 @@ static int config_set(const config_opt *o, void *target, const char *value, cons
 		char *end = NULL;
 		errno = 0;
 		long long v = strtoll(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0') {
-			fprintf(stderr,
-			    "error: invalid value for %s (from %s): \"%s\" is not an integer\n",
+		/* strtoll also takes leading white space and a '+': a value is
+		 * an optional '-' and digits, nothing else */
+		bool plain = value[0] == '-' ? isdigit((unsigned char)value[1])
+		                             : isdigit((unsigned char)value[0]);
+		if (errno != 0 || end == value || *end != '\0' || !plain) {
+			config_error("invalid value for %s (from %s): \"%s\" is not an integer\n",
 			    o->name, source, value);
 			return -EINVAL;
 		}
 		if (v < o->min || v > o->max) {
-			fprintf(stderr,
-			    "error: invalid value for %s (from %s): %lld is outside %" PRId64
-			    "..%" PRId64 "\n",
+			config_error("invalid value for %s (from %s): %lld is outside %" PRId64
+			             "..%" PRId64 "\n",
 			    o->name, source, v, o->min, o->max);
 			return -EINVAL;
 		}
@@ -34,8 +49,7 @@ static int config_set(const config_opt *o, void *target, const char *value, cons
 	}
 	case CONFIG_STR:
 		if (strlen(value) >= CONFIG_STR_MAX) {
-			fprintf(stderr,
-			    "error: invalid value for %s (from %s): longer than %d bytes\n",
+			config_error("invalid value for %s (from %s): longer than %d bytes\n",
 			    o->name, source, CONFIG_STR_MAX - 1);
 			return -EINVAL;
 		}
@@ -49,8 +63,7 @@ static int config_set(const config_opt *o, void *target, const char *value, cons
 		    || !strcmp(value, "off") || !strcmp(value, "")) {
 			*(bool *)(void *)field = false;
 		} else {
-			fprintf(stderr,
-			    "error: invalid value for %s (from %s): \"%s\" is not a boolean\n",
+			config_error("invalid value for %s (from %s): \"%s\" is not a boolean\n",
 			    o->name, source, value);
 			return -EINVAL;
 		}
@@ -81,8 +94,7 @@ static int config_read_file(const config_opt *opts, size_t n, void *target, cons
 {
 	FILE *f = fopen(path, "r");
 	if (f == NULL) {
-		fprintf(stderr, "error: could not open config file \"%s\": %s\n", path,
-		    strerror(errno));
+		config_error("could not open config file \"%s\": %s\n", path, strerror(errno));
 		return -EINVAL;
 	}
 	char line[CONFIG_STR_MAX + 128];
@@ -94,7 +106,7 @@ static int config_read_file(const config_opt *opts, size_t n, void *target, cons
 			continue;
 		char *eq = strchr(s, '=');
 		if (eq == NULL) {
-			fprintf(stderr, "error: %s:%d: expected name = value\n", path, lineno);
+			config_error("%s:%d: expected name = value\n", path, lineno);
 			rc = -EINVAL;
 			break;
 		}
@@ -102,7 +114,7 @@ static int config_read_file(const config_opt *opts, size_t n, void *target, cons
 		char *key = config_trim(s), *val = config_trim(eq + 1);
 		const config_opt *o = config_find(opts, n, key);
 		if (o == NULL) {
-			fprintf(stderr, "error: %s:%d: unknown option \"%s\"\n", path, lineno, key);
+			config_error("%s:%d: unknown option \"%s\"\n", path, lineno, key);
 			rc = -EINVAL;
 			break;
 		}
@@ -199,10 +211,10 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 			if (optopt >= 256 && (size_t)(optopt - 256) < n)
-				fprintf(stderr, "error: option --%s needs a value\n",
-				    opts[optopt - 256].name);
+				config_error(
+				    "option --%s needs a value\n", opts[optopt - 256].name);
 			else
-				fprintf(stderr, "error: unknown option \"%s\"\n", bad);
+				config_error("unknown option \"%s\"\n", bad);
 			rc = -EINVAL;
 			break;
 		}
@@ -225,7 +237,7 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 	if (first_arg != NULL) {
 		*first_arg = optind;
 	} else if (optind < argc) {
-		fprintf(stderr, "error: unexpected argument \"%s\"\n", argv[optind]);
+		config_error("unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
 	return 0;

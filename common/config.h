@@ -49,6 +49,12 @@ enum {
 int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
     const char *usage, const char *summary, const char *file_env, int *first_arg);
 
+/* config_error prints "PROGRAM: error: " and then `fmt` formatted as printf
+ * does (the caller ends it with a newline) to stderr, PROGRAM being the
+ * running program's name (stockd, sagactl, ...), so that an error in a log
+ * that several daemons share names its daemon. */
+void config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* config_print_help writes the options table to `out` as --help shows it. */
 void config_print_help(
     FILE *out, const config_opt *opts, size_t n, const char *usage, const char *summary);

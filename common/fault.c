@@ -10,6 +10,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "config.h"
 #include "log.h"
 
 #define FAULT_LAST FAULT_DUPLICATE_REPLY
@@ -136,8 +137,7 @@ int fault_parse(const char *spec)
 {
 	char buf[1024];
 	if (strlen(spec) >= sizeof buf) {
-		fprintf(stderr, "error: invalid value for fault: longer than %zu bytes\n",
-		    sizeof buf - 1);
+		config_error("invalid value for fault: longer than %zu bytes\n", sizeof buf - 1);
 		return -EINVAL;
 	}
 	strcpy(buf, spec);
@@ -150,11 +150,10 @@ int fault_parse(const char *spec)
 			if (kind_s && strcmp(kind_s, fault_names[k]) == 0)
 				kind = (fault_kind)k;
 		if (kind == 0) {
-			fprintf(stderr,
-			    "error: invalid value for fault: unknown kind \"%s\" (delay, "
-			    "drop_reply, "
-			    "unavailable, exit_after_commit, fail_before_commit, "
-			    "exit_after_send)\n",
+			config_error("invalid value for fault: unknown kind \"%s\" (delay, "
+			             "drop_reply, "
+			             "unavailable, exit_after_commit, fail_before_commit, "
+			             "exit_after_send)\n",
 			    kind_s ? kind_s : "");
 			return -EINVAL;
 		}
@@ -172,15 +171,14 @@ int fault_parse(const char *spec)
 				continue;
 			}
 			if (end == NULL || *end != '\0' || end == part) {
-				fprintf(stderr,
-				    "error: invalid value for fault: bad number in \"%s\"\n", part);
+				config_error(
+				    "invalid value for fault: bad number in \"%s\"\n", part);
 				return -EINVAL;
 			}
 		}
 		if (ms < 0 || ms > 600000 || count < 0 || count > 1000000000
 		    || fault_arm(kind, method, ms, (int32_t)count) != 0) {
-			fprintf(stderr, "error: invalid value for fault: \"%s\" out of range\n",
-			    kind_s);
+			config_error("invalid value for fault: \"%s\" out of range\n", kind_s);
 			return -EINVAL;
 		}
 	}

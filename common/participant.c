@@ -81,14 +81,13 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		return 2;
 	enum log_level level;
 	if (log_level_parse(cfg.log_level, &level) != 0) {
-		fprintf(stderr, "error: invalid value for log-level: \"%s\"\n", cfg.log_level);
+		config_error("invalid value for log-level: \"%s\"\n", cfg.log_level);
 		return 2;
 	}
 	log_init(d->prog, level);
 	if (!rpc_url_ok(cfg.listen)) {
-		fprintf(stderr,
-		    "error: invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
-		    "ipc://PATH URL\n",
+		config_error("invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
+		             "ipc://PATH URL\n",
 		    cfg.listen);
 		return 2;
 	}

@@ -89,6 +89,19 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 			PQfinish(conn);
 			return NULL;
 		}
+		if (backoff == 50) {
+			/* say why at once: a wrong dbname or password fails the same
+			 * way at every try, and the wait may be long */
+			char why[512];
+			snprintf(
+			    why, sizeof why, "%s", conn ? PQerrorMessage(conn) : "out of memory");
+			for (char *c = why; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+			log_warn(NULL,
+			    "could not connect to database yet, retrying for up to %lld ms: %s",
+			    (long long)(until - clock_mono_ms()), why);
+		}
 		PQfinish(conn);
 		clock_sleep_us(backoff * 1000);
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;

@@ -150,26 +150,24 @@ int main(int argc, char **argv)
 		return 2;
 	enum log_level level;
 	if (log_level_parse(c.log_level, &level) != 0) {
-		fprintf(stderr, "error: invalid value for log-level: \"%s\"\n", c.log_level);
+		config_error("invalid value for log-level: \"%s\"\n", c.log_level);
 		return 2;
 	}
 	if (c.backoff_cap < c.backoff_base) {
-		fprintf(stderr, "error: backoff-cap (%lld) is below backoff-base (%lld)\n",
+		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
 		    (long long)c.backoff_cap, (long long)c.backoff_base);
 		return 2;
 	}
 	log_init("orchestratord", level);
 	if (!rpc_url_ok(c.listen)) {
-		fprintf(stderr,
-		    "error: invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
-		    "ipc://PATH URL\n",
+		config_error("invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
+		             "ipc://PATH URL\n",
 		    c.listen);
 		return 2;
 	}
 	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
-		fprintf(stderr,
-		    "error: invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
-		    "URL\n",
+		config_error("invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
+		             "URL\n",
 		    rpc_url_ok(c.stock) ? "payment" : "stock",
 		    rpc_url_ok(c.stock) ? c.payment : c.stock);
 		return 2;

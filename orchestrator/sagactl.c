@@ -12,7 +12,7 @@
  * malformed reply, --wait timed out); 2 a usage error (printed before any
  * call). Human output goes to stdout as aligned tables; with --json, exactly
  * one JSON object or array on one line. Errors go to stderr as
- * "error: <message>".
+ * "sagactl: error: <message>".
  *
  * Protobuf lives here because this file is the CLI's codec: every reply
  * payload is unpacked with the NULL allocator, checked for NULL and freed.
@@ -207,7 +207,7 @@ static int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
 static int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("error: ", stderr);
+	fputs("sagactl: error: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -215,13 +215,13 @@ static int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
 	return CTL_EXIT_USAGE;
 }
 
-/* ctl_error prints "error: <message>" and returns 1. */
+/* ctl_error prints "sagactl: error: <message>" and returns 1. */
 static int ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int ctl_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("error: ", stderr);
+	fputs("sagactl: error: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -536,7 +536,7 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 
 /* ctl_call sends one request to `svc` and waits up to `timeout_ms`. On an OK
  * reply returns 0 with the payload in *res (clear it with rpc_result_clear).
- * Otherwise prints "error: could not <action>: ..." (or "could not reach"
+ * Otherwise prints "sagactl: error: could not <action>: ..." (or "could not reach"
  * for a transport failure) unless `quiet`, clears *res and returns an exit
  * code. With `quiet`, a transient failure (no reply, DEADLINE_EXCEEDED,
  * UNAVAILABLE) returns -1 without printing, for callers that poll. */
@@ -2022,7 +2022,8 @@ int main(int argc, char **argv)
 			ctl_print_help(stdout);
 			return CTL_EXIT_OK;
 		}
-		fprintf(stderr, "error: missing verb\nhint: see 'sagactl --help' for the verbs\n");
+		fprintf(stderr,
+		    "sagactl: error: missing verb\nhint: see 'sagactl --help' for the verbs\n");
 		return CTL_EXIT_USAGE;
 	}
 	int words = 1;
@@ -2038,17 +2039,18 @@ int main(int argc, char **argv)
 				return CTL_EXIT_OK;
 			}
 			if (vi + 1 >= argc)
-				fprintf(stderr, "error: missing %s subcommand (%s)\n", g->name,
-				    g->subs);
+				fprintf(stderr, "sagactl: error: missing %s subcommand (%s)\n",
+				    g->name, g->subs);
 			else
 				fprintf(stderr,
-				    "error: unknown %s subcommand \"%s\" (expected %s)\n", g->name,
-				    argv[vi + 1], g->subs);
+				    "sagactl: error: unknown %s subcommand \"%s\" (expected %s)\n",
+				    g->name, argv[vi + 1], g->subs);
 			fprintf(stderr, "hint: see 'sagactl %s --help'\n", g->name);
 			return CTL_EXIT_USAGE;
 		}
 		fprintf(stderr,
-		    "error: unknown verb \"%s\"\nhint: see 'sagactl --help' for the verbs\n",
+		    "sagactl: error: unknown verb \"%s\"\nhint: see 'sagactl --help' for the "
+		    "verbs\n",
 		    argv[vi]);
 		return CTL_EXIT_USAGE;
 	}
