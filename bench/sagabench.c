@@ -991,7 +991,7 @@ int main(int argc, char **argv)
 		    sum_live == completed && sum_rq == completed * (int64_t)opt.qty,
 		    "%" PRId64 " live reservations (qty %" PRId64 "), %ld completed", sum_live,
 		    sum_rq, completed);
-		long live_of_cancelled = 0, live_checked = 0;
+		long live_not_completed = 0, live_checked = 0;
 		for (size_t k = 0; k < r->n_reservations; k++) {
 			Sagas__V1__Reservation *v = r->reservations[k];
 			if (v->status != SAGAS__V1__RESERVATION_STATUS__RESERVATION_STATUS_RESERVED)
@@ -1001,13 +1001,13 @@ int main(int argc, char **argv)
 				continue;
 			live_checked++;
 			if (slots[i].phase != P_DONE || slots[i].state != ST_COMPLETED)
-				live_of_cancelled++;
+				live_not_completed++;
 		}
 		char cut[96];
 		cut_note(cut, sizeof cut, r->reservations_truncated, r->n_reservations);
-		add_check("no live reservation of a cancelled saga", live_of_cancelled == 0,
+		add_check("no live reservation of a saga not COMPLETED", live_not_completed == 0,
 		    "%ld of %ld live reservations listed belong to a saga not COMPLETED%s",
-		    live_of_cancelled, live_checked, cut);
+		    live_not_completed, live_checked, cut);
 		sagas__v1__list_stock_reply__free_unpacked(r, NULL);
 		rpc_result_clear(&res);
 	}
@@ -1076,7 +1076,7 @@ int main(int argc, char **argv)
 		}
 		char cut[96];
 		cut_note(cut, sizeof cut, r->charges_truncated, r->n_charges);
-		add_check("no live charge of a cancelled saga", charged_not_completed == 0,
+		add_check("no live charge of a saga not COMPLETED", charged_not_completed == 0,
 		    "%ld of %ld charges listed belong to a saga not COMPLETED%s",
 		    charged_not_completed, listed, cut);
 		sagas__v1__list_accounts_reply__free_unpacked(r, NULL);
