@@ -259,22 +259,29 @@ int store_list_sagas(
 	const char *p[3] = {state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(state),
 	    attention_only ? "true" : "false", lim};
 	PGresult *r = NULL;
-	/* an unfinished state: through the two indexes of unfinished sagas
-	 * (schema.sql), not by walking every saga ever made from the newest */
-	bool unfinished = state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(state);
-	int rc = pg_exec(conn,
-	    unfinished
-	        ? "SELECT " SAGA_COLS " FROM ("
-	          "  (SELECT * FROM sagas WHERE state = $1 AND NOT finished AND retry_at IS NULL"
-	          "   AND (NOT $2::boolean OR attention)"
-	          "   ORDER BY created_at DESC, saga_id LIMIT $3)"
-	          "  UNION ALL"
-	          "  (SELECT * FROM sagas WHERE state = $1 AND retry_at IS NOT NULL"
-	          "   AND (NOT $2::boolean OR attention))"
-	          ") s ORDER BY created_at DESC, saga_id LIMIT $3"
-	        : "SELECT " SAGA_COLS " FROM sagas WHERE ($1::text IS NULL OR state = $1) "
-	          "AND (NOT $2::boolean OR attention) ORDER BY created_at DESC, saga_id LIMIT $3",
-	    3, p, &r);
+	const char *sql;
+	if (attention_only) {
+		/* through the partial index of flagged sagas (schema.sql) */
+		sql = "SELECT " SAGA_COLS " FROM sagas WHERE attention AND $2::boolean "
+		      "AND ($1::text IS NULL OR state = $1) ORDER BY created_at DESC, saga_id "
+		      "LIMIT $3";
+	} else if (state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(state)) {
+		/* an unfinished state: through the two indexes of unfinished sagas
+		 * (schema.sql), not by walking every saga ever made from the newest */
+		sql = "SELECT " SAGA_COLS " FROM ("
+		      "  (SELECT * FROM sagas WHERE state = $1 AND NOT finished AND retry_at IS "
+		      "NULL"
+		      "   AND NOT $2::boolean"
+		      "   ORDER BY created_at DESC, saga_id LIMIT $3)"
+		      "  UNION ALL"
+		      "  (SELECT * FROM sagas WHERE state = $1 AND retry_at IS NOT NULL"
+		      "   AND NOT $2::boolean)"
+		      ") s ORDER BY created_at DESC, saga_id LIMIT $3";
+	} else {
+		sql = "SELECT " SAGA_COLS " FROM sagas WHERE ($1::text IS NULL OR state = $1) "
+		      "AND NOT $2::boolean ORDER BY created_at DESC, saga_id LIMIT $3";
+	}
+	int rc = pg_exec(conn, sql, 3, p, &r);
 	if (rc != 0)
 		return rc;
 	rc = store_rows(r, rows, n);

@@ -90,6 +90,12 @@ BEGIN
     IF to_regclass('sagas_created') IS NULL THEN
         CREATE INDEX sagas_created ON sagas (created_at DESC);
     END IF;
+    -- sagactl list --attention: the few sagas flagged for an operator, not
+    -- a walk of sagas_created from the newest. A transition that leaves
+    -- the flag as it was still updates the row in place (HOT).
+    IF to_regclass('sagas_attention') IS NULL THEN
+        CREATE INDEX sagas_attention ON sagas (created_at DESC) WHERE attention;
+    END IF;
 END
 $$;
 
