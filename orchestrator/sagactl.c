@@ -722,8 +722,49 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 	}
 }
 
-/* tries of StartSaga before giving up on transient failures */
-#define CTL_START_TRIES 3
+/* tries of a keyed call (StartSaga, Deposit) before giving up on transient
+ * failures */
+#define CTL_KEYED_TRIES 3
+
+/* ctl_key fills `id` with the call's idempotency key: --id when given (it
+ * must be a canonical lowercase UUID), else a new random one, so that the
+ * call is harmless even if it is delivered twice. Returns 0, or the usage
+ * exit code after printing the error. */
+static int ctl_key(ctl_ctx *c, char id[VALID_UUID_LEN + 1])
+{
+	if (c->o.id[0] == '\0') {
+		saga_id_new(id);
+		return 0;
+	}
+	if (!valid_uuid(c->o.id))
+		return ctl_usage(c->cmd,
+		    "invalid --id \"%s\": expected a canonical lowercase UUID "
+		    "(8-4-4-4-12 hex digits)",
+		    c->o.id);
+	memcpy(id, c->o.id, VALID_UUID_LEN + 1);
+	return 0;
+}
+
+/* ctl_call_keyed is ctl_call for a call that carries its own idempotency
+ * key: a transient failure (no reply, DEADLINE_EXCEEDED, UNAVAILABLE; rule 3
+ * of saga-semantics.md) is re-sent as it is, up to CTL_KEYED_TRIES tries
+ * 100 ms, 200 ms, ... apart, so that the outcome of a call whose reply was
+ * lost is settled instead of left unknown. Returns as ctl_call (after the
+ * last try, c->transient says whether the outcome is still unknown). */
+static int ctl_call_keyed(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    const char *action, int64_t timeout_ms, rpc_result *res)
+{
+	int rc = CTL_EXIT_ERROR;
+	for (int attempt = 1; attempt <= CTL_KEYED_TRIES; attempt++) {
+		bool last = attempt == CTL_KEYED_TRIES;
+		rc = ctl_call(c, svc, method, req, action, timeout_ms, !last, res);
+		if (rc != -1)
+			break;
+		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
+		nanosleep(&pause, NULL);
+	}
+	return rc;
+}
 
 static int ctl_start(ctl_ctx *c, char **args)
 {
@@ -742,17 +783,8 @@ static int ctl_start(ctl_ctx *c, char **args)
 	if ((rc = ctl_parse_amount(c, args[3], &amount)) != 0)
 		return rc;
 	char id[VALID_UUID_LEN + 1];
-	if (c->o.id[0] != '\0') {
-		if (!valid_uuid(c->o.id))
-			return ctl_usage(c->cmd,
-			    "invalid --id \"%s\": expected a canonical lowercase UUID "
-			    "(8-4-4-4-12 hex digits)",
-			    c->o.id);
-		memcpy(id, c->o.id, sizeof id);
-	} else {
-		/* our own id makes the call idempotent even if it is delivered twice */
-		saga_id_new(id);
-	}
+	if ((rc = ctl_key(c, id)) != 0)
+		return rc;
 
 	Sagas__V1__Order order = SAGAS__V1__ORDER__INIT;
 	order.customer = args[0];
@@ -773,15 +805,8 @@ static int ctl_start(ctl_ctx *c, char **args)
 	/* StartSaga is idempotent by saga id, so a transient failure (no reply,
 	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
 	 * reply was lost is settled instead of left unknown */
-	for (int attempt = 1; attempt <= CTL_START_TRIES; attempt++) {
-		bool last = attempt == CTL_START_TRIES;
-		rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga",
-		    &req.base, "start saga", c->o.timeout_ms + req.wait_ms, !last, &res);
-		if (rc != -1)
-			break;
-		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
-		nanosleep(&pause, NULL);
-	}
+	rc = ctl_call_keyed(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
+	    "start saga", c->o.timeout_ms + req.wait_ms, &res);
 	if (rc != 0) {
 		/* only when the outcome is unknown: a refusal is final */
 		if (c->transient)
@@ -1158,9 +1183,6 @@ out_free_rep:
 	return rc;
 }
 
-/* tries of a keyed Deposit before giving up on transient failures */
-#define CTL_DEPOSIT_TRIES 3
-
 static int ctl_deposit(ctl_ctx *c, char **args)
 {
 	int rc;
@@ -1169,17 +1191,8 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	    || (rc = ctl_parse_amount(c, args[1], &amount)) != 0)
 		return rc;
 	char id[VALID_UUID_LEN + 1];
-	if (c->o.id[0] != '\0') {
-		if (!valid_uuid(c->o.id))
-			return ctl_usage(c->cmd,
-			    "invalid --id \"%s\": expected a canonical lowercase UUID "
-			    "(8-4-4-4-12 hex digits)",
-			    c->o.id);
-		memcpy(id, c->o.id, sizeof id);
-	} else {
-		/* a key of our own makes a re-sent deposit add once */
-		saga_id_new(id);
-	}
+	if ((rc = ctl_key(c, id)) != 0)
+		return rc;
 	Sagas__V1__DepositRequest req = SAGAS__V1__DEPOSIT_REQUEST__INIT;
 	req.customer = args[0];
 	req.amount = amount;
@@ -1187,15 +1200,8 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	rpc_result res;
 	/* keyed, so a transient failure (no reply, UNAVAILABLE) is re-sent with
 	 * the same id, as StartSaga is: it adds once */
-	for (int attempt = 1; attempt <= CTL_DEPOSIT_TRIES; attempt++) {
-		bool last = attempt == CTL_DEPOSIT_TRIES;
-		rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
-		    c->o.timeout_ms, !last, &res);
-		if (rc != -1)
-			break;
-		struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000000L * attempt};
-		nanosleep(&pause, NULL);
-	}
+	rc = ctl_call_keyed(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
+	    c->o.timeout_ms, &res);
 	if (rc != 0) {
 		if (c->transient)
 			fprintf(stderr,
