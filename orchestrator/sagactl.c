@@ -105,6 +105,8 @@ struct ctl_ctx {
 	rpc_client *client[CTL_SVC_COUNT];
 	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
 	                   UNAVAILABLE: its outcome is unknown */
+	bool id_given;  /* --id was on the command line (even as "") */
+	bool own_key;   /* ctl_key made the call's key: nobody else has it */
 };
 
 /* ---- option tables ---- */
@@ -604,6 +606,12 @@ static bool ctl_saga_ok(const Sagas__V1__Saga *s)
 
 /* ---- human output of sagas ---- */
 
+/* ctl_saga_print's `created` beyond -1 (not shown), 0 (no) and 1 (yes): a
+ * StartSaga answered "already existed" after a re-send, with a key of our
+ * own (our first try made it) or a --id (it may have been an earlier call) */
+#define CTL_CREATED_RESENT 2
+#define CTL_CREATED_MAYBE  3
+
 static void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 {
 	char amount[32], t1[32], t2[32], t3[32], t4[32];
@@ -622,7 +630,13 @@ static void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
 	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
 	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
-	if (created >= 0)
+	if (created == CTL_CREATED_RESENT)
+		printf("created       yes (the first reply was lost; the call re-sent with its "
+		       "id found the saga)\n");
+	else if (created == CTL_CREATED_MAYBE)
+		printf("created       no (it existed when the call was re-sent after a lost reply: "
+		       "this command's first try or an earlier call with this --id made it)\n");
+	else if (created >= 0)
 		printf("created       %s\n", created ? "yes" : "no (it already existed)");
 }
 
@@ -732,8 +746,9 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
  * exit code after printing the error. */
 static int ctl_key(ctl_ctx *c, char id[VALID_UUID_LEN + 1])
 {
-	if (c->o.id[0] == '\0') {
+	if (c->o.id[0] == '\0' && !c->id_given) {
 		saga_id_new(id);
+		c->own_key = true;
 		return 0;
 	}
 	if (!valid_uuid(c->o.id))
@@ -749,14 +764,16 @@ static int ctl_key(ctl_ctx *c, char id[VALID_UUID_LEN + 1])
  * key: a transient failure (no reply, DEADLINE_EXCEEDED, UNAVAILABLE; rule 3
  * of saga-semantics.md) is re-sent as it is, up to CTL_KEYED_TRIES tries
  * 100 ms, 200 ms, ... apart, so that the outcome of a call whose reply was
- * lost is settled instead of left unknown. Returns as ctl_call (after the
- * last try, c->transient says whether the outcome is still unknown). */
+ * lost is settled instead of left unknown. *tries is how many were sent.
+ * Returns as ctl_call (after the last try, c->transient says whether the
+ * outcome is still unknown). */
 static int ctl_call_keyed(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
-    const char *action, int64_t timeout_ms, rpc_result *res)
+    const char *action, int64_t timeout_ms, rpc_result *res, int *tries)
 {
 	int rc = CTL_EXIT_ERROR;
 	for (int attempt = 1; attempt <= CTL_KEYED_TRIES; attempt++) {
 		bool last = attempt == CTL_KEYED_TRIES;
+		*tries = attempt;
 		rc = ctl_call(c, svc, method, req, action, timeout_ms, !last, res);
 		if (rc != -1)
 			break;
@@ -805,8 +822,9 @@ static int ctl_start(ctl_ctx *c, char **args)
 	/* StartSaga is idempotent by saga id, so a transient failure (no reply,
 	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
 	 * reply was lost is settled instead of left unknown */
+	int tries = 0;
 	rc = ctl_call_keyed(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
-	    "start saga", c->o.timeout_ms + req.wait_ms, &res);
+	    "start saga", c->o.timeout_ms + req.wait_ms, &res, &tries);
 	if (rc != 0) {
 		/* only when the outcome is unknown: a refusal is final */
 		if (c->transient)
@@ -831,11 +849,17 @@ static int ctl_start(ctl_ctx *c, char **args)
 			goto out_free_rep;
 		shown = fin->saga;
 	}
+	/* "already existed" after a lost reply: with a key of our own, it was
+	 * our own earlier try that made it */
+	int created = rep->created ? 1 : 0;
+	if (!rep->created && tries > 1)
+		created = c->own_key ? CTL_CREATED_RESENT : CTL_CREATED_MAYBE;
 	if (c->o.json) {
-		rc = ctl_json_print(json_pack(
-		    "{s:b, s:o}", "created", (int)rep->created, "saga", ctl_saga_json(shown)));
+		rc = ctl_json_print(json_pack("{s:b, s:i, s:o}", "created",
+		    created == 1 || created == CTL_CREATED_RESENT, "tries", tries, "saga",
+		    ctl_saga_json(shown)));
 	} else {
-		ctl_saga_print(shown, rep->created);
+		ctl_saga_print(shown, created);
 		rc = CTL_EXIT_OK;
 	}
 	if (fin != NULL)
@@ -1200,8 +1224,9 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	rpc_result res;
 	/* keyed, so a transient failure (no reply, UNAVAILABLE) is re-sent with
 	 * the same id, as StartSaga is: it adds once */
+	int tries = 0;
 	rc = ctl_call_keyed(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
-	    c->o.timeout_ms, &res);
+	    c->o.timeout_ms, &res, &tries);
 	if (rc != 0) {
 		if (c->transient)
 			fprintf(stderr,
@@ -1216,11 +1241,27 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	if (rep == NULL)
 		return ctl_bad_reply(c, CTL_SVC_PAYMENT, "Deposit");
 	char a[32], b[32];
+	/* a duplicate after a lost reply: with a key of our own, it was our own
+	 * earlier try that added it; with --id, it may have been an earlier call */
+	bool resent = rep->duplicate && tries > 1;
 	if (c->o.json) {
-		rc = ctl_json_print(json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:b}", "deposit_id",
-		    id, "customer", args[0], "amount_minor", (json_int_t)amount, "amount",
-		    ctl_money(amount, a), "balance_minor", (json_int_t)rep->balance, "balance",
-		    ctl_money(rep->balance, b), "duplicate", rep->duplicate ? 1 : 0));
+		rc = ctl_json_print(json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:b, s:b, s:i}",
+		    "deposit_id", id, "customer", args[0], "amount_minor", (json_int_t)amount,
+		    "amount", ctl_money(amount, a), "balance_minor", (json_int_t)rep->balance,
+		    "balance", ctl_money(rep->balance, b), "duplicate", rep->duplicate ? 1 : 0,
+		    "added", !rep->duplicate || (resent && c->own_key), "tries", tries));
+	} else if (resent && c->own_key) {
+		printf("deposited %s to %s; balance after it %s (deposit %s; the first reply was "
+		       "lost, and the call re-sent with its id found it applied)\n",
+		    ctl_money(amount, a), args[0], ctl_money(rep->balance, b), id);
+		rc = CTL_EXIT_OK;
+	} else if (resent) {
+		printf(
+		    "deposit %s is applied (%s to %s), once: the call re-sent after a lost reply "
+		    "found it applied by this command's first try or an earlier call with this "
+		    "--id; balance after it %s\n",
+		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
+		rc = CTL_EXIT_OK;
 	} else if (rep->duplicate) {
 		printf("deposit %s was already applied (%s to %s): nothing added; balance after it "
 		       "%s\n",
@@ -1939,6 +1980,13 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 		fprintf(stderr, "hint: see 'sagactl %s --help'\n", cmd->name);
 		goto out_free;
 	}
+	/* --id given, even empty (a script's unset variable), is the caller's
+	 * key and is checked, never replaced by a new one; getopt has put the
+	 * options before `first` (and takes abbreviations: --i, --id=) */
+	for (int i = 1; i < first; i++)
+		if (strncmp(argv[i], "--i", 3) == 0
+		    && strncmp("--id", argv[i], strcspn(argv[i], "=")) == 0)
+			c.id_given = true;
 	char *args[CTL_MAX_ARGS];
 	int nargs = argc - first;
 	if (nargs > CTL_MAX_ARGS)

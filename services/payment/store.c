@@ -631,6 +631,21 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	}
 	if (rc != 0)
 		return rc;
+	if (PQntuples(res) != 1 && keyed) {
+		/* The cap refused the add, or a concurrent duplicate committed
+		 * first: its record was not in our snapshot, but its add was in
+		 * the row we waited for, so the cap check saw the balance with it.
+		 * Nothing was written; a fresh snapshot tells which. */
+		PQclear(res);
+		res = NULL;
+		const char *k[] = {deposit_id};
+		rc = pg_exec(s->conn,
+		    "SELECT true, customer, amount, balance_after FROM deposits WHERE deposit_id = "
+		    "$1::uuid",
+		    1, k, &res);
+		if (rc != 0)
+			return rc;
+	}
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		return -ERANGE;

@@ -169,6 +169,11 @@ expect 1 'could not reach stock' --timeout 300 stock set A1 5
 expect 1 'could not reach payment at tcp://127.0.0.1:1: connection refused' --timeout 300 accounts
 expect 1 'could not reach payment' --timeout 300 deposit ali 500.00
 expect 2 'invalid --id "nope": expected a canonical lowercase UUID' deposit ali 5.00 --id nope
+# an empty --id (a script's unset variable) is refused, not replaced by a new key
+expect 2 'invalid --id "": expected a canonical lowercase UUID' deposit ali 5.00 --id ""
+expect 2 'invalid --id "": expected a canonical lowercase UUID' deposit ali 5.00 --id=
+expect 2 'invalid --id "": expected a canonical lowercase UUID' start ali A1 1 5.00 --id ""
+expect 2 'invalid --id "": expected a canonical lowercase UUID' start ali A1 1 5.00 --i ""
 expect 2 'invalid --id' deposit ali 5.00 --id 1B4E28BA-2FA1-11D2-883F-0016D3CCA427
 expect 1 "$UNREACH" --timeout 300 retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 1 'could not reach stock at tcp://127.0.0.1:1: connection refused' --timeout 300 fault set stock \

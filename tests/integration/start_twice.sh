@@ -30,6 +30,15 @@ assert_eq "B2 on hand" "8" "$(psql_db sagas_stock "SELECT on_hand FROM stock WHE
 assert_eq "c1 balance" "7000" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c1'")"
 assert_eq "one charge" "1" "$(psql_db sagas_payment "SELECT count(*) FROM charges")"
 
+# a lost StartSaga reply: sagactl re-sends with its own id, the orchestrator
+# answers "already existed", and sagactl knows it was its own first try
+ctl fault set orchestrator drop_reply --method StartSaga --count 1 >/dev/null
+out=$(ctl --timeout 300 start c1 B2 1 1.00 --json)
+assert_eq "a lost StartSaga reply, own id: created, told so" "true 2" \
+  "$(jq -r '"\(.created) \(.tries)"' <<<"$out")"
+sid=$(jq -r .saga.saga_id <<<"$out")
+assert_eq "one saga with that id" "1" "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE saga_id = '$sid'")"
+
 # sagactl deposit --id: the same command again adds nothing and says so
 did=55555555-5555-4555-8555-555555555555
 ctl deposit c2 12.34 --id "$did" >/dev/null
@@ -48,8 +57,13 @@ assert_eq "one deposit record" "1" "$(psql_db sagas_payment "SELECT count(*) FRO
 ctl fault set payment drop_reply --method Deposit --count 2 >/dev/null
 d3=66666666-6666-4666-8666-666666666666
 out=$(ctl --timeout 300 deposit c3 7.00 --id "$d3")
-assert_eq "two lost replies: the third try is told it was applied" "1" \
-  "$(grep -c "deposit $d3 was already applied" <<<"$out")"
+assert_eq "two lost replies, --id given: applied once, by this command or an earlier one" "1" \
+  "$(grep -c "deposit $d3 is applied (7.00 to c3), once: the call re-sent after a lost reply found it applied by this command's first try or an earlier call with this --id" <<<"$out")"
+# without --id the key is sagactl's own, so the re-sent call's duplicate was its own first try
+ctl fault set payment drop_reply --method Deposit --count 1 >/dev/null
+out=$(ctl --timeout 300 deposit c4 2.00 --json)
+assert_eq "a lost reply, own key: added, told so" "true true 2 200" \
+  "$(jq -r '"\(.duplicate) \(.added) \(.tries) \(.balance_minor)"' <<<"$out")"
 ctl fault set payment drop_reply --method Deposit --count 3 >/dev/null
 d4=77777777-7777-4777-8777-777777777777
 set +e
@@ -62,4 +76,6 @@ assert_eq "every reply lost: the retry the hint gives is told it was applied" "1
   "$(ctl deposit c3 1.00 --id "$d4" | grep -c "deposit $d4 was already applied")"
 assert_eq "c3 balance: each deposit added once" "800" \
   "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c3'")"
+assert_eq "c4 balance: added once" "200" \
+  "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'c4'")"
 finish

@@ -181,6 +181,7 @@ typedef struct racer {
 	pthread_barrier_t *go;
 	const char *customer;
 	const char *id;
+	int64_t amount;
 	deposit_result r;
 } racer;
 
@@ -190,39 +191,44 @@ static void *race(void *arg)
 	rpc_client *c = open_client();
 	(void)balance_of(c, x->customer); /* connected before the start */
 	pthread_barrier_wait(x->go);
-	x->r = deposit(c, x->customer, 700, x->id);
+	x->r = deposit(c, x->customer, x->amount, x->id);
 	rpc_client_close(c);
 	return NULL;
 }
 
 /* concurrent duplicates: one adds, the others are answered as duplicates
- * with the same balance (the record's primary key serialises them) */
+ * with the same balance (the record's primary key serialises them). From
+ * the fifth round on the amount is over half the cap, so a duplicate
+ * that waited for the first one's row lock sees a balance that its own add
+ * would take past the cap: it is still a duplicate, not OUT_OF_RANGE. */
 static void test_concurrent_duplicates(void **st)
 {
 	(void)st;
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 12; round++) {
+		int64_t amount = round < 4 ? 700 : VALID_AMOUNT_MAX / 10 * 6;
 		char customer[16], id[VALID_UUID_LEN + 1];
 		snprintf(customer, sizeof customer, "dr%d", round);
-		snprintf(id, sizeof id, "d0000000-0000-4000-8000-00000000010%d", round);
+		snprintf(id, sizeof id, "d0000000-0000-4000-8000-0000000001%02d", round);
 		pthread_barrier_t go;
 		pthread_barrier_init(&go, NULL, RACERS);
 		racer x[RACERS];
 		pthread_t t[RACERS];
 		for (int i = 0; i < RACERS; i++) {
-			x[i] = (racer) {.go = &go, .customer = customer, .id = id};
+			x[i]
+			    = (racer) {.go = &go, .customer = customer, .id = id, .amount = amount};
 			assert_int_equal(pthread_create(&t[i], NULL, race, &x[i]), 0);
 		}
 		int firsts = 0;
 		for (int i = 0; i < RACERS; i++) {
 			pthread_join(t[i], NULL);
 			assert_int_equal(x[i].r.code, RPC_OK);
-			assert_int_equal(x[i].r.balance, 700);
+			assert_int_equal(x[i].r.balance, amount);
 			firsts += !x[i].r.duplicate;
 		}
 		pthread_barrier_destroy(&go);
 		assert_int_equal(firsts, 1);
 		rpc_client *c = open_client();
-		assert_int_equal(balance_of(c, customer), 700);
+		assert_int_equal(balance_of(c, customer), amount);
 		rpc_client_close(c);
 	}
 }
