@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void config_error(const char *fmt, ...)
 {
@@ -33,6 +34,12 @@ static int config_set(const config_opt *o, void *target, const char *value, cons
 		 * an optional '-' and digits, nothing else */
 		bool plain = value[0] == '-' ? isdigit((unsigned char)value[1])
 		                             : isdigit((unsigned char)value[0]);
+		if (errno == ERANGE && plain && *end == '\0') {
+			config_error("invalid value for %s (from %s): %s is outside %" PRId64
+			             "..%" PRId64 "\n",
+			    o->name, source, value, o->min, o->max);
+			return -EINVAL;
+		}
 		if (errno != 0 || end == value || *end != '\0' || !plain) {
 			config_error("invalid value for %s (from %s): \"%s\" is not an integer\n",
 			    o->name, source, value);
@@ -97,11 +104,28 @@ static int config_read_file(const config_opt *opts, size_t n, void *target, cons
 		config_error("could not open config file \"%s\": %s\n", path, strerror(errno));
 		return -EINVAL;
 	}
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		config_error("could not read config file \"%s\": a directory\n", path);
+		fclose(f);
+		return -EINVAL;
+	}
 	char line[CONFIG_STR_MAX + 128];
 	int lineno = 0, rc = 0;
 	while (rc == 0 && fgets(line, sizeof line, f) != NULL) {
 		lineno++;
-		char *s = config_trim(line);
+		size_t len = strlen(line);
+		if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
+			config_error(
+			    "%s:%d: line longer than %zu bytes\n", path, lineno, sizeof line - 2);
+			rc = -EINVAL;
+			break;
+		}
+		char *s = line;
+		if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB
+		    && (unsigned char)s[2] == 0xBF)
+			s += 3; /* a UTF-8 byte order mark, as some editors write */
+		s = config_trim(s);
 		if (*s == '\0' || *s == '#')
 			continue;
 		char *eq = strchr(s, '=');
@@ -163,6 +187,7 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 	}
 	/* the file and --help are found before the other flags are applied */
 	const char *file = file_env ? getenv(file_env) : NULL;
+	int file_flags = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			config_print_help(stdout, opts, n, usage, summary);
@@ -174,6 +199,16 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 			file = argv[i + 1];
 		else if (!strncmp(argv[i], "--config=", 9))
 			file = argv[i] + 9;
+		else
+			continue;
+		if (*file == '\0') {
+			config_error("option --config needs a value\n");
+			return -EINVAL;
+		}
+		if (file_flags++ > 0) {
+			config_error("option --config given more than once\n");
+			return -EINVAL;
+		}
 	}
 	/* layer 2: file */
 	if (file && *file && config_read_file(opts, n, target, file) != 0)
@@ -206,13 +241,26 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 		int c = getopt_long(argc, argv, "h", lo, &idx);
 		if (c == -1)
 			break;
-		if (c == 255)
+		if (c == 255) {
+			/* read above only when spelled in full: getopt also takes
+			 * --conf and --config's other prefixes */
+			if (strcmp(argv[optind - 1], "--config") != 0
+			    && strncmp(argv[optind - 1], "--config=", 9) != 0
+			    && !(optind >= 2 && strcmp(argv[optind - 2], "--config") == 0)) {
+				config_error(
+				    "option --config must be spelled in full (--config FILE)\n");
+				rc = -EINVAL;
+				break;
+			}
 			continue;
+		}
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 			if (optopt >= 256 && (size_t)(optopt - 256) < n)
 				config_error(
 				    "option --%s needs a value\n", opts[optopt - 256].name);
+			else if (optopt == 255)
+				config_error("option --config needs a value\n");
 			else
 				config_error("unknown option \"%s\"\n", bad);
 			rc = -EINVAL;
