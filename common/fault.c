@@ -150,11 +150,14 @@ int fault_parse(const char *spec)
 			if (kind_s && strcmp(kind_s, fault_names[k]) == 0)
 				kind = (fault_kind)k;
 		if (kind == 0) {
-			config_error("invalid value for fault: unknown kind \"%s\" (delay, "
-			             "drop_reply, "
-			             "unavailable, exit_after_commit, fail_before_commit, "
-			             "exit_after_send)\n",
-			    kind_s ? kind_s : "");
+			char kinds[256] = "";
+			for (int k = FAULT_DELAY; k <= FAULT_LAST; k++) {
+				size_t used = strlen(kinds);
+				snprintf(kinds + used, sizeof kinds - used, "%s%s",
+				    k == FAULT_DELAY ? "" : ", ", fault_names[k]);
+			}
+			config_error("invalid value for fault: unknown kind \"%s\" (%s)\n",
+			    kind_s ? kind_s : "", kinds);
 			return -EINVAL;
 		}
 		const char *method = "";

@@ -9,6 +9,7 @@
 #include "fault.h"
 #include "health.h"
 #include "log.h"
+#include "pg.h"
 
 /* A worker that starts while the database is briefly away does not hold up
  * the others: it connects on its first call instead. */
@@ -81,7 +82,8 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		return 2;
 	enum log_level level;
 	if (log_level_parse(cfg.log_level, &level) != 0) {
-		config_error("invalid value for log-level: \"%s\"\n", cfg.log_level);
+		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
+		    cfg.log_level);
 		return 2;
 	}
 	log_init(d->prog, level);
@@ -91,11 +93,18 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		    cfg.listen);
 		return 2;
 	}
+	char why[256];
+	if (!pg_conninfo_ok(cfg.db, why, sizeof why)) {
+		config_error("invalid value for db: %s\n", why);
+		return 2;
+	}
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 
 	if (d->migrate(cfg.db, cfg.db_wait) != 0) {
-		log_error(NULL, "could not start: the schema could not be applied");
+		log_error(NULL,
+		    "could not start: the database could not be reached or its schema "
+		    "applied (the line above says which)");
 		return 1;
 	}
 	participant_app app

@@ -73,37 +73,63 @@ static void pg_session_setup(PGconn *conn)
 	PQclear(r);
 }
 
+/* pg_flat copies libpq's message `m` (several lines, tabs) into `out` as
+ * one line. */
+static const char *pg_flat(const char *m, char *out, size_t len)
+{
+	snprintf(out, len, "%s", m);
+	char *w = out;
+	for (const char *r = out; *r; r++) {
+		char ch = *r == '\n' || *r == '\t' ? ' ' : *r;
+		if (ch == ' ' && (w == out || w[-1] == ' '))
+			continue;
+		*w++ = ch;
+	}
+	while (w > out && w[-1] == ' ')
+		w--;
+	*w = '\0';
+	return out;
+}
+
+bool pg_conninfo_ok(const char *conninfo, char *why, size_t len)
+{
+	char *err = NULL;
+	PQconninfoOption *o = PQconninfoParse(conninfo, &err);
+	if (o != NULL) {
+		PQconninfoFree(o);
+		return true;
+	}
+	pg_flat(err != NULL ? err : "out of memory", why, len);
+	PQfreemem(err);
+	return false;
+}
+
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 {
 	int64_t until = clock_mono_ms() + wait_ms;
 	int64_t backoff = 50;
-	for (;;) {
+	char why[512];
+	for (bool first = true;; first = false) {
 		PGconn *conn = PQconnectdb(conninfo);
 		if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 			pg_session_setup(conn);
 			return conn;
 		}
-		if (clock_mono_ms() + backoff > until) {
-			log_error(NULL, "could not connect to database: %s",
-			    conn ? PQerrorMessage(conn) : "out of memory");
-			PQfinish(conn);
+		pg_flat(conn ? PQerrorMessage(conn) : "out of memory", why, sizeof why);
+		PQfinish(conn);
+		int64_t left = until - clock_mono_ms();
+		if (left <= 0) {
+			log_error(NULL, "could not connect to database: %s", why);
 			return NULL;
 		}
-		if (backoff == 50) {
-			/* say why at once: a wrong dbname or password fails the same
-			 * way at every try, and the wait may be long */
-			char why[512];
-			snprintf(
-			    why, sizeof why, "%s", conn ? PQerrorMessage(conn) : "out of memory");
-			for (char *c = why; *c; c++)
-				if (*c == '\n')
-					*c = ' ';
+		/* say why at once when the wait is long (a start's --db-wait): a
+		 * wrong dbname or password fails the same way at every try. A
+		 * worker's short reconnect wait stays quiet until it gives up. */
+		if (first && wait_ms >= PG_CONNECT_WARN_WAIT_MS)
 			log_warn(NULL,
 			    "could not connect to database yet, retrying for up to %lld ms: %s",
-			    (long long)(until - clock_mono_ms()), why);
-		}
-		PQfinish(conn);
-		clock_sleep_us(backoff * 1000);
+			    (long long)left, why);
+		clock_sleep_us((backoff < left ? backoff : left) * 1000);
 		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
 	}
 }

@@ -32,10 +32,21 @@ const char *pg_err_name(int rc);
  * broke) to an enum pg_err value. */
 int pg_classify(const char *sqlstate);
 
+/* pg_connect warns at its first failed try when it may wait this long (ms). */
+#define PG_CONNECT_WARN_WAIT_MS 1000
+
+/* pg_conninfo_ok is true when libpq can parse `conninfo` (keyword/value or
+ * URI); otherwise it writes libpq's reason, on one line, into `why` (len
+ * bytes). A conninfo that cannot parse fails every connection the same way,
+ * so the daemons refuse it at start as a bad option (exit 2). */
+bool pg_conninfo_ok(const char *conninfo, char *why, size_t len);
+
 /* pg_connect opens a connection to `conninfo` (libpq keyword/value or URI),
- * retrying with backoff (50 ms doubling to 1 s) for up to `wait_ms` ms.
- * Returns the connection (caller owns it, PQfinish) or NULL after logging
- * the last error. */
+ * retrying with backoff (50 ms doubling to 1 s) for up to `wait_ms` ms
+ * (the last sleep is cut to end at the deadline, and one more try is made
+ * there). With wait_ms >= PG_CONNECT_WARN_WAIT_MS the first failure is
+ * logged at WARNING with its reason. Returns the connection (caller owns it,
+ * PQfinish) or NULL after logging the last error. */
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms);
 
 /* pg_exec runs `sql` with `nparams` text parameters (NULL entries are SQL

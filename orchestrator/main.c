@@ -150,7 +150,8 @@ int main(int argc, char **argv)
 		return 2;
 	enum log_level level;
 	if (log_level_parse(c.log_level, &level) != 0) {
-		config_error("invalid value for log-level: \"%s\"\n", c.log_level);
+		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
+		    c.log_level);
 		return 2;
 	}
 	if (c.backoff_cap < c.backoff_base) {
@@ -170,6 +171,11 @@ int main(int argc, char **argv)
 		             "URL\n",
 		    rpc_url_ok(c.stock) ? "payment" : "stock",
 		    rpc_url_ok(c.stock) ? c.payment : c.stock);
+		return 2;
+	}
+	char why[256];
+	if (!pg_conninfo_ok(c.db, why, sizeof why)) {
+		config_error("invalid value for db: %s\n", why);
 		return 2;
 	}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)

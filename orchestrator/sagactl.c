@@ -1757,7 +1757,8 @@ static const ctl_cmd ctl_cmds[] = {
         "Prints the saga and whether it was created (no: the id already existed).\n"
         "With --wait, waits (WaitSaga, no polling) until the saga is COMPLETED or\n"
         "CANCELLED and prints the final saga; either outcome exits 0.\n"
-        "--json: {\"created\":BOOL,\"saga\":SAGA}",
+        "A try without a reply is re-sent with the same id (3 tries in all).\n"
+        "--json: {\"created\":BOOL,\"tries\":N,\"saga\":SAGA}",
         ctl_opts_start, CTL_NELEM(ctl_opts_start), ctl_args_start, ctl_start},
     {"get", "ID", "show one saga", "sagactl get ID [OPTIONS]",
         "Show one saga.\n--json: SAGA (see sagactl --help)", ctl_opts_global,
@@ -1798,15 +1799,16 @@ static const ctl_cmd ctl_cmds[] = {
         "         \"reservations\":[{\"saga_id\",\"sku\",\"qty\",\"status\"}],\n"
         "         \"reservations_truncated\":BOOL (both with --reservations)}",
         ctl_opts_stock_list, CTL_NELEM(ctl_opts_stock_list), ctl_args_none, ctl_stock_list},
-    {"deposit", "CUSTOMER AMOUNT", "admin: add money to an account",
+    {"deposit", "CUSTOMER AMOUNT", "admin: add money to an account, once per --id",
         "sagactl deposit CUSTOMER AMOUNT [--id UUID] [OPTIONS]",
         "Admin: add AMOUNT (a decimal in major units) to the account of CUSTOMER (creates it).\n"
         "The deposit carries an id (--id, or a new random one), its idempotency key: a\n"
-        "call whose reply was lost is re-sent with it, and the same command with the\n"
-        "same --id adds nothing again (it prints the balance right after the first).\n"
-        "The same --id with another CUSTOMER or AMOUNT is refused (ALREADY_EXISTS).\n"
+        "try without a reply is re-sent with it (3 tries in all, so up to about 3 x\n"
+        "--timeout), and the same command with the same --id adds nothing again (it\n"
+        "prints the balance right after the first). The same --id with another\n"
+        "CUSTOMER or AMOUNT is refused (ALREADY_EXISTS); an empty --id is refused.\n"
         "--json: {\"deposit_id\",\"customer\",\"amount_minor\",\"amount\",\"balance_minor\",\n"
-        "         \"balance\",\"duplicate\":BOOL}",
+        "         \"balance\",\"duplicate\":BOOL,\"added\":BOOL,\"tries\":N}",
         ctl_opts_deposit, CTL_NELEM(ctl_opts_deposit), ctl_args_deposit, ctl_deposit},
     {"accounts", "", "admin: balances and charge counts (--charges, --limit)",
         "sagactl accounts [--charges [--limit N]] [OPTIONS]",

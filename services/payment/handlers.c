@@ -264,7 +264,7 @@ static void payment_deposit(payment_store *st, const rpc_request *call, rpc_repl
 	}
 	if (rc == -ERANGE) {
 		rpc_reply_error(r, RPC_OUT_OF_RANGE, "balance_overflow",
-		    "could not deposit: the balance would exceed %lld minor units",
+		    "the balance would exceed the cap of %lld minor units",
 		    (long long)VALID_AMOUNT_MAX);
 		goto out_free;
 	}
