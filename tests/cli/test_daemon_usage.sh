@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# CLI test of the daemons' options: every bad value is refused at start with
+# exit 2 and one line "PROGRAM: error: ..." naming the option and where it
+# came from (docs/operations.md, "Configuration"), before any database or
+# socket is touched. Needs no PostgreSQL.
+#   usage: test_daemon_usage.sh BIN_DIR
+set -euo pipefail
+
+BIN=${1:?usage: test_daemon_usage.sh BIN_DIR}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+# expect PROG WANT_RC PATTERN ARGS...: run PROG ARGS with a 10 s bound (a
+# refused value must not wait for a database), check the exit code and
+# that stderr matches the extended regex PATTERN
+expect() {
+	local prog=$1 want=$2 pattern=$3 rc=0
+	shift 3
+	timeout 10 "$BIN/$prog" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	if [[ $rc -ne $want ]]; then
+		echo "FAIL: $prog $* exited $rc, want $want; stderr: $(head -c 300 "$TMP/err")" >&2
+		failures=$((failures + 1))
+	elif ! grep -Eq -- "$pattern" "$TMP/err"; then
+		echo "FAIL: $prog $*: stderr does not match /$pattern/: $(head -c 300 "$TMP/err")" >&2
+		failures=$((failures + 1))
+	fi
+}
+
+printf 'workers = 70\n' >"$TMP/bad.conf"
+for d in orchestratord stockd paymentd; do
+	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): \" 5\" is not an integer$" --workers " 5"
+	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): \"\+5\" is not an integer$" --workers +5
+	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): 65 is outside 1\.\.64$" --workers 65
+	expect $d 2 "^$d: error: invalid value for db: invalid connection option \"bogus\"$" --db "dbname=x bogus=1"
+	expect $d 2 "^$d: error: invalid value for log-level: \"verbose\" \(debug, info, warn or error\)$" --log-level verbose
+	expect $d 2 "^$d: error: invalid value for fault: unknown kind \"x\" \(delay, .*duplicate_reply\)$" --fault x
+	expect $d 2 "^$d: error: invalid value for workers \(from $TMP/bad.conf:1\): 70 is outside 1\.\.64$" --config "$TMP/bad.conf"
+	expect $d 2 "^$d: error: option --config must be spelled in full \(--config FILE\)$" --conf "$TMP/bad.conf"
+	expect $d 2 "^$d: error: could not read config file \"$TMP\": a directory$" --config "$TMP"
+	expect $d 2 "^$d: error: unknown option \"--bogus\"$" --bogus
+done
+# the environment's value is refused even though the flag would win later
+SAGA_STOCK_WORKERS=" 3" expect stockd 2 '^stockd: error: invalid value for workers \(from SAGA_STOCK_WORKERS\): " 3" is not an integer$' \
+	--workers 2
+if [[ $failures -ne 0 ]]; then
+	echo "$failures failure(s)" >&2
+	exit 1
+fi
+echo "daemon usage: ok"
