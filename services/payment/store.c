@@ -578,20 +578,24 @@ int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t 
 /* The keyed Deposit as one statement (its own transaction): the record of an
  * earlier call with the same deposit_id, or the add (guarded by the cap)
  * with its record. Columns: duplicate, customer, amount, balance. No row:
- * the cap refused it. A concurrent duplicate fails the record's primary key
+ * the cap refused it. $5 is this call's own token, kept in the record: a
+ * re-run after a connection lost past the COMMIT finds its own record and
+ * is not a duplicate. A concurrent duplicate fails the record's primary key
  * (23505) after the first commits, which undoes its add with it. */
 #define PAYMENT_DEPOSIT_KEYED                                                                      \
-	"WITH prior AS (SELECT customer, amount, balance_after FROM deposits "                     \
+	"WITH prior AS (SELECT customer, amount, balance_after, applied_by FROM deposits "         \
 	"               WHERE deposit_id = $4::uuid), "                                            \
 	"add AS (INSERT INTO accounts AS a (customer, balance) "                                   \
 	"        SELECT $1, $2::bigint WHERE NOT EXISTS (SELECT 1 FROM prior) "                    \
 	"        ON CONFLICT (customer) DO UPDATE SET balance = a.balance + EXCLUDED.balance "     \
 	"        WHERE a.balance + EXCLUDED.balance <= $3::bigint "                                \
 	"        RETURNING balance), "                                                             \
-	"rec AS (INSERT INTO deposits (deposit_id, customer, amount, balance_after) "              \
-	"        SELECT $4::uuid, $1, $2::bigint, balance FROM add RETURNING balance_after) "      \
+	"rec AS (INSERT INTO deposits (deposit_id, customer, amount, balance_after, applied_by) "  \
+	"        SELECT $4::uuid, $1, $2::bigint, balance, $5::uuid FROM add "                     \
+	"        RETURNING balance_after) "                                                        \
 	"SELECT false, $1, $2::bigint, balance_after FROM rec "                                    \
-	"UNION ALL SELECT true, customer, amount, balance_after FROM prior"
+	"UNION ALL SELECT applied_by IS DISTINCT FROM $5::uuid, customer, amount, balance_after "  \
+	"FROM prior"
 
 int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
     const char *deposit_id, int64_t *balance, bool *duplicate)
@@ -601,7 +605,9 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	char val[24], max[24];
 	snprintf(val, sizeof val, "%" PRId64, amount);
 	snprintf(max, sizeof max, "%lld", (long long)VALID_AMOUNT_MAX);
-	const char *p[] = {customer, val, max, deposit_id};
+	char token[VALID_UUID_LEN + 1];
+	saga_id_new(token);
+	const char *p[] = {customer, val, max, deposit_id, token};
 	*duplicate = false;
 	int rc = 0;
 	/* Without a key, never re-run after a lost connection: its COMMIT may
@@ -616,7 +622,7 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 		if ((rc = payment_store_ready(s)) != 0)
 			return rc;
 		if (keyed)
-			rc = pg_exec(s->conn, PAYMENT_DEPOSIT_KEYED, 4, p, &res);
+			rc = pg_exec(s->conn, PAYMENT_DEPOSIT_KEYED, 5, p, &res);
 		else
 			rc = pg_exec(s->conn,
 			    "INSERT INTO accounts AS a (customer, balance) VALUES ($1, $2::bigint) "
@@ -638,11 +644,11 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 		 * Nothing was written; a fresh snapshot tells which. */
 		PQclear(res);
 		res = NULL;
-		const char *k[] = {deposit_id};
+		const char *k[] = {deposit_id, token};
 		rc = pg_exec(s->conn,
-		    "SELECT true, customer, amount, balance_after FROM deposits WHERE deposit_id = "
-		    "$1::uuid",
-		    1, k, &res);
+		    "SELECT applied_by IS DISTINCT FROM $2::uuid, customer, amount, balance_after "
+		    "FROM deposits WHERE deposit_id = $1::uuid",
+		    2, k, &res);
 		if (rc != 0)
 			return rc;
 	}

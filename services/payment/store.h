@@ -138,7 +138,8 @@ int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t 
  * right after; a duplicate (also a concurrent one) adds nothing and gets that
  * recorded balance with *duplicate true, like the participants' commands
  * (saga-semantics.md rules 2 and 6), and a lost connection or a lost race
- * is re-run (at most twice).
+ * is re-run (at most twice); a re-run that finds the record its own first
+ * run wrote (the connection was lost after the COMMIT) is not a duplicate.
  * Without a key it is never re-run after a lost connection (its COMMIT may
  * have gone through): PG_ERR_CONNECTION then means "unknown, check the
  * balance". On 0, *balance is the balance right after the deposit.

@@ -31,8 +31,12 @@ CREATE TABLE IF NOT EXISTS deposits (
 	customer text NOT NULL,
 	amount bigint NOT NULL CHECK (amount > 0),
 	balance_after bigint NOT NULL CHECK (balance_after >= 0),
-	created_at timestamptz NOT NULL DEFAULT now()
+	created_at timestamptz NOT NULL DEFAULT now(),
+	-- the token of the call that applied it, so that the same call re-run
+	-- after losing its connection past the COMMIT knows the record is its own
+	applied_by uuid
 );
+ALTER TABLE deposits ADD COLUMN IF NOT EXISTS applied_by uuid;
 
 -- ListAccounts' newest-first page of charges, and the per-account sums.
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
