@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log.h"
+
 /* daemon_install_signals makes SIGINT and SIGTERM set the stop flag and
  * ignores SIGPIPE. Call once from main. */
 void daemon_install_signals(void);
@@ -16,6 +18,15 @@ bool daemon_should_stop(void);
 /* daemon_wait_for_stop blocks until the stop flag is set, checking every
  * `poll_ms` ms. */
 void daemon_wait_for_stop(int64_t poll_ms);
+
+/* daemon_check_options checks the options every daemon has, as given
+ * (borrowed): `log_level` (debug, info, warn or error; *level is set from
+ * it), `listen` (an nng URL, rpc_url_ok) and `db` (a libpq conninfo that
+ * parses, pg_conninfo_ok). Returns 0, or 2 (the exit status of a usage
+ * error) after printing one "PROGRAM: error: invalid value for ..." line
+ * for the first bad one (config_error). */
+int daemon_check_options(
+    const char *log_level, enum log_level *level, const char *listen, const char *db);
 
 /* daemon_stop_watchdog bounds the rest of a stop: it starts a detached
  * thread that, if the process is still running `timeout_ms` ms from now,

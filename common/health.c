@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "pg.h"
 #include "sagas/v1/health.pb-c.h"
 
 #define HEALTH_PREFIX "/sagas.v1.Health/"
@@ -119,13 +120,9 @@ static bool health_db_wait(PGconn *conn, short events, int64_t deadline)
 
 static void health_db_fail(health_db *h, const char *what)
 {
-	const char *msg = h->conn ? PQerrorMessage(h->conn) : "out of memory";
+	char msg[192]; /* with `what` and ": ", within h->why */
+	pg_one_line(h->conn ? PQerrorMessage(h->conn) : "out of memory", msg, sizeof msg);
 	snprintf(h->why, sizeof h->why, "%s%s%s", what, msg[0] ? ": " : "", msg);
-	for (char *c = h->why; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	for (size_t n = strlen(h->why); n > 0 && h->why[n - 1] == ' '; n--)
-		h->why[n - 1] = '\0';
 	PQfinish(h->conn);
 	h->conn = NULL;
 }

@@ -1,5 +1,6 @@
 #include "participant.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,6 @@
 #include "fault.h"
 #include "health.h"
 #include "log.h"
-#include "pg.h"
 
 /* A worker that starts while the database is briefly away does not hold up
  * the others: it connects on its first call instead. */
@@ -37,6 +37,14 @@ static bool participant_healthy(void *app)
 {
 	(void)app;
 	return health_db_check(participant_health);
+}
+
+void participant_log_fast_counts(uint64_t fast, uint64_t fell_back)
+{
+	log_info(NULL,
+	    "worker stopped: %" PRIu64 " transactions by the one-round-trip path, %" PRIu64
+	    " fell back to the locking path",
+	    fast, fell_back);
 }
 
 int participant_main(const participant_desc *d, int argc, char **argv)
@@ -81,23 +89,9 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (log_level_parse(cfg.log_level, &level) != 0) {
-		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
-		    cfg.log_level);
+	if (daemon_check_options(cfg.log_level, &level, cfg.listen, cfg.db) != 0)
 		return 2;
-	}
 	log_init(d->prog, level);
-	if (!rpc_url_ok(cfg.listen)) {
-		config_error("invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
-		             "ipc://PATH URL\n",
-		    cfg.listen);
-		return 2;
-	}
-	char why[256];
-	if (!pg_conninfo_ok(cfg.db, why, sizeof why)) {
-		config_error("invalid value for db: %s\n", why);
-		return 2;
-	}
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 

@@ -34,6 +34,11 @@ typedef struct participant_desc {
 	                              participant_app */
 } participant_desc;
 
+/* participant_log_fast_counts logs, as a worker stops, what its
+ * one-round-trip path did (docs/operations.md, "Logs"): `fast` transactions
+ * committed by it, `fell_back` that fell back to the locking path. */
+void participant_log_fast_counts(uint64_t fast, uint64_t fell_back);
+
 /* participant_main runs the daemon described by `d` until SIGINT/SIGTERM.
  * Returns the process exit status: 0 after a clean stop (or --help), 1 when
  * it could not start (database, schema, listen), 2 on usage errors. */

@@ -73,9 +73,7 @@ static void pg_session_setup(PGconn *conn)
 	PQclear(r);
 }
 
-/* pg_flat copies libpq's message `m` (several lines, tabs) into `out` as
- * one line. */
-static const char *pg_flat(const char *m, char *out, size_t len)
+const char *pg_one_line(const char *m, char *out, size_t len)
 {
 	snprintf(out, len, "%s", m);
 	char *w = out;
@@ -99,7 +97,7 @@ bool pg_conninfo_ok(const char *conninfo, char *why, size_t len)
 		PQconninfoFree(o);
 		return true;
 	}
-	pg_flat(err != NULL ? err : "out of memory", why, len);
+	pg_one_line(err != NULL ? err : "out of memory", why, len);
 	PQfreemem(err);
 	return false;
 }
@@ -115,7 +113,7 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 			pg_session_setup(conn);
 			return conn;
 		}
-		pg_flat(conn ? PQerrorMessage(conn) : "out of memory", why, sizeof why);
+		pg_one_line(conn ? PQerrorMessage(conn) : "out of memory", why, sizeof why);
 		PQfinish(conn);
 		int64_t left = until - clock_mono_ms();
 		if (left <= 0) {
@@ -144,10 +142,7 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	if (PQstatus(conn) != CONNECTION_OK)
 		rc = PG_ERR_CONNECTION;
 	char text[512];
-	snprintf(text, sizeof text, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	for (char *c = text; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
+	pg_one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), text, sizeof text);
 	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
 	    "%s failed (sqlstate %s): %s", what, state ? state : "none", text);
 	return rc;

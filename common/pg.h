@@ -32,6 +32,11 @@ const char *pg_err_name(int rc);
  * broke) to an enum pg_err value. */
 int pg_classify(const char *sqlstate);
 
+/* pg_one_line copies libpq's message `m` (several lines, tabs) into `out`
+ * (len bytes, truncated to fit) as one line: runs of white space become one
+ * space, none at either end. Returns out. */
+const char *pg_one_line(const char *m, char *out, size_t len);
+
 /* pg_connect warns at its first failed try when it may wait this long (ms). */
 #define PG_CONNECT_WARN_WAIT_MS 1000
 

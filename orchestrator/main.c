@@ -149,33 +149,19 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (log_level_parse(c.log_level, &level) != 0) {
-		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
-		    c.log_level);
+	if (daemon_check_options(c.log_level, &level, c.listen, c.db) != 0)
 		return 2;
-	}
 	if (c.backoff_cap < c.backoff_base) {
 		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
 		    (long long)c.backoff_cap, (long long)c.backoff_base);
 		return 2;
 	}
 	log_init("orchestratord", level);
-	if (!rpc_url_ok(c.listen)) {
-		config_error("invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
-		             "ipc://PATH URL\n",
-		    c.listen);
-		return 2;
-	}
 	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
 		config_error("invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
 		             "URL\n",
 		    rpc_url_ok(c.stock) ? "payment" : "stock",
 		    rpc_url_ok(c.stock) ? c.payment : c.stock);
-		return 2;
-	}
-	char why[256];
-	if (!pg_conninfo_ok(c.db, why, sizeof why)) {
-		config_error("invalid value for db: %s\n", why);
 		return 2;
 	}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)

@@ -421,11 +421,7 @@ static void stock_worker_fini(void *app, void *worker)
 	uint64_t fast = 0, fell_back = 0;
 	if (worker != NULL)
 		stock_store_fast_counts(worker, &fast, &fell_back);
-	/* what the one-round-trip path did (docs/architecture.md) */
-	log_info(NULL,
-	    "worker stopped: %" PRIu64 " transactions by the one-round-trip path, %" PRIu64
-	    " fell back to the locking path",
-	    fast, fell_back);
+	participant_log_fast_counts(fast, fell_back);
 	stock_store_close(worker);
 }
 
