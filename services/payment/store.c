@@ -616,8 +616,13 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	 * terms are at most a few times 10^15, far from bigint's limit, so the
 	 * sum cannot overflow before it is compared; no row back means the
 	 * guard refused it. With a key, a re-run is safe (it finds the record
-	 * if the first try committed): once after a lost connection, once
-	 * after losing the record's insert to a concurrent duplicate. */
+	 * if an earlier run committed), and it is how three things end: a lost
+	 * connection; losing the record's insert to a concurrent duplicate; and
+	 * no row back, which is the cap, or a concurrent duplicate that
+	 * committed first: its record was not in our snapshot, but its add was
+	 * in the row we waited for, so our cap check saw the balance with it.
+	 * The re-run's fresh snapshot sees that record. */
+	bool reran_empty = false;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		if ((rc = payment_store_ready(s)) != 0)
 			return rc;
@@ -633,25 +638,18 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 			    3, p, &res);
 		if (keyed && (rc == PG_ERR_UNIQUE || rc == PG_ERR_RETRY || rc == PG_ERR_CONNECTION))
 			continue;
+		if (keyed && rc == 0 && PQntuples(res) == 0 && !reran_empty) {
+			reran_empty = true;
+			PQclear(res);
+			res = NULL;
+			continue;
+		}
 		break;
 	}
 	if (rc != 0)
 		return rc;
-	if (PQntuples(res) != 1 && keyed) {
-		/* The cap refused the add, or a concurrent duplicate committed
-		 * first: its record was not in our snapshot, but its add was in
-		 * the row we waited for, so the cap check saw the balance with it.
-		 * Nothing was written; a fresh snapshot tells which. */
-		PQclear(res);
-		res = NULL;
-		const char *k[] = {deposit_id, token};
-		rc = pg_exec(s->conn,
-		    "SELECT applied_by IS DISTINCT FROM $2::uuid, customer, amount, balance_after "
-		    "FROM deposits WHERE deposit_id = $1::uuid",
-		    2, k, &res);
-		if (rc != 0)
-			return rc;
-	}
+	if (res == NULL)
+		return PG_ERR_RETRY; /* the tries ran out on the re-run: unknown, retry */
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		return -ERANGE;
