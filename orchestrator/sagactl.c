@@ -606,12 +606,20 @@ static bool ctl_saga_ok(const Sagas__V1__Saga *s)
 
 /* ---- human output of sagas ---- */
 
-/* ctl_saga_print's `created` beyond -1 (not shown), 0 (no) and 1 (yes): a
- * StartSaga answered "already existed" after a re-send, with a key of our
- * own (our first try made it) or a --id (it may have been an earlier call) */
-#define CTL_CREATED_RESENT 2
-#define CTL_CREATED_MAYBE  3
+/* Who used a keyed call's key (StartSaga's saga id, Deposit's deposit id),
+ * from the reply's "new" or "already existed" and the tries it took
+ * (ctl_key_use_of). */
+typedef enum ctl_key_use {
+	CTL_KEY_NEW,   /* this call made it */
+	CTL_KEY_OLD,   /* it existed before this command's only try */
+	CTL_KEY_OURS,  /* it existed at a re-send, and the key was sagactl's own:
+	                  this command's earlier try made it */
+	CTL_KEY_MAYBE, /* it existed at a re-send, and the key was --id: this
+	                  command's earlier try or an earlier call made it */
+} ctl_key_use;
 
+/* ctl_saga_print prints one saga as aligned lines; `created` is -1 (no
+ * created line: get, wait, retry) or the ctl_key_use of a StartSaga. */
 static void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 {
 	char amount[32], t1[32], t2[32], t3[32], t4[32];
@@ -630,14 +638,16 @@ static void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
 	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
 	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
-	if (created == CTL_CREATED_RESENT)
+	if (created == CTL_KEY_NEW)
+		printf("created       yes\n");
+	else if (created == CTL_KEY_OLD)
+		printf("created       no (it already existed)\n");
+	else if (created == CTL_KEY_OURS)
 		printf("created       yes (the first reply was lost; the call re-sent with its "
 		       "id found the saga)\n");
-	else if (created == CTL_CREATED_MAYBE)
+	else if (created == CTL_KEY_MAYBE)
 		printf("created       no (it existed when the call was re-sent after a lost reply: "
 		       "this command's first try or an earlier call with this --id made it)\n");
-	else if (created >= 0)
-		printf("created       %s\n", created ? "yes" : "no (it already existed)");
 }
 
 /* ---- verbs ---- */
@@ -767,6 +777,18 @@ static int ctl_key(ctl_ctx *c, char id[VALID_UUID_LEN + 1])
  * lost is settled instead of left unknown. *tries is how many were sent.
  * Returns as ctl_call (after the last try, c->transient says whether the
  * outcome is still unknown). */
+/* ctl_key_use_of tells who used the key of a keyed call that took `tries`
+ * tries and whose reply said the key was `used_before` (StartSaga's
+ * created false, Deposit's duplicate true). */
+static ctl_key_use ctl_key_use_of(const ctl_ctx *c, bool used_before, int tries)
+{
+	if (!used_before)
+		return CTL_KEY_NEW;
+	if (tries <= 1)
+		return CTL_KEY_OLD;
+	return c->own_key ? CTL_KEY_OURS : CTL_KEY_MAYBE;
+}
+
 static int ctl_call_keyed(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
     const char *action, int64_t timeout_ms, rpc_result *res, int *tries)
 {
@@ -849,17 +871,13 @@ static int ctl_start(ctl_ctx *c, char **args)
 			goto out_free_rep;
 		shown = fin->saga;
 	}
-	/* "already existed" after a lost reply: with a key of our own, it was
-	 * our own earlier try that made it */
-	int created = rep->created ? 1 : 0;
-	if (!rep->created && tries > 1)
-		created = c->own_key ? CTL_CREATED_RESENT : CTL_CREATED_MAYBE;
+	ctl_key_use use = ctl_key_use_of(c, !rep->created, tries);
 	if (c->o.json) {
 		rc = ctl_json_print(json_pack("{s:b, s:i, s:o}", "created",
-		    created == 1 || created == CTL_CREATED_RESENT, "tries", tries, "saga",
+		    use == CTL_KEY_NEW || use == CTL_KEY_OURS, "tries", tries, "saga",
 		    ctl_saga_json(shown)));
 	} else {
-		ctl_saga_print(shown, created);
+		ctl_saga_print(shown, (int)use);
 		rc = CTL_EXIT_OK;
 	}
 	if (fin != NULL)
@@ -1241,28 +1259,26 @@ static int ctl_deposit(ctl_ctx *c, char **args)
 	if (rep == NULL)
 		return ctl_bad_reply(c, CTL_SVC_PAYMENT, "Deposit");
 	char a[32], b[32];
-	/* a duplicate after a lost reply: with a key of our own, it was our own
-	 * earlier try that added it; with --id, it may have been an earlier call */
-	bool resent = rep->duplicate && tries > 1;
+	ctl_key_use use = ctl_key_use_of(c, rep->duplicate, tries);
 	if (c->o.json) {
 		rc = ctl_json_print(json_pack("{s:s, s:s, s:I, s:s, s:I, s:s, s:b, s:b, s:i}",
 		    "deposit_id", id, "customer", args[0], "amount_minor", (json_int_t)amount,
 		    "amount", ctl_money(amount, a), "balance_minor", (json_int_t)rep->balance,
 		    "balance", ctl_money(rep->balance, b), "duplicate", rep->duplicate ? 1 : 0,
-		    "added", !rep->duplicate || (resent && c->own_key), "tries", tries));
-	} else if (resent && c->own_key) {
+		    "added", use == CTL_KEY_NEW || use == CTL_KEY_OURS, "tries", tries));
+	} else if (use == CTL_KEY_OURS) {
 		printf("deposited %s to %s; balance after it %s (deposit %s; the first reply was "
 		       "lost, and the call re-sent with its id found it applied)\n",
 		    ctl_money(amount, a), args[0], ctl_money(rep->balance, b), id);
 		rc = CTL_EXIT_OK;
-	} else if (resent) {
+	} else if (use == CTL_KEY_MAYBE) {
 		printf(
 		    "deposit %s is applied (%s to %s), once: the call re-sent after a lost reply "
 		    "found it applied by this command's first try or an earlier call with this "
 		    "--id; balance after it %s\n",
 		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
 		rc = CTL_EXIT_OK;
-	} else if (rep->duplicate) {
+	} else if (use == CTL_KEY_OLD) {
 		printf("deposit %s was already applied (%s to %s): nothing added; balance after it "
 		       "%s\n",
 		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
