@@ -1,5 +1,6 @@
 #include "participant.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
  * the one-round-trip path (common/valcache.h): about 13 MiB when full; rows
  * past it take the locking path. */
 #define PARTICIPANT_CACHE_KEYS 65536
+/* The most array parameters of a one-round-trip statement. */
+#define PARTICIPANT_FAST_COLS_MAX 16
 
 typedef struct participant_config {
 	char listen[CONFIG_STR_MAX];
@@ -37,6 +40,25 @@ static bool participant_healthy(void *app)
 {
 	(void)app;
 	return health_db_check(participant_health);
+}
+
+int participant_fast_write(PGconn *conn, const pg_stmt *stmt, pg_buf *cols, int ncols,
+    valcache *cache, const char *const *keys, size_t n, const int64_t *now, uint64_t *fast,
+    uint64_t *failed)
+{
+	const char *p[PARTICIPANT_FAST_COLS_MAX];
+	int rc = ncols <= PARTICIPANT_FAST_COLS_MAX ? pg_arrays_close(cols, ncols, p) : -EINVAL;
+	PGresult *res = NULL;
+	if (rc == 0)
+		rc = pg_exec_stmt(conn, stmt, ncols, p, &res);
+	PQclear(res);
+	pg_arrays_free(cols, ncols);
+	valcache_release(cache, keys, n, rc == 0 ? now : NULL);
+	if (rc == 0)
+		(*fast)++;
+	else
+		(*failed)++;
+	return rc;
 }
 
 void participant_log_fast_counts(uint64_t fast, uint64_t fell_back)

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "pg.h"
 #include "rpc.h"
 #include "valcache.h"
 
@@ -33,6 +34,20 @@ typedef struct participant_desc {
 	const rpc_server_ops *ops; /* the daemon's handlers; app is a
 	                              participant_app */
 } participant_desc;
+
+/* participant_fast_write ends a transaction of the one-round-trip path
+ * (docs/architecture.md, "Participants: the one-round-trip path") after the
+ * store has claimed `n` keys (valcache_claim), decided, and filled the
+ * `ncols` array parameters `cols` (pg_arrays_open): it closes and frees
+ * them, runs `stmt` with them on `conn` as its own transaction, and ends
+ * the claim with `now` (the n values the statement committed, in key
+ * order) when it succeeded, forgetting the keys when it did not. It counts
+ * the outcome in *fast or *failed. Returns 0, -ENOMEM (an array ran out of
+ * memory; nothing sent) or the enum pg_err of the failed statement
+ * (nothing written). */
+int participant_fast_write(PGconn *conn, const pg_stmt *stmt, pg_buf *cols, int ncols,
+    valcache *cache, const char *const *keys, size_t n, const int64_t *now, uint64_t *fast,
+    uint64_t *failed);
 
 /* participant_log_fast_counts logs, as a worker stops, what its
  * one-round-trip path did (docs/operations.md, "Logs"): `fast` transactions

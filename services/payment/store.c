@@ -8,6 +8,7 @@
 
 #include "fault.h"
 #include "log.h"
+#include "participant.h"
 #include "pg.h"
 #include "rpc.h"
 #include "schema_sql.h"
@@ -207,19 +208,8 @@ static int payment_store_try_fast(payment_store *s, payment_batch_cmd *cmds, siz
 		pg_array_add_i64(&col[R_WAS], was[j]);
 		pg_array_add_i64(&col[R_NOW], now[j]);
 	}
-	const char *p[F_N];
-	int rc = pg_arrays_close(col, F_N, p);
-	PGresult *res = NULL;
-	if (rc == 0)
-		rc = pg_exec_stmt(s->conn, &PAYMENT_WRITE_FAST, F_N, p, &res);
-	PQclear(res);
-	pg_arrays_free(col, F_N);
-	valcache_release(s->cache, customers, n_rows, rc == 0 ? now : NULL);
-	if (rc == 0)
-		s->fast++;
-	else
-		s->fast_failed++;
-	return rc;
+	return participant_fast_write(s->conn, &PAYMENT_WRITE_FAST, col, F_N, s->cache, customers,
+	    n_rows, now, &s->fast, &s->fast_failed);
 }
 
 /* payment_store_learn tells the value cache what the locking path
