@@ -893,11 +893,6 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	return 0;
 }
 
-void rpc_fini(void)
-{
-	nng_fini();
-}
-
 void rpc_client_close(rpc_client *c)
 {
 	if (c == NULL)

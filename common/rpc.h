@@ -202,13 +202,6 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
  * UNAVAILABLE) and frees the client. NULL is ignored. */
 void rpc_client_close(rpc_client *c);
 
-/* rpc_fini frees nng's global resources once every socket is closed; nng
- * frees a closed socket's dialers and pipes on a thread of its own, so a
- * program that exits right after rpc_client_close may leave them for a
- * leak checker to report (LeakSanitizer, in make asan). For tests' exits
- * only: no rpc call may run during or after it (nng_fini). */
-void rpc_fini(void);
-
 /* Called once per call, on an nng thread; `res` and its payload are valid
  * only during the callback. Must not block for long. */
 typedef void (*rpc_done_fn)(void *arg, const rpc_result *res);
