@@ -165,6 +165,20 @@ static void test_orchestrator(void **st)
 	check_target(&t);
 }
 
+/* LeakSanitizer (make asan) reads this hook at start, in this binary only:
+ * nng 1.5.2 can leave a dialer's connect objects unfreed when the socket
+ * closes while the dialer is reconnecting, which this test provokes (the
+ * daemons drop the connection of a bad frame). Seen about 1 run in 8 under
+ * load; nng_fini at exit does not free them. What is spared is only what
+ * libnng allocated in this test client (an nng message it forgot to free
+ * would be too); the daemons under test run without this hook and are
+ * checked in full, as is every allocation of the client's own code. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libnng.so\n";
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
