@@ -58,8 +58,8 @@ bool admin_handle(const rpc_request *call, rpc_reply *reply)
 		Sagas__V1__ClearFaultsReply out = SAGAS__V1__CLEAR_FAULTS_REPLY__INIT;
 		rpc_reply_ok(reply, &out.base);
 	} else {
-		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method",
-		    "unknown method \"%.100s\"", call->method);
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
+		    call->method);
 	}
 	return true;
 }

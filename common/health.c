@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pg.h"
 #include "sagas/v1/health.pb-c.h"
+#include "valid.h"
 
 #define HEALTH_PREFIX "/sagas.v1.Health/"
 
@@ -34,9 +35,12 @@ static void health_check(const rpc_request *call, rpc_reply *reply, const char *
 		    "could not decode HealthCheckRequest");
 		return;
 	}
-	if (!health_knows(req->service, service)) {
-		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_service",
-		    "unknown service \"%.100s\"", req->service);
+	if (!valid_utf8(req->service, strlen(req->service))) {
+		rpc_reply_error(
+		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid service: not UTF-8");
+	} else if (!health_knows(req->service, service)) {
+		rpc_reply_error(reply, RPC_NOT_FOUND, "unknown_service", "unknown service \"%s\"",
+		    req->service);
 	} else {
 		Sagas__V1__HealthCheckResponse out = SAGAS__V1__HEALTH_CHECK_RESPONSE__INIT;
 		out.status = (healthy == NULL || healthy(app))
@@ -55,8 +59,8 @@ bool health_handle(const rpc_request *call, rpc_reply *reply, const char *servic
 	if (strcmp(call->method + strlen(HEALTH_PREFIX), "Check") == 0)
 		health_check(call, reply, service, healthy, app);
 	else
-		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method",
-		    "unknown method \"%.100s\"", call->method);
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
+		    call->method);
 	return true;
 }
 

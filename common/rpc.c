@@ -81,11 +81,15 @@ void rpc_reply_error(rpc_reply *r, int code, const char *reason, const char *fmt
 	r->payload = NULL;
 	r->payload_len = 0;
 	r->code = code;
-	snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+	valid_utf8_copy(r->reason, sizeof r->reason, reason ? reason : "");
+	/* formatted whole (up to 4 times the room), then cut at a character
+	 * boundary: a message quoting a long method or name stays UTF-8 */
+	char text[4 * RPC_MESSAGE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->message, sizeof r->message, fmt, ap);
+	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
+	valid_utf8_copy(r->message, sizeof r->message, text);
 }
 
 /* ---- server ----
@@ -110,6 +114,7 @@ typedef struct rpc_slot {
 	struct rpc_slot *next;                   /* queue link */
 	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
 	uint32_t pipe;                           /* of a held call */
+	int64_t recv_ms;                         /* clock_mono_ms when the request arrived */
 } rpc_slot;
 
 typedef struct rpc_worker {
@@ -149,6 +154,7 @@ typedef struct rpc_frame {
 	rpc_reply reply;
 	char request_id[RPC_REQUEST_ID_MAX + 1];
 	size_t first, n; /* its calls: items[first .. first + n) */
+	int64_t recv_ms; /* clock_mono_ms when the frame arrived */
 } rpc_frame;
 
 /* The decoded form of one call while a worker serves it. */
@@ -257,6 +263,7 @@ static void rpc_slot_cb(void *arg)
 		return;
 	}
 	sl->msg = nng_aio_get_msg(sl->aio);
+	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
 	sl->next = NULL;
 	nng_mtx_lock(s->mtx);
 	if (s->qtail)
@@ -322,6 +329,24 @@ static bool rpc_batchable(const rpc_server *s, const char *method)
 	return false;
 }
 
+/* rpc_call_deadline is the deadline of the call `env`, on this host's
+ * monotonic clock (ms), for a frame that arrived at `recv_ms` (monotonic):
+ * arrival + timeout_ms, a duration, so no clocks of two hosts are compared
+ * (docs/saga-semantics.md, rule T3). An envelope without timeout_ms (a client
+ * older than it) is read by its absolute deadline_unix_ms, compared with
+ * this host's wall clock as before. 0: the call has no deadline. */
+static int64_t rpc_call_deadline(const Sagas__V1__RequestEnvelope *env, int64_t recv_ms)
+{
+	if (env->timeout_ms > 0)
+		return recv_ms + env->timeout_ms;
+	if (env->deadline_unix_ms > 0) {
+		int64_t left = env->deadline_unix_ms - clock_wall_ms();
+		int64_t now = clock_mono_ms();
+		return left > 0 ? now + left : now; /* passed: due now */
+	}
+	return 0;
+}
+
 /* rpc_server_decode checks one call's envelope and answers what the server
  * answers itself: a bad field, a passed deadline, Health, Admin, and the
  * fault points before the handler. Sets it->answered or it->drop when the
@@ -355,11 +380,16 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	}
 	if (it->frame->batch && !rpc_batchable(s, env->method)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid method: \"%.100s\" cannot travel in a batch; send it alone",
-		    env->method);
+		    "invalid method: \"%s\" cannot travel in a batch; send it alone", env->method);
 		return;
 	}
-	if (env->deadline_unix_ms > 0 && env->deadline_unix_ms <= clock_wall_ms()) {
+	if (env->timeout_ms < 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid timeout_ms: %" PRId64 " is negative", env->timeout_ms);
+		return;
+	}
+	int64_t deadline = rpc_call_deadline(env, it->frame->recv_ms);
+	if (deadline > 0 && deadline <= clock_mono_ms()) {
 		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "deadline",
 		    "deadline passed before the call was served");
 		return;
@@ -367,7 +397,7 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	*call = (rpc_request) {
 	    .method = env->method,
 	    .request_id = env->request_id,
-	    .deadline_ms = env->deadline_unix_ms,
+	    .deadline_mono_ms = deadline,
 	    .payload = env->payload.data,
 	    .payload_len = env->payload.len,
 	    .in_batch = it->frame->batch,
@@ -536,6 +566,7 @@ static void rpc_server_take_frames(rpc_frame *frames, rpc_slot **taken, size_t f
 		memset(f, 0, sizeof *f);
 		f->slot = taken[i];
 		f->msg = taken[i]->msg;
+		f->recv_ms = taken[i]->recv_ms;
 		taken[i]->msg = NULL;
 		rpc_server_open_frame(f);
 	}
@@ -952,9 +983,8 @@ static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
 }
 
 /* rpc_envelope_init fills `env` for a call of `method` with the payload
- * `pbuf` (`plen` bytes, borrowed) and a deadline `timeout_ms` from now (0:
- * none), with the client's next request id written into `rid`. Returns that
- * id. */
+ * `pbuf` (`plen` bytes, borrowed) and a timeout of `timeout_ms` (0: none), with the client's next
+ * request id written into `rid`. Returns that id. */
 static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env,
     const char *method, char rid[RPC_RID_MAX], int64_t timeout_ms, uint8_t *pbuf, size_t plen)
 {
@@ -963,7 +993,9 @@ static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env
 	sagas__v1__request_envelope__init(env);
 	env->method = (char *)method;
 	env->request_id = rid;
-	env->deadline_unix_ms = timeout_ms > 0 ? clock_wall_ms() + timeout_ms : 0;
+	/* a duration, not an instant: the server counts it on its own clock
+	 * (no deadline_unix_ms, which old servers would compare with theirs) */
+	env->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
 	env->payload.data = pbuf;
 	env->payload.len = plen;
 	return id;
@@ -993,8 +1025,8 @@ static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
 {
 	memset(res, 0, sizeof *res);
 	res->code = env->code;
-	snprintf(res->reason, sizeof res->reason, "%s", env->reason);
-	snprintf(res->message, sizeof res->message, "%s", env->message);
+	valid_utf8_copy(res->reason, sizeof res->reason, env->reason);
+	valid_utf8_copy(res->message, sizeof res->message, env->message);
 	res->payload = env->payload.data;
 	res->payload_len = env->payload.len;
 }

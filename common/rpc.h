@@ -44,9 +44,12 @@ const char *rpc_code_name(int code);
 /* One decoded request as a handler sees it; all pointers are borrowed for
  * the duration of the handler call. */
 typedef struct rpc_request {
-	const char *method;     /* "/sagas.v1.Stock/ReserveStock" */
-	const char *request_id; /* at most RPC_REQUEST_ID_MAX bytes */
-	int64_t deadline_ms;    /* ms since epoch, 0 = none */
+	const char *method;       /* "/sagas.v1.Stock/ReserveStock" */
+	const char *request_id;   /* at most RPC_REQUEST_ID_MAX bytes */
+	int64_t deadline_mono_ms; /* the call's deadline on this host's monotonic
+	                             clock (clock_mono_ms), from the envelope's
+	                             timeout_ms counted from the frame's arrival;
+	                             0 = none */
 	const uint8_t *payload;
 	size_t payload_len;
 	bool in_batch; /* came in a batch frame: it cannot be held (rpc_hold) */

@@ -62,6 +62,21 @@ bool valid_utf8(const char *str, size_t len)
 	return true;
 }
 
+size_t valid_utf8_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size);
+	if (n >= size) {
+		/* too long: cut before the character that starts at or before
+		 * byte size - 1 (continuation bytes are 10xxxxxx) */
+		n = size - 1;
+		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return n;
+}
+
 bool valid_name(const char *s)
 {
 	if (s == NULL)

@@ -26,6 +26,14 @@ bool valid_name(const char *s);
  * no overlongs, no surrogates, nothing past U+10FFFF). */
 bool valid_utf8(const char *s, size_t len);
 
+/* valid_utf8_copy copies into `dst` (`size` bytes, >= 1) the longest
+ * prefix of the string `src` that fits with its NUL and does not end inside
+ * a multi-byte character, so that a text cut to fit (an error message, a
+ * reason) stays valid UTF-8 when `src` is: the one place where texts for the
+ * wire are cut (a protobuf string must be UTF-8; Python's decoder rejects
+ * the whole reply otherwise). Returns the bytes copied (without the NUL). */
+size_t valid_utf8_copy(char *dst, size_t size, const char *src);
+
 /* money_parse reads a decimal amount in major units with at most two
  * fraction digits ("12", "12.5", "12.50") into minor units (*out, e.g. 1250).
  * Strict: no sign, no exponent, no spaces, no more than two decimals, at

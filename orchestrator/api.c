@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "dbclock.h"
 #include "fault.h"
 #include "log.h"
 #include "pg.h"
@@ -162,11 +163,12 @@ static bool api_parse_start(
 	snprintf(row->sku, sizeof row->sku, "%s", req->order->sku);
 	row->qty = req->order->qty;
 	row->amount = req->order->amount;
-	int64_t now = clock_wall_ms();
+	int64_t now = dbclock_now_ms(); /* the database's clock (rule T1) */
 	row->s = saga_start(now, &a->policy);
 	/* written leased: it is handed to the engine right after commit; if we
-	 * crash first, the sweep sends it when the lease ends (rule 1) */
-	row->s.next_attempt_ms = now + engine_lease_ms(a->engs[0]);
+	 * crash first, the sweep sends it when the lease ends (rule 1), never
+	 * later than its step deadline (rule T5) */
+	row->s.next_attempt_ms = saga_lease_until_ms(&row->s, now, &a->policy);
 	ok = true;
 out_free:
 	sagas__v1__start_saga_request__free_unpacked(req, NULL);
@@ -187,10 +189,11 @@ out_free:
 static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const saga_row *row,
     int32_t wait_ms, const waits_as *as, bool recheck)
 {
-	int64_t now = clock_wall_ms();
+	/* durations on this host's monotonic clock: no other clock is read */
+	int64_t now = clock_mono_ms();
 	int64_t until = now + wait_ms;
-	if (call->deadline_ms > 0 && call->deadline_ms - API_WAIT_MARGIN_MS < until)
-		until = call->deadline_ms - API_WAIT_MARGIN_MS;
+	if (call->deadline_mono_ms > 0 && call->deadline_mono_ms - API_WAIT_MARGIN_MS < until)
+		until = call->deadline_mono_ms - API_WAIT_MARGIN_MS;
 	rpc_held *h = until > now ? rpc_hold(call) : NULL;
 	if (h == NULL)
 		return false;
@@ -552,7 +555,7 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	saga_row row;
 	int rc;
-	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, clock_wall_ms(), &row));
+	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, dbclock_now_ms(), &row));
 	if (rc == -ENOENT) {
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
@@ -598,8 +601,8 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WaitSaga"))
 		api_wait_saga(a, w, call, reply);
 	else
-		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method",
-		    "unknown method \"%.100s\"", call->method);
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
+		    call->method);
 }
 
 /* api_handle_batch serves calls that arrived together: their StartSagas as

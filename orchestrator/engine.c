@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "dbclock.h"
 #include "fault.h"
 #include "log.h"
 #include "pg.h"
@@ -56,6 +57,9 @@ struct engine {
 	/* engine thread only: new sagas waiting for room under max_inflight,
 	 * oldest first (back-pressure: they wait here, not in a timed call) */
 	engine_queue backlog;
+
+	/* engine thread only: clock_mono_ms of its last dbclock_sync, 0 never */
+	int64_t clock_synced_ms;
 
 	/* engine thread only: the commands it dispatched since its last
 	 * engine_out_flush */
@@ -128,12 +132,6 @@ int engine_inflight(engine *e)
 	return n;
 }
 
-int64_t engine_lease_ms(const engine *e)
-{
-	/* long enough for a reply to come back and be written */
-	return e->cfg.request_timeout_ms + 1000;
-}
-
 static void engine_on_reply(void *arg, const rpc_result *res)
 {
 	engine_item *it = arg;
@@ -185,12 +183,8 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	it->row = *row;
 	it->cmd = cmd;
 	it->eng = e;
-	int64_t timeout = e->cfg.request_timeout_ms;
-	if (row->s.step_deadline_ms > 0) {
-		int64_t left = row->s.step_deadline_ms - clock_wall_ms();
-		if (left < timeout)
-			timeout = left > 1 ? left : 1;
-	}
+	/* each try waits longer, never past the step deadline (rule T4) */
+	int64_t timeout = saga_try_timeout_ms(&row->s, dbclock_now_ms(), &e->cfg.policy);
 	rpc_client *client = (cmd == SAGA_CMD_RESERVE_STOCK || cmd == SAGA_CMD_RELEASE_STOCK)
 	    ? e->stock
 	    : e->payment;
@@ -259,8 +253,9 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->after.updated_ms = now;
 	p->send = d.send;
 	p->held = d.send != SAGA_CMD_NONE && !can_send;
-	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out */
-		p->after.s.next_attempt_ms = now + engine_lease_ms(e);
+	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out,
+	                                            never past its deadline (rule T5) */
+		p->after.s.next_attempt_ms = saga_lease_until_ms(&d.next, now, &e->cfg.policy);
 	p->up.next = p->after.s;
 	p->up.state_changed = d.state_changed;
 	p->up.attention_raised = d.attention_raised;
@@ -324,7 +319,7 @@ static void engine_process_replies(engine *e, engine_item *list)
 	engine_pending *pend = e->pend;
 	while (list != NULL) {
 		size_t n = 0;
-		int64_t now = clock_wall_ms();
+		int64_t now = dbclock_now_ms();
 		while (list != NULL && n < cap) {
 			engine_item *it = list;
 			list = it->next;
@@ -345,6 +340,21 @@ static void engine_process_replies(engine *e, engine_item *list)
 		}
 		engine_commit(e, rows, pend, n);
 	}
+}
+
+/* How often an engine measures the database's clock again (dbclock.h), ms. */
+#define ENGINE_CLOCK_SYNC_MS 1000
+
+/* engine_sync_clock measures the database's clock at most once every
+ * ENGINE_CLOCK_SYNC_MS, on the engine's connection (a failure keeps the
+ * offset in use: the next sweep tries again). */
+static void engine_sync_clock(engine *e)
+{
+	int64_t mono = clock_mono_ms();
+	if (e->clock_synced_ms != 0 && mono - e->clock_synced_ms < ENGINE_CLOCK_SYNC_MS)
+		return;
+	if (dbclock_sync(e->conn) == 0)
+		e->clock_synced_ms = mono;
 }
 
 /* engine_sweep claims due sagas: deadlines become events, the rest are
@@ -369,14 +379,17 @@ static bool engine_sweep(engine *e)
 	engine_pending *pend = e->pend;
 	size_t n = 0, npend = 0;
 	bool more = false;
-	int64_t now = clock_wall_ms();
-	/* a saga on its first try is due at the earliest min(lease, step
-	 * timeout) after it was stored; half of it leaves room for the skew
-	 * between this host's clock and the database's */
-	int64_t lease = engine_lease_ms(e), step = e->cfg.policy.step_timeout_ms;
-	int64_t young = (lease < step ? lease : step) / 2;
-	int rc = full ? store_claim_deadlines(e->conn, now, lease, now - young, limit, rows, &n)
-	              : store_claim_due(e->conn, now, lease, now - young, limit, rows, &n);
+	engine_sync_clock(e);
+	int64_t now = dbclock_now_ms();
+	/* a saga on its first try is due at the earliest when its first lease
+	 * ends, min(request timeout + grace, step timeout) after it was stored;
+	 * half of it leaves room for the error of this host's estimate of the
+	 * database's clock (dbclock.h) */
+	const saga_policy *pol = &e->cfg.policy;
+	int64_t lease = pol->request_timeout_ms + pol->lease_grace_ms;
+	int64_t young = (lease < pol->step_timeout_ms ? lease : pol->step_timeout_ms) / 2;
+	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, rows, &n)
+	              : store_claim_due(e->conn, now, pol, now - young, limit, rows, &n);
 	if (rc != 0) {
 		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
 		return false;
@@ -392,7 +405,7 @@ static bool engine_sweep(engine *e)
 			if (npend > before)
 				dl_rows[before] = *r;
 		} else if (!full) {
-			if (r->s.attempts > 0 || r->created_ms + engine_lease_ms(e) < now)
+			if (r->s.attempts > 0 || r->created_ms + lease < now)
 				log_debug(r->saga_id, "resuming %s", saga_state_name(r->s.state));
 			engine_dispatch(e, r);
 		}
@@ -407,7 +420,7 @@ static bool engine_sweep(engine *e)
  * sweep, which has claimed it or will (never sent twice by us). */
 static void engine_drain_backlog(engine *e)
 {
-	int64_t now = clock_wall_ms();
+	int64_t now = dbclock_now_ms();
 	while (e->backlog.head != NULL) {
 		nng_mtx_lock(e->mtx);
 		bool room = e->inflight < e->cfg.max_inflight;

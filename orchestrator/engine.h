@@ -20,19 +20,18 @@
 #include "store.h"
 
 typedef struct engine_config {
-	const char *db;             /* libpq conninfo; borrowed for the lifetime */
-	const char *stock_url;      /* nng URL of the stock daemon */
-	const char *payment_url;    /* nng URL of the payment daemon */
-	saga_policy policy;         /* deadlines and backoff (ms) */
-	int64_t request_timeout_ms; /* one command's wait for its reply */
-	int64_t resend_ms;          /* NNG_OPT_REQ_RESENDTIME, 0 = off */
-	int64_t sweep_interval_ms;  /* how often due rows are looked for */
-	int64_t db_wait_ms;         /* reconnect patience */
-	int batch;                  /* most transitions in one transaction */
-	int send_batch;             /* most commands in one frame to a participant
-	                               (rpc_batch); 1 or less: a frame each */
-	int max_inflight;           /* most commands awaiting replies */
-	bool duplicate_delivery;    /* send every command twice (tests) */
+	const char *db;            /* libpq conninfo; borrowed for the lifetime */
+	const char *stock_url;     /* nng URL of the stock daemon */
+	const char *payment_url;   /* nng URL of the payment daemon */
+	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
+	int64_t resend_ms;         /* NNG_OPT_REQ_RESENDTIME, 0 = off */
+	int64_t sweep_interval_ms; /* how often due rows are looked for */
+	int64_t db_wait_ms;        /* reconnect patience */
+	int batch;                 /* most transitions in one transaction */
+	int send_batch;            /* most commands in one frame to a participant
+	                              (rpc_batch); 1 or less: a frame each */
+	int max_inflight;          /* most commands awaiting replies */
+	bool duplicate_delivery;   /* send every command twice (tests) */
 	/* Called on the engine thread, after the commit, for every saga that
 	 * reached COMPLETED or CANCELLED, with the row as written (as GetSaga
 	 * would read it). May be NULL. */
@@ -67,10 +66,6 @@ void engine_submit_many(engine *e, const saga_row *rows, size_t n);
 /* engine_inflight returns how many commands await replies now (0..
  * max_inflight). Thread-safe; takes the engine's lock briefly. */
 int engine_inflight(engine *e);
-
-/* engine_lease_ms is how long a dispatched command holds its saga before
- * the sweep may send it again. */
-int64_t engine_lease_ms(const engine *e);
 
 /* engine_stop stops the thread, waits for commands in flight to finish or
  * time out, and frees the engine. NULL is ignored. Unfinished sagas stay in

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "config.h"
 #include "daemon.h"
+#include "dbclock.h"
 #include "engine.h"
 #include "fault.h"
 #include "health.h"
@@ -26,6 +27,7 @@ typedef struct orch_config {
 	int64_t workers;
 	int64_t step_timeout;
 	int64_t request_timeout;
+	int64_t request_timeout_max;
 	int64_t resend;
 	int64_t backoff_base;
 	int64_t backoff_cap;
@@ -63,7 +65,13 @@ static const config_opt orch_opts[] = {
     OPT("step-timeout", "SAGA_ORCHESTRATOR_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000,
         step_timeout, "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
     OPT("request-timeout", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
-        request_timeout, "how long one command waits for its reply", "MS"),
+        request_timeout,
+        "how long a command's first try waits for its reply (each retry waits twice as long, "
+        "a step's never past its deadline)",
+        "MS"),
+    OPT("request-timeout-max", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MAX_MS", CONFIG_INT, "30000", 10,
+        3600000, request_timeout_max,
+        "the longest a retry waits for its reply (at least --request-timeout)", "MS"),
     OPT("req-resend", "SAGA_ORCHESTRATOR_REQ_RESEND_MS", CONFIG_INT, "0", 0, 600000, resend,
         "nng REQ resend time; 0 = off (the orchestrator retries a lost command itself)", "MS"),
     OPT("backoff-base", "SAGA_ORCHESTRATOR_BACKOFF_BASE_MS", CONFIG_INT, "50", 1, 600000,
@@ -156,6 +164,12 @@ int main(int argc, char **argv)
 		    (long long)c.backoff_cap, (long long)c.backoff_base);
 		return 2;
 	}
+	if (c.request_timeout_max < c.request_timeout) {
+		config_error("request-timeout-max (%lld) is below request-timeout (%lld): no try "
+		             "could wait as long as the first\n",
+		    (long long)c.request_timeout_max, (long long)c.request_timeout);
+		return 2;
+	}
 	log_init("orchestratord", level);
 	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
 		config_error("invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
@@ -172,6 +186,12 @@ int main(int argc, char **argv)
 	if (conn == NULL)
 		return 1;
 	rc = store_apply_schema(conn);
+	/* the database's clock before the first saga is stored (rule T1);
+	 * without it, this host's wall clock until the engine's first sweep */
+	if (rc == 0 && dbclock_sync(conn) != 0)
+		log_warn(NULL,
+		    "could not read the database's clock: this host's is used until the "
+		    "next try");
 	PQfinish(conn);
 	if (rc != 0) {
 		log_error(NULL, "could not apply schema: error %d", rc);
@@ -188,8 +208,10 @@ int main(int argc, char **argv)
 	            .backoff_base_ms = c.backoff_base,
 	            .backoff_cap_ms = c.backoff_cap,
 	            .attention_after = (int32_t)c.attention_after,
+	            .request_timeout_ms = c.request_timeout,
+	            .request_timeout_max_ms = c.request_timeout_max,
+	            .lease_grace_ms = SAGA_LEASE_GRACE_MS,
 	        },
-	    .request_timeout_ms = c.request_timeout,
 	    .resend_ms = c.resend,
 	    .sweep_interval_ms = c.sweep_interval,
 	    .db_wait_ms = c.db_wait,

@@ -44,13 +44,22 @@ typedef struct saga_event {
 	const char *reason; /* for REFUSED: a stable reason (status.h); borrowed */
 } saga_event;
 
-/* Tunables of the decisions, all in ms (or counts). */
+/* Tunables of the decisions, all in ms (or counts). Every time they are
+ * compared with is the database's clock (docs/saga-semantics.md, rule T1). */
 typedef struct saga_policy {
-	int64_t step_timeout_ms; /* deadline of RESERVING and CHARGING, from entry */
-	int64_t backoff_base_ms; /* first retry delay ceiling */
-	int64_t backoff_cap_ms;  /* largest retry delay */
-	int32_t attention_after; /* compensation tries before the attention flag */
+	int64_t step_timeout_ms;        /* deadline of RESERVING and CHARGING, from entry */
+	int64_t backoff_base_ms;        /* first retry delay ceiling */
+	int64_t backoff_cap_ms;         /* largest retry delay */
+	int32_t attention_after;        /* compensation tries before the attention flag */
+	int64_t request_timeout_ms;     /* the first try's wait for its reply */
+	int64_t request_timeout_max_ms; /* the longest wait of any try (>= the
+	                                   first; 0: the first's) */
+	int64_t lease_grace_ms;         /* a lease's time past its try's timeout,
+	                                   to write the reply (SAGA_LEASE_GRACE_MS) */
 } saga_policy;
+
+/* The lease's room to write a reply that came at the end of its timeout. */
+#define SAGA_LEASE_GRACE_MS 1000
 
 #define SAGA_REASON_MAX 32
 
@@ -111,6 +120,22 @@ const char *saga_command_name(saga_command cmd);
 /* saga_state_parse maps a name (case-insensitive) to a state; returns
  * SAGA_STATE_UNSPECIFIED for unknown text. */
 saga_state saga_state_parse(const char *name);
+
+/* saga_try_timeout_ms returns how long a try of `s`'s command sent at
+ * `now_ms` waits for its reply, in ms (>= 1): request_timeout_ms doubled for
+ * each failed try before it (s->attempts), at most request_timeout_max_ms,
+ * and for a step never past its deadline, so that the last try of a step
+ * waits for all that is left of it. A participant slower than the first
+ * try's timeout is answered by a later try from its record inside the step
+ * deadline (docs/saga-semantics.md, rule T4). */
+int64_t saga_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p);
+
+/* saga_lease_until_ms returns until when (ms, the database's clock) the row
+ * of `s` is leased, that is its next_attempt_ms, while a try sent at
+ * `now_ms` waits: the try's timeout plus lease_grace_ms, never past a step's
+ * deadline, so that the sweep finds every passed deadline whoever holds the
+ * lease (rule T5). */
+int64_t saga_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p);
 
 /* saga_backoff_ms returns the full-jitter delay for the given number of
  * failed attempts (>= 1): uniform in [1, min(cap, base * 2^(attempts-1))]. */

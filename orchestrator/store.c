@@ -332,6 +332,15 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * columns ended (without setting them) is claimed once and healed (no
  * lease, out of sagas_open; the engine finds no command to send). */
 #define STORE_TERMINAL "(state IN ('COMPLETED', 'CANCELLED'))"
+/* The lease a claimed row gets, saga_lease_until_ms (saga.h, rule T5) in
+ * SQL: now ($1) + the try's timeout (the request timeout $2 doubled per
+ * failed try, at most $5) + the grace $6, never past the step deadline. A
+ * row claimed past its deadline keeps that deadline as its next attempt,
+ * so if its deadline transition is not written, the next sweep finds it
+ * again. The unit test store_lease checks it against the C function. */
+#define STORE_LEASE                                                                                \
+	"LEAST(to_timestamp(($1::bigint + LEAST($2::bigint * (1::bigint << LEAST(attempts, 40)),"  \
+	" $5::bigint) + $6::bigint) / 1000.0), coalesce(step_deadline, 'infinity'))"
 /* clang-format off */
 /* The sweep's claim, from two indexes (schema.sql): due retries through
  * sagas_retry, soonest first, and sagas on their first try whose lease or
@@ -355,9 +364,9 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"    AND next_attempt_at <= " TS("$1") also                                \
 	"  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"                   \
 	" UPDATE sagas SET"                                                        \
-	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " TS("$2") " END," \
+	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " STORE_LEASE " END," \
 	"  retry_at = CASE WHEN attempts > 0 AND NOT " STORE_TERMINAL " THEN"      \
-	"    " TS("$2") " END, finished = " STORE_TERMINAL                         \
+	"    " STORE_LEASE " END, finished = " STORE_TERMINAL                      \
 	" WHERE saga_id = ANY(ARRAY(" \
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
@@ -370,18 +379,22 @@ static const pg_stmt STORE_CLAIM_DEADLINES = {
     "saga_claim_deadlines", STORE_CLAIM_SQL(" AND step_deadline <= " TS("$1"))};
 /* clang-format on */
 
-static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_t lease_ms,
+static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, const saga_policy *pol,
     int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
 {
-	char now[24], until[24], lim[16], before[24];
+	char now[24], rt[24], lim[16], before[24], max[24], grace[24];
+	int64_t first = pol->request_timeout_ms > 0 ? pol->request_timeout_ms : 1;
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
-	snprintf(until, sizeof until, "%" PRId64, now_ms + lease_ms);
+	snprintf(rt, sizeof rt, "%" PRId64, first);
 	snprintf(lim, sizeof lim, "%d", limit);
 	snprintf(before, sizeof before, "%" PRId64, created_before_ms);
-	const char *p[4] = {now, until, lim, before};
+	snprintf(max, sizeof max, "%" PRId64,
+	    pol->request_timeout_max_ms > first ? pol->request_timeout_max_ms : first);
+	snprintf(grace, sizeof grace, "%" PRId64, pol->lease_grace_ms);
+	const char *p[6] = {now, rt, lim, before, max, grace};
 	PGresult *r = NULL;
 	*n = 0;
-	int rc = pg_exec_stmt(conn, stmt, 4, p, &r);
+	int rc = pg_exec_stmt(conn, stmt, 6, p, &r);
 	if (rc != 0)
 		return rc;
 	int count = PQntuples(r);
@@ -392,18 +405,17 @@ static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, int64_
 	return 0;
 }
 
-int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_t created_before_ms,
     int limit, saga_row *rows, size_t *n)
 {
-	return store_claim(
-	    conn, &STORE_CLAIM_DUE, now_ms, lease_ms, created_before_ms, limit, rows, n);
+	return store_claim(conn, &STORE_CLAIM_DUE, now_ms, pol, created_before_ms, limit, rows, n);
 }
 
-int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n)
+int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
+    int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
 {
 	return store_claim(
-	    conn, &STORE_CLAIM_DEADLINES, now_ms, lease_ms, created_before_ms, limit, rows, n);
+	    conn, &STORE_CLAIM_DEADLINES, now_ms, pol, created_before_ms, limit, rows, n);
 }
 
 /* store_finished is the `finished` column of the row `u` writes: true in a

@@ -91,23 +91,25 @@ int store_list_sagas(
 int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n);
 
 /* store_claim_due claims up to `limit` unfinished sagas whose
- * next_attempt_at <= now_ms (unix ms), the earliest due first, skipping rows
- * other orchestrators hold (FOR UPDATE SKIP LOCKED), and moves their
- * next_attempt_at to now_ms + lease_ms so nobody else claims them
+ * next_attempt_at <= now_ms (unix ms, the database's clock: dbclock.h), the
+ * earliest due first, skipping rows other orchestrators hold (FOR UPDATE
+ * SKIP LOCKED), and moves their next_attempt_at to the end of the lease of
+ * the try the caller sends, saga_lease_until_ms(row, now_ms, pol) computed
+ * in SQL (never past a step deadline), so nobody else claims them
  * meanwhile. Sagas on their first try (attempts 0) are looked for only among
  * those created before created_before_ms: the caller passes a time before
  * which none of them can be due (engine.c: now - min(lease, step timeout) /
  * 2). Fills rows[0..*n) (rows holds `limit`). Returns 0 or a pg_err code.
  * The version is not changed: a claim is not a transition. */
-int store_claim_due(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
+int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_t created_before_ms,
     int limit, saga_row *rows, size_t *n);
 
 /* store_claim_deadlines is store_claim_due restricted to sagas whose
  * step_deadline <= now_ms: the sweep claims them even when there is no room
  * under --max-inflight, to write their deadline transitions (rule 4) on
  * time. Same arguments, returns and ownership. */
-int store_claim_deadlines(PGconn *conn, int64_t now_ms, int64_t lease_ms, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n);
+int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
+    int64_t created_before_ms, int limit, saga_row *rows, size_t *n);
 
 /* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
  * attention flag and attempt count, bumps its version (a reply in flight is

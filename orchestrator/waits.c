@@ -23,8 +23,8 @@ typedef struct waiter {
 	uint32_t pipe; /* the client connection it came on */
 	uint64_t ticket;
 	waits_as as;
-	saga_row row; /* as read when the wait began */
-	int64_t deadline_ms;
+	saga_row row;        /* as read when the wait began */
+	int64_t deadline_ms; /* clock_mono_ms */
 } waiter;
 
 /* The waiting calls of one saga: a uthash entry keyed by saga id. */
@@ -86,7 +86,7 @@ static bool waits_gone(const waits *w, const waiter *x)
 static void waits_expire(waits *w, bool all)
 {
 	waiter *due = NULL;
-	int64_t now = clock_wall_ms();
+	int64_t now = clock_mono_ms();
 	nng_mtx_lock(w->mtx);
 	waits_saga *s, *tmp;
 	HASH_ITER(hh, w->by_saga, s, tmp)

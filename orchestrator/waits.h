@@ -31,10 +31,10 @@ typedef struct waits_as {
 } waits_as;
 
 /* waits_add registers the held call `h` for `row` (the saga as just read,
- * not terminal), to be answered as `as` says by `deadline_ms` (ms since the
- * epoch) at the latest; *ticket names it for waits_take. Returns 0, -EBUSY when `max` calls wait
- * already, or -ESHUTDOWN after waits_close; on an error `h` is not taken and the caller answers it.
- * A saga that finishes between the caller's read and this call is not seen:
+ * not terminal), to be answered as `as` says by `deadline_ms` (this host's
+ * monotonic clock, clock_mono_ms) at the latest; *ticket names it for waits_take. Returns 0, -EBUSY
+ * when `max` calls wait already, or -ESHUTDOWN after waits_close; on an error `h` is not taken and
+ * the caller answers it. A saga that finishes between the caller's read and this call is not seen:
  * the caller reads it again after adding, and takes the call back with
  * waits_take when it finished. */
 int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, const waits_as *as,

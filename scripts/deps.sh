@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
-  postgresql jq util-linux clang-format docker-compose)
+  postgresql jq util-linux clang-format docker-compose faketime libfaketime)
 # npm only fetches buf for the proto lint: a Node.js that is already there
 # (not from Debian) is used as it is, since Debian's npm conflicts with it
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

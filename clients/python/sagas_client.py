@@ -13,7 +13,6 @@ import ctypes.util
 import itertools
 import os
 import sys
-import time
 
 # gRPC status codes (google.rpc.Code) as used in ReplyEnvelope.code
 OK = 0
@@ -142,7 +141,9 @@ class Client:
         timeout_ms = timeout_ms or self.timeout_ms
         env = rpc_pb2.RequestEnvelope(
             method=method, request_id=str(next(self._ids)),
-            deadline_unix_ms=int(time.time() * 1000) + timeout_ms,
+            # a duration, counted by the server on its own clock (no
+            # comparison of this host's clock with the server's)
+            timeout_ms=timeout_ms,
             payload=request.SerializeToString())
         frame = env.SerializeToString()
         lib.nng_setopt_ms(self._sock, b"send-timeout", timeout_ms)

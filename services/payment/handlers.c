@@ -398,7 +398,7 @@ static void payment_handle(void *app, void *worker, const rpc_request *call, rpc
 	}
 	/* the method name came off the wire: bounded in the message */
 	rpc_reply_error(
-	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%.100s\"", call->method);
+	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"", call->method);
 }
 
 /* payment_handle_batch serves calls that arrived together: their

@@ -35,6 +35,8 @@ static uint8_t *nanomsg_req_frame(size_t *len)
 	Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
 	env.method = "/sagas.v1.Orchestrator/ListSagas";
 	env.request_id = "nanomsg-1";
+	/* the envelope's old absolute deadline, as clients written before
+	 * timeout_ms send it: servers must keep reading it */
 	env.deadline_unix_ms
 	    = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + NANOMSG_REQ_TIMEOUT_MS;
 	env.payload.data = payload;

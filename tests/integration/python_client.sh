@@ -40,6 +40,31 @@ assert_eq "P1 on hand after the release" "7" "$(psql_db sagas_stock "SELECT on_h
 assert_eq "py balance unchanged" "5500" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'py'")"
 assert_eq "charges" "1" "$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE status = 'CHARGED'")"
 
+# an error text that quotes a long method name of multi-byte characters is
+# cut at a character boundary (rule: texts on the wire stay UTF-8), so
+# Python's protobuf decodes the reply instead of rejecting it
+utf8=$("$PY" - "$STACK_ROOT/clients/python" "$gen" "$ORCH_URL" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import sagas_client
+sagas_client.use_generated(sys.argv[2])
+from sagas.v1 import orchestrator_pb2 as pb
+with sagas_client.Client(sys.argv[3]) as c:
+    for pad in range(3):  # each way a 2-, 3- or 4-byte character can straddle the cut
+        method = "/sagas.v1.Orchestrator/" + "x" * pad + "\u20ac" * 120 + "\U0001F600" * 40
+        try:
+            c.call(method, pb.ListSagasRequest(), pb.ListSagasReply)
+            print("no error")
+        except sagas_client.RpcError as e:
+            e.message.encode("utf-8")
+            print(e.code, e.reason, len(e.message.encode("utf-8")) <= 255)
+PYEOF
+)
+assert_eq "unknown multi-byte method: decoded, UNIMPLEMENTED, cut to the message size" \
+  "12 unknown_method True
+12 unknown_method True
+12 unknown_method True" "$utf8"
+
 # a usage error and an unreachable orchestrator are reported, not hung on
 set +e
 order py P1 x 100 >/dev/null 2>&1; rc=$?

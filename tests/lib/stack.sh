@@ -9,6 +9,9 @@
 #   stack_stop             # also run by the EXIT trap
 #
 # Extra daemon flags: ORCH_FLAGS, STOCK_FLAGS, PAYMENT_FLAGS (word-split).
+# A command to start a daemon under: ORCH_WRAP, STOCK_WRAP, PAYMENT_WRAP
+# (word-split; it must exec the daemon, so the pid is the daemon's), e.g.
+# "$(skewed_clock +10m)" for a wall clock ten minutes ahead.
 # Logs and the cluster live in $STACK_DIR (a new folder under /tmp), kept
 # when KEEP_STACK=1.
 
@@ -56,6 +59,21 @@ ctl() {
 
 _stack_listening() { ! _stack_port_free "$1"; }
 
+# skewed_clock OFFSET: prints a wrapper (for ORCH_WRAP and the others) that
+# runs a daemon with its wall clock moved by OFFSET (libfaketime: "+10m",
+# "-1h"), its monotonic clock left alone, as a host whose clock is off.
+skewed_clock() {
+  local lib
+  for lib in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1; do
+    if [ -e "$lib" ]; then
+      echo "env LD_PRELOAD=$lib FAKETIME=$1 FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_NO_CACHE=1"
+      return 0
+    fi
+  done
+  echo "stack: libfaketime is missing (apt-get install libfaketime)" >&2
+  return 1
+}
+
 # _stack_daemon NAME PORT CMD...: starts a daemon in the background with its
 # log in $STACK_DIR/NAME.log and waits until its port accepts connections.
 _stack_daemon() {
@@ -77,20 +95,20 @@ _stack_daemon() {
 
 stack_start_orchestrator() {
   # shellcheck disable=SC2086
-  _stack_daemon orchestratord "$ORCH_PORT" "$SAGA_BIN_DIR/orchestratord" \
+  _stack_daemon orchestratord "$ORCH_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
     --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
     --db "$PG_CONN dbname=sagas_orchestrator" ${ORCH_FLAGS:-}
 }
 
 stack_start_stock() {
   # shellcheck disable=SC2086
-  _stack_daemon stockd "$STOCK_PORT" "$SAGA_BIN_DIR/stockd" --listen "$STOCK_URL" \
+  _stack_daemon stockd "$STOCK_PORT" ${STOCK_WRAP:-} "$SAGA_BIN_DIR/stockd" --listen "$STOCK_URL" \
     --db "$PG_CONN dbname=sagas_stock" ${STOCK_FLAGS:-}
 }
 
 stack_start_payment() {
   # shellcheck disable=SC2086
-  _stack_daemon paymentd "$PAYMENT_PORT" "$SAGA_BIN_DIR/paymentd" --listen "$PAYMENT_URL" \
+  _stack_daemon paymentd "$PAYMENT_PORT" ${PAYMENT_WRAP:-} "$SAGA_BIN_DIR/paymentd" --listen "$PAYMENT_URL" \
     --db "$PG_CONN dbname=sagas_payment" ${PAYMENT_FLAGS:-}
 }
 

@@ -51,6 +51,7 @@ typedef struct sim_row {
 	bool exists;
 	saga s;
 	int64_t version;
+	int64_t created_ms; /* the database's clock at the insert (created_at) */
 } sim_row;
 
 /* A command awaiting its reply: volatile, lost by an orchestrator crash. */
@@ -70,8 +71,12 @@ typedef struct sim_msg {
 	bool reply;
 	int saga;
 	saga_command cmd;
-	uint32_t call; /* the call a reply completes */
-	int code;      /* rpc status code (status.h), replies only */
+	uint32_t call;            /* the call a reply completes */
+	int64_t timeout_ms;       /* a command's timeout (a duration, rule T3) */
+	int64_t deadline_wall_ms; /* the sender's absolute deadline (its own wall
+	                             clock), read only by the broken variant
+	                             absolute_deadline */
+	int code;                 /* rpc status code (status.h), replies only */
 	char reason[SAGA_REASON_MAX];
 	int64_t at_ms; /* delivery time (random mode) */
 	uint64_t seq;  /* tie-break between equal delivery times */
@@ -91,12 +96,11 @@ typedef struct sim_faults {
 	int64_t crash_every_ms; /* mean time between random crashes; 0 = none */
 } sim_faults;
 
-/* The orchestrator's timing: its policy and engine settings. */
+/* The orchestrator's timing: its policy (tries' timeouts and leases
+ * included) and engine settings. */
 typedef struct sim_timing {
 	saga_policy policy;
-	int64_t request_timeout_ms; /* one command's wait for its reply */
-	int64_t lease_ms;           /* engine_lease_ms: request timeout + 1000 */
-	int64_t sweep_ms;           /* sweep interval */
+	int64_t sweep_ms; /* sweep interval */
 } sim_timing;
 
 typedef struct sim_world {
@@ -136,6 +140,16 @@ typedef struct sim_world {
 	int64_t init_balance[SIM_NACCT];
 
 	sim_msg msgs[SIM_MAX_MSGS];
+
+	/* clocks (rules T1, T3): each node's wall clock is w->now plus its
+	 * offset; the database's is w->now itself, and the orchestrator's
+	 * estimate of it (dbclock.h) is off by db_err_ms */
+	int64_t clock_off_ms[SIM_NODES];
+	int64_t db_err_ms;
+	/* slow participants (rule T4): a participant applies a command when it
+	 * arrives and answers serve_ms later (0: at once) */
+	int64_t serve_ms[SIM_NODES];
+	bool slow_only; /* no fault but slow participants, from the start */
 
 	/* ghost state for the checks: effects applied per (saga, command) */
 	uint8_t effects[SIM_MAX_SAGAS][5];

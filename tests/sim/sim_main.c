@@ -53,7 +53,8 @@ static void sim_usage(FILE *f)
 	    "  --trace             print the whole trace of a single seed\n"
 	    "  --quiet             print only the summary\n"
 	    "  --expect-violation  succeed only if a violation is found\n"
-	    "  --break NAME        use a broken decision variant: tombstone, refund\n"
+	    "  --break NAME        use a broken decision variant: tombstone, refund, lease,\n"
+	    "                      fixed_timeout, local_clock, absolute_deadline\n"
 	    "                      (only in the sim_broken build)\n"
 	    "  --help              this text\n",
 	    SIM_MAX_SAGAS, EXPLORE_MAX_DEPTH);

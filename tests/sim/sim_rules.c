@@ -2,23 +2,20 @@
 
 #include <string.h>
 
-static sim_break sim_rules_broken = SIM_BREAK_NONE;
+static sim_break sim_rules_broken_v = SIM_BREAK_NONE;
+
+static const char *const sim_break_names[]
+    = {"none", "tombstone", "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline"};
+#define SIM_BREAKS (sizeof sim_break_names / sizeof sim_break_names[0])
 
 bool sim_rules_set_break(const char *name)
 {
 #if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
-	if (strcmp(name, "tombstone") == 0) {
-		sim_rules_broken = SIM_BREAK_TOMBSTONE;
-		return true;
-	}
-	if (strcmp(name, "refund") == 0) {
-		sim_rules_broken = SIM_BREAK_REFUND;
-		return true;
-	}
-	if (strcmp(name, "none") == 0) {
-		sim_rules_broken = SIM_BREAK_NONE;
-		return true;
-	}
+	for (size_t i = 0; i < SIM_BREAKS; i++)
+		if (strcmp(name, sim_break_names[i]) == 0) {
+			sim_rules_broken_v = (sim_break)i;
+			return true;
+		}
 #else
 	(void)name;
 #endif
@@ -27,15 +24,36 @@ bool sim_rules_set_break(const char *name)
 
 const char *sim_rules_break_name(void)
 {
-	switch (sim_rules_broken) {
-	case SIM_BREAK_TOMBSTONE:
-		return "tombstone";
-	case SIM_BREAK_REFUND:
-		return "refund";
-	case SIM_BREAK_NONE:
-		break;
+	return (size_t)sim_rules_broken_v < SIM_BREAKS ? sim_break_names[sim_rules_broken_v]
+	                                               : "none";
+}
+
+bool sim_rules_broken(sim_break b)
+{
+	return sim_rules_broken_v == b && b != SIM_BREAK_NONE;
+}
+
+int64_t sim_rules_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p)
+{
+#if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
+	if (sim_rules_broken_v == SIM_BREAK_FIXED_TIMEOUT) {
+		/* broken on purpose: no try waits longer than the first */
+		saga first = *s;
+		first.attempts = 0;
+		return saga_try_timeout_ms(&first, now_ms, p);
 	}
-	return "none";
+#endif
+	return saga_try_timeout_ms(s, now_ms, p);
+}
+
+int64_t sim_rules_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p)
+{
+#if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
+	if (sim_rules_broken_v == SIM_BREAK_LEASE) /* broken on purpose: not cut
+	                                              at the deadline */
+		return now_ms + sim_rules_try_timeout_ms(s, now_ms, p) + p->lease_grace_ms;
+#endif
+	return saga_lease_until_ms(s, now_ms, p);
 }
 
 void sim_rules_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
@@ -43,7 +61,7 @@ void sim_rules_transition(const saga *s, const saga_event *ev, int64_t now_ms, u
 {
 	saga_transition(s, ev, now_ms, rand, p, out);
 #if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
-	if (sim_rules_broken == SIM_BREAK_REFUND && s->state == SAGA_STATE_CHARGING
+	if (sim_rules_broken_v == SIM_BREAK_REFUND && s->state == SAGA_STATE_CHARGING
 	    && out->next.state == SAGA_STATE_REFUNDING) {
 		/* broken on purpose: decide as if the reservation had timed
 		 * out, which releases the stock and forgets the charge */
@@ -60,7 +78,7 @@ void sim_rules_stock(
 {
 	stock_decide(rec, row, cmd, out);
 #if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
-	if (sim_rules_broken == SIM_BREAK_TOMBSTONE && cmd->op == STOCK_OP_RELEASE
+	if (sim_rules_broken_v == SIM_BREAK_TOMBSTONE && cmd->op == STOCK_OP_RELEASE
 	    && rec->status == STOCK_NONE)
 		out->write_record = false; /* broken on purpose: no tombstone */
 #endif

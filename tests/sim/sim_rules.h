@@ -19,12 +19,22 @@
 
 typedef enum sim_break {
 	SIM_BREAK_NONE = 0,
-	SIM_BREAK_TOMBSTONE = 1, /* ReleaseStock on an unknown saga writes no tombstone */
-	SIM_BREAK_REFUND = 2,    /* a timed-out charge releases without refunding */
+	SIM_BREAK_TOMBSTONE = 1,         /* ReleaseStock on an unknown saga writes no tombstone */
+	SIM_BREAK_REFUND = 2,            /* a timed-out charge releases without refunding */
+	SIM_BREAK_LEASE = 3,             /* a lease runs its whole length past the step
+	                                    deadline (what rule T5 forbids) */
+	SIM_BREAK_FIXED_TIMEOUT = 4,     /* every try waits the first try's timeout
+	                                    (what rule T4 changed) */
+	SIM_BREAK_LOCAL_CLOCK = 5,       /* the orchestrator keeps time by its own wall
+	                                    clock, not the database's (rule T1) */
+	SIM_BREAK_ABSOLUTE_DEADLINE = 6, /* commands carry the sender's absolute
+	                                    deadline, which participants compare
+	                                    with their own clocks (rule T3) */
 } sim_break;
 
 /* sim_rules_set_break selects a broken variant by name ("tombstone",
- * "refund"); returns false for an unknown name, and for every name in a
+ * "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline");
+ * returns false for an unknown name, and for every name in a
  * build without SAGA_SIM_BREAK. Not thread-safe (the simulator has one
  * thread). */
 bool sim_rules_set_break(const char *name);
@@ -36,6 +46,17 @@ const char *sim_rules_break_name(void);
 /* sim_rules_transition is saga_transition (saga.h), same contract. */
 void sim_rules_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
     const saga_policy *p, saga_decision *out);
+
+/* sim_rules_try_timeout_ms is saga_try_timeout_ms (saga.h), same contract. */
+int64_t sim_rules_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p);
+
+/* sim_rules_lease_until_ms is saga_lease_until_ms (saga.h), same contract. */
+int64_t sim_rules_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p);
+
+/* sim_rules_broken is true when variant `b` is selected: for the variants
+ * that change what the daemons do around the decisions (which clock the
+ * orchestrator reads, what a command carries), which sim_world asks. */
+bool sim_rules_broken(sim_break b);
 
 /* sim_rules_stock is stock_decide (stock_logic.h), same contract. */
 void sim_rules_stock(

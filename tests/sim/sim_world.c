@@ -24,9 +24,10 @@ const sim_timing sim_default_timing = {
     .policy = {.step_timeout_ms = 5000,
         .backoff_base_ms = 50,
         .backoff_cap_ms = 5000,
-        .attention_after = 10},
-    .request_timeout_ms = 2000,
-    .lease_ms = 2000 + 1000,
+        .attention_after = 10,
+        .request_timeout_ms = 2000,
+        .request_timeout_max_ms = 30000,
+        .lease_grace_ms = SAGA_LEASE_GRACE_MS},
     .sweep_ms = 100,
 };
 
@@ -101,6 +102,25 @@ static int64_t sim_range(sim_world *w, int64_t lo, int64_t hi)
 	return lo + (int64_t)(sim_rand(w) % (uint64_t)(hi - lo + 1));
 }
 
+/* orch_now is the clock the orchestrator decides by: its estimate of the
+ * database's clock (dbclock.h, rule T1), off by db_err_ms; in the broken
+ * variant local_clock, its own wall clock. The database's clock is w->now
+ * (created_at). */
+static int64_t orch_now(const sim_world *w)
+{
+	return w->now
+	    + (sim_rules_broken(SIM_BREAK_LOCAL_CLOCK) ? w->clock_off_ms[SIM_ORCH] : w->db_err_ms);
+}
+
+/* orch_young is how long after its insert a saga on its first try is not
+ * looked for by the sweep (engine.c: min(first lease, step timeout) / 2). */
+static int64_t orch_young(const sim_world *w)
+{
+	const saga_policy *p = &w->timing.policy;
+	int64_t lease = p->request_timeout_ms + p->lease_grace_ms;
+	return (lease < p->step_timeout_ms ? lease : p->step_timeout_ms) / 2;
+}
+
 /* orch_rand is the jitter the orchestrator passes to saga_transition. */
 static uint64_t orch_rand(sim_world *w)
 {
@@ -148,9 +168,44 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 		t->policy.backoff_base_ms = sim_range(w, 1, 300);
 		t->policy.backoff_cap_ms = sim_range(w, t->policy.backoff_base_ms, 5000);
 		t->policy.attention_after = (int32_t)sim_range(w, 1, 10);
-		t->request_timeout_ms = sim_range(w, 20, 4000);
-		t->lease_ms = t->request_timeout_ms + 1000;
+		t->policy.request_timeout_ms = sim_range(w, 20, 4000);
+		t->policy.request_timeout_max_ms
+		    = t->policy.request_timeout_ms * sim_range(w, 1, 16);
 		t->sweep_ms = sim_range(w, 5, 500);
+	}
+	/* clocks: any node's wall clock may be off by up to an hour (rules
+	 * T1, T3); the orchestrator's estimate of the database's by a few ms */
+	for (int n = 0; n < SIM_NODES; n++)
+		if (sim_chance(w, 0.5))
+			w->clock_off_ms[n] = sim_chance(w, 0.5) ? (sim_chance(w, 0.5) ? 1 : -1)
+			        * (sim_chance(w, 0.5) ? 600000 : 3600000)
+			                                        : sim_range(w, -3600000, 3600000);
+	w->db_err_ms = sim_range(w, -5, 5);
+	/* slow participants (rule T4): each try of the first request timeout
+	 * ends before the answer comes */
+	saga_policy *pol = &w->timing.policy;
+	int64_t rt = pol->request_timeout_ms;
+	/* slower than the first try's timeout, but within the longest one (a
+	 * participant slower than --request-timeout-max is never answered in
+	 * time: docs/operations.md) */
+	if (pol->request_timeout_max_ms < 4 * rt)
+		pol->request_timeout_max_ms = 4 * rt;
+	int64_t slowest = 3 * rt;
+	if (sim_chance(w, 0.3)) {
+		for (int n = SIM_STOCK; n <= SIM_PAYMENT; n++)
+			if (sim_chance(w, 0.7))
+				w->serve_ms[n] = sim_range(w, rt / 2 + 1, slowest);
+	}
+	/* a run without faults but slow participants: every step must complete
+	 * when its deadline leaves room for the tries (sim_end_check) */
+	if (sim_chance(w, 0.15)) {
+		w->slow_only = true;
+		w->serve_ms[SIM_PAYMENT] = sim_range(w, rt + 1, slowest);
+		w->serve_ms[SIM_STOCK] = sim_chance(w, 0.5) ? sim_range(w, rt + 1, slowest) : 0;
+		w->calm = true;
+		w->calm_at_ms = 0;
+		w->next_fault_ms = INT64_MAX;
+		return;
 	}
 	/* swarm testing: every seed turns on its own mix of faults */
 	sim_faults *f = &w->faults;
@@ -189,10 +244,11 @@ static int64_t net_delay(sim_world *w)
 	return sim_range(w, 1, 20);
 }
 
-/* net_send puts `tmpl` on the wire: dropped, duplicated or delayed by the
+/* net_send puts `tmpl` on the wire, leaving after `wait_ms` (a slow
+ * participant's serving time): dropped, duplicated or delayed by the
  * faults of the run (random mode); exactly once in exhaustive mode, where
  * the explorer chooses drops and duplicates itself. */
-static void net_send(sim_world *w, const sim_msg *tmpl)
+static void net_send(sim_world *w, const sim_msg *tmpl, int64_t wait_ms)
 {
 	int copies = 1;
 	if (!w->explore && !w->calm) {
@@ -212,7 +268,7 @@ static void net_send(sim_world *w, const sim_msg *tmpl)
 		}
 		w->msgs[m] = *tmpl;
 		w->msgs[m].used = true;
-		w->msgs[m].at_ms = w->now + net_delay(w);
+		w->msgs[m].at_ms = w->now + wait_ms + net_delay(w);
 		w->msgs[m].seq = ++w->seq;
 	}
 	if (copies > 1)
@@ -298,12 +354,8 @@ static void orch_dispatch(sim_world *w, int i, const sim_row *row)
 		sim_trace(w, "orch: no room to send %s saga %d", saga_command_name(cmd), i);
 		return; /* the sweep sends it when the lease ends */
 	}
-	int64_t timeout = w->timing.request_timeout_ms;
-	if (row->s.step_deadline_ms > 0) {
-		int64_t left = row->s.step_deadline_ms - w->now;
-		if (left < timeout)
-			timeout = left > 1 ? left : 1;
-	}
+	/* each try waits longer, never past the step deadline (rule T4) */
+	int64_t timeout = sim_rules_try_timeout_ms(&row->s, orch_now(w), &w->timing.policy);
 	sim_call *call = &w->calls[c];
 	call->used = true;
 	call->id = ++w->next_call;
@@ -313,8 +365,14 @@ static void orch_dispatch(sim_world *w, int i, const sim_row *row)
 	call->expire_ms = w->now + timeout;
 	sim_trace(w, "orch: send %s saga %d (v%" PRId64 ", attempt %d)", saga_command_name(cmd), i,
 	    row->version, row->s.attempts + 1);
-	sim_msg msg = {.saga = i, .cmd = cmd, .call = call->id};
-	net_send(w, &msg);
+	/* a duration on the wire (rule T3); the absolute deadline only for the
+	 * broken variant that reads it */
+	sim_msg msg = {.saga = i,
+	    .cmd = cmd,
+	    .call = call->id,
+	    .timeout_ms = timeout,
+	    .deadline_wall_ms = w->now + w->clock_off_ms[SIM_ORCH] + timeout};
+	net_send(w, &msg, 0);
 }
 
 /* A decision waiting to be committed (engine_pending). */
@@ -332,7 +390,8 @@ static void orch_decide(sim_world *w, int i, const sim_row *before, const saga_e
     orch_pending *pend, int *npend)
 {
 	saga_decision d;
-	sim_rules_transition(&before->s, ev, w->now, orch_rand(w), &w->timing.policy, &d);
+	int64_t now = orch_now(w);
+	sim_rules_transition(&before->s, ev, now, orch_rand(w), &w->timing.policy, &d);
 	if (d.ignored) {
 		sim_trace(w, "orch: saga %d %s event ignored in %s", i,
 		    ev->kind == SAGA_EV_DEADLINE ? "deadline" : saga_command_name(ev->cmd),
@@ -347,8 +406,10 @@ static void orch_decide(sim_world *w, int i, const sim_row *before, const saga_e
 	p->after.s = d.next;
 	p->after.version = before->version + 1;
 	p->send = d.send;
-	if (d.send != SAGA_CMD_NONE) /* hold the row while the command is sent */
-		p->after.s.next_attempt_ms = w->now + w->timing.lease_ms;
+	if (d.send != SAGA_CMD_NONE) /* hold the row while the command is sent,
+	                                never past its deadline (rule T5) */
+		p->after.s.next_attempt_ms
+		    = sim_rules_lease_until_ms(&d.next, now, &w->timing.policy);
 }
 
 /* orch_commit writes the pending decisions in one transaction, each
@@ -398,9 +459,12 @@ void sim_start_saga(sim_world *w, int i)
 	w->started[i] = true;
 	sim_row *row = &w->rows[i];
 	row->exists = true;
-	row->s = saga_start(w->now, &w->timing.policy);
-	row->s.next_attempt_ms = w->now + w->timing.lease_ms; /* written leased */
+	int64_t now = orch_now(w);
+	row->s = saga_start(now, &w->timing.policy);
+	/* written leased */
+	row->s.next_attempt_ms = sim_rules_lease_until_ms(&row->s, now, &w->timing.policy);
 	row->version = 1;
+	row->created_ms = w->now; /* created_at: the database's clock */
 	const sim_order *o = &w->orders[i];
 	sim_trace(w, "orch: start saga %d: %s %d x %s, %" PRId64, i,
 	    sim_customer_names[o->customer], o->qty, sim_sku_names[o->sku], o->amount);
@@ -417,12 +481,16 @@ void sim_sweep(sim_world *w, bool crash_after_commit)
 {
 	if (!w->up[SIM_ORCH])
 		return;
-	/* claim every due row, oldest due first (store_claim_due) */
+	/* claim every due row, oldest due first (store_claim_due); a saga on
+	 * its first try only once it is older than orch_young, by created_at
+	 * (the database's clock) against the orchestrator's "now" */
+	int64_t now = orch_now(w);
 	int order[SIM_MAX_SAGAS];
 	int n = 0;
 	for (int i = 0; i < w->nsagas; i++) {
 		const sim_row *r = &w->rows[i];
-		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms <= w->now) {
+		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms <= now
+		    && (r->s.attempts > 0 || r->created_ms <= now - orch_young(w))) {
 			int k = n++;
 			while (k > 0
 			    && w->rows[order[k - 1]].s.next_attempt_ms > r->s.next_attempt_ms) {
@@ -434,15 +502,17 @@ void sim_sweep(sim_world *w, bool crash_after_commit)
 	}
 	sim_row claimed[SIM_MAX_SAGAS];
 	for (int k = 0; k < n; k++) {
-		/* the claim moves next_attempt only; the version stays */
-		w->rows[order[k]].s.next_attempt_ms = w->now + w->timing.lease_ms;
+		/* the claim moves next_attempt only (the lease of the try it
+		 * sends, never past the deadline: rule T5); the version stays */
+		sim_row *r = &w->rows[order[k]];
+		r->s.next_attempt_ms = sim_rules_lease_until_ms(&r->s, now, &w->timing.policy);
 		claimed[k] = w->rows[order[k]];
 	}
 	orch_pending pend[SIM_MAX_SAGAS];
 	int npend = 0;
 	for (int k = 0; k < n; k++) {
 		const sim_row *r = &claimed[k];
-		if (r->s.step_deadline_ms > 0 && w->now >= r->s.step_deadline_ms) {
+		if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
 			saga_event ev = {.kind = SAGA_EV_DEADLINE};
 			sim_trace(w, "orch: sweep: saga %d deadline in %s", order[k],
 			    saga_state_name(r->s.state));
@@ -460,10 +530,16 @@ int64_t sim_next_due_ms(const sim_world *w)
 	int64_t due = INT64_MAX;
 	for (int i = 0; i < w->nsagas; i++) {
 		const sim_row *r = &w->rows[i];
-		if (r->exists && !saga_is_terminal(r->s.state) && r->s.next_attempt_ms < due)
-			due = r->s.next_attempt_ms;
+		if (!r->exists || saga_is_terminal(r->s.state))
+			continue;
+		int64_t t = r->s.next_attempt_ms;
+		if (r->s.attempts == 0 && r->created_ms + orch_young(w) > t)
+			t = r->created_ms + orch_young(w);
+		if (t < due)
+			due = t;
 	}
-	return due;
+	/* from the orchestrator's clock to the simulation's */
+	return due == INT64_MAX ? due : due - (orch_now(w) - w->now);
 }
 
 /* orch_complete ends call `c` with a reply (or none: transport) and decides
@@ -627,7 +703,15 @@ void sim_deliver(sim_world *w, int m, int fault)
 	}
 	int code = RPC_OK;
 	const char *reason = "";
-	if (fault == 1) {
+	if (sim_rules_broken(SIM_BREAK_ABSOLUTE_DEADLINE)
+	    && w->now + w->clock_off_ms[node] >= msg.deadline_wall_ms) {
+		/* broken on purpose: the sender's instant against this clock */
+		sim_trace(w, "%s: %s saga %d -> DEADLINE_EXCEEDED (its clock %+" PRId64 " ms)",
+		    sim_node_names[node], saga_command_name(msg.cmd), msg.saga,
+		    w->clock_off_ms[node] - w->clock_off_ms[SIM_ORCH]);
+		code = RPC_DEADLINE_EXCEEDED;
+		reason = "deadline";
+	} else if (fault == 1) {
 		sim_trace(w, "%s: %s saga %d -> UNAVAILABLE", sim_node_names[node],
 		    saga_command_name(msg.cmd), msg.saga);
 		code = RPC_UNAVAILABLE;
@@ -650,7 +734,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 	sim_msg rep
 	    = {.reply = true, .saga = msg.saga, .cmd = msg.cmd, .call = msg.call, .code = code};
 	snprintf(rep.reason, sizeof rep.reason, "%s", reason);
-	net_send(w, &rep);
+	net_send(w, &rep, w->serve_ms[node]); /* applied now, answered after serve_ms */
 	sim_check(w);
 }
 
@@ -705,6 +789,15 @@ bool sim_check(sim_world *w)
 		if (!w->rows[i].exists)
 			continue;
 		saga_state st = w->rows[i].s.state;
+		const saga *rs = &w->rows[i].s;
+		if (!saga_is_terminal(st) && rs->step_deadline_ms > 0
+		    && rs->next_attempt_ms > rs->step_deadline_ms
+		    && rs->next_attempt_ms > orch_now(w))
+			sim_violation(w,
+			    "saga %d in %s not due before %" PRId64
+			    ", past its step deadline %" PRId64
+			    ": the sweep finds the deadline late (rule T5)",
+			    i, saga_state_name(st), rs->next_attempt_ms, rs->step_deadline_ms);
 		bool reserved = w->srec[i].status == STOCK_RESERVED;
 		bool charged = w->prec[i].status == PAYMENT_CHARGED;
 		if (st == SAGA_STATE_COMPLETED && (!reserved || !charged))
@@ -850,11 +943,63 @@ bool sim_step(sim_world *w)
 	return true;
 }
 
+/* sim_step_room_ms is the longest a step can take, from its first try to
+ * its reply, against a participant that answers `serve_ms` after a command
+ * arrives, with no fault: each try that times out, the longest backoff
+ * after it and a sweep interval, then the try whose timeout (the
+ * production saga_try_timeout_ms, rule T4) covers the round trip. INT64_MAX
+ * when no try waits long enough. */
+static int64_t sim_step_room_ms(const sim_world *w, int64_t serve_ms)
+{
+	const saga_policy *p = &w->timing.policy;
+	int64_t round_trip = serve_ms + 2 * 20; /* net_delay: at most 20 each way */
+	saga s = {.state = SAGA_STATE_CHARGING};
+	int64_t t = 0;
+	for (s.attempts = 0; s.attempts < 64; s.attempts++) {
+		int64_t timeout = saga_try_timeout_ms(&s, 0, p);
+		if (timeout >= round_trip)
+			return t + round_trip;
+		int64_t backoff = p->backoff_base_ms;
+		for (int32_t k = 0; k < s.attempts && backoff < p->backoff_cap_ms; k++)
+			backoff *= 2;
+		t += timeout + (backoff < p->backoff_cap_ms ? backoff : p->backoff_cap_ms)
+		    + w->timing.sweep_ms;
+	}
+	return INT64_MAX;
+}
+
+/* sim_end_check_slow checks rule T4 on a run without faults: when both
+ * steps have room within the step deadline for their participant's
+ * serving time, no saga was compensated for a timeout. */
+static void sim_end_check_slow(sim_world *w)
+{
+	if (!w->slow_only)
+		return;
+	int64_t step = w->timing.policy.step_timeout_ms;
+	int64_t slack = 50; /* the clock estimate's error, a sweep's rounding */
+	int64_t stock = sim_step_room_ms(w, w->serve_ms[SIM_STOCK]);
+	int64_t pay = sim_step_room_ms(w, w->serve_ms[SIM_PAYMENT]);
+	if (stock == INT64_MAX || pay == INT64_MAX || stock + slack > step || pay + slack > step)
+		return;
+	for (int i = 0; i < w->nsagas; i++)
+		if (strcmp(w->rows[i].s.reason, "timeout") == 0) {
+			sim_violation(w,
+			    "saga %d compensated for a timeout, though its participants answer in "
+			    "%" PRId64 "/%" PRId64 " ms and its steps need at most %" PRId64
+			    "/%" PRId64 " of %" PRId64 " ms (rule T4)",
+			    i, w->serve_ms[SIM_STOCK], w->serve_ms[SIM_PAYMENT], stock, pay, step);
+			return;
+		}
+}
+
 /* sim_end_check verifies what must hold once the run is over: every saga
  * ended, and each effect happened at most once and only as the state says. */
 static void sim_end_check(sim_world *w)
 {
 	if (!sim_check(w))
+		return;
+	sim_end_check_slow(w); /* first: a stuck compensation says less */
+	if (w->violated)
 		return;
 	for (int i = 0; i < w->nsagas; i++) {
 		if (!w->started[i] || !saga_is_terminal(w->rows[i].s.state)) {

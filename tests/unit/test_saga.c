@@ -297,6 +297,68 @@ static void test_names(void **st)
 	assert_int_equal(saga_command_of(SAGA_STATE_COMPLETED), SAGA_CMD_NONE);
 }
 
+/* Rule T4: each try of a step waits twice as long as the one before, at
+ * most request_timeout_max_ms, and never past the step deadline, so the last
+ * try waits for all that is left. */
+static void test_try_timeout_grows_within_deadline(void **st)
+{
+	(void)st;
+	saga_policy p = pol;
+	p.request_timeout_ms = 1000;
+	p.request_timeout_max_ms = 6000;
+	p.step_timeout_ms = 60000;
+	saga s = saga_start(NOW, &p); /* deadline NOW + 60000 */
+	const int64_t want[] = {1000, 2000, 4000, 6000, 6000, 6000};
+	for (int32_t a = 0; a < 6; a++) {
+		s.attempts = a;
+		assert_int_equal(saga_try_timeout_ms(&s, NOW, &p), want[a]);
+	}
+	/* 2,500 ms left of the step: the fourth try waits exactly that */
+	s.attempts = 3;
+	assert_int_equal(saga_try_timeout_ms(&s, NOW + 57500, &p), 2500);
+	/* at or past the deadline: 1 ms, never 0 or negative */
+	assert_int_equal(saga_try_timeout_ms(&s, NOW + 60000, &p), 1);
+	assert_int_equal(saga_try_timeout_ms(&s, NOW + 70000, &p), 1);
+	/* a step timeout shorter than the request timeout is valid: the first
+	 * try is cut at the deadline */
+	p.step_timeout_ms = 300;
+	saga shortstep = saga_start(NOW, &p);
+	assert_int_equal(saga_try_timeout_ms(&shortstep, NOW, &p), 300);
+	/* a compensation has no deadline: only the cap bounds it; no max set
+	 * means the first try's timeout */
+	saga comp = in_state(SAGA_STATE_RELEASING);
+	comp.attempts = 40;
+	assert_int_equal(saga_try_timeout_ms(&comp, NOW, &p), 6000);
+	p.request_timeout_max_ms = 0;
+	assert_int_equal(saga_try_timeout_ms(&comp, NOW, &p), 1000);
+}
+
+/* Rule T5: a lease is the try's timeout plus the grace, never past the
+ * step deadline; a compensation's is not cut. */
+static void test_lease_never_past_deadline(void **st)
+{
+	(void)st;
+	saga_policy p = pol;
+	p.request_timeout_ms = 5000;
+	p.request_timeout_max_ms = 30000;
+	p.lease_grace_ms = 1000;
+	p.step_timeout_ms = 2000; /* shorter than a request: the case */
+	saga s = saga_start(NOW, &p);
+	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 2000);
+	p.step_timeout_ms = 60000;
+	s = saga_start(NOW, &p);
+	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 5000 + 1000);
+	s.attempts = 2; /* 20,000 ms try */
+	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 21000);
+	assert_int_equal(saga_lease_until_ms(&s, NOW + 50000, &p), NOW + 60000);
+	/* a deadline already passed: the lease is the deadline, so the next
+	 * sweep claims it */
+	assert_int_equal(saga_lease_until_ms(&s, NOW + 61000, &p), NOW + 60000);
+	saga comp = in_state(SAGA_STATE_REFUNDING);
+	comp.attempts = 1;
+	assert_int_equal(saga_lease_until_ms(&comp, NOW, &p), NOW + 10000 + 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +379,8 @@ int main(void)
 	    cmocka_unit_test(test_backoff_full_jitter_capped),
 	    cmocka_unit_test(test_event_from_reply),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_try_timeout_grows_within_deadline),
+	    cmocka_unit_test(test_lease_never_past_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

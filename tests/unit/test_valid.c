@@ -97,6 +97,36 @@ static void test_names(void **st)
 	assert_false(valid_name(longname));
 }
 
+/* valid_utf8_copy cuts at a character boundary: "é" is 2 bytes, "€" 3 and
+ * "😀" 4; whatever the room, the copy is valid UTF-8 and a prefix. */
+static void test_utf8_copy(void **st)
+{
+	(void)st;
+	char dst[8];
+	assert_int_equal(valid_utf8_copy(dst, sizeof dst, "abc"), 3);
+	assert_string_equal(dst, "abc");
+	/* "aé€😀" = 1 + 2 + 3 + 4 bytes: each room from 1 to 11 */
+	const char *text = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+	const size_t want[] = {0, 0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10};
+	char big[16];
+	for (size_t room = 1; room <= 11; room++) {
+		size_t n = valid_utf8_copy(big, room, text);
+		assert_int_equal(n, want[room]);
+		assert_int_equal(strlen(big), n);
+		assert_true(valid_utf8(big, n));
+		assert_memory_equal(big, text, n);
+	}
+	/* a long method name of 3-byte characters, as in an unknown-method
+	 * error message */
+	char method[400];
+	for (size_t i = 0; i + 3 < sizeof method; i += 3)
+		memcpy(method + i, "\xe2\x82\xac", 3), method[i + 3] = '\0';
+	char msg[256];
+	size_t n = valid_utf8_copy(msg, sizeof msg, method);
+	assert_true(n <= 255 && n % 3 == 0);
+	assert_true(valid_utf8(msg, n));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +135,7 @@ int main(void)
 	    cmocka_unit_test(test_money_format),
 	    cmocka_unit_test(test_uuid),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_utf8_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

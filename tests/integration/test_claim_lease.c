@@ -1,0 +1,191 @@
+/* The sweep's claim computes each row's lease in SQL (store.c,
+ * STORE_LEASE); saga_lease_until_ms (saga.c) is the rule (saga-semantics.md,
+ * rule T5). Against a real PostgreSQL (with_stack.sh exports PG_PORT): sagas
+ * in every unfinished state, with 0 to 12 failed tries, deadlines far, near
+ * and passed, are claimed by store_claim_due, and each row's new
+ * next_attempt_at must be what the C function gives for the row as it was,
+ * to the millisecond, under several policies. Also dbclock (rule T1): after
+ * dbclock_sync, dbclock_now_ms agrees with clock_timestamp() within the
+ * round trip of the read. */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "clock.h"
+#include "dbclock.h"
+#include "pg.h"
+#include "saga.h"
+#include "store.h"
+
+#define DB_NAME "claim_lease_check"
+
+static PGconn *connect_to(const char *db)
+{
+	const char *port = getenv("PG_PORT");
+	assert_non_null(port);
+	char ci[256];
+	snprintf(ci, sizeof ci, "host=127.0.0.1 port=%s user=postgres dbname=%s", port, db);
+	PGconn *c = PQconnectdb(ci);
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("connect %s: %s", db, PQerrorMessage(c));
+	return c;
+}
+
+static void sql_ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	ExecStatusType st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+}
+
+static int setup(void **state)
+{
+	PGconn *admin = connect_to("postgres");
+	sql_ok(admin, "DROP DATABASE IF EXISTS " DB_NAME);
+	sql_ok(admin, "CREATE DATABASE " DB_NAME);
+	PQfinish(admin);
+	PGconn *c = connect_to(DB_NAME);
+	assert_int_equal(store_apply_schema(c), 0);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	PQfinish(*state);
+	return 0;
+}
+
+/* A saga due now in `st` with `attempts` failed tries and a step deadline
+ * `deadline_in` ms from `now` (0: none), written straight into the row. */
+static void put_saga(
+    PGconn *c, saga_row *row, saga_state st, int32_t attempts, int64_t deadline_in, int64_t now)
+{
+	memset(row, 0, sizeof *row);
+	saga_id_new(row->saga_id);
+	snprintf(row->customer, sizeof row->customer, "c1");
+	snprintf(row->sku, sizeof row->sku, "X");
+	row->qty = 1;
+	row->amount = 100;
+	saga_policy p = {.step_timeout_ms = 1000};
+	row->s = saga_start(now - 60000, &p);
+	bool created = false;
+	saga_row existing;
+	assert_int_equal(store_insert_saga(c, row, &created, &existing), 0);
+	assert_true(created);
+	char sql[512];
+	snprintf(sql, sizeof sql,
+	    "UPDATE sagas SET state = '%s', attempts = %d, created_at = created_at - "
+	    "interval '1 hour', next_attempt_at = to_timestamp(%" PRId64 " / 1000.0), "
+	    "retry_at = CASE WHEN %d > 0 THEN to_timestamp(%" PRId64 " / 1000.0) END, "
+	    "step_deadline = CASE WHEN %" PRId64 " = 0 THEN NULL ELSE to_timestamp(%" PRId64
+	    " / 1000.0) END WHERE saga_id = '%s'",
+	    saga_state_name(st), attempts, now - 10, attempts, now - 10, deadline_in,
+	    now + deadline_in, row->saga_id);
+	sql_ok(c, sql);
+	row->s.state = st;
+	row->s.attempts = attempts;
+	row->s.step_deadline_ms = deadline_in == 0 ? 0 : now + deadline_in;
+}
+
+static void test_claim_lease_matches_rule(void **state)
+{
+	PGconn *c = *state;
+	const saga_policy policies[] = {
+	    {.request_timeout_ms = 2000, .request_timeout_max_ms = 30000, .lease_grace_ms = 1000},
+	    {.request_timeout_ms = 1000, .request_timeout_max_ms = 6000, .lease_grace_ms = 1000},
+	    {.request_timeout_ms = 5000, .request_timeout_max_ms = 0, .lease_grace_ms = 1000},
+	    {.request_timeout_ms = 7, .request_timeout_max_ms = 3600000, .lease_grace_ms = 0},
+	};
+	const saga_state states[] = {
+	    SAGA_STATE_RESERVING, SAGA_STATE_CHARGING, SAGA_STATE_REFUNDING, SAGA_STATE_RELEASING};
+	const int32_t tries[] = {0, 1, 2, 3, 5, 12};
+	const int64_t deadlines[] = {600000, 2500, 1, -500};
+	size_t checked = 0, cut = 0;
+	for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
+		const saga_policy *pol = &policies[pi];
+		int64_t now = clock_wall_ms();
+		enum { N = 4 * 6 * 4 };
+		saga_row rows[N];
+		size_t n = 0;
+		for (size_t si = 0; si < 4; si++)
+			for (size_t ti = 0; ti < 6; ti++)
+				for (size_t di = 0; di < 4; di++) {
+					bool step = states[si] == SAGA_STATE_RESERVING
+					    || states[si] == SAGA_STATE_CHARGING;
+					if (!step && di > 0)
+						continue; /* compensations have no deadline */
+					put_saga(c, &rows[n++], states[si], tries[ti],
+					    step ? deadlines[di] : 0, now);
+				}
+		saga_row claimed[N];
+		size_t got = 0;
+		assert_int_equal(store_claim_due(c, now, pol, now, N, claimed, &got), 0);
+		assert_int_equal(got, n);
+		for (size_t k = 0; k < got; k++) {
+			const saga_row *before = NULL;
+			for (size_t j = 0; j < n; j++)
+				if (strcmp(rows[j].saga_id, claimed[k].saga_id) == 0)
+					before = &rows[j];
+			assert_non_null(before);
+			int64_t want = saga_lease_until_ms(&before->s, now, pol);
+			if (claimed[k].s.next_attempt_ms != want)
+				fail_msg("policy %zu, %s, %d tries, deadline %+" PRId64
+				         ": claim leased until %" PRId64 ", the rule says %" PRId64,
+				    pi, saga_state_name(before->s.state), before->s.attempts,
+				    before->s.step_deadline_ms ? before->s.step_deadline_ms - now
+				                               : 0,
+				    claimed[k].s.next_attempt_ms, want);
+			if (before->s.step_deadline_ms > 0 && want == before->s.step_deadline_ms)
+				cut++;
+			checked++;
+		}
+		sql_ok(c, "DELETE FROM sagas");
+	}
+	printf("claim_lease: %zu claimed rows leased as saga_lease_until_ms says (%zu cut at "
+	       "their step deadline)\n",
+	    checked, cut);
+	assert_true(cut > 0);
+}
+
+static void test_dbclock_agrees(void **state)
+{
+	PGconn *c = *state;
+	assert_int_equal(dbclock_sync(c), 0);
+	assert_true(dbclock_synced());
+	for (int i = 0; i < 5; i++) {
+		int64_t before = dbclock_now_ms();
+		PGresult *r
+		    = PQexec(c, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint");
+		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+		int64_t db = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+		int64_t after = dbclock_now_ms();
+		/* the database's reading lies between ours, up to the error of the
+		 * offset (half the sync's round trip) and a ms of rounding each */
+		int64_t err = dbclock_rtt_ms() / 2 + 2;
+		if (db < before - err || db > after + err)
+			fail_msg("database clock %" PRId64 " outside [%" PRId64 ", %" PRId64
+			         "] +- %" PRId64,
+			    db, before, after, err);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_claim_lease_matches_rule),
+	    cmocka_unit_test(test_dbclock_agrees),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
