@@ -1,5 +1,5 @@
 /* Batches of calls in one frame (rpc_batch_open/add/send, RPC_BATCH_METHOD,
- * common/rpc.c; docs/protocol.md "Batches"). An in-process rpc_server (tcp
+ * common/rpc_server.c and rpc_client.c; docs/protocol.md "Batches"). An in-process rpc_server (tcp
  * loopback, 2 workers) serves a made-up service with a handle_batch that
  * echoes each call's payload:
  *

@@ -1,0 +1,844 @@
+/* rpc_client: the client side of rpc.h (REQ contexts, the timer thread,
+ * batches, the blocking form). */
+#include "rpc.h"
+#include "rpc_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "admin.h"
+#include "clock.h"
+#include "fault.h"
+#include "health.h"
+#include "log.h"
+#include "sagas/v1/rpc.pb-c.h"
+#include "valid.h"
+
+/* ---- client ----
+ *
+ * Timeouts. A call's deadline is kept by the client's own timer thread,
+ * never by nng's aio timeouts (nng_aio_set_timeout, NNG_OPT_RECVTIMEO):
+ * with nng 1.5.2 the "nng:aio:expire" thread takes an expired aio's cancel
+ * function and its argument (our REQ context) under its lock, drops the lock
+ * and calls it; when the reply lands in that window, our callback closes the
+ * context and the expire thread then cancels on a freed context (SIGSEGV on
+ * a null pointer in that thread, or heap corruption, under a burst of
+ * commands timing out). The timer thread instead cancels with nng_aio_cancel
+ * while holding c->mtx, and a call unlinks itself from the timer under c->mtx
+ * before it closes its context, so a context is never closed while it is
+ * being cancelled. tests/unit/test_rpc_timeout_storm.c is the reproducer. */
+
+typedef struct rpc_pending rpc_pending;
+
+struct rpc_client {
+	nng_socket sock;
+	rpc_client_opts opts;
+	atomic_uint_fast64_t next_id;
+	nng_mtx *mtx; /* guards everything below and every rpc_pending's timer fields */
+	nng_cv *cv;
+	nng_thread *timer;
+	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
+	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
+	long calls;               /* calls started and not yet finished */
+	bool closing;
+};
+
+bool rpc_url_ok(const char *url)
+{
+	static const char *const schemes[]
+	    = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://"};
+	if (url == NULL)
+		return false;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0')
+			return true;
+	}
+	return false;
+}
+
+static void rpc_timer_main(void *arg);
+
+/* The longest the timer thread sleeps with no call in flight (ms): a call
+ * whose deadline comes later then needs no wake-up of its own. */
+#define RPC_TIMER_IDLE_MS 1000
+
+static void rpc_client_free(rpc_client *c)
+{
+	if (c->cv)
+		nng_cv_free(c->cv);
+	if (c->mtx)
+		nng_mtx_free(c->mtx);
+	free(c);
+}
+
+int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
+{
+	rpc_client *c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return -ENOMEM;
+	if (opts)
+		c->opts = *opts;
+	if (c->opts.max_msg == 0)
+		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
+	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
+		rpc_client_free(c);
+		return -ENOMEM;
+	}
+	int rv = nng_req0_open(&c->sock);
+	if (rv != 0) {
+		rpc_client_free(c);
+		return rpc_errno(rv);
+	}
+	/* REQ resends every 60 s by default; make it explicit (house style) */
+	nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
+	    c->opts.resend_ms > 0 ? (nng_duration)c->opts.resend_ms : NNG_DURATION_INFINITE);
+	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, c->opts.max_msg);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 50);
+	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 1000);
+	rv = nng_dial(c->sock, url, NULL, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
+	if (rv != 0) {
+		if (!c->opts.connect_now) /* the CLI reports it itself */
+			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
+		nng_close(c->sock);
+		rpc_client_free(c);
+		return rpc_errno(rv);
+	}
+	atomic_init(&c->next_id, 1);
+	rv = nng_thread_create(&c->timer, rpc_timer_main, c);
+	if (rv != 0) {
+		nng_close(c->sock);
+		rpc_client_free(c);
+		return rpc_errno(rv);
+	}
+	*out = c;
+	return 0;
+}
+
+void rpc_client_close(rpc_client *c)
+{
+	if (c == NULL)
+		return;
+	/* every call in flight completes (ECLOSED: UNAVAILABLE); wait for
+	 * their callbacks to be done with c before freeing it */
+	nng_close(c->sock);
+	nng_mtx_lock(c->mtx);
+	c->closing = true;
+	nng_cv_wake(c->cv);
+	nng_time until = nng_clock() + 10000;
+	while (c->calls > 0 && nng_clock() < until)
+		nng_cv_until(c->cv, until);
+	long left = c->calls;
+	nng_mtx_unlock(c->mtx);
+	nng_thread_destroy(c->timer); /* joins */
+	if (left > 0) {
+		/* never seen; leaking beats freeing under a late callback */
+		log_error(NULL, "rpc client closed with %ld calls unfinished", left);
+		return;
+	}
+	rpc_client_free(c);
+}
+
+/* The bytes REQ puts before the body (the request id), which count
+ * against the server's frame limit. */
+#define RPC_REQ_HEADER 4
+
+/* Room for a client request id: a uint64 in decimal. */
+#define RPC_RID_MAX 24
+
+/* rpc_pack_envelope packs `env` into a new frame; NULL (and *err) when it
+ * is over max_msg or out of memory. */
+static nng_msg *rpc_pack_envelope(rpc_client *c, const Sagas__V1__RequestEnvelope *env, int *err)
+{
+	size_t n = sagas__v1__request_envelope__get_packed_size(env);
+	nng_msg *m = NULL;
+	if (n + RPC_REQ_HEADER > c->opts.max_msg) {
+		*err = -EMSGSIZE;
+	} else if (nng_msg_alloc(&m, n) != 0) {
+		*err = -ENOMEM;
+		m = NULL;
+	} else {
+		sagas__v1__request_envelope__pack(env, nng_msg_body(m));
+	}
+	return m;
+}
+
+/* rpc_pack_payload encodes `req` into a malloc'd buffer (*len bytes). */
+static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
+{
+	size_t plen = protobuf_c_message_get_packed_size(req);
+	uint8_t *pbuf = malloc(plen ? plen : 1);
+	if (pbuf != NULL)
+		*len = protobuf_c_message_pack(req, pbuf);
+	return pbuf;
+}
+
+/* rpc_envelope_init fills `env` for a call of `method` with the payload
+ * `pbuf` (`plen` bytes, borrowed) and a timeout of `timeout_ms` (0: none), with the client's next
+ * request id written into `rid`. Returns that id. */
+static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env,
+    const char *method, char rid[RPC_RID_MAX], int64_t timeout_ms, uint8_t *pbuf, size_t plen)
+{
+	uint64_t id = atomic_fetch_add(&c->next_id, 1);
+	snprintf(rid, RPC_RID_MAX, "%" PRIu64, id);
+	sagas__v1__request_envelope__init(env);
+	env->method = (char *)method;
+	env->request_id = rid;
+	/* a duration, not an instant: the server counts it on its own clock
+	 * (no deadline_unix_ms, which old servers would compare with theirs) */
+	env->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+	env->payload.data = pbuf;
+	env->payload.len = plen;
+	return id;
+}
+
+/* rpc_encode_request builds a request frame; NULL on failure. */
+static nng_msg *rpc_encode_request(
+    rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms, int *err)
+{
+	size_t plen = 0;
+	uint8_t *pbuf = rpc_pack_payload(req, &plen);
+	if (pbuf == NULL) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	char rid[RPC_RID_MAX];
+	Sagas__V1__RequestEnvelope env;
+	rpc_envelope_init(c, &env, method, rid, timeout_ms, pbuf, plen);
+	nng_msg *m = rpc_pack_envelope(c, &env, err);
+	free(pbuf);
+	return m;
+}
+
+/* rpc_result_of fills *res from the reply envelope `env`; its payload points
+ * into `env` (borrowed: valid while `env` is). */
+static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
+{
+	memset(res, 0, sizeof *res);
+	res->code = env->code;
+	valid_utf8_copy(res->reason, sizeof res->reason, env->reason);
+	valid_utf8_copy(res->message, sizeof res->message, env->message);
+	res->payload = env->payload.data;
+	res->payload_len = env->payload.len;
+}
+
+int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
+{
+	memset(res, 0, sizeof *res);
+	Sagas__V1__ReplyEnvelope *env = sagas__v1__reply_envelope__unpack(NULL, len, bytes);
+	if (env == NULL)
+		return -EBADMSG;
+	rpc_result_of(res, env);
+	res->payload = NULL;
+	res->payload_len = 0;
+	if (env->payload.len > 0) {
+		res->payload = malloc(env->payload.len);
+		if (res->payload == NULL) {
+			sagas__v1__reply_envelope__free_unpacked(env, NULL);
+			return -ENOMEM;
+		}
+		memcpy(res->payload, env->payload.data, env->payload.len);
+		res->payload_len = env->payload.len;
+	}
+	sagas__v1__reply_envelope__free_unpacked(env, NULL);
+	return 0;
+}
+
+static void rpc_transport_result(rpc_result *res, int nng_rv)
+{
+	memset(res, 0, sizeof *res);
+	res->transport = true;
+	res->code = nng_rv == NNG_ETIMEDOUT ? RPC_DEADLINE_EXCEEDED : RPC_UNAVAILABLE;
+	snprintf(res->reason, sizeof res->reason, "transport");
+	snprintf(res->message, sizeof res->message, "%s", nng_strerror(nng_rv));
+}
+
+/* A group of copies of one call (two in duplicate mode). */
+typedef struct rpc_group {
+	nng_mtx *mtx;
+	int pending;
+	rpc_done_fn done;
+	void *arg;
+} rpc_group;
+
+/* One call of a batch frame in flight. */
+typedef struct rpc_sub {
+	rpc_done_fn done;
+	void *arg;
+	uint64_t id; /* its request id */
+	bool finished;
+} rpc_sub;
+
+struct rpc_pending {
+	rpc_client *client;
+	rpc_group *group; /* a plain frame's call (and its copy) */
+	rpc_sub *subs;    /* or the calls of rpc_batch_send: a lone one */
+	size_t nsubs;
+	bool batch;    /* in a batch frame (nsubs > 1) */
+	bool sleeping; /* a batch reply lacked some calls: they wait out the deadline */
+	nng_ctx ctx;
+	nng_aio *aio;
+	nng_msg *req;
+	bool receiving;
+	int64_t expire_mono;
+	/* under client->mtx: */
+	rpc_pending *prev, *next; /* on the timer list while armed */
+	bool armed;
+	bool timed_out; /* the timer cancelled this call */
+};
+
+/* rpc_timer_arm puts p on the timer list (sorted by deadline; deadlines
+ * mostly grow, so the walk from the tail is short). c->mtx held. */
+static void rpc_timer_arm(rpc_client *c, rpc_pending *p)
+{
+	rpc_pending *q = c->tail;
+	while (q != NULL && q->expire_mono > p->expire_mono)
+		q = q->prev;
+	p->prev = q;
+	p->next = q ? q->next : c->head;
+	if (p->next)
+		p->next->prev = p;
+	else
+		c->tail = p;
+	if (q)
+		q->next = p;
+	else
+		c->head = p;
+	p->armed = true;
+	/* a deadline before the timer thread's next wake-up: wake it now (most
+	 * calls need no wake-up: it wakes at least every RPC_TIMER_IDLE_MS) */
+	if (p->expire_mono < c->timer_until)
+		nng_cv_wake(c->cv);
+}
+
+/* rpc_timer_disarm takes p off the timer list. c->mtx held. */
+static void rpc_timer_disarm(rpc_client *c, rpc_pending *p)
+{
+	if (!p->armed)
+		return;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		c->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	else
+		c->tail = p->prev;
+	p->prev = p->next = NULL;
+	p->armed = false;
+}
+
+/* The timer thread: cancels each call at its deadline. nng_aio_cancel runs
+ * the protocol's cancel function here, with c->mtx held, so the call cannot
+ * close its context meanwhile (rpc_pending_finish disarms under c->mtx
+ * first); the call's callback then runs on an nng thread. */
+static void rpc_timer_main(void *arg)
+{
+	rpc_client *c = arg;
+	nng_mtx_lock(c->mtx);
+	while (!c->closing) {
+		rpc_pending *p = c->head;
+		int64_t now = clock_mono_ms();
+		if (p == NULL) {
+			c->timer_until = now + RPC_TIMER_IDLE_MS;
+			nng_cv_until(c->cv, nng_clock() + RPC_TIMER_IDLE_MS);
+			continue;
+		}
+		if (p->expire_mono > now) {
+			c->timer_until = p->expire_mono;
+			nng_cv_until(c->cv, nng_clock() + (nng_time)(p->expire_mono - now));
+			continue;
+		}
+		c->timer_until = now;
+		rpc_timer_disarm(c, p);
+		p->timed_out = true;
+		nng_aio_cancel(p->aio);
+	}
+	nng_mtx_unlock(c->mtx);
+}
+
+static void rpc_pending_finish(rpc_pending *p, rpc_result *res)
+{
+	rpc_client *c = p->client;
+	nng_mtx_lock(c->mtx);
+	rpc_timer_disarm(c, p); /* from here the timer no longer touches p */
+	nng_mtx_unlock(c->mtx);
+	rpc_group *g = p->group;
+	if (g != NULL) {
+		nng_mtx_lock(g->mtx);
+		bool last = --g->pending == 0;
+		nng_mtx_unlock(g->mtx);
+		if (last) {
+			/* the copy that finishes last answers (duplicate mode) */
+			g->done(g->arg, res);
+			nng_mtx_free(g->mtx);
+			free(g);
+		}
+	}
+	for (size_t i = 0; i < p->nsubs; i++)
+		if (!p->subs[i].finished)
+			p->subs[i].done(p->subs[i].arg, res);
+	free(p->subs);
+	free(res->payload);
+	nng_ctx_close(p->ctx);
+	nng_aio_reap(p->aio);
+	free(p);
+	nng_mtx_lock(c->mtx);
+	if (--c->calls == 0 && c->closing)
+		nng_cv_wake(c->cv); /* rpc_client_close waits for this */
+	nng_mtx_unlock(c->mtx);
+}
+
+/* rpc_pending_rv is the result of p's aio, a cancellation by the timer
+ * reported as the timeout it is. */
+static int rpc_pending_rv(rpc_pending *p)
+{
+	int rv = nng_aio_result(p->aio);
+	if (rv == NNG_ECANCELED) {
+		nng_mtx_lock(p->client->mtx);
+		if (p->timed_out)
+			rv = NNG_ETIMEDOUT;
+		nng_mtx_unlock(p->client->mtx);
+	}
+	return rv;
+}
+
+/* rpc_sub_find is the call of batch p with request id `rid`, or NULL. The
+ * replies come in the order of the calls: the search starts at *from. */
+static rpc_sub *rpc_sub_find(rpc_pending *p, const char *rid, size_t *from)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long id = strtoull(rid, &end, 10);
+	if (errno != 0 || end == rid || *end != '\0')
+		return NULL;
+	for (size_t k = 0; k < p->nsubs; k++) {
+		rpc_sub *sub = &p->subs[(*from + k) % p->nsubs];
+		if (sub->id == id && !sub->finished) {
+			*from = (*from + k + 1) % p->nsubs;
+			return sub;
+		}
+	}
+	return NULL;
+}
+
+/* rpc_batch_reply hands each call of batch p its reply from frame `m`.
+ * Returns true when every call is answered; false leaves the rest waiting
+ * (*res is then unset), or fills *res with what answers them all. */
+static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *all_alike)
+{
+	*all_alike = true;
+	Sagas__V1__ReplyEnvelope *env
+	    = sagas__v1__reply_envelope__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+	if (env == NULL) {
+		rpc_transport_result(res, NNG_EPROTO);
+		snprintf(res->message, sizeof res->message, "malformed reply envelope");
+		return false;
+	}
+	if (env->code != RPC_OK) {
+		/* refused as a whole (or an old server): every call alike */
+		rpc_result_of(res, env);
+		res->payload = NULL; /* freed with env below */
+		res->payload_len = 0;
+		sagas__v1__reply_envelope__free_unpacked(env, NULL);
+		return false;
+	}
+	*all_alike = false;
+	size_t from = 0, answered = 0;
+	for (size_t i = 0; i < env->n_replies; i++) {
+		const Sagas__V1__ReplyEnvelope *r = env->replies[i];
+		rpc_sub *sub = rpc_sub_find(p, r->request_id, &from);
+		if (sub == NULL)
+			continue; /* not ours, or a second reply: ignored */
+		rpc_result one;
+		rpc_result_of(&one, r);
+		sub->finished = true;
+		sub->done(sub->arg, &one);
+		answered++;
+	}
+	sagas__v1__reply_envelope__free_unpacked(env, NULL);
+	return answered == p->nsubs;
+}
+
+static void rpc_pending_cb(void *arg)
+{
+	rpc_pending *p = arg;
+	rpc_client *c = p->client;
+	rpc_result res;
+	int rv = rpc_pending_rv(p);
+	if (p->sleeping) {
+		/* the calls the server dropped time out, as lone calls would */
+		rpc_transport_result(&res, NNG_ETIMEDOUT);
+		rpc_pending_finish(p, &res);
+		return;
+	}
+	if (!p->receiving) {
+		if (rv != 0) {
+			nng_msg_free(p->req); /* not handed over */
+			rpc_transport_result(&res, rv);
+			rpc_pending_finish(p, &res);
+			return;
+		}
+		p->receiving = true;
+		/* under c->mtx: the timer either fired before (then no receive)
+		 * or cancels the receive once it is registered */
+		nng_mtx_lock(c->mtx);
+		bool late = p->timed_out;
+		if (!late)
+			nng_ctx_recv(p->ctx, p->aio);
+		nng_mtx_unlock(c->mtx);
+		if (late) {
+			rpc_transport_result(&res, NNG_ETIMEDOUT);
+			rpc_pending_finish(p, &res);
+		}
+		return;
+	}
+	if (rv == 0 && p->batch) {
+		nng_msg *m = nng_aio_get_msg(p->aio);
+		bool all_alike = false;
+		bool done = rpc_batch_reply(p, m, &res, &all_alike);
+		nng_msg_free(m);
+		if (done || all_alike) {
+			if (done)
+				memset(&res, 0, sizeof res); /* no call left to answer */
+			rpc_pending_finish(p, &res);
+			return;
+		}
+		/* wait out the deadline for the rest, under c->mtx as above */
+		nng_mtx_lock(c->mtx);
+		bool late = p->timed_out;
+		if (!late) {
+			p->sleeping = true;
+			int64_t left = p->expire_mono - clock_mono_ms();
+			nng_sleep_aio((nng_duration)(left > 0 ? left : 0), p->aio);
+		}
+		nng_mtx_unlock(c->mtx);
+		if (late) {
+			rpc_transport_result(&res, NNG_ETIMEDOUT);
+			rpc_pending_finish(p, &res);
+		}
+		return;
+	}
+	if (rv != 0) {
+		rpc_transport_result(&res, rv);
+	} else {
+		nng_msg *m = nng_aio_get_msg(p->aio);
+		if (rpc_decode_reply(nng_msg_body(m), nng_msg_len(m), &res) != 0) {
+			rpc_transport_result(&res, NNG_EPROTO);
+			snprintf(res.message, sizeof res.message, "malformed reply envelope");
+		}
+		nng_msg_free(m);
+	}
+	rpc_pending_finish(p, &res);
+}
+
+/* rpc_pending_open makes a call for frame `req` (taken, also on failure)
+ * with its context and aio, not yet started. Returns 0 or a negative errno. */
+static int rpc_pending_open(rpc_client *c, nng_msg *req, int64_t timeout_ms, rpc_pending **out)
+{
+	rpc_pending *p = calloc(1, sizeof *p);
+	if (p == NULL) {
+		nng_msg_free(req);
+		return -ENOMEM;
+	}
+	p->client = c;
+	p->req = req;
+	p->expire_mono = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+	int rv = nng_ctx_open(&p->ctx, c->sock);
+	if (rv == 0) {
+		rv = nng_aio_alloc(&p->aio, rpc_pending_cb, p);
+		if (rv != 0)
+			nng_ctx_close(p->ctx);
+	}
+	if (rv != 0) {
+		nng_msg_free(req);
+		free(p);
+		return rpc_errno(rv);
+	}
+	*out = p;
+	return 0;
+}
+
+/* rpc_pending_discard frees a call rpc_pending_open made and never started. */
+static void rpc_pending_discard(rpc_pending *p)
+{
+	if (p == NULL)
+		return;
+	nng_aio_free(p->aio);
+	nng_ctx_close(p->ctx);
+	nng_msg_free(p->req);
+	free(p);
+}
+
+/* rpc_pending_launch arms and sends the `n` calls: under c->mtx, so the
+ * timer cancels a send only once it is registered ("Timeouts" above). */
+static void rpc_pending_launch(rpc_client *c, rpc_pending **ps, int n)
+{
+	nng_mtx_lock(c->mtx);
+	for (int i = 0; i < n; i++) {
+		c->calls++;
+		rpc_timer_arm(c, ps[i]);
+		nng_aio_set_timeout(ps[i]->aio, NNG_DURATION_INFINITE);
+		nng_aio_set_msg(ps[i]->aio, ps[i]->req);
+		nng_ctx_send(ps[i]->ctx, ps[i]->aio);
+	}
+	nng_mtx_unlock(c->mtx);
+}
+
+int rpc_call_async(rpc_client *c, const char *method, const ProtobufCMessage *req,
+    int64_t timeout_ms, rpc_done_fn done, void *arg)
+{
+	int copies = c->opts.duplicate ? 2 : 1;
+	int err = 0;
+	rpc_pending *ps[2] = {NULL, NULL};
+	rpc_group *g = calloc(1, sizeof *g);
+	if (g == NULL || nng_mtx_alloc(&g->mtx) != 0) {
+		free(g);
+		return -ENOMEM;
+	}
+	g->pending = copies;
+	g->done = done;
+	g->arg = arg;
+	for (int i = 0; i < copies; i++) {
+		nng_msg *m = rpc_encode_request(c, method, req, timeout_ms, &err);
+		if (m == NULL)
+			goto out_undo;
+		err = rpc_pending_open(c, m, timeout_ms, &ps[i]);
+		if (err != 0)
+			goto out_undo;
+		ps[i]->group = g;
+	}
+	rpc_pending_launch(c, ps, copies);
+	return 0;
+out_undo:
+	for (int i = 0; i < copies; i++)
+		rpc_pending_discard(ps[i]);
+	nng_mtx_free(g->mtx);
+	free(g);
+	return err;
+}
+
+/* ---- batches (rpc_batch_open) ---- */
+
+struct rpc_batch {
+	rpc_client *c;
+	size_t max_calls;   /* a frame each max_calls calls */
+	int64_t timeout_ms; /* of every call in the batch */
+	size_t n;
+	size_t bytes; /* the calls' encoded size, about */
+	Sagas__V1__RequestEnvelope envs[RPC_BATCH_MAX];
+	char ids[RPC_BATCH_MAX][RPC_RID_MAX];
+	rpc_sub subs[RPC_BATCH_MAX];
+};
+
+rpc_batch *rpc_batch_open(rpc_client *c, int max_calls)
+{
+	rpc_batch *b = calloc(1, sizeof *b);
+	if (b == NULL)
+		return NULL;
+	b->c = c;
+	b->max_calls = max_calls < 1    ? 1
+	    : max_calls > RPC_BATCH_MAX ? RPC_BATCH_MAX
+	                                : (size_t)max_calls;
+	return b;
+}
+
+/* rpc_batch_fail answers the calls of b that could not be sent. */
+static void rpc_batch_fail(rpc_batch *b, int err)
+{
+	rpc_result res;
+	rpc_transport_result(&res, NNG_ECLOSED); /* UNAVAILABLE */
+	snprintf(res.message, sizeof res.message, "could not send: %s", strerror(-err));
+	for (size_t i = 0; i < b->n; i++)
+		b->subs[i].done(b->subs[i].arg, &res);
+}
+
+/* rpc_batch_flush sends the calls gathered so far and empties b. */
+static void rpc_batch_flush(rpc_batch *b)
+{
+	if (b->n == 0)
+		return;
+	rpc_client *c = b->c;
+	int err = 0;
+	nng_msg *m = NULL;
+	rpc_pending *p = NULL;
+	if (b->n == 1) {
+		/* a lone call goes as a plain frame */
+		m = rpc_pack_envelope(c, &b->envs[0], &err);
+	} else {
+		Sagas__V1__RequestEnvelope *ptrs[RPC_BATCH_MAX];
+		for (size_t i = 0; i < b->n; i++)
+			ptrs[i] = &b->envs[i];
+		char rid[RPC_RID_MAX];
+		Sagas__V1__RequestEnvelope env;
+		rpc_envelope_init(c, &env, RPC_BATCH_METHOD, rid, b->timeout_ms, NULL, 0);
+		env.n_calls = b->n;
+		env.calls = ptrs;
+		m = rpc_pack_envelope(c, &env, &err);
+	}
+	if (m != NULL)
+		err = rpc_pending_open(c, m, b->timeout_ms, &p);
+	if (err == 0) {
+		p->subs = malloc(b->n * sizeof *p->subs);
+		if (p->subs == NULL) {
+			rpc_pending_discard(p);
+			err = -ENOMEM;
+		} else {
+			memcpy(p->subs, b->subs, b->n * sizeof *p->subs);
+			p->nsubs = b->n;
+			p->batch = b->n > 1;
+		}
+	}
+	if (err == 0)
+		rpc_pending_launch(c, &p, 1);
+	else
+		rpc_batch_fail(b, err);
+	for (size_t i = 0; i < b->n; i++)
+		free(b->envs[i].payload.data);
+	b->n = 0;
+	b->bytes = 0;
+}
+
+int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
+    rpc_done_fn done, void *arg)
+{
+	rpc_client *c = b->c;
+	if (c->opts.duplicate || (b->n > 0 && timeout_ms != b->timeout_ms))
+		return rpc_call_async(c, method, req, timeout_ms, done, arg);
+	size_t plen = 0;
+	uint8_t *pbuf = rpc_pack_payload(req, &plen);
+	if (pbuf == NULL)
+		return -ENOMEM;
+	size_t need = plen + strlen(method) + 48;
+	if (need > c->opts.max_msg / 2) {
+		free(pbuf);
+		return rpc_call_async(c, method, req, timeout_ms, done, arg);
+	}
+	if (b->n == b->max_calls || b->bytes + need > c->opts.max_msg / 2)
+		rpc_batch_flush(b);
+	if (b->n == 0)
+		b->timeout_ms = timeout_ms;
+	size_t i = b->n++;
+	uint64_t id = rpc_envelope_init(c, &b->envs[i], method, b->ids[i], timeout_ms, pbuf, plen);
+	b->subs[i] = (rpc_sub) {.done = done, .arg = arg, .id = id};
+	b->bytes += need;
+	return 0;
+}
+
+void rpc_batch_send(rpc_batch *b)
+{
+	if (b == NULL)
+		return;
+	rpc_batch_flush(b);
+	free(b);
+}
+
+/* Blocking calls wait on a condition variable fed by the async path. */
+typedef struct rpc_sync {
+	nng_mtx *mtx;
+	nng_cv *cv;
+	bool done;
+	rpc_result *res;
+} rpc_sync;
+
+static void rpc_sync_done(void *arg, const rpc_result *res)
+{
+	rpc_sync *s = arg;
+	nng_mtx_lock(s->mtx);
+	*s->res = *res;
+	s->res->payload = NULL;
+	if (res->payload_len > 0) {
+		s->res->payload = malloc(res->payload_len);
+		if (s->res->payload == NULL) {
+			s->res->code = RPC_INTERNAL;
+			s->res->payload_len = 0;
+		} else {
+			memcpy(s->res->payload, res->payload, res->payload_len);
+		}
+	}
+	s->done = true;
+	nng_cv_wake(s->cv);
+	nng_mtx_unlock(s->mtx);
+}
+
+int rpc_call(rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
+    rpc_result *res)
+{
+	rpc_sync s = {.res = res};
+	memset(res, 0, sizeof *res);
+	if (nng_mtx_alloc(&s.mtx) != 0)
+		return -ENOMEM;
+	if (nng_cv_alloc(&s.cv, s.mtx) != 0) {
+		nng_mtx_free(s.mtx);
+		return -ENOMEM;
+	}
+	int rc = rpc_call_async(c, method, req, timeout_ms, rpc_sync_done, &s);
+	if (rc == 0) {
+		nng_mtx_lock(s.mtx);
+		while (!s.done)
+			nng_cv_wait(s.cv);
+		nng_mtx_unlock(s.mtx);
+	}
+	nng_cv_free(s.cv);
+	nng_mtx_free(s.mtx);
+	return rc;
+}
+
+void rpc_result_clear(rpc_result *res)
+{
+	free(res->payload);
+	res->payload = NULL;
+	res->payload_len = 0;
+}
+
+int rpc_call_raw(rpc_client *c, const uint8_t *bytes, size_t len, int64_t timeout_ms,
+    uint8_t **reply, size_t *reply_len)
+{
+	nng_ctx ctx;
+	nng_aio *aio = NULL;
+	nng_msg *m = NULL;
+	int rv = nng_ctx_open(&ctx, c->sock);
+	if (rv != 0)
+		return rpc_errno(rv);
+	if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0)
+		goto out_ctx;
+	if ((rv = nng_msg_alloc(&m, len)) != 0)
+		goto out_aio;
+	if (len > 0)
+		memcpy(nng_msg_body(m), bytes, len);
+	nng_aio_set_timeout(aio, (nng_duration)timeout_ms);
+	nng_aio_set_msg(aio, m);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	if ((rv = nng_aio_result(aio)) != 0) {
+		nng_msg_free(m);
+		goto out_aio;
+	}
+	nng_ctx_recv(ctx, aio);
+	nng_aio_wait(aio);
+	if ((rv = nng_aio_result(aio)) != 0)
+		goto out_aio;
+	m = nng_aio_get_msg(aio);
+	*reply_len = nng_msg_len(m);
+	*reply = malloc(*reply_len ? *reply_len : 1);
+	if (*reply == NULL)
+		rv = NNG_ENOMEM;
+	else
+		memcpy(*reply, nng_msg_body(m), *reply_len);
+	nng_msg_free(m);
+out_aio:
+	nng_aio_free(aio);
+out_ctx:
+	nng_ctx_close(ctx);
+	return rpc_errno(rv);
+}

@@ -1,0 +1,756 @@
+/* rpc_server: the server side of rpc.h (REP contexts, the queue, the
+ * workers, batches, held calls). */
+#include "rpc.h"
+#include "rpc_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "admin.h"
+#include "clock.h"
+#include "fault.h"
+#include "health.h"
+#include "log.h"
+#include "sagas/v1/rpc.pb-c.h"
+#include "valid.h"
+
+/* ---- server ----
+ *
+ * RPC_SERVER_CONTEXTS REP contexts ("slots") receive concurrently, each
+ * through its own aio. A received request is put on the server's queue; a
+ * worker takes everything queued (up to RPC_BATCH_MAX), serves it, and sends
+ * each reply on its slot's context; the send's completion starts the slot's
+ * next receive. A slot is owned by exactly one party at a time: nng while a
+ * receive or send is under way, the queue, or one worker. */
+
+struct rpc_server;
+
+enum { RPC_SLOT_RECV, RPC_SLOT_SEND };
+
+typedef struct rpc_slot {
+	struct rpc_server *srv;
+	nng_ctx ctx;
+	nng_aio *aio;
+	int state;                               /* RPC_SLOT_RECV or RPC_SLOT_SEND */
+	nng_msg *msg;                            /* the request, from receive until served */
+	struct rpc_slot *next;                   /* queue link */
+	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
+	uint32_t pipe;                           /* of a held call */
+	int64_t recv_ms;                         /* clock_mono_ms when the request arrived */
+} rpc_slot;
+
+typedef struct rpc_worker {
+	struct rpc_server *srv;
+	nng_thread *thread;
+	int index;
+} rpc_worker;
+
+struct rpc_server {
+	nng_socket sock;
+	const rpc_server_ops *ops;
+	void *app;
+	nng_mtx *mtx; /* guards the queue, closing and the counts below */
+	nng_cv *cv;
+	rpc_slot *qhead, *qtail;
+	bool closing;
+	bool lingering;         /* a worker waits for more calls (ops->linger_us) */
+	atomic_bool closing_cb; /* closing, for the slot callbacks */
+	int held;               /* calls held (rpc_hold) and not yet answered */
+	int sending;            /* replies handed to nng and not yet sent */
+	rpc_slot *slots;
+	int nslots;
+	int nworkers;
+	rpc_worker *workers;
+};
+
+/* One received frame while a worker serves it: a plain call, or a batch
+ * (RPC_BATCH_METHOD) whose calls are served with the other frames' calls and
+ * answered together in one reply frame. */
+typedef struct rpc_frame {
+	rpc_slot *slot;
+	nng_msg *msg; /* the request frame, taken from the slot: a held call's slot
+	                 may receive the next request while this one is served */
+	Sagas__V1__RequestEnvelope *env; /* NULL when it did not decode */
+	bool batch;                      /* env->calls are the calls */
+	bool answered;                   /* refused as a whole: `reply` answers it */
+	rpc_reply reply;
+	char request_id[RPC_REQUEST_ID_MAX + 1];
+	size_t first, n; /* its calls: items[first .. first + n) */
+	int64_t recv_ms; /* clock_mono_ms when the frame arrived */
+} rpc_frame;
+
+/* The decoded form of one call while a worker serves it. */
+typedef struct rpc_item {
+	rpc_frame *frame;
+	const Sagas__V1__RequestEnvelope *env; /* the call's envelope (borrowed) */
+	rpc_reply reply;
+	char request_id[RPC_REQUEST_ID_MAX + 1];
+	bool answered; /* reply already final (refused at the edge, health, admin) */
+	bool drop;     /* send no reply (fault drop_request or drop_reply) */
+	bool held;     /* rpc_hold: the reply comes later, rpc_held_reply */
+} rpc_item;
+
+rpc_held *rpc_hold(const rpc_request *call)
+{
+	rpc_item *it = call->held;
+	if (it == NULL)
+		return NULL; /* a call inside a batch is answered with the batch */
+	it->held = true;
+	rpc_slot *sl = it->frame->slot;
+	memcpy(sl->request_id, it->request_id, sizeof it->request_id);
+	sl->pipe = nng_pipe_id(nng_msg_get_pipe(it->frame->msg));
+	rpc_server *s = sl->srv;
+	nng_mtx_lock(s->mtx);
+	s->held++;
+	nng_mtx_unlock(s->mtx);
+	return (rpc_held *)sl;
+}
+
+/* rpc_reply_envelope fills `env` (borrowing from `reply`). */
+static void rpc_reply_envelope(
+    Sagas__V1__ReplyEnvelope *env, const rpc_reply *reply, const char *request_id)
+{
+	sagas__v1__reply_envelope__init(env);
+	env->request_id = (char *)request_id;
+	env->code = reply->code;
+	env->message = (char *)reply->message;
+	env->reason = (char *)reply->reason;
+	env->payload.data = reply->payload;
+	env->payload.len = reply->payload_len;
+}
+
+/* rpc_encode_reply packs `reply` into a new nng message, or NULL. */
+static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
+{
+	Sagas__V1__ReplyEnvelope env;
+	rpc_reply_envelope(&env, reply, request_id);
+	size_t n = sagas__v1__reply_envelope__get_packed_size(&env);
+	nng_msg *m = NULL;
+	if (nng_msg_alloc(&m, n) != 0)
+		return NULL;
+	sagas__v1__reply_envelope__pack(&env, nng_msg_body(m));
+	return m;
+}
+
+static void rpc_slot_recv(rpc_slot *sl)
+{
+	sl->state = RPC_SLOT_RECV;
+	nng_ctx_recv(sl->ctx, sl->aio);
+}
+
+/* rpc_slot_send hands the reply `out` to nng on the slot's context; its
+ * completion (rpc_slot_cb) starts the slot's next receive. */
+static void rpc_slot_send(rpc_slot *sl, nng_msg *out)
+{
+	rpc_server *s = sl->srv;
+	nng_mtx_lock(s->mtx);
+	s->sending++;
+	nng_mtx_unlock(s->mtx);
+	sl->state = RPC_SLOT_SEND;
+	nng_aio_set_msg(sl->aio, out);
+	nng_ctx_send(sl->ctx, sl->aio);
+}
+
+/* rpc_slot_cb runs on an nng thread when a slot's receive or send ends. */
+static void rpc_slot_cb(void *arg)
+{
+	rpc_slot *sl = arg;
+	rpc_server *s = sl->srv;
+	int rv = nng_aio_result(sl->aio);
+	/* while stopping, a slot never receives again: nng completes the sends
+	 * a closing pipe drops as if they were sent, and a receive started
+	 * while the socket closes panics or hangs nng 1.5.2 */
+	bool closing = atomic_load(&s->closing_cb);
+	if (sl->state == RPC_SLOT_SEND) {
+		if (rv != 0)
+			nng_msg_free(nng_aio_get_msg(sl->aio)); /* not handed over */
+		nng_mtx_lock(s->mtx);
+		if (--s->sending == 0 && s->closing)
+			nng_cv_wake(s->cv);
+		nng_mtx_unlock(s->mtx);
+		if (rv == NNG_ECLOSED || closing)
+			return;
+		rpc_slot_recv(sl);
+		return;
+	}
+	if (rv == NNG_ECLOSED || closing) {
+		if (rv == 0)
+			nng_msg_free(nng_aio_get_msg(sl->aio)); /* too late to serve */
+		return;
+	}
+	if (rv != 0) {
+		/* a receive can only fail when closing or out of memory; try
+		 * again rather than lose the slot */
+		rpc_slot_recv(sl);
+		return;
+	}
+	sl->msg = nng_aio_get_msg(sl->aio);
+	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
+	sl->next = NULL;
+	nng_mtx_lock(s->mtx);
+	if (s->qtail)
+		s->qtail->next = sl;
+	else
+		s->qhead = sl;
+	s->qtail = sl;
+	bool wake = !s->lingering; /* a lingering worker takes it when it wakes */
+	nng_mtx_unlock(s->mtx);
+	/* after the unlock, so the worker woken does not block on s->mtx
+	 * still held here; rpc_server_free stops every slot's aio (waiting
+	 * for this callback) before it frees the cv */
+	if (wake)
+		nng_cv_wake1(s->cv);
+}
+
+/* rpc_server_open_frame decodes a request frame and says how many calls
+ * it carries (f->n): 1 for a plain envelope, its calls for a batch, 0 when
+ * it is refused as a whole (f->answered: undecodable, or a bad batch). */
+static void rpc_server_open_frame(rpc_frame *f)
+{
+	f->env
+	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(f->msg), nng_msg_body(f->msg));
+	f->n = 0;
+	if (f->env == NULL) {
+		f->answered = true;
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
+		    "could not decode request envelope");
+		return;
+	}
+	if (strcmp(f->env->method, RPC_BATCH_METHOD) != 0) {
+		f->n = 1; /* a plain call: rpc_server_decode checks the rest */
+		return;
+	}
+	size_t idlen = strlen(f->env->request_id);
+	f->answered = true;
+	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(f->env->request_id, idlen)) {
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		return;
+	}
+	memcpy(f->request_id, f->env->request_id, idlen + 1);
+	if (f->env->n_calls < 1 || f->env->n_calls > RPC_BATCH_CALLS_MAX) {
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid calls: a batch carries 1 to %d calls, got %zu", RPC_BATCH_CALLS_MAX,
+		    f->env->n_calls);
+		return;
+	}
+	f->answered = false;
+	f->batch = true;
+	f->n = f->env->n_calls;
+}
+
+/* rpc_batchable is true when `method` may travel in a batch frame
+ * (rpc_server_ops.batch_methods). */
+static bool rpc_batchable(const rpc_server *s, const char *method)
+{
+	if (s->ops->batch_methods == NULL)
+		return true;
+	for (const char *const *m = s->ops->batch_methods; *m != NULL; m++)
+		if (strcmp(*m, method) == 0)
+			return true;
+	return false;
+}
+
+/* rpc_call_deadline is the deadline of the call `env`, on this host's
+ * monotonic clock (ms), for a frame that arrived at `recv_ms` (monotonic):
+ * arrival + timeout_ms, a duration, so no clocks of two hosts are compared
+ * (docs/saga-semantics.md, rule T3). An envelope without timeout_ms (a client
+ * older than it) is read by its absolute deadline_unix_ms, compared with
+ * this host's wall clock as before. 0: the call has no deadline. */
+static int64_t rpc_call_deadline(const Sagas__V1__RequestEnvelope *env, int64_t recv_ms)
+{
+	if (env->timeout_ms > 0)
+		return recv_ms + env->timeout_ms;
+	if (env->deadline_unix_ms > 0) {
+		int64_t left = env->deadline_unix_ms - clock_wall_ms();
+		int64_t now = clock_mono_ms();
+		return left > 0 ? now + left : now; /* passed: due now */
+	}
+	return 0;
+}
+
+/* rpc_server_decode checks one call's envelope and answers what the server
+ * answers itself: a bad field, a passed deadline, Health, Admin, and the
+ * fault points before the handler. Sets it->answered or it->drop when the
+ * handler must not see the call, and fills *call otherwise. */
+static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
+{
+	const Sagas__V1__RequestEnvelope *env = it->env;
+	rpc_reply *reply = &it->reply;
+	it->answered = true;
+	size_t idlen = strlen(env->request_id);
+	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(env->request_id, idlen)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		return;
+	}
+	memcpy(it->request_id, env->request_id, idlen + 1);
+	if (!valid_utf8(env->method, strlen(env->method))) {
+		rpc_reply_error(
+		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
+		return;
+	}
+	if (strcmp(env->method, RPC_BATCH_METHOD) == 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid calls: a batch inside a batch");
+		return;
+	}
+	if (env->n_calls > 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid calls: only %s carries calls", RPC_BATCH_METHOD);
+		return;
+	}
+	if (it->frame->batch && !rpc_batchable(s, env->method)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid method: \"%s\" cannot travel in a batch; send it alone", env->method);
+		return;
+	}
+	if (env->timeout_ms < 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid timeout_ms: %" PRId64 " is negative", env->timeout_ms);
+		return;
+	}
+	int64_t deadline = rpc_call_deadline(env, it->frame->recv_ms);
+	if (deadline > 0 && deadline <= clock_mono_ms()) {
+		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "deadline",
+		    "deadline passed before the call was served");
+		return;
+	}
+	*call = (rpc_request) {
+	    .method = env->method,
+	    .request_id = env->request_id,
+	    .deadline_mono_ms = deadline,
+	    .payload = env->payload.data,
+	    .payload_len = env->payload.len,
+	    .in_batch = it->frame->batch,
+	    .held = it->frame->batch ? NULL : it,
+	};
+	/* Health and Admin before fault injection and the daemon's handler */
+	if (health_handle(call, reply, s->ops->service, s->ops->healthy, s->app))
+		return;
+	if (admin_handle(call, reply))
+		return;
+	/* failure injection (fault.h): off unless armed */
+	int64_t delay_ms = 0;
+	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
+		nng_msleep((nng_duration)delay_ms);
+	if (fault_check(FAULT_DROP_REQUEST, env->method, NULL)) {
+		it->drop = true;
+		return;
+	}
+	if (fault_check(FAULT_UNAVAILABLE, env->method, NULL)) {
+		rpc_reply_error(
+		    reply, RPC_UNAVAILABLE, "fault_injected", "unavailable (injected fault)");
+		return;
+	}
+	it->answered = false;
+}
+
+/* rpc_encode_batch_reply packs the replies of a batch frame's calls (those
+ * not dropped) into one reply frame, or NULL when out of memory. */
+static nng_msg *rpc_encode_batch_reply(const rpc_frame *f, const rpc_item *items)
+{
+	Sagas__V1__ReplyEnvelope *rs = calloc(f->n, sizeof *rs);
+	Sagas__V1__ReplyEnvelope **ptrs = calloc(f->n, sizeof *ptrs);
+	nng_msg *m = NULL;
+	if (rs != NULL && ptrs != NULL) {
+		size_t k = 0;
+		for (size_t i = 0; i < f->n; i++) {
+			const rpc_item *it = &items[f->first + i];
+			if (it->drop)
+				continue; /* the client times the call out */
+			rpc_reply_envelope(&rs[k], &it->reply, it->request_id);
+			ptrs[k] = &rs[k];
+			k++;
+		}
+		Sagas__V1__ReplyEnvelope env = SAGAS__V1__REPLY_ENVELOPE__INIT;
+		env.request_id = (char *)f->request_id;
+		env.code = RPC_OK;
+		env.message = env.reason = "";
+		env.n_replies = k;
+		env.replies = ptrs;
+		size_t n = sagas__v1__reply_envelope__get_packed_size(&env);
+		if (nng_msg_alloc(&m, n) == 0)
+			sagas__v1__reply_envelope__pack(&env, nng_msg_body(m));
+		else
+			m = NULL;
+	}
+	free(rs);
+	free(ptrs);
+	return m;
+}
+
+/* rpc_server_reply sends a frame's reply on its slot (or, for a dropped
+ * call, abandons the request by receiving again), and frees the frame's
+ * request and its calls' replies. */
+static void rpc_server_reply(rpc_frame *f, rpc_item *items)
+{
+	rpc_slot *sl = f->slot;
+	nng_msg *out = NULL;
+	bool held = false;
+	if (f->answered) {
+		out = rpc_encode_reply(&f->reply, f->request_id);
+	} else if (f->batch) {
+		out = rpc_encode_batch_reply(f, items);
+	} else {
+		rpc_item *it = &items[f->first];
+		held = it->held;
+		if (!it->drop && !held)
+			out = rpc_encode_reply(&it->reply, it->request_id);
+	}
+	free(f->reply.payload);
+	for (size_t i = 0; i < f->n; i++)
+		free(items[f->first + i].reply.payload);
+	if (f->env)
+		sagas__v1__request_envelope__free_unpacked(f->env, NULL);
+	nng_msg_free(f->msg);
+	f->msg = NULL;
+	if (held)
+		return; /* the slot is rpc_held_reply's now (it may have run already) */
+	if (out == NULL) {
+		/* dropped, or out of memory: the next receive on this context
+		 * abandons the request; the client times out and retries */
+		rpc_slot_recv(sl);
+		return;
+	}
+	rpc_slot_send(sl, out);
+}
+
+uint32_t rpc_held_pipe(const rpc_held *h)
+{
+	return ((const rpc_slot *)h)->pipe;
+}
+
+/* rpc_pipe_cb: nng says a client connection closed (NNG_PIPE_EV_REM_POST,
+ * under the socket's lock). */
+static void rpc_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	rpc_server *s = arg;
+	if (ev == NNG_PIPE_EV_REM_POST && s->ops->pipe_closed)
+		s->ops->pipe_closed(s->app, nng_pipe_id(p));
+}
+
+void rpc_held_reply(rpc_held *h, rpc_reply *reply)
+{
+	rpc_slot *sl = (rpc_slot *)h;
+	rpc_server *s = sl->srv;
+	nng_msg *out = rpc_encode_reply(reply, sl->request_id);
+	free(reply->payload);
+	reply->payload = NULL;
+	reply->payload_len = 0;
+	if (out == NULL) {
+		if (!atomic_load(&s->closing_cb))
+			rpc_slot_recv(sl); /* out of memory: the client times out */
+	} else {
+		rpc_slot_send(sl, out);
+	}
+	/* counted down after the send is counted up: no instant with neither */
+	nng_mtx_lock(s->mtx);
+	if (--s->held == 0 && s->closing)
+		nng_cv_wake(s->cv);
+	nng_mtx_unlock(s->mtx);
+}
+
+/* rpc_server_handle runs the daemon's handler on the `m` calls at idx[]:
+ * as batches of up to RPC_BATCH_MAX when it has handle_batch and no fault
+ * is armed, else one by one with the fault points after the handler. */
+static void rpc_server_handle(
+    rpc_server *s, void *wstate, rpc_item *items, rpc_request *calls, const size_t *idx, size_t m)
+{
+	if (m > 0 && s->ops->handle_batch != NULL && !fault_any()) {
+		rpc_reply replies[RPC_BATCH_MAX];
+		for (size_t at = 0; at < m; at += RPC_BATCH_MAX) {
+			size_t k = m - at < RPC_BATCH_MAX ? m - at : RPC_BATCH_MAX;
+			memset(replies, 0, k * sizeof *replies);
+			s->ops->handle_batch(s->app, wstate, calls + at, replies, k);
+			for (size_t j = 0; j < k; j++)
+				items[idx[at + j]].reply = replies[j];
+		}
+		return;
+	}
+	for (size_t k = 0; k < m; k++) {
+		rpc_item *it = &items[idx[k]];
+		s->ops->handle(s->app, wstate, &calls[k], &it->reply);
+		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, calls[k].method);
+		it->drop = fault_check(FAULT_DROP_REPLY, calls[k].method, NULL);
+	}
+}
+
+/* rpc_server_serve serves the `n` frames a worker took at once: the
+ * server's own answers first, then the daemon's handler for the calls of
+ * all the frames together (rpc_server_handle), then one reply per frame. */
+/* rpc_server_take_frames opens the frames of taken[from .. to) into
+ * frames[from .. to) (rpc_server_open_frame). */
+static void rpc_server_take_frames(rpc_frame *frames, rpc_slot **taken, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		rpc_frame *f = &frames[i];
+		memset(f, 0, sizeof *f);
+		f->slot = taken[i];
+		f->msg = taken[i]->msg;
+		f->recv_ms = taken[i]->recv_ms;
+		taken[i]->msg = NULL;
+		rpc_server_open_frame(f);
+	}
+}
+
+/* rpc_server_serve serves the `n` opened frames (rpc_server_take_frames)
+ * as one batch and sends their replies. */
+static void rpc_server_serve(rpc_server *s, void *wstate, rpc_frame *frames, size_t n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		frames[i].first = total;
+		total += frames[i].n;
+	}
+	rpc_item *items = calloc(total ? total : 1, sizeof *items);
+	rpc_request *calls = calloc(total ? total : 1, sizeof *calls);
+	size_t *idx = calloc(total ? total : 1, sizeof *idx);
+	if (items == NULL || calls == NULL || idx == NULL) {
+		for (size_t i = 0; i < n; i++) {
+			frames[i].n = 0;
+			frames[i].answered = true;
+			rpc_reply_error(
+			    &frames[i].reply, RPC_RESOURCE_EXHAUSTED, "", "out of memory");
+		}
+		total = 0;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		rpc_frame *f = &frames[i];
+		for (size_t k = 0; k < f->n; k++) {
+			rpc_item *it = &items[f->first + k];
+			it->frame = f;
+			it->env = f->batch ? f->env->calls[k] : f->env;
+			rpc_server_decode(s, it, &calls[m]);
+			if (!it->answered && !it->drop)
+				idx[m++] = f->first + k;
+		}
+	}
+	rpc_server_handle(s, wstate, items, calls, idx, m);
+	for (size_t i = 0; i < n; i++)
+		rpc_server_reply(&frames[i], items);
+	free(items);
+	free(calls);
+	free(idx);
+}
+
+/* rpc_queue_take moves queued slots into taken[n ..] until `max` are taken
+ * or the queue is empty; returns the new count. Caller holds s->mtx. */
+static size_t rpc_queue_take(rpc_server *s, rpc_slot **taken, size_t n, size_t max)
+{
+	while (s->qhead != NULL && n < max) {
+		taken[n++] = s->qhead;
+		s->qhead = s->qhead->next;
+	}
+	if (s->qhead == NULL)
+		s->qtail = NULL;
+	return n;
+}
+
+static void rpc_worker_main(void *arg)
+{
+	rpc_worker *w = arg;
+	rpc_server *s = w->srv;
+	void *wstate = NULL;
+	if (s->ops->worker_init && s->ops->worker_init(s->app, &wstate) != 0) {
+		log_error(NULL, "rpc worker %d could not start", w->index);
+		return;
+	}
+	rpc_slot *taken[RPC_BATCH_MAX];
+	rpc_frame *frames = calloc(RPC_BATCH_MAX, sizeof *frames);
+	rpc_linger_frame lf[RPC_BATCH_MAX];
+	if (frames == NULL) {
+		log_error(NULL, "rpc worker %d could not start: out of memory", w->index);
+		if (s->ops->worker_fini)
+			s->ops->worker_fini(s->app, wstate);
+		return;
+	}
+	for (;;) {
+		nng_mtx_lock(s->mtx);
+		/* while one worker lingers, the queue is its own */
+		while (!s->closing && (s->qhead == NULL || s->lingering))
+			nng_cv_wait(s->cv);
+		if (s->closing) {
+			nng_mtx_unlock(s->mtx);
+			break;
+		}
+		/* one call at a time while a fault is armed, so each fault
+		 * point fires for exactly the call it names */
+		size_t max = fault_any() ? 1 : RPC_BATCH_MAX;
+		size_t n = rpc_queue_take(s, taken, 0, max), opened = 0;
+		/* fewer than max taken: the queue is empty, and no one lingers
+		 * (the wait above) */
+		if (n < max && s->ops->linger_us && s->ops->handle_batch) {
+			/* batching under load: the daemon may wait a little for
+			 * more calls, which queue for this worker alone
+			 * (rpc_slot_cb), depending on what it took */
+			s->lingering = true;
+			nng_mtx_unlock(s->mtx);
+			rpc_server_take_frames(frames, taken, 0, n);
+			opened = n;
+			for (size_t i = 0; i < n; i++) {
+				const Sagas__V1__RequestEnvelope *env = frames[i].env;
+				lf[i].method = env != NULL ? env->method : "";
+				lf[i].payload = env != NULL ? env->payload.data : NULL;
+				lf[i].payload_len = env != NULL ? env->payload.len : 0;
+			}
+			clock_sleep_us(s->ops->linger_us(s->app, lf, n));
+			nng_mtx_lock(s->mtx);
+			s->lingering = false;
+			n = rpc_queue_take(s, taken, n, max);
+		}
+		if (s->qhead != NULL)
+			nng_cv_wake1(s->cv); /* more for another worker */
+		nng_mtx_unlock(s->mtx);
+		rpc_server_take_frames(frames, taken, opened, n);
+		rpc_server_serve(s, wstate, frames, n);
+	}
+	free(frames);
+	if (s->ops->worker_fini)
+		s->ops->worker_fini(s->app, wstate);
+}
+
+/* rpc_server_free frees what rpc_server_start made; the socket is closed
+ * and no worker runs. */
+static void rpc_server_free(rpc_server *s)
+{
+	for (int i = 0; i < s->nslots; i++) {
+		rpc_slot *sl = &s->slots[i];
+		if (sl->aio) {
+			nng_aio_stop(sl->aio); /* waits for its callback */
+			nng_aio_free(sl->aio);
+		}
+	}
+	/* requests received but never served */
+	for (rpc_slot *sl = s->qhead; sl; sl = sl->next)
+		nng_msg_free(sl->msg);
+	free(s->slots);
+	free(s->workers);
+	if (s->cv)
+		nng_cv_free(s->cv);
+	if (s->mtx)
+		nng_mtx_free(s->mtx);
+	free(s);
+}
+
+/* How long rpc_server_stop waits for replies under way, and then for the
+ * pipes to write them (ms). */
+#define RPC_STOP_DRAIN_MS 2000
+#define RPC_STOP_FLUSH_MS 100
+
+/* rpc_server_close_and_join stops the queue, joins the workers, lets the
+ * replies under way go out and closes the socket. */
+static void rpc_server_close_and_join(rpc_server *s)
+{
+	nng_mtx_lock(s->mtx);
+	s->closing = true;
+	atomic_store(&s->closing_cb, true);
+	nng_cv_wake(s->cv);
+	nng_mtx_unlock(s->mtx);
+	/* the workers finish the batch they serve and send its replies */
+	for (int i = 0; i < s->nworkers; i++)
+		nng_thread_destroy(s->workers[i].thread); /* joins */
+	s->nworkers = 0;
+	/* the replies already handed over, and those of held calls answered
+	 * meanwhile (the orchestrator answers its waits before it stops),
+	 * reach their clients before the socket closes */
+	nng_time until = nng_clock() + RPC_STOP_DRAIN_MS;
+	nng_mtx_lock(s->mtx);
+	bool sent_any = s->held > 0 || s->sending > 0;
+	while ((s->held > 0 || s->sending > 0) && nng_clock() < until)
+		nng_cv_until(s->cv, until);
+	nng_mtx_unlock(s->mtx);
+	if (sent_any)
+		nng_msleep(RPC_STOP_FLUSH_MS); /* the pipes write what they took */
+	nng_close(s->sock); /* every receive and send left ends with NNG_ECLOSED */
+}
+
+int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
+    const rpc_server_ops *ops, void *app)
+{
+	if (contexts == 0)
+		contexts = RPC_SERVER_CONTEXTS;
+	if (workers < 1 || workers > 256 || contexts < 1 || contexts > 65536 || ops == NULL
+	    || ops->handle == NULL)
+		return -EINVAL;
+	rpc_server *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return -ENOMEM;
+	s->ops = ops;
+	s->app = app;
+	int rv = nng_mtx_alloc(&s->mtx);
+	if (rv == 0)
+		rv = nng_cv_alloc(&s->cv, s->mtx);
+	if (rv != 0) {
+		rpc_server_free(s);
+		return rpc_errno(rv);
+	}
+	rv = nng_rep0_open(&s->sock);
+	if (rv != 0) {
+		rpc_server_free(s);
+		return rpc_errno(rv);
+	}
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg ? max_msg : RPC_MAX_MSG_DEFAULT);
+	if (ops->pipe_closed)
+		nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, rpc_pipe_cb, s);
+	s->slots = calloc((size_t)contexts, sizeof *s->slots);
+	s->workers = calloc((size_t)workers, sizeof *s->workers);
+	if (s->slots == NULL || s->workers == NULL) {
+		rv = NNG_ENOMEM;
+		goto out_close;
+	}
+	for (int i = 0; i < contexts; i++) {
+		rpc_slot *sl = &s->slots[i];
+		sl->srv = s;
+		rv = nng_aio_alloc(&sl->aio, rpc_slot_cb, sl);
+		if (rv != 0)
+			goto out_close;
+		s->nslots++;
+		rv = nng_ctx_open(&sl->ctx, s->sock);
+		if (rv != 0)
+			goto out_close;
+	}
+	rv = nng_listen(s->sock, url, NULL, 0);
+	if (rv != 0) {
+		log_error(NULL, "could not listen on %s: %s", url, nng_strerror(rv));
+		goto out_close;
+	}
+	for (int i = 0; i < workers; i++) {
+		s->workers[i].srv = s;
+		s->workers[i].index = i;
+		rv = nng_thread_create(&s->workers[i].thread, rpc_worker_main, &s->workers[i]);
+		if (rv != 0) {
+			rpc_server_close_and_join(s);
+			rpc_server_free(s);
+			return rpc_errno(rv);
+		}
+		s->nworkers++;
+	}
+	for (int i = 0; i < s->nslots; i++)
+		rpc_slot_recv(&s->slots[i]);
+	*out = s;
+	return 0;
+out_close:
+	nng_close(s->sock);
+	rpc_server_free(s);
+	return rpc_errno(rv);
+}
+
+void rpc_server_stop(rpc_server *s)
+{
+	if (s == NULL)
+		return;
+	rpc_server_close_and_join(s);
+	rpc_server_free(s);
+}
