@@ -297,8 +297,11 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    a->reason);
 		if (ups[i].attention_raised)
 			log_warn(b->saga_id,
-			    "saga needs attention: %s failed %d times, retrying every %lld ms",
+			    "saga needs attention: %s failed %d times; retrying, each try "
+			    "waiting up to %lld ms for its reply and then up to %lld ms",
 			    saga_command_name(saga_command_of(a->state)), a->attempts,
+			    (long long)saga_try_timeout_ms(
+			        a, pend[i].after.updated_ms, &e->cfg.policy),
 			    (long long)e->cfg.policy.backoff_cap_ms);
 		if (pend[i].send != SAGA_CMD_NONE && !pend[i].held)
 			engine_dispatch(e, &pend[i].after);

@@ -18,6 +18,9 @@
 #include "store.h"
 #include "waits.h"
 
+/* The default of --request-timeout-max when --request-timeout is shorter. */
+#define ORCH_REQUEST_TIMEOUT_MAX_MS 30000
+
 typedef struct orch_config {
 	char listen[CONFIG_STR_MAX];
 	char db[CONFIG_STR_MAX];
@@ -69,9 +72,11 @@ static const config_opt orch_opts[] = {
         "how long a command's first try waits for its reply (each retry waits twice as long, "
         "a step's never past its deadline)",
         "MS"),
-    OPT("request-timeout-max", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MAX_MS", CONFIG_INT, "30000", 10,
+    OPT("request-timeout-max", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MAX_MS", CONFIG_INT, "0", 0,
         3600000, request_timeout_max,
-        "the longest a retry waits for its reply (at least --request-timeout)", "MS"),
+        "the longest a retry waits for its reply; 0 = 30000, or --request-timeout if that is "
+        "longer",
+        "MS"),
     OPT("req-resend", "SAGA_ORCHESTRATOR_REQ_RESEND_MS", CONFIG_INT, "0", 0, 600000, resend,
         "nng REQ resend time; 0 = off (the orchestrator retries a lost command itself)", "MS"),
     OPT("backoff-base", "SAGA_ORCHESTRATOR_BACKOFF_BASE_MS", CONFIG_INT, "50", 1, 600000,
@@ -164,10 +169,18 @@ int main(int argc, char **argv)
 		    (long long)c.backoff_cap, (long long)c.backoff_base);
 		return 2;
 	}
+	if (c.request_timeout_max == 0) /* the default: 30 s, or the first try's */
+		c.request_timeout_max = c.request_timeout > ORCH_REQUEST_TIMEOUT_MAX_MS
+		    ? c.request_timeout
+		    : ORCH_REQUEST_TIMEOUT_MAX_MS;
 	if (c.request_timeout_max < c.request_timeout) {
-		config_error("request-timeout-max (%lld) is below request-timeout (%lld): no try "
-		             "could wait as long as the first\n",
-		    (long long)c.request_timeout_max, (long long)c.request_timeout);
+		config_error(
+		    "request-timeout-max (%lld) is below request-timeout (%lld): a retry "
+		    "would wait less than the first try; raise request-timeout-max to at "
+		    "least %lld, or set it to 0 for the default (30000, or request-timeout "
+		    "if longer)\n",
+		    (long long)c.request_timeout_max, (long long)c.request_timeout,
+		    (long long)c.request_timeout);
 		return 2;
 	}
 	log_init("orchestratord", level);

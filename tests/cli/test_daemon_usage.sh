@@ -43,6 +43,13 @@ done
 # the environment's value is refused even though the flag would win later
 SAGA_STOCK_WORKERS=" 3" expect stockd 2 '^stockd: error: invalid value for workers \(from SAGA_STOCK_WORKERS\): " 3" is not an integer$' \
 	--workers 2
+# rule T4's one refused combination: a retry may not wait less than the
+# first try; the default (0) follows a long --request-timeout, so a setting
+# that started before --request-timeout-max existed still starts (it goes
+# on to the database, which is not there: exit 1, not 2)
+expect orchestratord 2 '^orchestratord: error: request-timeout-max \(2000\) is below request-timeout \(3000\): .* raise request-timeout-max to at least 3000, or set it to 0' \
+	--request-timeout 3000 --request-timeout-max 2000
+expect orchestratord 1 'could not connect' --request-timeout 40000 --db "host=127.0.0.1 port=1" --db-wait 0
 if [[ $failures -ne 0 ]]; then
 	echo "$failures failure(s)" >&2
 	exit 1
