@@ -230,11 +230,11 @@ rpc_batch *rpc_batch_open(rpc_client *c, int max_calls);
 
 /* rpc_batch_add adds a call, as rpc_call_async would make it: `method` must
  * stay valid until rpc_batch_send (a string literal); `req` is encoded now.
- * A call whose timeout differs from the batch's (the first call's), a call
- * in duplicate mode (opts.duplicate) and a call bigger than half of max_msg
- * go out at once on their own (rpc_call_async), ahead of the batch. When
- * the batch holds max_calls calls or half of max_msg bytes, it is sent
- * and a new one begins with the call. Returns 0 when `done` will run
+ * A call in duplicate mode (opts.duplicate) and a call bigger than half of
+ * max_msg go out at once on their own (rpc_call_async), ahead of the batch.
+ * When the batch holds max_calls calls or half of max_msg bytes, or the
+ * call's timeout differs from the batch's (a frame has one timeout), the
+ * calls gathered are sent and a new frame begins with the call. Returns 0 when `done` will run
  * exactly once, or a negative errno as rpc_call_async (then it never
  * runs). */
 int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,

@@ -713,7 +713,7 @@ int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req,
     rpc_done_fn done, void *arg)
 {
 	rpc_client *c = b->c;
-	if (c->opts.duplicate || (b->n > 0 && timeout_ms != b->timeout_ms))
+	if (c->opts.duplicate)
 		return rpc_call_async(c, method, req, timeout_ms, done, arg);
 	size_t plen = 0;
 	uint8_t *pbuf = rpc_pack_payload(req, &plen);
@@ -724,7 +724,10 @@ int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req,
 		free(pbuf);
 		return rpc_call_async(c, method, req, timeout_ms, done, arg);
 	}
-	if (b->n == b->max_calls || b->bytes + need > c->opts.max_msg / 2)
+	/* a frame has one timeout: a call with another one sends the calls
+	 * gathered so far and begins the next frame */
+	if (b->n == b->max_calls || b->bytes + need > c->opts.max_msg / 2
+	    || (b->n > 0 && timeout_ms != b->timeout_ms))
 		rpc_batch_flush(b);
 	if (b->n == 0)
 		b->timeout_ms = timeout_ms;

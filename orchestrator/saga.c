@@ -82,25 +82,36 @@ int64_t saga_backoff_ms(int32_t attempts, uint64_t rand, const saga_policy *p)
 	return 1 + (int64_t)(rand % (uint64_t)ceiling);
 }
 
-int64_t saga_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p)
+/* saga_try_span_ms is a try's wait before the step deadline cuts it: the
+ * request timeout doubled per failed try, at most request_timeout_max_ms
+ * (the claim's lease in store.c computes the same in SQL). */
+static int64_t saga_try_span_ms(const saga *s, const saga_policy *p)
 {
 	int64_t t = p->request_timeout_ms > 0 ? p->request_timeout_ms : 1;
 	int64_t max = p->request_timeout_max_ms > t ? p->request_timeout_max_ms : t;
 	for (int32_t i = 0; i < s->attempts && t < max; i++)
 		t *= 2;
-	if (t > max)
-		t = max;
+	return t > max ? max : t;
+}
+
+int64_t saga_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p)
+{
+	int64_t t = saga_try_span_ms(s, p);
 	if (s->step_deadline_ms > 0) {
 		int64_t left = s->step_deadline_ms - now_ms;
+		/* cut at the deadline, rounded down to SAGA_TRY_GRAIN_MS: the
+		 * tries of sagas due together then share a timeout, and so a
+		 * frame (rpc_batch_add) */
 		if (left < t)
-			t = left > 1 ? left : 1;
+			t = left >= SAGA_TRY_GRAIN_MS ? left - left % SAGA_TRY_GRAIN_MS
+			                              : (left > 1 ? left : 1);
 	}
 	return t;
 }
 
 int64_t saga_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p)
 {
-	int64_t until = now_ms + saga_try_timeout_ms(s, now_ms, p) + p->lease_grace_ms;
+	int64_t until = now_ms + saga_try_span_ms(s, p) + p->lease_grace_ms;
 	if (s->step_deadline_ms > 0 && until > s->step_deadline_ms)
 		until = s->step_deadline_ms;
 	return until;

@@ -60,6 +60,9 @@ typedef struct saga_policy {
 
 /* The lease's room to write a reply that came at the end of its timeout. */
 #define SAGA_LEASE_GRACE_MS 1000
+/* A try cut at its step deadline waits a multiple of this (ms), when at
+ * least this much is left. */
+#define SAGA_TRY_GRAIN_MS 100
 
 #define SAGA_REASON_MAX 32
 
@@ -125,7 +128,8 @@ saga_state saga_state_parse(const char *name);
  * `now_ms` waits for its reply, in ms (>= 1): request_timeout_ms doubled for
  * each failed try before it (s->attempts), at most request_timeout_max_ms,
  * and for a step never past its deadline, so that the last try of a step
- * waits for all that is left of it. A participant slower than the first
+ * waits for all that is left of it (rounded down to SAGA_TRY_GRAIN_MS, so
+ * that tries due together share a timeout and a frame). A participant slower than the first
  * try's timeout is answered by a later try from its record inside the step
  * deadline (docs/saga-semantics.md, rule T4). */
 int64_t saga_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p);

@@ -4,7 +4,7 @@
  * echoes each call's payload:
  *
  *   - many batches of 1..RPC_BATCH_MAX calls (and some with a call whose
- *     timeout differs, which goes alone): every call completes exactly once
+ *     timeout differs, which begins a new frame): every call completes exactly once
  *     with OK and its own payload, and the handler sees each exactly once;
  *     the handler saw batches of more than one call (frames were batched);
  *   - drop_reply armed for one method (fault.h): in a batch of five, the
@@ -241,7 +241,7 @@ static void test_batches_echo(void **state)
 		seed = seed * 1103515245u + 12345u;
 		int k = 1 + (int)((seed >> 8) % RPC_BATCH_MAX);
 		for (int j = 0; j < k && i < NCALLS; j++, i++)
-			/* every 97th call has another timeout: it goes alone */
+			/* every 97th call has another timeout: it begins a new frame */
 			add_call(b, M_ECHO, i, i % 97 == 5 ? CALL_TIMEOUT + 1 : CALL_TIMEOUT);
 		rpc_batch_send(b);
 	}

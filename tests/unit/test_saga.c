@@ -316,6 +316,11 @@ static void test_try_timeout_grows_within_deadline(void **st)
 	/* 2,500 ms left of the step: the fourth try waits exactly that */
 	s.attempts = 3;
 	assert_int_equal(saga_try_timeout_ms(&s, NOW + 57500, &p), 2500);
+	/* cut by the deadline: rounded down to 100 ms (SAGA_TRY_GRAIN_MS), so
+	 * that tries due together share a timeout and a frame; under 100 ms
+	 * left, exactly what is left */
+	assert_int_equal(saga_try_timeout_ms(&s, NOW + 57050, &p), 2900);
+	assert_int_equal(saga_try_timeout_ms(&s, NOW + 59901, &p), 99);
 	/* at or past the deadline: 1 ms, never 0 or negative */
 	assert_int_equal(saga_try_timeout_ms(&s, NOW + 60000, &p), 1);
 	assert_int_equal(saga_try_timeout_ms(&s, NOW + 70000, &p), 1);
@@ -351,6 +356,11 @@ static void test_lease_never_past_deadline(void **st)
 	s.attempts = 2; /* 20,000 ms try */
 	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 21000);
 	assert_int_equal(saga_lease_until_ms(&s, NOW + 50000, &p), NOW + 60000);
+	/* the try's rounding does not shorten the lease: with no grace, a
+	 * try cut at the deadline still leases until the deadline */
+	p.lease_grace_ms = 0;
+	assert_int_equal(saga_lease_until_ms(&s, NOW + 57050, &p), NOW + 60000);
+	p.lease_grace_ms = 1000;
 	/* a deadline already passed: the lease is the deadline, so the next
 	 * sweep claims it */
 	assert_int_equal(saga_lease_until_ms(&s, NOW + 61000, &p), NOW + 60000);
