@@ -269,12 +269,18 @@ static bool rpc_batchable(const rpc_server *s, const char *method)
  * this host's wall clock as before. 0: the call has no deadline. */
 static int64_t rpc_call_deadline(const Sagas__V1__RequestEnvelope *env, int64_t recv_ms)
 {
+	int64_t deadline = 0;
+	/* a deadline past what an int64 holds is no deadline (a hostile
+	 * INT64_MAX must not overflow: signed overflow is undefined) */
 	if (env->timeout_ms > 0)
-		return recv_ms + env->timeout_ms;
+		return __builtin_add_overflow(recv_ms, env->timeout_ms, &deadline) ? 0 : deadline;
 	if (env->deadline_unix_ms > 0) {
-		int64_t left = env->deadline_unix_ms - clock_wall_ms();
-		int64_t now = clock_mono_ms();
-		return left > 0 ? now + left : now; /* passed: due now */
+		int64_t left = 0, now = clock_mono_ms();
+		if (__builtin_sub_overflow(env->deadline_unix_ms, clock_wall_ms(), &left))
+			return 0;
+		if (left <= 0)
+			return now; /* passed: due now */
+		return __builtin_add_overflow(now, left, &deadline) ? 0 : deadline;
 	}
 	return 0;
 }

@@ -198,7 +198,13 @@ static void saga_retry(
 		delay = p->backoff_cap_ms;
 	}
 	out->next.next_attempt_ms = now_ms + delay;
-	if (s->step_deadline_ms > 0 && out->next.next_attempt_ms > s->step_deadline_ms)
+	/* no try of a step starts with less than SAGA_TRY_GRAIN_MS of it
+	 * left (its wait would be cut to nothing): it waits for the deadline,
+	 * which the sweep then finds on time. So a try cut at the deadline,
+	 * rounded down to the grain, is the last one, as if it had run to
+	 * the deadline (rule T4). */
+	if (s->step_deadline_ms > 0
+	    && out->next.next_attempt_ms > s->step_deadline_ms - SAGA_TRY_GRAIN_MS)
 		out->next.next_attempt_ms = s->step_deadline_ms;
 	out->event_name = "transient";
 }

@@ -61,7 +61,8 @@ typedef struct saga_policy {
 /* The lease's room to write a reply that came at the end of its timeout. */
 #define SAGA_LEASE_GRACE_MS 1000
 /* A try cut at its step deadline waits a multiple of this (ms), when at
- * least this much is left. */
+ * least this much is left; and no retry of a step starts with less than
+ * this left (it waits for the deadline instead). */
 #define SAGA_TRY_GRAIN_MS 100
 
 #define SAGA_REASON_MAX 32

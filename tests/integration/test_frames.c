@@ -1,5 +1,6 @@
-/* Malformed and oversized frames to each daemon get an error reply or are
- * dropped, and the daemon keeps serving (run by with_stack.sh, which sets
+/* Malformed and oversized frames, and hostile timeouts, to each daemon get
+ * an error reply or are dropped (or are served, for a timeout too long to
+ * count), and the daemon keeps serving (run by with_stack.sh, which sets
  * ORCH_URL, STOCK_URL and PAYMENT_URL). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,6 +66,32 @@ static size_t envelope(const char *method, const uint8_t *payload, size_t plen, 
 	return sagas__v1__request_envelope__pack(&env, *out);
 }
 
+/* timed sends t's harmless list call with the envelope's timeout_ms and
+ * deadline_unix_ms set as given, and expects `code` and `reason`
+ * (docs/saga-semantics.md, rule T3) */
+static void timed(rpc_client *c, const target *t, int64_t timeout_ms, int64_t deadline_unix_ms,
+    int code, const char *reason)
+{
+	size_t plen = protobuf_c_message_get_packed_size(t->list_req);
+	uint8_t *payload = malloc(plen + 1);
+	assert_non_null(payload);
+	protobuf_c_message_pack(t->list_req, payload);
+	Sagas__V1__RequestEnvelope env = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	env.method = (char *)t->list_method;
+	env.request_id = "t2";
+	env.payload.data = payload;
+	env.payload.len = plen;
+	env.timeout_ms = timeout_ms;
+	env.deadline_unix_ms = deadline_unix_ms;
+	size_t n = sagas__v1__request_envelope__get_packed_size(&env);
+	uint8_t *buf = malloc(n + 1);
+	assert_non_null(buf);
+	sagas__v1__request_envelope__pack(&env, buf);
+	expect_reply(c, buf, n, code, reason);
+	free(buf);
+	free(payload);
+}
+
 static void still_serves(rpc_client *c, const target *t)
 {
 	rpc_result res;
@@ -123,6 +150,19 @@ static void check_target(const target *t)
 		expect_reply(c, buf, n, RPC_INVALID_ARGUMENT, "malformed_payload");
 		free(buf);
 	}
+
+	/* timeouts: a duration too long for an int64 deadline is no deadline
+	 * (a sanitizer build would abort on the overflow), as is an old
+	 * absolute deadline that far; a negative timeout is refused; an old
+	 * deadline in the past is refused unserved, unless timeout_ms, which
+	 * wins, is set */
+	timed(c, t, INT64_MAX, 0, RPC_OK, "");
+	timed(c, t, 0, INT64_MAX, RPC_OK, "");
+	timed(c, t, INT64_MAX, INT64_MAX, RPC_OK, "");
+	timed(c, t, -1, 0, RPC_INVALID_ARGUMENT, "bad_field");
+	timed(c, t, INT64_MIN, 0, RPC_INVALID_ARGUMENT, "bad_field");
+	timed(c, t, 0, 1, RPC_DEADLINE_EXCEEDED, "deadline");
+	timed(c, t, 5000, 1, RPC_OK, "");
 
 	/* a frame over the 1 MiB limit is dropped (no reply) */
 	size_t big = 2u << 20;

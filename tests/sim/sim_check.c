@@ -123,7 +123,9 @@ static void sim_end_check_slow(sim_world *w)
 	if (!w->slow_only)
 		return;
 	int64_t step = w->timing.policy.step_timeout_ms;
-	int64_t slack = 50; /* the clock estimate's error, a sweep's rounding */
+	/* the clock estimate's error and a sweep's rounding (50), and a try cut
+	 * at the deadline rounded down to SAGA_TRY_GRAIN_MS */
+	int64_t slack = 50 + SAGA_TRY_GRAIN_MS;
 	int64_t stock = sim_step_room_ms(w, w->serve_ms[SIM_STOCK]);
 	int64_t pay = sim_step_room_ms(w, w->serve_ms[SIM_PAYMENT]);
 	if (stock == INT64_MAX || pay == INT64_MAX || stock + slack > step || pay + slack > step)

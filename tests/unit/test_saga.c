@@ -215,6 +215,18 @@ static void test_step_transient_retries_until_deadline(void **st)
 	s.attempts = 20;
 	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
 	assert_int_equal(d.next.next_attempt_ms, NOW + 10);
+	/* nor starts with less than SAGA_TRY_GRAIN_MS of the step left: it
+	 * waits for the deadline (a backoff of at most 50 ms, 120 ms left) */
+	s.step_deadline_ms = NOW + 120;
+	s.attempts = 0;
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_int_equal(d.next.next_attempt_ms, NOW + 120);
+	/* with more left, the retry keeps its backoff */
+	s.step_deadline_ms = NOW + 1000;
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_true(d.next.next_attempt_ms > NOW && d.next.next_attempt_ms <= NOW + 50);
+	s.step_deadline_ms = NOW + 10;
+	s.attempts = 20;
 	/* a transient failure at or past the deadline is the deadline */
 	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_CHARGE_PAYMENT, "", NOW + 10);
 	assert_int_equal(d.next.state, SAGA_STATE_REFUNDING);
