@@ -17,7 +17,6 @@
 
 static atomic_llong dbclock_offset; /* database ms - clock_mono_ms */
 static atomic_bool dbclock_ok;
-static atomic_llong dbclock_skew; /* database ms - clock_wall_ms */
 static atomic_llong dbclock_rtt = -1;
 static atomic_llong dbclock_taken_at;   /* clock_mono_ms of the sample in use */
 static atomic_llong dbclock_warned = 0; /* the skew last warned of, 0 none */
@@ -44,8 +43,7 @@ int dbclock_sync(PGconn *conn)
 	/* the database read its clock somewhere in [t0, t1]: the middle is off
 	 * by at most rtt / 2 */
 	atomic_store(&dbclock_offset, db - (t0 + t1) / 2);
-	int64_t skew = db - (w0 + w1) / 2;
-	atomic_store(&dbclock_skew, skew);
+	int64_t skew = db - (w0 + w1) / 2; /* database ms - clock_wall_ms */
 	atomic_store(&dbclock_rtt, rtt);
 	atomic_store(&dbclock_taken_at, t1);
 	atomic_store(&dbclock_ok, true);
@@ -74,11 +72,6 @@ int64_t dbclock_now_ms(void)
 bool dbclock_synced(void)
 {
 	return atomic_load(&dbclock_ok);
-}
-
-int64_t dbclock_skew_ms(void)
-{
-	return atomic_load(&dbclock_skew);
 }
 
 int64_t dbclock_rtt_ms(void)

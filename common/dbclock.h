@@ -33,10 +33,6 @@ int64_t dbclock_now_ms(void);
 /* dbclock_synced is true once a dbclock_sync has succeeded. */
 bool dbclock_synced(void);
 
-/* dbclock_skew_ms returns the database's clock minus this host's wall
- * clock, in ms, at the last sync (0 before it). For logs and tests. */
-int64_t dbclock_skew_ms(void);
-
 /* dbclock_rtt_ms returns the round trip of the sample in use, in ms
  * (its error is at most half of it); -1 before the first sync. */
 int64_t dbclock_rtt_ms(void);

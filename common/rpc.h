@@ -47,9 +47,9 @@ typedef struct rpc_request {
 	const char *method;       /* "/sagas.v1.Stock/ReserveStock" */
 	const char *request_id;   /* at most RPC_REQUEST_ID_MAX bytes */
 	int64_t deadline_mono_ms; /* the call's deadline on this host's monotonic
-	                             clock (clock_mono_ms), from the envelope's
-	                             timeout_ms counted from the frame's arrival;
-	                             0 = none */
+	                             clock (clock_mono_ms): the envelope's
+	                             timeout_ms counted from when the server took
+	                             the frame off the connection; 0 = none */
 	const uint8_t *payload;
 	size_t payload_len;
 	bool in_batch; /* came in a batch frame: it cannot be held (rpc_hold) */

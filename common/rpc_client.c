@@ -5,21 +5,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/util/platform.h>
 
-#include "admin.h"
 #include "clock.h"
-#include "fault.h"
-#include "health.h"
 #include "log.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
@@ -184,8 +179,8 @@ static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
 }
 
 /* rpc_envelope_init fills `env` for a call of `method` with the payload
- * `pbuf` (`plen` bytes, borrowed) and a timeout of `timeout_ms` (0: none), with the client's next
- * request id written into `rid`. Returns that id. */
+ * `pbuf` (`plen` bytes, borrowed) and a timeout of `timeout_ms` (0: none),
+ * with the client's next request id written into `rid`. Returns that id. */
 static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env,
     const char *method, char rid[RPC_RID_MAX], int64_t timeout_ms, uint8_t *pbuf, size_t plen)
 {

@@ -5,15 +5,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/util/platform.h>
 
 #include "admin.h"
@@ -46,7 +43,8 @@ typedef struct rpc_slot {
 	struct rpc_slot *next;                   /* queue link */
 	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
 	uint32_t pipe;                           /* of a held call */
-	int64_t recv_ms;                         /* clock_mono_ms when the request arrived */
+	int64_t recv_ms; /* clock_mono_ms when the request was received (taken off
+	                    the connection by this slot's receive) */
 } rpc_slot;
 
 typedef struct rpc_worker {
@@ -86,7 +84,7 @@ typedef struct rpc_frame {
 	rpc_reply reply;
 	char request_id[RPC_REQUEST_ID_MAX + 1];
 	size_t first, n; /* its calls: items[first .. first + n) */
-	int64_t recv_ms; /* clock_mono_ms when the frame arrived */
+	int64_t recv_ms; /* clock_mono_ms when its slot received it */
 } rpc_frame;
 
 /* The decoded form of one call while a worker serves it. */
@@ -262,11 +260,11 @@ static bool rpc_batchable(const rpc_server *s, const char *method)
 }
 
 /* rpc_call_deadline is the deadline of the call `env`, on this host's
- * monotonic clock (ms), for a frame that arrived at `recv_ms` (monotonic):
- * arrival + timeout_ms, a duration, so no clocks of two hosts are compared
- * (docs/saga-semantics.md, rule T3). An envelope without timeout_ms (a client
- * older than it) is read by its absolute deadline_unix_ms, compared with
- * this host's wall clock as before. 0: the call has no deadline. */
+ * monotonic clock (ms), for a frame received at `recv_ms` (monotonic, when
+ * a slot took it off the connection): recv_ms + timeout_ms, a duration, so
+ * no clocks of two hosts are compared (docs/saga-semantics.md, rule T3). An envelope without
+ * timeout_ms (a client older than it) is read by its absolute deadline_unix_ms, compared with this
+ * host's wall clock as before. 0: the call has no deadline. */
 static int64_t rpc_call_deadline(const Sagas__V1__RequestEnvelope *env, int64_t recv_ms)
 {
 	int64_t deadline = 0;

@@ -385,12 +385,11 @@ static bool engine_sweep(engine *e)
 	engine_sync_clock(e);
 	int64_t now = dbclock_now_ms();
 	/* a saga on its first try is due at the earliest when its first lease
-	 * ends, min(request timeout + grace, step timeout) after it was stored;
-	 * half of it leaves room for the error of this host's estimate of the
-	 * database's clock (dbclock.h) */
+	 * ends; half of it leaves room for the error of this host's estimate
+	 * of the database's clock (dbclock.h) */
 	const saga_policy *pol = &e->cfg.policy;
-	int64_t lease = pol->request_timeout_ms + pol->lease_grace_ms;
-	int64_t young = (lease < pol->step_timeout_ms ? lease : pol->step_timeout_ms) / 2;
+	int64_t lease = saga_first_lease_ms(pol);
+	int64_t young = lease / 2;
 	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, rows, &n)
 	              : store_claim_due(e->conn, now, pol, now - young, limit, rows, &n);
 	if (rc != 0) {

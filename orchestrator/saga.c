@@ -117,6 +117,12 @@ int64_t saga_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p)
 	return until;
 }
 
+int64_t saga_first_lease_ms(const saga_policy *p)
+{
+	saga first = saga_start(0, p);
+	return saga_lease_until_ms(&first, 0, p);
+}
+
 saga saga_start(int64_t now_ms, const saga_policy *p)
 {
 	saga s;

@@ -142,6 +142,12 @@ int64_t saga_try_timeout_ms(const saga *s, int64_t now_ms, const saga_policy *p)
  * lease (rule T5). */
 int64_t saga_lease_until_ms(const saga *s, int64_t now_ms, const saga_policy *p);
 
+/* saga_first_lease_ms returns how long after its start a new saga's first
+ * try holds its row (ms): saga_lease_until_ms of the row saga_start makes,
+ * min(request timeout + grace, step timeout). No saga on its first try is
+ * due again sooner, which the sweep uses to skip young sagas. */
+int64_t saga_first_lease_ms(const saga_policy *p);
+
 /* saga_backoff_ms returns the full-jitter delay for the given number of
  * failed attempts (>= 1): uniform in [1, min(cap, base * 2^(attempts-1))]. */
 int64_t saga_backoff_ms(int32_t attempts, uint64_t rand, const saga_policy *p);

@@ -337,7 +337,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * failed try, at most $5) + the grace $6, never past the step deadline. A
  * row claimed past its deadline keeps that deadline as its next attempt,
  * so if its deadline transition is not written, the next sweep finds it
- * again. The unit test store_lease checks it against the C function. */
+ * again. The integration test claim_lease checks it against the C function. */
 #define STORE_LEASE                                                                                \
 	"LEAST(to_timestamp(($1::bigint + LEAST($2::bigint * (1::bigint << LEAST(attempts, 40)),"  \
 	" $5::bigint) + $6::bigint) / 1000.0), coalesce(step_deadline, 'infinity'))"

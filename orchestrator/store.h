@@ -98,8 +98,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * in SQL (never past a step deadline), so nobody else claims them
  * meanwhile. Sagas on their first try (attempts 0) are looked for only among
  * those created before created_before_ms: the caller passes a time before
- * which none of them can be due (engine.c: now - min(lease, step timeout) /
- * 2). Fills rows[0..*n) (rows holds `limit`). Returns 0 or a pg_err code.
+ * which none of them can be due (engine.c: now - saga_first_lease_ms / 2).
+ * Fills rows[0..*n) (rows holds `limit`). Returns 0 or a pg_err code.
  * The version is not changed: a claim is not a transition. */
 int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_t created_before_ms,
     int limit, saga_row *rows, size_t *n);

@@ -114,12 +114,10 @@ int64_t orch_now(const sim_world *w)
 }
 
 /* orch_young is how long after its insert a saga on its first try is not
- * looked for by the sweep (engine.c: min(first lease, step timeout) / 2). */
+ * looked for by the sweep (engine.c: half its first lease). */
 static int64_t orch_young(const sim_world *w)
 {
-	const saga_policy *p = &w->timing.policy;
-	int64_t lease = p->request_timeout_ms + p->lease_grace_ms;
-	return (lease < p->step_timeout_ms ? lease : p->step_timeout_ms) / 2;
+	return saga_first_lease_ms(&w->timing.policy) / 2;
 }
 
 /* orch_rand is the jitter the orchestrator passes to saga_transition. */

@@ -362,9 +362,11 @@ static void test_lease_never_past_deadline(void **st)
 	p.step_timeout_ms = 2000; /* shorter than a request: the case */
 	saga s = saga_start(NOW, &p);
 	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 2000);
+	assert_int_equal(saga_first_lease_ms(&p), 2000);
 	p.step_timeout_ms = 60000;
 	s = saga_start(NOW, &p);
 	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 5000 + 1000);
+	assert_int_equal(saga_first_lease_ms(&p), 5000 + 1000);
 	s.attempts = 2; /* 20,000 ms try */
 	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 21000);
 	assert_int_equal(saga_lease_until_ms(&s, NOW + 50000, &p), NOW + 60000);
