@@ -1,12 +1,23 @@
 #include "admin.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "authz.h"
 #include "fault.h"
+#include "log.h"
 #include "sagas/v1/admin.pb-c.h"
 #include "valid.h"
 
 #define ADMIN_PREFIX "/sagas.v1.Admin/"
+
+static atomic_ulong admin_refused;
+
+unsigned long admin_fault_refusals(void)
+{
+	return atomic_load(&admin_refused);
+}
 
 static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 {
@@ -40,18 +51,32 @@ static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 		rpc_reply_error(reply, RPC_RESOURCE_EXHAUSTED, "too_many_faults",
 		    "could not arm fault: too many armed");
 	} else {
+		char peer[96], roles[64];
+		log_warn(NULL, "fault armed by %s (role %s): %s on %s, delay_ms=%lld, count=%d",
+		    rpc_peer(call->pipe, peer, sizeof peer),
+		    authz_role_names(call->roles, roles, sizeof roles),
+		    fault_kind_name((fault_kind)kind),
+		    req->method[0] ? req->method : "every method", (long long)req->delay_ms,
+		    (int)req->count);
 		Sagas__V1__SetFaultReply out = SAGAS__V1__SET_FAULT_REPLY__INIT;
 		rpc_reply_ok(reply, &out.base);
 	}
 	sagas__v1__set_fault_request__free_unpacked(req, NULL);
 }
 
-bool admin_handle(const rpc_request *call, rpc_reply *reply)
+void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 {
-	if (strncmp(call->method, ADMIN_PREFIX, strlen(ADMIN_PREFIX)) != 0)
-		return false;
+	const admin_service *a = ctx;
 	const char *m = call->method + strlen(ADMIN_PREFIX);
-	if (!strcmp(m, "SetFault")) {
+	if (!strcmp(m, "SetFault") && !a->fault_injection) {
+		char peer[96];
+		atomic_fetch_add(&admin_refused, 1);
+		authz_log_limited("fault_off", rpc_peer(call->pipe, peer, sizeof peer),
+		    "refused SetFault: failure injection is off (--enable-fault-injection)");
+		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "fault_injection_disabled",
+		    "failure injection is off in this daemon: start it with "
+		    "--enable-fault-injection (tests only)");
+	} else if (!strcmp(m, "SetFault")) {
 		admin_set_fault(call, reply);
 	} else if (!strcmp(m, "ClearFaults")) {
 		fault_clear();
@@ -61,5 +86,4 @@ bool admin_handle(const rpc_request *call, rpc_reply *reply)
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    call->method);
 	}
-	return true;
 }

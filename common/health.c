@@ -51,17 +51,14 @@ static void health_check(const rpc_request *call, rpc_reply *reply, const char *
 	sagas__v1__health_check_request__free_unpacked(req, NULL);
 }
 
-bool health_handle(const rpc_request *call, rpc_reply *reply, const char *service,
-    bool (*healthy)(void *app), void *app)
+void health_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 {
-	if (strncmp(call->method, HEALTH_PREFIX, strlen(HEALTH_PREFIX)) != 0)
-		return false;
-	if (strcmp(call->method + strlen(HEALTH_PREFIX), "Check") == 0)
-		health_check(call, reply, service, healthy, app);
+	const health_service *h = ctx;
+	if (strcmp(call->method, HEALTH_PREFIX "Check") == 0)
+		health_check(call, reply, h->service, h->healthy, h->app);
 	else
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    call->method);
-	return true;
 }
 
 /* ---- the database probe ---- */

@@ -13,14 +13,21 @@
 #define HEALTH_DB_TIMEOUT_MS 1000 /* one probe: connect + SELECT 1 */
 #define HEALTH_DB_CACHE_MS   250  /* a result is reused this long */
 
-/* health_handle serves `call` when its method belongs to sagas.v1.Health
- * and returns true (reply filled); returns false for any other method.
- * Check answers SERVING when `healthy` is NULL or returns true for `app`,
- * NOT_SERVING otherwise, for the service "" (the daemon), `service` (its
- * own, e.g. "sagas.v1.Stock", may be NULL), "sagas.v1.Health" and
- * "sagas.v1.Admin"; NOT_FOUND reason "unknown_service" for any other. */
-bool health_handle(const rpc_request *call, rpc_reply *reply, const char *service,
-    bool (*healthy)(void *app), void *app);
+/* What sagas.v1.Health/Check answers for (the ctx of health_serve). */
+typedef struct health_service {
+	const char *service;        /* the daemon's own ("sagas.v1.Stock"), may be NULL */
+	bool (*healthy)(void *app); /* can it serve now (its database reachable)?
+	                               Must answer within about a second; NULL:
+	                               always SERVING */
+	void *app;
+} health_service;
+
+/* health_serve serves a call of sagas.v1.Health (an rpc_service handler;
+ * `ctx` is a health_service). Check answers SERVING when `healthy` is NULL
+ * or returns true, NOT_SERVING otherwise, for the service "" (the daemon),
+ * its own, "sagas.v1.Health" and "sagas.v1.Admin"; NOT_FOUND reason
+ * "unknown_service" for any other. Anyone may call it (authz.h). */
+void health_serve(void *ctx, const rpc_request *call, rpc_reply *reply);
 
 /* A database probe: one dedicated PGconn behind a mutex, used only to answer
  * "is the database reachable". Thread-safe; never blocks a caller longer

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "authz.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_net.h"
 #include "fault.h"
 #include "health.h"
 #include "log.h"
@@ -23,11 +25,10 @@
 #define PARTICIPANT_FAST_COLS_MAX 16
 
 typedef struct participant_config {
-	char listen[CONFIG_STR_MAX];
+	daemon_net net;
 	char db[CONFIG_STR_MAX];
 	int64_t workers;
 	char log_level[CONFIG_STR_MAX];
-	int64_t max_msg;
 	int64_t db_wait;
 	char fault[CONFIG_STR_MAX];
 	int64_t stop_timeout;
@@ -72,46 +73,48 @@ void participant_log_fast_counts(uint64_t fast, uint64_t fell_back)
 int participant_main(const participant_desc *d, int argc, char **argv)
 {
 	/* environment names are the daemon's prefix and the option's */
-	enum { N = 8 };
+	enum { N = 6 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
-	static const char *const suffix[N] = {"LISTEN", "DB", "WORKERS", "LOG_LEVEL", "MAX_MSG",
-	    "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
+	static const char *const suffix[N]
+	    = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
 	    d->fault_example);
 	snprintf(usage, sizeof usage, "%s [options]", d->prog);
 	snprintf(file_env, sizeof file_env, "%s_CONFIG", d->env_prefix);
-	const config_opt opts[N] = {
-	    {"listen", env[0], CONFIG_STR, d->default_listen, 0, 0,
-	        offsetof(participant_config, listen), "nng URL to serve on", "URL"},
-	    {"db", env[1], CONFIG_STR, d->default_db, 0, 0, offsetof(participant_config, db),
-	        "libpq connection string of the database", "CONNINFO"},
-	    {"workers", env[2], CONFIG_INT, "2", 1, 64, offsetof(participant_config, workers),
+	config_opt opts[N + DAEMON_NET_OPTS] = {
+	    {"db", env[0], CONFIG_STR, d->default_db, 0, 0, offsetof(participant_config, db),
+	        "libpq connection string of the database (no password here: use a passfile or "
+	        "the config file)",
+	        "CONNINFO"},
+	    {"workers", env[1], CONFIG_INT, "2", 1, 64, offsetof(participant_config, workers),
 	        "worker threads, each with its own connection", NULL},
-	    {"log-level", env[3], CONFIG_STR, "info", 0, 0, offsetof(participant_config, log_level),
+	    {"log-level", env[2], CONFIG_STR, "info", 0, 0, offsetof(participant_config, log_level),
 	        "debug, info, warn or error", "LEVEL"},
-	    {"max-msg", env[4], CONFIG_INT, "1048576", 1024, 1073741824,
-	        offsetof(participant_config, max_msg), "largest request frame accepted", "BYTES"},
-	    {"db-wait", env[5], CONFIG_INT, "30000", 0, 3600000,
+	    {"db-wait", env[3], CONFIG_INT, "30000", 0, 3600000,
 	        offsetof(participant_config, db_wait), "how long to wait for the database at start",
 	        "MS"},
-	    {"fault", env[6], CONFIG_STR, "", 0, 0, offsetof(participant_config, fault), help_fault,
+	    {"fault", env[4], CONFIG_STR, "", 0, 0, offsetof(participant_config, fault), help_fault,
 	        "SPEC"},
-	    {"stop-timeout", env[7], CONFIG_INT, "15000", 0, 3600000,
+	    {"stop-timeout", env[5], CONFIG_INT, "15000", 0, 3600000,
 	        offsetof(participant_config, stop_timeout),
 	        "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
 	        "anyway (0 = no bound; docs/operations.md)",
 	        "MS"},
 	};
+	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
+	    d->default_listen, "orchestrator");
 	participant_config cfg;
-	int rc = config_load(opts, N, &cfg, argc, argv, usage, d->summary, file_env, NULL);
+	int rc = config_load(
+	    opts, N + DAEMON_NET_OPTS, &cfg, argc, argv, usage, d->summary, file_env, NULL);
 	if (rc == CONFIG_DONE_HELP)
 		return 0;
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(cfg.log_level, &level, cfg.listen, cfg.db) != 0)
+	if (daemon_check_options(cfg.log_level, &level, cfg.net.listen, cfg.db) != 0
+	    || daemon_net_check(&cfg.net, cfg.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
 	log_init(d->prog, level);
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
@@ -132,25 +135,24 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		return 1;
 	}
 	/* the daemon's own handlers, plus the database probe of sagas.v1.Health */
-	rpc_server_ops ops = *d->ops;
-	ops.healthy = participant_healthy;
-	ops.service = d->service;
+	static health_service health;
+	health = (health_service) {.service = d->service, .healthy = participant_healthy};
 	rpc_server *srv = NULL;
-	rc = rpc_server_start(
-	    &srv, cfg.listen, (int)cfg.workers, 0, (size_t)cfg.max_msg, &ops, &app);
+	rc = daemon_net_serve(
+	    &srv, &cfg.net, AUTHZ_ORCHESTRATOR, (int)cfg.workers, 0, d->ops, &app, &health);
 	if (rc != 0) {
-		log_error(NULL, "could not start: could not listen on %s", cfg.listen);
+		log_error(NULL, "could not start: could not listen on %s", cfg.net.listen);
 		health_db_close(participant_health);
 		valcache_free(app.cache);
 		return 1;
 	}
 	daemon_install_signals();
-	log_info(NULL, "%s listening on %s", d->prog, cfg.listen);
+	log_info(NULL, "%s listening on %s", d->prog, cfg.net.listen);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "%s stopping", d->prog);
 	if (daemon_stop_watchdog(cfg.stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");
-	rpc_server_stop(srv);
+	daemon_net_stop(srv);
 	health_db_close(participant_health);
 	valcache_free(app.cache);
 	log_info(NULL, "%s stopped", d->prog);

@@ -44,6 +44,9 @@ int rpc_errno(int nng_rv)
 		return -EMSGSIZE;
 	case NNG_ECONNREFUSED:
 		return -ECONNREFUSED;
+	case NNG_EPEERAUTH:
+	case NNG_ECRYPTO:
+		return -EACCES; /* a TLS handshake refused */
 	default:
 		return -EIO;
 	}

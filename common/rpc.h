@@ -20,8 +20,24 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "tls.h"
 
-#define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: frames above are dropped */
+#define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: reply frames above are dropped */
+/* The largest request frame a server takes by default (bytes). The largest
+ * legitimate one is a batch of RPC_BATCH_CALLS_MAX calls of the biggest
+ * request, under 48 KiB (docs/protocol.md, "Frame limits"; checked by
+ * test_rpc_batch); a frame declared bigger closes the connection before
+ * anything is allocated, and a connection that sends part of a frame holds
+ * at most this much. Clients cut their batch frames at half of it. */
+#define RPC_MAX_REQUEST_DEFAULT (64u << 10)
+/* The most connections a listener keeps open by default; more are closed
+ * as they arrive (logged once per interval). */
+#define RPC_MAX_CONNS_DEFAULT 1000
+/* How long a connection may go without a whole request while none of its
+ * calls is being served or held, by default (ms): then the server closes it
+ * (a stalled half frame, an idle peer); a client of this project dials
+ * again by itself. */
+#define RPC_IDLE_TIMEOUT_DEFAULT_MS 60000
 /* The most bytes of rows a list reply (ListSagas, ListStock, ListAccounts)
  * carries, so that the frame stays under a client's RPC_MAX_MSG_DEFAULT. */
 #define RPC_REPLY_BUDGET    (RPC_MAX_MSG_DEFAULT - 64 * 1024)
@@ -52,8 +68,10 @@ typedef struct rpc_request {
 	                             the frame off the connection; 0 = none */
 	const uint8_t *payload;
 	size_t payload_len;
-	bool in_batch; /* came in a batch frame: it cannot be held (rpc_hold) */
-	void *held;    /* the server's: what rpc_hold needs; do not touch */
+	bool in_batch;  /* came in a batch frame: it cannot be held (rpc_hold) */
+	unsigned roles; /* the caller's roles (authz.h): its listener's */
+	uint32_t pipe;  /* the caller's connection, for rpc_peer */
+	void *held;     /* the server's: what rpc_hold needs; do not touch */
 } rpc_request;
 
 /* A call whose reply is sent later (rpc_hold). */
@@ -84,6 +102,21 @@ typedef struct rpc_linger_frame {
 	size_t payload_len;
 } rpc_linger_frame;
 
+/* A service the server answers itself, for every daemon the same way
+ * (Health, Admin), before the daemon's own handler: a call whose method is
+ * "/" name "/..." goes to `handle`, which must fill `reply`. `ctx` is
+ * passed back. Runs on a worker thread. */
+typedef struct rpc_service {
+	const char *name; /* "sagas.v1.Admin" */
+	void (*handle)(void *ctx, const rpc_request *call, rpc_reply *reply);
+	void *ctx;
+} rpc_service;
+
+/* rpc_peer writes the address of the caller on connection `pipe`
+ * (rpc_request.pipe) as "1.2.3.4:5678", "[::1]:5678" or the URL's path
+ * into buf (len bytes; "unknown" when closed). Returns buf. */
+const char *rpc_peer(uint32_t pipe, char *buf, size_t len);
+
 typedef struct rpc_server_ops {
 	/* Called once in each worker thread before it serves; sets *worker.
 	 * A non-zero return stops that worker (logged). May be NULL. */
@@ -101,13 +134,6 @@ typedef struct rpc_server_ops {
 	 * is armed (fault_any): then every call goes alone through `handle`. */
 	void (*handle_batch)(
 	    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n);
-	/* Whether the daemon can serve now (its database reachable), asked by
-	 * sagas.v1.Health/Check (health.h) on a worker thread: must answer
-	 * within about a second and never crash. NULL: always SERVING. */
-	bool (*healthy)(void *app);
-	/* The full name of the daemon's own service ("sagas.v1.Stock"), which
-	 * Health/Check also answers for by name. May be NULL. */
-	const char *service;
 	/* The full names of the methods a batch frame may carry (their
 	 * replies are small and immediate), NULL-terminated; a call of any
 	 * other method in a batch is refused with INVALID_ARGUMENT. NULL: any
@@ -129,16 +155,55 @@ typedef struct rpc_server_ops {
 	 * on an nng thread that holds the socket's lock: it must only note the
 	 * id and return (no rpc call, no rpc_held_reply). May be NULL. */
 	void (*pipe_closed)(void *app, uint32_t pipe_id);
+	/* The services the server answers before `handle` (Health, Admin),
+	 * NULL-terminated; may be NULL. Borrowed until rpc_server_stop. */
+	const rpc_service *const *services;
 } rpc_server_ops;
+
+/* One listener of a server. */
+typedef struct rpc_listen {
+	const char *url; /* "tls+tcp://0.0.0.0:7102", "tcp://127.0.0.1:7102" */
+	unsigned roles;  /* the roles (authz.h) its callers have */
+	tls_conf *tls;   /* for a TLS URL (tls.h); borrowed until
+	                    rpc_server_stop; NULL for a plain one */
+} rpc_listen;
+
+/* What a server listens on and how much it holds. */
+typedef struct rpc_server_cfg {
+	const rpc_listen *listen; /* 1..RPC_LISTEN_MAX listeners, borrowed */
+	size_t nlisten;
+	int workers;       /* worker threads, 1..256 */
+	int contexts;      /* calls held at once, queued, served or held
+	                      (0 = RPC_SERVER_CONTEXTS; at most 65536) */
+	size_t max_msg;    /* largest request frame (0 = RPC_MAX_REQUEST_DEFAULT) */
+	int max_conns;     /* open connections per listener (0 =
+	                      RPC_MAX_CONNS_DEFAULT) */
+	int64_t idle_ms;   /* close a connection with no whole request for this
+	                      long and nothing in service (0 =
+	                      RPC_IDLE_TIMEOUT_DEFAULT_MS; -1 = never) */
+	bool open_methods; /* methods outside the roles table go to the handler
+	                      (tests of the RPC layer); false: UNIMPLEMENTED */
+} rpc_server_cfg;
+
+#define RPC_LISTEN_MAX 4
 
 typedef struct rpc_server rpc_server;
 
-/* rpc_server_start listens on `url` (e.g. "tcp://127.0.0.1:7102") with
- * `workers` threads (1..256) and `contexts` receive contexts (the calls it
- * holds at once, queued, served or held; 0 = RPC_SERVER_CONTEXTS; at most
- * 65536), dropping frames above `max_msg` bytes (0 = RPC_MAX_MSG_DEFAULT).
- * `ops` and `app` are borrowed until rpc_server_stop. Returns 0 and *out, or
- * a negative errno (-EADDRINUSE, -EINVAL, -ENOMEM). */
+/* rpc_server_serve_on starts a server as `cfg` says (borrowed for the call;
+ * its listeners' tls until rpc_server_stop). Every call is checked against
+ * the roles table (authz.h) with the roles of the listener it came on
+ * before anything else serves it. A TLS listener takes only connections
+ * whose client certificate its CA verified; a connection past max_conns, or
+ * idle past idle_ms with nothing in service, is closed (logged at most once
+ * per interval). `ops` and `app` are borrowed until rpc_server_stop.
+ * Returns 0 and *out, or a negative errno (-EADDRINUSE, -EINVAL, -ENOMEM);
+ * a listener that fails is logged with its URL. */
+int rpc_server_serve_on(rpc_server **out, const rpc_server_cfg *cfg, const rpc_server_ops *ops,
+    void *app) __attribute__((warn_unused_result));
+
+/* rpc_server_start is rpc_server_serve_on with one plain listener on `url`
+ * whose callers have every role, for tests and tools on loopback: `workers`,
+ * `contexts` and `max_msg` as in rpc_server_cfg. */
 int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
     const rpc_server_ops *ops, void *app) __attribute__((warn_unused_result));
 
@@ -174,6 +239,8 @@ typedef struct rpc_client_opts {
 	                      reply that arrives last (tests idempotency) */
 	bool connect_now;  /* dial synchronously: rpc_client_open fails with
 	                      -ECONNREFUSED when nothing listens (the CLI) */
+	tls_conf *tls;     /* for a TLS URL (tls_client_new); borrowed until
+	                      rpc_client_close; NULL for a plain one */
 } rpc_client_opts;
 
 /* The outcome of one call. A transport failure (no connection, timeout,
@@ -196,8 +263,9 @@ bool rpc_url_ok(const char *url);
 
 /* rpc_client_open makes a REQ socket dialing `url` in the background (it
  * connects and reconnects by itself; calls wait for a connection until their
- * timeout). `opts` may be NULL for defaults. Returns 0 and *out, or a
- * negative errno. */
+ * timeout). `opts` may be NULL for defaults. A TLS URL needs opts->tls.
+ * Returns 0 and *out, or a negative errno (-EINVAL: a TLS URL without
+ * opts->tls, or a plain one with it). */
 int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
     __attribute__((warn_unused_result));
 

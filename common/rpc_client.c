@@ -50,8 +50,8 @@ struct rpc_client {
 
 bool rpc_url_ok(const char *url)
 {
-	static const char *const schemes[]
-	    = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://"};
+	static const char *const schemes[] = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://",
+	    "abstract://", "ws://", "tls+tcp://", "tls+tcp4://", "tls+tcp6://"};
 	if (url == NULL)
 		return false;
 	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
@@ -86,6 +86,10 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 		c->opts = *opts;
 	if (c->opts.max_msg == 0)
 		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
+	if (tls_url(url) != (c->opts.tls != NULL)) {
+		free(c); /* a TLS URL needs its configuration, a plain one none */
+		return -EINVAL;
+	}
 	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
 		rpc_client_free(c);
 		return -ENOMEM;
@@ -101,7 +105,12 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, c->opts.max_msg);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 1000);
-	rv = nng_dial(c->sock, url, NULL, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
+	nng_dialer d;
+	rv = nng_dialer_create(&d, c->sock, url);
+	if (rv == 0 && c->opts.tls != NULL)
+		rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls_conf_nng(c->opts.tls));
+	if (rv == 0)
+		rv = nng_dialer_start(d, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
 	if (rv != 0) {
 		if (!c->opts.connect_now) /* the CLI reports it itself */
 			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
@@ -715,13 +724,17 @@ int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req,
 	if (pbuf == NULL)
 		return -ENOMEM;
 	size_t need = plen + strlen(method) + 48;
-	if (need > c->opts.max_msg / 2) {
+	/* a frame stays under half of what a server takes by default */
+	size_t room = (c->opts.max_msg < RPC_MAX_REQUEST_DEFAULT ? c->opts.max_msg
+	                                                         : RPC_MAX_REQUEST_DEFAULT)
+	    / 2;
+	if (need > room) {
 		free(pbuf);
 		return rpc_call_async(c, method, req, timeout_ms, done, arg);
 	}
 	/* a frame has one timeout: a call with another one sends the calls
 	 * gathered so far and begins the next frame */
-	if (b->n == b->max_calls || b->bytes + need > c->opts.max_msg / 2
+	if (b->n == b->max_calls || b->bytes + need > room
 	    || (b->n > 0 && timeout_ms != b->timeout_ms))
 		rpc_batch_flush(b);
 	if (b->n == 0)

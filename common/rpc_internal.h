@@ -5,7 +5,7 @@
 
 /* rpc_errno maps an nng error (NNG_E*, 0) to 0 or a negative errno
  * (-ENOMEM, -EADDRINUSE, -EINVAL, -ETIMEDOUT, -ESHUTDOWN, -EMSGSIZE,
- * -ECONNREFUSED, else -EIO): the one place that does. */
+ * -ECONNREFUSED, -EACCES for a failed TLS handshake, else -EIO): the one place that does. */
 int rpc_errno(int nng_rv);
 
 #endif

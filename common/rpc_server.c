@@ -6,17 +6,22 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
+#include <nng/supplemental/tls/tls.h>
 #include <nng/supplemental/util/platform.h>
+#include <nng/transport/tls/tls.h>
 
-#include "admin.h"
+#include <uthash.h>
+
+#include "authz.h"
 #include "clock.h"
 #include "fault.h"
-#include "health.h"
 #include "log.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
@@ -43,9 +48,31 @@ typedef struct rpc_slot {
 	struct rpc_slot *next;                   /* queue link */
 	char request_id[RPC_REQUEST_ID_MAX + 1]; /* of a held call */
 	uint32_t pipe;                           /* of a held call */
-	int64_t recv_ms; /* clock_mono_ms when the request was received (taken off
-	                    the connection by this slot's receive) */
+	int64_t recv_ms;    /* clock_mono_ms when the request was received (taken off
+	                       the connection by this slot's receive) */
+	uint32_t busy_pipe; /* the connection whose call it holds (rpc_conn.busy),
+	                       0 for none */
+	unsigned roles;     /* of the request's caller: its listener's */
 } rpc_slot;
+
+/* One open connection (an nng pipe), for the cap and the idle timeout. */
+typedef struct rpc_conn {
+	uint32_t id;
+	int listener;    /* index in rpc_server.listeners */
+	int64_t last_ms; /* clock_mono_ms of its last whole request (or its start) */
+	int busy;        /* its calls received and not yet answered */
+	UT_hash_handle hh;
+} rpc_conn;
+
+/* One listener and what its callers are. */
+typedef struct rpc_lsn {
+	nng_listener l;
+	int id;         /* nng_listener_id, to know a pipe's listener */
+	unsigned roles; /* authz.h */
+	bool tls;
+	int conns; /* under conn_mtx: open connections */
+	char url[256];
+} rpc_lsn;
 
 typedef struct rpc_worker {
 	struct rpc_server *srv;
@@ -69,7 +96,165 @@ struct rpc_server {
 	int nslots;
 	int nworkers;
 	rpc_worker *workers;
+	rpc_lsn listeners[RPC_LISTEN_MAX];
+	int nlisten;
+	int max_conns;
+	int64_t idle_ms;   /* <= 0: never */
+	nng_mtx *conn_mtx; /* guards conns, the listeners' counts, reaping */
+	nng_cv *conn_cv;
+	rpc_conn *conns; /* by pipe id */
+	bool reaping;    /* the reaper runs */
+	nng_thread *reaper;
+	bool open_methods; /* methods outside the roles table go to the handler */
 };
+
+/* ---- connections: their roles, the cap, the idle timeout ---- */
+
+const char *rpc_peer(uint32_t pipe, char *buf, size_t len)
+{
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	p.id = pipe;
+	nng_sockaddr sa;
+	char a[64];
+	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0) {
+		snprintf(buf, len, "unknown");
+	} else if (sa.s_family == NNG_AF_INET) {
+		inet_ntop(AF_INET, &sa.s_in.sa_addr, a, sizeof a);
+		snprintf(buf, len, "%s:%u", a, ntohs(sa.s_in.sa_port));
+	} else if (sa.s_family == NNG_AF_INET6) {
+		inet_ntop(AF_INET6, sa.s_in6.sa_addr, a, sizeof a);
+		snprintf(buf, len, "[%s]:%u", a, ntohs(sa.s_in6.sa_port));
+	} else if (sa.s_family == NNG_AF_IPC) {
+		snprintf(buf, len, "ipc:%s", sa.s_ipc.sa_path);
+	} else {
+		snprintf(buf, len, "local");
+	}
+	return buf;
+}
+
+/* rpc_lsn_of is the index of the listener that made pipe `p`, or -1. */
+static int rpc_lsn_of(const rpc_server *s, nng_pipe p)
+{
+	int id = nng_listener_id(nng_pipe_listener(p));
+	for (int i = 0; i < s->nlisten; i++)
+		if (s->listeners[i].id == id)
+			return i;
+	return -1;
+}
+
+/* rpc_conn_add admits a new connection (NNG_PIPE_EV_ADD_PRE), or closes it:
+ * a TLS one whose client certificate was not verified, or one past the
+ * listener's cap. */
+static void rpc_conn_add(rpc_server *s, nng_pipe p)
+{
+	int li = rpc_lsn_of(s, p);
+	if (li < 0)
+		return;
+	rpc_lsn *l = &s->listeners[li];
+	char peer[96], what[400];
+	bool verified = false;
+	if (l->tls && (nng_pipe_get_bool(p, NNG_OPT_TLS_VERIFIED, &verified) != 0 || !verified)) {
+		snprintf(what, sizeof what,
+		    "closed a connection to %s: UNAUTHENTICATED (no verified client certificate)",
+		    l->url);
+		authz_log_limited("unverified", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
+		nng_pipe_close(p);
+		return;
+	}
+	rpc_conn *c = calloc(1, sizeof *c);
+	nng_mtx_lock(s->conn_mtx);
+	bool full = l->conns >= s->max_conns;
+	if (!full && c != NULL) {
+		c->id = nng_pipe_id(p);
+		c->listener = li;
+		c->last_ms = clock_mono_ms();
+		HASH_ADD(hh, s->conns, id, sizeof c->id, c);
+		l->conns++;
+	}
+	nng_mtx_unlock(s->conn_mtx);
+	if (full || c == NULL) {
+		free(c);
+		snprintf(what, sizeof what,
+		    "closed a connection to %s: %d are open, the most allowed (max-connections)",
+		    l->url, s->max_conns);
+		authz_log_limited("conn_cap", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
+		nng_pipe_close(p);
+	}
+}
+
+/* rpc_conn_remove forgets a closed connection (NNG_PIPE_EV_REM_POST). */
+static void rpc_conn_remove(rpc_server *s, uint32_t id)
+{
+	rpc_conn *c = NULL;
+	nng_mtx_lock(s->conn_mtx);
+	HASH_FIND(hh, s->conns, &id, sizeof id, c);
+	if (c != NULL) {
+		s->listeners[c->listener].conns--;
+		HASH_DEL(s->conns, c);
+	}
+	nng_mtx_unlock(s->conn_mtx);
+	free(c);
+}
+
+/* rpc_conn_busy adds `delta` to the calls in service of connection `id`
+ * (a whole request arrived: +1, also marking it not idle; answered: -1).
+ * Returns the index of its listener, or -1 when it is not open. */
+static int rpc_conn_busy(rpc_server *s, uint32_t id, int delta)
+{
+	rpc_conn *c = NULL;
+	int li = -1;
+	nng_mtx_lock(s->conn_mtx);
+	HASH_FIND(hh, s->conns, &id, sizeof id, c);
+	if (c != NULL) {
+		c->busy += delta;
+		if (delta > 0)
+			c->last_ms = clock_mono_ms();
+		li = c->listener;
+	}
+	nng_mtx_unlock(s->conn_mtx);
+	return li;
+}
+
+/* How many idle connections one pass of the reaper closes at most, and
+ * how often it looks (ms). */
+#define RPC_REAP_MAX      256
+#define RPC_REAP_EVERY_MS 1000
+
+/* rpc_reaper_main closes connections that sent no whole request for
+ * idle_ms while none of their calls was in service: a peer that stalls in
+ * the middle of a frame, or one that holds a connection it does not use. */
+static void rpc_reaper_main(void *arg)
+{
+	rpc_server *s = arg;
+	uint32_t ids[RPC_REAP_MAX];
+	nng_mtx_lock(s->conn_mtx);
+	while (s->reaping) {
+		nng_cv_until(s->conn_cv, nng_clock() + RPC_REAP_EVERY_MS);
+		if (!s->reaping)
+			break;
+		int64_t now = clock_mono_ms();
+		int n = 0;
+		rpc_conn *c, *tmp;
+		HASH_ITER(hh, s->conns, c, tmp)
+		{
+			if (n < RPC_REAP_MAX && c->busy == 0 && now - c->last_ms >= s->idle_ms) {
+				ids[n++] = c->id;
+				c->last_ms = now; /* once; it goes soon */
+			}
+		}
+		nng_mtx_unlock(s->conn_mtx);
+		for (int i = 0; i < n; i++) {
+			nng_pipe p = NNG_PIPE_INITIALIZER;
+			p.id = ids[i];
+			nng_pipe_close(p);
+		}
+		if (n > 0)
+			log_debug(NULL, "closed %d connections idle for %lld ms (idle-timeout)", n,
+			    (long long)s->idle_ms);
+		nng_mtx_lock(s->conn_mtx);
+	}
+	nng_mtx_unlock(s->conn_mtx);
+}
 
 /* One received frame while a worker serves it: a plain call, or a batch
  * (RPC_BATCH_METHOD) whose calls are served with the other frames' calls and
@@ -85,6 +270,8 @@ typedef struct rpc_frame {
 	char request_id[RPC_REQUEST_ID_MAX + 1];
 	size_t first, n; /* its calls: items[first .. first + n) */
 	int64_t recv_ms; /* clock_mono_ms when its slot received it */
+	unsigned roles;  /* its caller's (authz.h) */
+	uint32_t pipe;   /* its connection */
 } rpc_frame;
 
 /* The decoded form of one call while a worker serves it. */
@@ -142,6 +329,10 @@ static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
 
 static void rpc_slot_recv(rpc_slot *sl)
 {
+	if (sl->busy_pipe != 0) { /* its last call is answered (or dropped) */
+		rpc_conn_busy(sl->srv, sl->busy_pipe, -1);
+		sl->busy_pipe = 0;
+	}
 	sl->state = RPC_SLOT_RECV;
 	nng_ctx_recv(sl->ctx, sl->aio);
 }
@@ -194,6 +385,10 @@ static void rpc_slot_cb(void *arg)
 	}
 	sl->msg = nng_aio_get_msg(sl->aio);
 	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
+	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(sl->msg));
+	int li = rpc_conn_busy(s, pipe, +1);
+	sl->roles = li >= 0 ? s->listeners[li].roles : 0; /* not open: no role */
+	sl->busy_pipe = li >= 0 ? pipe : 0;
 	sl->next = NULL;
 	nng_mtx_lock(s->mtx);
 	if (s->qtail)
@@ -330,6 +525,27 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 		    "deadline passed before the call was served");
 		return;
 	}
+	/* who may call what (authz.h), before anything serves the call */
+	unsigned roles = it->frame->roles;
+	enum authz_verdict v = authz_decide(env->method, roles);
+	if (v == AUTHZ_UNKNOWN_METHOD && !s->open_methods) {
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
+		    env->method);
+		return;
+	}
+	if (v == AUTHZ_UNAUTHENTICATED || v == AUTHZ_PERMISSION_DENIED) {
+		char peer[96], have[64];
+		authz_note_refusal(
+		    v, env->method, roles, rpc_peer(it->frame->pipe, peer, sizeof peer));
+		if (v == AUTHZ_UNAUTHENTICATED)
+			rpc_reply_error(reply, RPC_UNAUTHENTICATED, "unauthenticated",
+			    "%s needs a verified client certificate", env->method);
+		else
+			rpc_reply_error(reply, RPC_PERMISSION_DENIED, "permission_denied",
+			    "the caller's role (%s) may not call %s (docs/security.md)",
+			    authz_role_names(roles, have, sizeof have), env->method);
+		return;
+	}
 	*call = (rpc_request) {
 	    .method = env->method,
 	    .request_id = env->request_id,
@@ -338,12 +554,19 @@ static void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	    .payload_len = env->payload.len,
 	    .in_batch = it->frame->batch,
 	    .held = it->frame->batch ? NULL : it,
+	    .roles = roles,
+	    .pipe = it->frame->pipe,
 	};
-	/* Health and Admin before fault injection and the daemon's handler */
-	if (health_handle(call, reply, s->ops->service, s->ops->healthy, s->app))
-		return;
-	if (admin_handle(call, reply))
-		return;
+	/* the server's own services (Health, Admin) before fault injection
+	 * and the daemon's handler */
+	for (const rpc_service *const *sv = s->ops->services; sv && *sv; sv++) {
+		size_t n = strlen((*sv)->name);
+		if (env->method[0] == '/' && strncmp(env->method + 1, (*sv)->name, n) == 0
+		    && env->method[n + 1] == '/') {
+			(*sv)->handle((*sv)->ctx, call, reply);
+			return;
+		}
+	}
 	/* failure injection (fault.h): off unless armed */
 	int64_t delay_ms = 0;
 	if (fault_check(FAULT_DELAY, env->method, &delay_ms))
@@ -435,12 +658,17 @@ uint32_t rpc_held_pipe(const rpc_held *h)
 	return ((const rpc_slot *)h)->pipe;
 }
 
-/* rpc_pipe_cb: nng says a client connection closed (NNG_PIPE_EV_REM_POST,
- * under the socket's lock). */
+/* rpc_pipe_cb: nng says a client connection is about to be added
+ * (NNG_PIPE_EV_ADD_PRE) or closed (NNG_PIPE_EV_REM_POST). */
 static void rpc_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	rpc_server *s = arg;
-	if (ev == NNG_PIPE_EV_REM_POST && s->ops->pipe_closed)
+	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		rpc_conn_add(s, p);
+		return;
+	}
+	rpc_conn_remove(s, nng_pipe_id(p));
+	if (s->ops->pipe_closed)
 		s->ops->pipe_closed(s->app, nng_pipe_id(p));
 }
 
@@ -503,6 +731,8 @@ static void rpc_server_take_frames(rpc_frame *frames, rpc_slot **taken, size_t f
 		f->slot = taken[i];
 		f->msg = taken[i]->msg;
 		f->recv_ms = taken[i]->recv_ms;
+		f->roles = taken[i]->roles;
+		f->pipe = nng_pipe_id(nng_msg_get_pipe(f->msg));
 		taken[i]->msg = NULL;
 		rpc_server_open_frame(f);
 	}
@@ -645,6 +875,16 @@ static void rpc_server_free(rpc_server *s)
 		nng_cv_free(s->cv);
 	if (s->mtx)
 		nng_mtx_free(s->mtx);
+	rpc_conn *c, *tmp;
+	HASH_ITER(hh, s->conns, c, tmp)
+	{
+		HASH_DEL(s->conns, c);
+		free(c);
+	}
+	if (s->conn_cv)
+		nng_cv_free(s->conn_cv);
+	if (s->conn_mtx)
+		nng_mtx_free(s->conn_mtx);
 	free(s);
 }
 
@@ -662,6 +902,14 @@ static void rpc_server_close_and_join(rpc_server *s)
 	atomic_store(&s->closing_cb, true);
 	nng_cv_wake(s->cv);
 	nng_mtx_unlock(s->mtx);
+	if (s->reaper != NULL) {
+		nng_mtx_lock(s->conn_mtx);
+		s->reaping = false;
+		nng_cv_wake(s->conn_cv);
+		nng_mtx_unlock(s->conn_mtx);
+		nng_thread_destroy(s->reaper); /* joins */
+		s->reaper = NULL;
+	}
 	/* the workers finish the batch they serve and send its replies */
 	for (int i = 0; i < s->nworkers; i++)
 		nng_thread_destroy(s->workers[i].thread); /* joins */
@@ -680,22 +928,53 @@ static void rpc_server_close_and_join(rpc_server *s)
 	nng_close(s->sock); /* every receive and send left ends with NNG_ECLOSED */
 }
 
-int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
-    const rpc_server_ops *ops, void *app)
+/* rpc_server_listen makes and starts the listener `ls` as s->listeners[i]. */
+static int rpc_server_listen(rpc_server *s, int i, const rpc_listen *ls)
 {
-	if (contexts == 0)
-		contexts = RPC_SERVER_CONTEXTS;
+	rpc_lsn *l = &s->listeners[i];
+	snprintf(l->url, sizeof l->url, "%s", ls->url);
+	l->roles = ls->roles;
+	l->tls = ls->tls != NULL;
+	int rv = nng_listener_create(&l->l, s->sock, ls->url);
+	if (rv == 0 && ls->tls != NULL)
+		rv = nng_listener_set_ptr(l->l, NNG_OPT_TLS_CONFIG, tls_conf_nng(ls->tls));
+	if (rv == 0) {
+		l->id = nng_listener_id(l->l);
+		s->nlisten = i + 1; /* known before its first pipe arrives */
+		rv = nng_listener_start(l->l, 0);
+	}
+	if (rv != 0)
+		log_error(NULL, "could not listen on %s: %s", ls->url, nng_strerror(rv));
+	return rv;
+}
+
+int rpc_server_serve_on(
+    rpc_server **out, const rpc_server_cfg *cfg, const rpc_server_ops *ops, void *app)
+{
+	int contexts = cfg->contexts ? cfg->contexts : RPC_SERVER_CONTEXTS;
+	int workers = cfg->workers;
 	if (workers < 1 || workers > 256 || contexts < 1 || contexts > 65536 || ops == NULL
-	    || ops->handle == NULL)
+	    || ops->handle == NULL || cfg->nlisten < 1 || cfg->nlisten > RPC_LISTEN_MAX
+	    || cfg->max_conns < 0)
 		return -EINVAL;
+	for (size_t i = 0; i < cfg->nlisten; i++)
+		if (tls_url(cfg->listen[i].url) != (cfg->listen[i].tls != NULL))
+			return -EINVAL; /* a TLS URL needs its configuration, a plain one none */
 	rpc_server *s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return -ENOMEM;
 	s->ops = ops;
 	s->app = app;
+	s->max_conns = cfg->max_conns ? cfg->max_conns : RPC_MAX_CONNS_DEFAULT;
+	s->idle_ms = cfg->idle_ms ? cfg->idle_ms : RPC_IDLE_TIMEOUT_DEFAULT_MS;
+	s->open_methods = cfg->open_methods;
 	int rv = nng_mtx_alloc(&s->mtx);
 	if (rv == 0)
 		rv = nng_cv_alloc(&s->cv, s->mtx);
+	if (rv == 0)
+		rv = nng_mtx_alloc(&s->conn_mtx);
+	if (rv == 0)
+		rv = nng_cv_alloc(&s->conn_cv, s->conn_mtx);
 	if (rv != 0) {
 		rpc_server_free(s);
 		return rpc_errno(rv);
@@ -705,9 +984,10 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, int context
 		rpc_server_free(s);
 		return rpc_errno(rv);
 	}
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg ? max_msg : RPC_MAX_MSG_DEFAULT);
-	if (ops->pipe_closed)
-		nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, rpc_pipe_cb, s);
+	nng_socket_set_size(
+	    s->sock, NNG_OPT_RECVMAXSZ, cfg->max_msg ? cfg->max_msg : RPC_MAX_REQUEST_DEFAULT);
+	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, rpc_pipe_cb, s);
+	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, rpc_pipe_cb, s);
 	s->slots = calloc((size_t)contexts, sizeof *s->slots);
 	s->workers = calloc((size_t)workers, sizeof *s->workers);
 	if (s->slots == NULL || s->workers == NULL) {
@@ -725,10 +1005,16 @@ int rpc_server_start(rpc_server **out, const char *url, int workers, int context
 		if (rv != 0)
 			goto out_close;
 	}
-	rv = nng_listen(s->sock, url, NULL, 0);
-	if (rv != 0) {
-		log_error(NULL, "could not listen on %s: %s", url, nng_strerror(rv));
-		goto out_close;
+	for (size_t i = 0; i < cfg->nlisten; i++)
+		if ((rv = rpc_server_listen(s, (int)i, &cfg->listen[i])) != 0)
+			goto out_close;
+	if (s->idle_ms > 0) {
+		s->reaping = true;
+		rv = nng_thread_create(&s->reaper, rpc_reaper_main, s);
+		if (rv != 0) {
+			s->reaping = false;
+			goto out_close;
+		}
 	}
 	for (int i = 0; i < workers; i++) {
 		s->workers[i].srv = s;
@@ -749,6 +1035,21 @@ out_close:
 	nng_close(s->sock);
 	rpc_server_free(s);
 	return rpc_errno(rv);
+}
+
+int rpc_server_start(rpc_server **out, const char *url, int workers, int contexts, size_t max_msg,
+    const rpc_server_ops *ops, void *app)
+{
+	rpc_listen l = {.url = url, .roles = AUTHZ_ALL};
+	rpc_server_cfg cfg = {
+	    .listen = &l,
+	    .nlisten = 1,
+	    .workers = workers,
+	    .contexts = contexts,
+	    .max_msg = max_msg ? max_msg : RPC_MAX_MSG_DEFAULT,
+	    .open_methods = true, /* a test's or a tool's own methods */
+	};
+	return rpc_server_serve_on(out, &cfg, ops, app);
 }
 
 void rpc_server_stop(rpc_server *s)

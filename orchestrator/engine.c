@@ -557,10 +557,13 @@ int engine_start(engine **out, const engine_config *cfg)
 		rc = PG_ERR_CONNECTION;
 		goto out_cv;
 	}
-	rpc_client_opts o = {.resend_ms = cfg->resend_ms, .duplicate = cfg->duplicate_delivery};
+	rpc_client_opts o = {.resend_ms = cfg->resend_ms,
+	    .duplicate = cfg->duplicate_delivery,
+	    .tls = cfg->stock_tls};
 	rc = rpc_client_open(&e->stock, cfg->stock_url, &o);
 	if (rc != 0)
 		goto out_conn;
+	o.tls = cfg->payment_tls;
 	rc = rpc_client_open(&e->payment, cfg->payment_url, &o);
 	if (rc != 0)
 		goto out_stock;

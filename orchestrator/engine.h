@@ -17,12 +17,17 @@
 #include <stdint.h>
 
 #include "saga.h"
+#include "tls.h"
 #include "store.h"
 
 typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
 	const char *stock_url;     /* nng URL of the stock daemon */
 	const char *payment_url;   /* nng URL of the payment daemon */
+	tls_conf *stock_tls;       /* for a tls+tcp:// stock_url (its client
+	                              certificate: the orchestrator role's);
+	                              NULL for a plain one; borrowed */
+	tls_conf *payment_tls;     /* the same for payment_url */
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	int64_t resend_ms;         /* NNG_OPT_REQ_RESENDTIME, 0 = off */
 	int64_t sweep_interval_ms; /* how often due rows are looked for */

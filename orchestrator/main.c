@@ -4,10 +4,13 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
+#include "authz.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_net.h"
 #include "dbclock.h"
 #include "engine.h"
 #include "fault.h"
@@ -16,13 +19,14 @@
 #include "pg.h"
 #include "rpc.h"
 #include "store.h"
+#include "tls.h"
 #include "waits.h"
 
 /* The default of --request-timeout-max when --request-timeout is shorter. */
 #define ORCH_REQUEST_TIMEOUT_MAX_MS 30000
 
 typedef struct orch_config {
-	char listen[CONFIG_STR_MAX];
+	daemon_net net;
 	char db[CONFIG_STR_MAX];
 	char stock[CONFIG_STR_MAX];
 	char payment[CONFIG_STR_MAX];
@@ -43,11 +47,13 @@ typedef struct orch_config {
 	int64_t batch_siblings;
 	int64_t engines;
 	int64_t max_waits;
-	int64_t max_msg;
 	int64_t db_wait;
 	int64_t stop_timeout;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
+	char participant_cert[CONFIG_STR_MAX];
+	char participant_key[CONFIG_STR_MAX];
+	char participant_ca[CONFIG_STR_MAX];
 } orch_config;
 
 #define OPT(n, e, t, d, lo, hi, f, h, u)                                                           \
@@ -55,14 +61,23 @@ typedef struct orch_config {
 		n, e, t, d, lo, hi, offsetof(orch_config, f), h, u                                 \
 	}
 static const config_opt orch_opts[] = {
-    OPT("listen", "SAGA_ORCHESTRATOR_LISTEN", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0, listen,
-        "nng URL the Orchestrator API listens on", "URL"),
     OPT("db", "SAGA_ORCHESTRATOR_DB", CONFIG_STR, "dbname=sagas_orchestrator", 0, 0, db,
-        "libpq conninfo of the orchestrator's database", "CONNINFO"),
+        "libpq conninfo of the orchestrator's database (no password here: use a passfile or "
+        "the config file)",
+        "CONNINFO"),
     OPT("stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0, stock,
         "nng URL of the stock daemon", "URL"),
     OPT("payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0, payment,
         "nng URL of the payment daemon", "URL"),
+    OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
+        participant_cert,
+        "the certificate (PEM) the orchestrator shows the participants on tls+tcp:// links "
+        "(signed by the orchestrator role's CA)",
+        "FILE"),
+    OPT("participant-tls-key", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_KEY", CONFIG_STR, "", 0, 0,
+        participant_key, "the private key of --participant-tls-cert (PEM)", "FILE"),
+    OPT("participant-tls-ca", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CA", CONFIG_STR, "", 0, 0,
+        participant_ca, "the CA that signs the participants' certificates (PEM)", "FILE"),
     OPT("workers", "SAGA_ORCHESTRATOR_WORKERS", CONFIG_INT, "4", 1, 64, workers,
         "API worker threads (each with its own database connection)", "N"),
     OPT("step-timeout", "SAGA_ORCHESTRATOR_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000,
@@ -108,8 +123,6 @@ static const config_opt orch_opts[] = {
         "N"),
     OPT("max-waits", "SAGA_ORCHESTRATOR_MAX_WAITS", CONFIG_INT, "4096", 1, 60000, max_waits,
         "most WaitSaga calls waiting at once (more are answered at once, unfinished)", "N"),
-    OPT("max-msg", "SAGA_ORCHESTRATOR_MAX_MSG", CONFIG_INT, "1048576", 1024, 67108864, max_msg,
-        "largest frame accepted, in bytes", "BYTES"),
     OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
         "how long to wait for the database at start and on reconnect", "MS"),
     OPT("stop-timeout", "SAGA_ORCHESTRATOR_STOP_TIMEOUT_MS", CONFIG_INT, "15000", 0, 3600000,
@@ -149,11 +162,39 @@ static void orch_finished(void *arg, const saga_row *row)
 	waits_finished(arg, row);
 }
 
+/* orch_participant_tls makes the client configuration for a participant's
+ * tls+tcp:// URL into *out (NULL for a plain URL). Returns 0, or 2 after
+ * printing what is wrong. */
+static int orch_participant_tls(tls_conf **out, const orch_config *c, const char *url)
+{
+	*out = NULL;
+	if (!tls_url(url))
+		return 0;
+	if (!c->participant_cert[0] || !c->participant_key[0] || !c->participant_ca[0]) {
+		config_error("%s is a TLS URL, which needs --participant-tls-cert, "
+		             "--participant-tls-key and --participant-tls-ca (docs/security.md)\n",
+		    url);
+		return 2;
+	}
+	tls_files f
+	    = {.cert = c->participant_cert, .key = c->participant_key, .ca = c->participant_ca};
+	char err[512];
+	if (tls_client_new(out, url, &f, err, sizeof err) != 0) {
+		config_error("could not set up TLS for %s: %s\n", url, err);
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum { NO = sizeof orch_opts / sizeof orch_opts[0] };
+	config_opt opts[NO + DAEMON_NET_OPTS];
+	memcpy(opts, orch_opts, sizeof orch_opts);
+	daemon_net_opts(opts + NO, offsetof(orch_config, net), "SAGA_ORCHESTRATOR",
+	    "tcp://127.0.0.1:7101", "client");
 	orch_config c;
-	int rc = config_load(orch_opts, sizeof orch_opts / sizeof orch_opts[0], &c, argc, argv,
-	    "orchestratord [options]",
+	int rc = config_load(opts, NO + DAEMON_NET_OPTS, &c, argc, argv, "orchestratord [options]",
 	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
 	    "it through ReserveStock, ChargePayment and their compensations.",
 	    "SAGA_ORCHESTRATOR_CONFIG", NULL);
@@ -162,7 +203,8 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(c.log_level, &level, c.listen, c.db) != 0)
+	if (daemon_check_options(c.log_level, &level, c.net.listen, c.db) != 0
+	    || daemon_net_check(&c.net, c.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
 	if (c.backoff_cap < c.backoff_base) {
 		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
@@ -193,6 +235,18 @@ int main(int argc, char **argv)
 	}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
 		return 2;
+	tls_conf *stock_tls = NULL, *payment_tls = NULL;
+	if (orch_participant_tls(&stock_tls, &c, c.stock) != 0
+	    || orch_participant_tls(&payment_tls, &c, c.payment) != 0) {
+		tls_conf_free(stock_tls);
+		return 2;
+	}
+	if (!tls_url(c.stock) || !tls_url(c.payment))
+		log_warn(NULL,
+		    "the links to the participants (%s, %s) are not all TLS: use tls+tcp:// with "
+		    "--participant-tls-cert, --participant-tls-key and --participant-tls-ca for "
+		    "anything but a laptop (docs/security.md)",
+		    c.stock, c.payment);
 	daemon_install_signals();
 
 	PGconn *conn = pg_connect(c.db, c.db_wait);
@@ -215,6 +269,8 @@ int main(int argc, char **argv)
 	    .db = c.db,
 	    .stock_url = c.stock,
 	    .payment_url = c.payment,
+	    .stock_tls = stock_tls,
+	    .payment_tls = payment_tls,
 	    .policy =
 	        {
 	            .step_timeout_ms = c.step_timeout,
@@ -268,32 +324,33 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* the API's handlers, plus the database probe of sagas.v1.Health */
-	rpc_server_ops ops = *api_server_ops();
-	ops.healthy = orch_healthy;
-	ops.service = "sagas.v1.Orchestrator";
+	static health_service health
+	    = {.service = "sagas.v1.Orchestrator", .healthy = orch_healthy};
 	rpc_server *srv = NULL;
 	/* a context per waiting call, plus room for everything else */
 	int contexts = (int)c.max_waits + RPC_SERVER_CONTEXTS;
-	rc = rpc_server_start(
-	    &srv, c.listen, (int)c.workers, contexts, (size_t)c.max_msg, &ops, &a);
+	rc = daemon_net_serve(
+	    &srv, &c.net, AUTHZ_CLIENT, (int)c.workers, contexts, api_server_ops(), &a, &health);
 	if (rc != 0) {
-		log_error(NULL, "could not serve on %s: error %d", c.listen, rc);
+		log_error(NULL, "could not serve on %s: error %d", c.net.listen, rc);
 		orch_engines_stop(engs, n_engines);
 		waits_free(wt);
 		health_db_close(orch_health);
 		return 1;
 	}
-	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s)%s", c.listen, c.stock,
-	    c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
+	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s)%s", c.net.listen,
+	    c.stock, c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
 	if (daemon_stop_watchdog(c.stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	waits_close(wt); /* answers the waiting calls while the server still runs */
-	rpc_server_stop(srv);
+	daemon_net_stop(srv);
 	orch_engines_stop(engs, n_engines);
 	waits_free(wt);
 	health_db_close(orch_health);
+	tls_conf_free(stock_tls);
+	tls_conf_free(payment_tls);
 	log_info(NULL, "stopped");
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "log.h"
 #include "rpc.h"
+#include "tls.h"
 #include "saga.h"
 #include "status.h"
 #include "valid.h"
@@ -82,6 +83,9 @@ typedef struct ctl_opts {
 	char method[CONFIG_STR_MAX];
 	int64_t count;
 	int64_t delay_ms;
+	char tls_cert[CONFIG_STR_MAX];
+	char tls_key[CONFIG_STR_MAX];
+	char tls_ca[CONFIG_STR_MAX];
 } ctl_opts;
 
 typedef struct ctl_ctx ctl_ctx;
@@ -103,6 +107,7 @@ struct ctl_ctx {
 	ctl_opts o;
 	const ctl_cmd *cmd;
 	rpc_client *client[CTL_SVC_COUNT];
+	tls_conf *tls[CTL_SVC_COUNT]; /* of a tls+tcp:// URL */
 	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
 	                   UNAVAILABLE: its outcome is unknown */
 	bool id_given;  /* --id was on the command line (even as "") */
@@ -120,6 +125,12 @@ struct ctl_ctx {
 	        offsetof(ctl_opts, url[CTL_SVC_PAYMENT]), "payment service URL", "URL"},           \
 	    {"timeout", NULL, CONFIG_INT, "5000", 1, 3600000, offsetof(ctl_opts, timeout_ms),      \
 	        "timeout of each call", "MS"},                                                     \
+	    {"tls-cert", "SAGACTL_TLS_CERT", CONFIG_STR, "", 0, 0, offsetof(ctl_opts, tls_cert),   \
+	        "client certificate (PEM) for tls+tcp:// URLs: its CA is its role", "FILE"},       \
+	    {"tls-key", "SAGACTL_TLS_KEY", CONFIG_STR, "", 0, 0, offsetof(ctl_opts, tls_key),      \
+	        "the private key of --tls-cert (PEM)", "FILE"},                                    \
+	    {"tls-ca", "SAGACTL_TLS_CA", CONFIG_STR, "", 0, 0, offsetof(ctl_opts, tls_ca),         \
+	        "the CA (PEM) that signs the daemons' certificates", "FILE"},                      \
 	{                                                                                          \
 		"json", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, json),                   \
 		    "print one JSON value on one line", NULL                                       \
@@ -488,19 +499,6 @@ static json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 
 /* ---- RPC ---- */
 
-/* ctl_url_ok is true for the nng URL schemes a client can dial. */
-static bool ctl_url_ok(const char *url)
-{
-	static const char *const schemes[]
-	    = {"tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://"};
-	for (size_t i = 0; i < CTL_NELEM(schemes); i++) {
-		size_t n = strlen(schemes[i]);
-		if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0')
-			return true;
-	}
-	return false;
-}
-
 /* ctl_client returns the (lazily opened) client of `svc`, or NULL after
  * printing an error; *rc is the exit code then. */
 static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
@@ -508,15 +506,31 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	if (c->client[svc] != NULL)
 		return c->client[svc];
 	const char *url = c->o.url[svc];
-	if (!ctl_url_ok(url)) {
+	if (!rpc_url_ok(url)) {
 		*rc = ctl_usage(c->cmd,
-		    "invalid --%s URL \"%s\": expected tcp://HOST:PORT or ipc://PATH",
+		    "invalid --%s URL \"%s\": expected tls+tcp://HOST:PORT, tcp://HOST:PORT or "
+		    "ipc://PATH",
 		    ctl_svc_names[svc], url);
 		return NULL;
 	}
+	if (tls_url(url)) {
+		char err[512];
+		tls_files f = {.cert = c->o.tls_cert, .key = c->o.tls_key, .ca = c->o.tls_ca};
+		if (!c->o.tls_ca[0]) {
+			*rc = ctl_usage(c->cmd,
+			    "--%s %s is a TLS URL: give --tls-ca (and --tls-cert, --tls-key for a "
+			    "role; docs/security.md)",
+			    ctl_svc_names[svc], url);
+			return NULL;
+		}
+		if (tls_client_new(&c->tls[svc], url, &f, err, sizeof err) != 0) {
+			*rc = ctl_usage(c->cmd, "%s", err);
+			return NULL;
+		}
+	}
 	/* no nng resend: sagactl re-sends only the calls that carry their own
 	 * idempotency key (StartSaga's saga id, Deposit's deposit id), itself */
-	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true};
+	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true, .tls = c->tls[svc]};
 	int err = rpc_client_open(&c->client[svc], url, &opts);
 	if (err == -ECONNREFUSED) {
 		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
@@ -524,6 +538,14 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 		    svc == CTL_SVC_ORCHESTRATOR ? "orchestratord"
 		        : svc == CTL_SVC_STOCK  ? "stockd"
 		                                : "paymentd");
+		c->client[svc] = NULL;
+		return NULL;
+	}
+	if (err == -EACCES) {
+		*rc = ctl_error(
+		    "could not reach %s at %s: the TLS handshake failed (does it trust the "
+		    "CA of --tls-cert, and --tls-ca its certificate? docs/security.md)",
+		    ctl_svc_names[svc], url);
 		c->client[svc] = NULL;
 		return NULL;
 	}
@@ -2030,8 +2052,10 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 	rc = cmd->run(&c, args);
 	if (fflush(stdout) != 0 && rc == CTL_EXIT_OK)
 		rc = ctl_error("could not write the output: %s", strerror(errno));
-	for (int i = 0; i < CTL_SVC_COUNT; i++)
+	for (int i = 0; i < CTL_SVC_COUNT; i++) {
 		rpc_client_close(c.client[i]);
+		tls_conf_free(c.tls[i]);
+	}
 out_free:
 	free(orig);
 	free(marks);

@@ -10,22 +10,39 @@ source "$here/../tests/lib/stack.sh"
 source "$here/../tests/lib/seed_lab.sh"
 
 PG_FAST=0 # the demo keeps PostgreSQL's durable defaults
+# every link mutual TLS, as docs/security.md deploys it (STACK_TLS=0: plain
+# loopback, as on a laptop)
+STACK_TLS=${STACK_TLS:-1}
 echo "== starting PostgreSQL and the daemons"
 stack_start
 echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keeps it)"
 echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, PostgreSQL 127.0.0.1:$PG_PORT"
+if [ "$STACK_TLS" = 1 ]; then
+  echo "   mutual TLS on every link: certificates in $STACK_DIR/certs (scripts/make-certs.sh);"
+  echo "   the orders go in with the client certificate, the seeding and the report with the admin one"
+  echo "   ($ORCH_ADMIN_URL, $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL)"
+fi
+# order ARGS...: sagactl start as an application (the client role)
+order() {
+  if [ "$STACK_TLS" = 1 ]; then
+    # shellcheck disable=SC2046
+    "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_URL" $(tls_flags client) start "$@"
+  else
+    ctl start "$@"
+  fi
+}
 echo
 echo "== seeding: stock A1 = 5; accounts ali 500.00, sara 20.00"
 seed_lab_seed
 echo
 echo "== order 1: ali orders 2 x A1 for 200.00"
-ctl start ali A1 2 200.00 --wait
+order ali A1 2 200.00 --wait
 echo
 echo "== order 2: sara orders 1 x A1 for 100.00"
-ctl start sara A1 1 100.00 --wait
+order sara A1 1 100.00 --wait
 echo
 echo "== order 3: ali orders 10 x A1 for 1000.00"
-ctl start ali A1 10 1000.00 --wait
+order ali A1 10 1000.00 --wait
 echo
 echo "== final state (a COMPLETED order keeps its reservation: the stock is sold)"
 ctl report

@@ -34,7 +34,17 @@ for d in orchestratord stockd paymentd; do
 	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): 65 is outside 1\.\.64$" --workers 65
 	expect $d 2 "^$d: error: invalid value for db: invalid connection option \"bogus\"$" --db "dbname=x bogus=1"
 	expect $d 2 "^$d: error: invalid value for log-level: \"verbose\" \(debug, info, warn or error\)$" --log-level verbose
-	expect $d 2 "^$d: error: invalid value for fault: unknown kind \"x\" \(delay, .*duplicate_reply\)$" --fault x
+	expect $d 2 "^$d: error: invalid value for fault: unknown kind \"x\" \(delay, .*duplicate_reply\)$" --enable-fault-injection --fault x
+	# failure injection is off unless asked for (docs/security.md)
+	expect $d 2 "^$d: error: fault: failure injection is off; --fault needs --enable-fault-injection \(tests only\)$" --fault unavailable
+	# a plain listener other hosts can reach, a TLS one without its files
+	expect $d 2 "^$d: error: invalid value for listen: \"tcp://0\.0\.0\.0:1\" is plain TCP on an address other hosts can reach" --listen tcp://0.0.0.0:1
+	expect $d 2 "^$d: error: invalid value for admin-listen: \"tcp://10\.1\.2\.3:1\" is plain TCP" --admin-listen tcp://10.1.2.3:1
+	expect $d 2 "^$d: error: listen is tls\+tcp://127\.0\.0\.1:1, which needs --tls-cert, --tls-key and --tls-ca" --listen tls+tcp://127.0.0.1:1
+	expect $d 2 "^$d: error: admin-listen is tls\+tcp://127\.0\.0\.1:2, which needs --tls-cert, --tls-key and --admin-tls-ca" --admin-listen tls+tcp://127.0.0.1:2 --tls-cert a --tls-key b
+	# a password on the command line is readable by every user (ps)
+	expect $d 2 "^$d: error: invalid value for db \(from the command line\): it holds a password" --db "dbname=x password=secret"
+	expect $d 2 "^$d: error: invalid value for db \(from the command line\): it holds a password" --db=postgresql://u:secret@h/x
 	expect $d 2 "^$d: error: invalid value for workers \(from $TMP/bad.conf:1\): 70 is outside 1\.\.64$" --config "$TMP/bad.conf"
 	expect $d 2 "^$d: error: option --config must be spelled in full \(--config FILE\)$" --conf "$TMP/bad.conf"
 	expect $d 2 "^$d: error: could not read config file \"$TMP\": a directory$" --config "$TMP"

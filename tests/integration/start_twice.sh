@@ -5,6 +5,7 @@
 # (Deposit's idempotency key): the same command twice adds once.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
+STACK_FAULTS=1 # it arms faults
 stack_start
 ctl stock set B2 10 >/dev/null
 ctl deposit c1 100.00 >/dev/null

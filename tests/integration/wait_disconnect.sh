@@ -11,7 +11,7 @@ command -v protoc >/dev/null && "$PY" -c 'import google.protobuf' 2>/dev/null ||
 # a step deadline far past the test, so the saga below cannot end by it
 # (with the default 5 s it was CANCELLED before the last wait on a loaded
 # machine)
-ORCH_FLAGS="--max-waits 3 --step-timeout 600000" stack_start
+STACK_FAULTS=1 ORCH_FLAGS="--max-waits 3 --step-timeout 600000" stack_start
 gen="$STACK_DIR/python"
 bash "$STACK_ROOT/clients/python/generate.sh" "$gen" >/dev/null
 ctl stock set D1 10 >/dev/null

@@ -5,6 +5,7 @@
 # answered with their final state.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
+STACK_FAULTS=1 # it arms faults
 stack_start
 ctl stock set W1 100 >/dev/null
 ctl deposit wc 1000.00 >/dev/null

@@ -14,6 +14,15 @@
 # "$(skewed_clock +10m)" for a wall clock ten minutes ahead.
 # Logs and the cluster live in $STACK_DIR (a new folder under /tmp), kept
 # when KEEP_STACK=1.
+#
+# STACK_TLS=1: every link is mutual TLS, as docs/security.md deploys it:
+# certificates made by scripts/make-certs.sh in $STACK_DIR/certs, each
+# daemon with a second listener for the admin role ($ORCH_ADMIN_URL,
+# $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL), and `ctl` speaking to those with
+# the admin certificate. Without it the daemons listen on plain loopback
+# (every role on one listener) and the *_ADMIN_URL are the *_URL.
+# STACK_FAULTS=1: the daemons start with --enable-fault-injection (tests
+# that arm faults; off otherwise, as in production).
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAGA_BIN_DIR=${SAGA_BIN_DIR:-$STACK_ROOT/build/bin}
@@ -51,10 +60,38 @@ wait_until() {
   done
 }
 
-# ctl ARGS...: sagactl against this stack.
+# ctl ARGS...: sagactl against this stack (as the admin role under
+# STACK_TLS=1).
 ctl() {
-  "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_URL" --stock "$STOCK_URL" \
-    --payment "$PAYMENT_URL" "$@"
+  "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_ADMIN_URL" --stock "$STOCK_ADMIN_URL" \
+    --payment "$PAYMENT_ADMIN_URL" ${STACK_CTL_TLS[@]+"${STACK_CTL_TLS[@]}"} "$@"
+}
+
+# tls_flags ROLE: sagactl's TLS options for a certificate of ROLE
+# (orchestrator, admin, client) of this stack (STACK_TLS=1).
+tls_flags() {
+  echo "--tls-ca $STACK_DIR/certs/ca-server.crt --tls-cert $STACK_DIR/certs/$1.crt" \
+    "--tls-key $STACK_DIR/certs/$1.key"
+}
+
+# _stack_common_flags NAME: the flags every daemon NAME gets from
+# STACK_TLS and STACK_FAULTS.
+_stack_common_flags() {
+  local name=$1 c="$STACK_DIR/certs"
+  [ "${STACK_FAULTS:-0}" = 1 ] && printf '%s\n' --enable-fault-injection
+  [ "${STACK_TLS:-0}" = 1 ] || return 0
+  local admin_url role_ca
+  case $name in
+  orchestratord) admin_url=$ORCH_ADMIN_URL role_ca=ca-client ;;
+  stockd) admin_url=$STOCK_ADMIN_URL role_ca=ca-orchestrator ;;
+  paymentd) admin_url=$PAYMENT_ADMIN_URL role_ca=ca-orchestrator ;;
+  esac
+  printf '%s\n' --admin-listen "$admin_url" --tls-cert "$c/$name.crt" --tls-key "$c/$name.key" \
+    --tls-ca "$c/$role_ca.crt" --admin-tls-ca "$c/ca-admin.crt"
+  if [ "$name" = orchestratord ]; then
+    printf '%s\n' --participant-tls-cert "$c/orchestrator.crt" \
+      --participant-tls-key "$c/orchestrator.key" --participant-tls-ca "$c/ca-server.crt"
+  fi
 }
 
 _stack_listening() { ! _stack_port_free "$1"; }
@@ -97,22 +134,28 @@ _stack_daemon() {
 }
 
 stack_start_orchestrator() {
+  local common
+  mapfile -t common < <(_stack_common_flags orchestratord)
   # shellcheck disable=SC2086
   _stack_daemon orchestratord "$ORCH_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
     --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
-    --db "$PG_CONN dbname=sagas_orchestrator" ${ORCH_FLAGS:-}
+    --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
 }
 
 stack_start_stock() {
+  local common
+  mapfile -t common < <(_stack_common_flags stockd)
   # shellcheck disable=SC2086
   _stack_daemon stockd "$STOCK_PORT" ${STOCK_WRAP:-} "$SAGA_BIN_DIR/stockd" --listen "$STOCK_URL" \
-    --db "$PG_CONN dbname=sagas_stock" ${STOCK_FLAGS:-}
+    --db "$PG_CONN dbname=sagas_stock" ${common[@]+"${common[@]}"} ${STOCK_FLAGS:-}
 }
 
 stack_start_payment() {
+  local common
+  mapfile -t common < <(_stack_common_flags paymentd)
   # shellcheck disable=SC2086
   _stack_daemon paymentd "$PAYMENT_PORT" ${PAYMENT_WRAP:-} "$SAGA_BIN_DIR/paymentd" --listen "$PAYMENT_URL" \
-    --db "$PG_CONN dbname=sagas_payment" ${PAYMENT_FLAGS:-}
+    --db "$PG_CONN dbname=sagas_payment" ${common[@]+"${common[@]}"} ${PAYMENT_FLAGS:-}
 }
 
 # stack_kill NAME [SIGNAL]: signals a daemon (default TERM) and waits for it.
@@ -135,10 +178,25 @@ stack_start() {
   PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
   PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
   ORCH_PORT=$(_stack_free_port); STOCK_PORT=$(_stack_free_port); PAYMENT_PORT=$(_stack_free_port)
-  ORCH_URL="tcp://127.0.0.1:$ORCH_PORT"
-  STOCK_URL="tcp://127.0.0.1:$STOCK_PORT"
-  PAYMENT_URL="tcp://127.0.0.1:$PAYMENT_PORT"
-  export ORCH_URL STOCK_URL PAYMENT_URL PG_PORT PG_CONN STACK_DIR
+  STACK_CTL_TLS=()
+  if [ "${STACK_TLS:-0}" = 1 ]; then
+    bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/certs" >/dev/null
+    local scheme=tls+tcp
+    ORCH_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
+    STOCK_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
+    PAYMENT_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
+    read -ra STACK_CTL_TLS <<<"$(tls_flags admin)"
+  else
+    local scheme=tcp
+  fi
+  ORCH_URL="$scheme://127.0.0.1:$ORCH_PORT"
+  STOCK_URL="$scheme://127.0.0.1:$STOCK_PORT"
+  PAYMENT_URL="$scheme://127.0.0.1:$PAYMENT_PORT"
+  if [ "${STACK_TLS:-0}" != 1 ]; then
+    ORCH_ADMIN_URL=$ORCH_URL STOCK_ADMIN_URL=$STOCK_URL PAYMENT_ADMIN_URL=$PAYMENT_URL
+  fi
+  export ORCH_URL STOCK_URL PAYMENT_URL ORCH_ADMIN_URL STOCK_ADMIN_URL PAYMENT_ADMIN_URL
+  export PG_PORT PG_CONN STACK_DIR
   stack_start_stock
   stack_start_payment
   stack_start_orchestrator

@@ -90,7 +90,6 @@ static void srv_handle_batch(
 static const rpc_server_ops ops = {
     .handle = srv_handle,
     .handle_batch = srv_handle_batch,
-    .service = "t.T",
 };
 
 /* The same service, but only Echo may travel in a batch frame. */
@@ -98,7 +97,6 @@ static const char *const echo_only[] = {M_ECHO, NULL};
 static const rpc_server_ops ops_echo_only = {
     .handle = srv_handle,
     .handle_batch = srv_handle_batch,
-    .service = "t.T",
     .batch_methods = echo_only,
 };
 
@@ -133,7 +131,6 @@ static int64_t srv_linger_us(void *app, const rpc_linger_frame *frames, size_t n
 static const rpc_server_ops ops_linger = {
     .handle = srv_handle,
     .handle_batch = srv_handle_batch_max,
-    .service = "t.T",
     .linger_us = srv_linger_us,
 };
 

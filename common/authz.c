@@ -1,0 +1,210 @@
+/* authz: the table of methods and roles, and the refusal log (authz.h). */
+#include "authz.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "clock.h"
+#include "log.h"
+
+/* ---- the table (docs/security.md, "Roles": keep the two the same) ---- */
+
+typedef struct authz_row {
+	const char *method;
+	unsigned roles;
+} authz_row;
+
+#define ORCH   AUTHZ_ORCHESTRATOR
+#define ADMIN  AUTHZ_ADMIN
+#define CLIENT AUTHZ_CLIENT
+
+static const authz_row authz_methods[] = {
+    /* anyone: a load balancer or an orchestrator probing readiness */
+    {"/sagas.v1.Health/Check", AUTHZ_OPEN},
+    /* the steps and compensations: only the orchestrator moves stock and money */
+    {"/sagas.v1.Stock/ReserveStock", ORCH},
+    {"/sagas.v1.Stock/ReleaseStock", ORCH},
+    {"/sagas.v1.Payment/ChargePayment", ORCH},
+    {"/sagas.v1.Payment/RefundPayment", ORCH},
+    /* operators: stock levels, money in, listings, failure injection */
+    {"/sagas.v1.Stock/SetStock", ADMIN},
+    {"/sagas.v1.Stock/ListStock", ADMIN},
+    {"/sagas.v1.Payment/Deposit", ADMIN},
+    {"/sagas.v1.Payment/ListAccounts", ADMIN},
+    {"/sagas.v1.Admin/SetFault", ADMIN},
+    {"/sagas.v1.Admin/ClearFaults", ADMIN},
+    {"/sagas.v1.Orchestrator/RetrySaga", ADMIN},
+    /* applications (and operators, who look at the same sagas) */
+    {"/sagas.v1.Orchestrator/StartSaga", CLIENT | ADMIN},
+    {"/sagas.v1.Orchestrator/GetSaga", CLIENT | ADMIN},
+    {"/sagas.v1.Orchestrator/WaitSaga", CLIENT | ADMIN},
+    {"/sagas.v1.Orchestrator/ListSagas", CLIENT | ADMIN},
+    {"/sagas.v1.Orchestrator/GetSagaHistory", CLIENT | ADMIN},
+};
+
+unsigned authz_method_roles(const char *method)
+{
+	for (size_t i = 0; i < sizeof authz_methods / sizeof authz_methods[0]; i++)
+		if (strcmp(authz_methods[i].method, method) == 0)
+			return authz_methods[i].roles;
+	return 0;
+}
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} authz_names[] = {
+    {AUTHZ_ORCHESTRATOR, "orchestrator"},
+    {AUTHZ_ADMIN, "admin"},
+    {AUTHZ_CLIENT, "client"},
+};
+
+const char *authz_role_names(unsigned roles, char *buf, int len)
+{
+	int at = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof authz_names / sizeof authz_names[0]; i++) {
+		if (!(roles & authz_names[i].bit) || at >= len)
+			continue;
+		at += snprintf(
+		    buf + at, (size_t)(len - at), "%s%s", at ? "," : "", authz_names[i].name);
+	}
+	if (buf[0] == '\0')
+		snprintf(buf, (size_t)len, "none");
+	return buf;
+}
+
+unsigned authz_role_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof authz_names / sizeof authz_names[0]; i++)
+		if (strcmp(authz_names[i].name, name) == 0)
+			return authz_names[i].bit;
+	return 0;
+}
+
+/* ---- refusals: counted, and logged at most once per peer per interval ---- */
+
+/* The most keys remembered; past it, one line per interval speaks for all
+ * the others (a flood from many addresses must not grow memory). */
+#define AUTHZ_LOG_KEYS 1024
+#define AUTHZ_KEY_MAX  96
+
+typedef struct authz_seen {
+	char key[AUTHZ_KEY_MAX]; /* kind + " " + address without the port */
+	int64_t logged_ms;       /* clock_mono_ms of the last line */
+	uint64_t held;           /* refusals not logged since */
+	UT_hash_handle hh;
+} authz_seen;
+
+static pthread_mutex_t authz_mu = PTHREAD_MUTEX_INITIALIZER;
+static authz_seen *authz_log_table; /* under authz_mu */
+static authz_seen authz_overflow;   /* under authz_mu: every key past the cap */
+static unsigned authz_nkeys;        /* under authz_mu */
+static atomic_uint_fast64_t authz_unauthenticated, authz_denied;
+
+/* authz_key writes `kind` and the address of `peer` without its port. */
+static void authz_key(char *key, const char *kind, const char *peer)
+{
+	snprintf(key, AUTHZ_KEY_MAX, "%s %s", kind, peer ? peer : "?");
+	char *colon = strrchr(key, ':');
+	char *space = strchr(key, ' ');
+	if (colon != NULL && colon > space && strchr(space, '.') != NULL)
+		*colon = '\0'; /* "1.2.3.4:5678": IPv4 with a port */
+	else if (colon != NULL && colon > space && colon[-1] == ']')
+		*colon = '\0'; /* "[::1]:5678" */
+}
+
+/* authz_forget_old drops keys not logged for an interval (under authz_mu). */
+static void authz_forget_old(int64_t now)
+{
+	authz_seen *e, *tmp;
+	HASH_ITER(hh, authz_log_table, e, tmp)
+	{
+		if (now - e->logged_ms >= AUTHZ_LOG_INTERVAL_MS && e->held == 0) {
+			HASH_DEL(authz_log_table, e);
+			free(e);
+			authz_nkeys--;
+		}
+	}
+}
+
+void authz_log_limited(const char *kind, const char *peer, const char *what)
+{
+	char key[AUTHZ_KEY_MAX];
+	authz_key(key, kind, peer);
+	int64_t now = clock_mono_ms();
+	uint64_t held = 0;
+	bool log = false;
+	pthread_mutex_lock(&authz_mu);
+	authz_seen *e = NULL;
+	HASH_FIND_STR(authz_log_table, key, e);
+	if (e == NULL && authz_nkeys >= AUTHZ_LOG_KEYS)
+		authz_forget_old(now);
+	if (e == NULL && authz_nkeys < AUTHZ_LOG_KEYS && (e = calloc(1, sizeof *e)) != NULL) {
+		memcpy(e->key, key, sizeof e->key);
+		e->logged_ms = now - AUTHZ_LOG_INTERVAL_MS;
+		HASH_ADD_STR(authz_log_table, key, e);
+		authz_nkeys++;
+	}
+	if (e == NULL)
+		e = &authz_overflow; /* full: one line per interval for all the rest */
+	if (now - e->logged_ms >= AUTHZ_LOG_INTERVAL_MS) {
+		log = true;
+		held = e->held;
+		e->held = 0;
+		e->logged_ms = now;
+	} else {
+		e->held++;
+	}
+	pthread_mutex_unlock(&authz_mu);
+	if (!log)
+		return;
+	if (held > 0)
+		log_warn(NULL, "%s (peer %s; %llu more like it in the last %d s not logged)", what,
+		    peer ? peer : "unknown", (unsigned long long)held,
+		    AUTHZ_LOG_INTERVAL_MS / 1000);
+	else
+		log_warn(NULL, "%s (peer %s)", what, peer ? peer : "unknown");
+}
+
+enum authz_verdict authz_decide(const char *method, unsigned roles)
+{
+	unsigned allowed = authz_method_roles(method);
+	if (allowed == 0)
+		return AUTHZ_UNKNOWN_METHOD;
+	if ((allowed & AUTHZ_OPEN) || (allowed & roles))
+		return AUTHZ_ALLOWED;
+	return (roles & AUTHZ_ALL) == 0 ? AUTHZ_UNAUTHENTICATED : AUTHZ_PERMISSION_DENIED;
+}
+
+void authz_note_refusal(enum authz_verdict v, const char *method, unsigned roles, const char *peer)
+{
+	char have[64], need[64], what[320];
+	authz_role_names(roles, have, sizeof have);
+	authz_role_names(authz_method_roles(method), need, sizeof need);
+	if (v == AUTHZ_UNAUTHENTICATED) {
+		atomic_fetch_add_explicit(&authz_unauthenticated, 1, memory_order_relaxed);
+		snprintf(what, sizeof what, "refused %s: UNAUTHENTICATED (no verified identity)",
+		    method);
+	} else {
+		atomic_fetch_add_explicit(&authz_denied, 1, memory_order_relaxed);
+		snprintf(what, sizeof what,
+		    "refused %s: PERMISSION_DENIED (caller's role %s; allowed: %s)", method, have,
+		    need);
+	}
+	authz_log_limited("refused", peer, what);
+}
+
+void authz_refused(uint64_t *unauthenticated, uint64_t *denied)
+{
+	if (unauthenticated)
+		*unauthenticated
+		    = atomic_load_explicit(&authz_unauthenticated, memory_order_relaxed);
+	if (denied)
+		*denied = atomic_load_explicit(&authz_denied, memory_order_relaxed);
+}

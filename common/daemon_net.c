@@ -1,0 +1,240 @@
+/* daemon_net: every daemon's listeners, TLS, roles and limits
+ * (daemon_net.h). */
+#include "daemon_net.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "admin.h"
+#include "authz.h"
+#include "log.h"
+#include "tls.h"
+
+/* One daemon per process: what its server borrows lives here. */
+static struct {
+	tls_conf *tls[2];
+	rpc_server_ops ops;
+	admin_service admin;
+	rpc_service svc_health, svc_admin;
+	const rpc_service *services[3];
+	char env[DAEMON_NET_OPTS][64];
+	char help_listen[160];
+} dn;
+
+void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
+    const char *default_listen, const char *role)
+{
+	static const char *const suffix[DAEMON_NET_OPTS]
+	    = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT", "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA",
+	        "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS", "IDLE_TIMEOUT_MS", "MAX_MSG"};
+	for (int i = 0; i < DAEMON_NET_OPTS; i++)
+		snprintf(dn.env[i], sizeof dn.env[i], "%s_%s", env_prefix, suffix[i]);
+	snprintf(dn.help_listen, sizeof dn.help_listen,
+	    "nng URL its callers (the %s role) reach it on: tls+tcp://HOST:PORT, or tcp:// on "
+	    "loopback only",
+	    role);
+#define NET(i, n, t, d, lo, hi, f, h, u)                                                           \
+	rows[i] = (config_opt) {n, dn.env[i], t, d, lo, hi, base + offsetof(daemon_net, f), h, u}
+	NET(0, "listen", CONFIG_STR, default_listen, 0, 0, listen, dn.help_listen, "URL");
+	NET(1, "admin-listen", CONFIG_STR, "", 0, 0, admin_listen,
+	    "nng URL of a second listener for the admin role (SetStock, Deposit, listings, "
+	    "RetrySaga, Admin); \"\" = none",
+	    "URL");
+	NET(2, "tls-cert", CONFIG_STR, "", 0, 0, tls_cert,
+	    "this daemon's certificate (PEM), for its tls+tcp:// listeners", "FILE");
+	NET(3, "tls-key", CONFIG_STR, "", 0, 0, tls_key, "the private key of --tls-cert (PEM)",
+	    "FILE");
+	NET(4, "tls-ca", CONFIG_STR, "", 0, 0, tls_ca,
+	    "the CA whose certificates may call --listen (its role's CA; docs/security.md)",
+	    "FILE");
+	NET(5, "admin-tls-ca", CONFIG_STR, "", 0, 0, admin_tls_ca,
+	    "the CA whose certificates may call --admin-listen (the admin role's CA)", "FILE");
+	NET(6, "enable-fault-injection", CONFIG_BOOL, "false", 0, 0, fault_injection,
+	    "allow --fault and Admin/SetFault (tests only: an armed fault drops or fails real "
+	    "calls)",
+	    NULL);
+	NET(7, "max-connections", CONFIG_INT, "1000", 1, 100000, max_conns,
+	    "most open connections per listener (more are closed as they come)", "N");
+	NET(8, "idle-timeout", CONFIG_INT, "60000", 1000, 86400000, idle_ms,
+	    "close a connection that sent no whole request for this long while none of its "
+	    "calls is served (a stalled half frame)",
+	    "MS");
+	NET(9, "max-msg", CONFIG_INT, "65536", 1024, 67108864, max_msg,
+	    "largest request frame accepted (docs/protocol.md, \"Frame limits\")", "BYTES");
+#undef NET
+}
+
+/* daemon_net_check_url checks one listener's URL and its TLS files. */
+static int daemon_net_check_url(
+    const char *opt, const char *url, const daemon_net *n, const char *ca, const char *ca_opt)
+{
+	if (!rpc_url_ok(url)) {
+		config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
+		             "tcp://HOST:PORT or ipc://PATH URL\n",
+		    opt, url);
+		return 2;
+	}
+	if (!tls_url(url)) {
+		if (tls_url_local(url))
+			return 0;
+		config_error("invalid value for %s: \"%s\" is plain TCP on an address other hosts "
+		             "can reach, so anyone on the network could call it: use tls+tcp:// "
+		             "with --tls-cert, --tls-key and --%s (docs/security.md), or listen on "
+		             "127.0.0.1\n",
+		    opt, url, ca_opt);
+		return 2;
+	}
+	if (n->tls_cert[0] == '\0' || n->tls_key[0] == '\0' || ca[0] == '\0') {
+		config_error("%s is %s, which needs --tls-cert, --tls-key and --%s "
+		             "(docs/security.md)\n",
+		    opt, url, ca_opt);
+		return 2;
+	}
+	return 0;
+}
+
+int daemon_net_check(const daemon_net *n, const char *fault)
+{
+	if (daemon_net_check_url("listen", n->listen, n, n->tls_ca, "tls-ca") != 0)
+		return 2;
+	if (n->admin_listen[0] != '\0'
+	    && daemon_net_check_url(
+	           "admin-listen", n->admin_listen, n, n->admin_tls_ca, "admin-tls-ca")
+	        != 0)
+		return 2;
+	if (fault[0] != '\0' && !n->fault_injection) {
+		config_error("fault: failure injection is off; --fault needs "
+		             "--enable-fault-injection (tests only)\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* daemon_net_has_password is true when conninfo `c` parses and carries a
+ * non-empty password. */
+static bool daemon_net_has_password(const char *c)
+{
+	PQconninfoOption *o = PQconninfoParse(c, NULL);
+	bool has = false;
+	for (PQconninfoOption *i = o; i && i->keyword; i++)
+		if (strcmp(i->keyword, "password") == 0 && i->val && i->val[0])
+			has = true;
+	PQconninfoFree(o);
+	return has;
+}
+
+int daemon_net_db_argv(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+			v = argv[i + 1];
+		else if (strncmp(argv[i], "--db=", 5) == 0)
+			v = argv[i] + 5;
+		if (v != NULL && daemon_net_has_password(v)) {
+			config_error(
+			    "invalid value for db (from the command line): it holds a "
+			    "password, which every user of this host can read with ps; put it "
+			    "in a passfile (PGPASSFILE or ~/.pgpass) or in the config file "
+			    "(--config) instead\n");
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* daemon_net_listener fills `l` for `url` with `roles`, making its TLS
+ * configuration (dn.tls[i]) with trust in `ca`. */
+static int daemon_net_listener(
+    rpc_listen *l, int i, const char *url, unsigned roles, const daemon_net *n, const char *ca)
+{
+	*l = (rpc_listen) {.url = url, .roles = roles};
+	char names[64];
+	if (!tls_url(url)) {
+		l->roles = AUTHZ_ALL;
+		log_warn(NULL,
+		    "listener %s is plain TCP: every process on this host may call every method on "
+		    "it "
+		    "as any role (%s), with no certificate; for anything but a laptop use "
+		    "tls+tcp:// "
+		    "(docs/security.md)",
+		    url, authz_role_names(AUTHZ_ALL, names, sizeof names));
+		return 0;
+	}
+	char err[512];
+	tls_files f = {.cert = n->tls_cert, .key = n->tls_key, .ca = ca};
+	int rc = tls_server_new(&dn.tls[i], &f, err, sizeof err);
+	if (rc != 0) {
+		log_error(NULL, "could not start the listener %s: %s", url, err);
+		return rc;
+	}
+	l->tls = dn.tls[i];
+	log_info(NULL,
+	    "listener %s: mutual TLS, callers with a certificate from %s have the %s role", url, ca,
+	    authz_role_names(roles, names, sizeof names));
+	return 0;
+}
+
+int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,
+    int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
+{
+	rpc_listen ls[2];
+	size_t nl = 0;
+	int rc = daemon_net_listener(&ls[nl++], 0, n->listen, role, n, n->tls_ca);
+	if (rc == 0 && n->admin_listen[0] != '\0')
+		rc = daemon_net_listener(
+		    &ls[nl++], 1, n->admin_listen, AUTHZ_ADMIN, n, n->admin_tls_ca);
+	if (rc != 0) {
+		daemon_net_stop(NULL);
+		return rc;
+	}
+	dn.admin.fault_injection = n->fault_injection;
+	if (n->fault_injection)
+		log_warn(NULL,
+		    "failure injection is on (--enable-fault-injection): an admin caller "
+		    "can make this daemon drop, fail or delay real calls");
+	dn.svc_health = (rpc_service) {"sagas.v1.Health", health_serve, (void *)health};
+	dn.svc_admin = (rpc_service) {"sagas.v1.Admin", admin_serve, &dn.admin};
+	dn.services[0] = &dn.svc_health;
+	dn.services[1] = &dn.svc_admin;
+	dn.services[2] = NULL;
+	dn.ops = *ops;
+	dn.ops.services = dn.services;
+	rpc_server_cfg cfg = {
+	    .listen = ls,
+	    .nlisten = nl,
+	    .workers = workers,
+	    .contexts = contexts,
+	    .max_msg = (size_t)n->max_msg,
+	    .max_conns = (int)n->max_conns,
+	    .idle_ms = n->idle_ms,
+	};
+	rc = rpc_server_serve_on(out, &cfg, &dn.ops, app);
+	if (rc != 0) {
+		for (int i = 0; i < 2; i++) {
+			tls_conf_free(dn.tls[i]);
+			dn.tls[i] = NULL;
+		}
+	}
+	return rc;
+}
+
+void daemon_net_stop(rpc_server *srv)
+{
+	rpc_server_stop(srv);
+	for (int i = 0; i < 2; i++) {
+		tls_conf_free(dn.tls[i]);
+		dn.tls[i] = NULL;
+	}
+	uint64_t unauth = 0, denied = 0;
+	authz_refused(&unauth, &denied);
+	if (srv != NULL && (unauth || denied || admin_fault_refusals()))
+		log_info(NULL,
+		    "refused while running: %llu calls UNAUTHENTICATED, %llu PERMISSION_DENIED, "
+		    "%lu "
+		    "SetFault with failure injection off",
+		    (unsigned long long)unauth, (unsigned long long)denied, admin_fault_refusals());
+}
