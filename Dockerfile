@@ -29,17 +29,18 @@ FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
-      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 \
+      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 openssl \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 saga \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin saga
+      --shell /usr/sbin/nologin saga \
+ && mkdir /certs && chown saga:saga /certs && chmod 0750 /certs
 COPY --from=build /out/ /usr/local/bin/
+# compose.yaml's certs service: the CAs and certificates (docs/security.md)
+COPY scripts/make-certs.sh /usr/local/bin/sagas-make-certs
 USER saga:saga
-# Inside a container the daemons listen on every interface; the defaults of
-# the peers' URLs are compose.yaml's service names.
-ENV SAGA_ORCHESTRATOR_LISTEN=tcp://0.0.0.0:7101 \
-    SAGA_STOCK_LISTEN=tcp://0.0.0.0:7102 \
-    SAGA_PAYMENT_LISTEN=tcp://0.0.0.0:7103
-EXPOSE 7101 7102 7103
+# The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
+# interface, Health alone in plain TCP. Left unset, a daemon listens on the
+# container's loopback only.
+EXPOSE 7101 7102 7103 7111 7112 7113 7121 7122 7123
 CMD ["orchestratord"]

@@ -15,7 +15,7 @@
 
 /* One daemon per process: what its server borrows lives here. */
 static struct {
-	tls_conf *tls[2];
+	tls_conf *tls[3];
 	rpc_server_ops ops;
 	admin_service admin;
 	rpc_service svc_health, svc_admin;
@@ -27,9 +27,9 @@ static struct {
 void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
     const char *default_listen, const char *role)
 {
-	static const char *const suffix[DAEMON_NET_OPTS]
-	    = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT", "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA",
-	        "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS", "IDLE_TIMEOUT_MS", "MAX_MSG"};
+	static const char *const suffix[DAEMON_NET_OPTS] = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT",
+	    "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA", "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS",
+	    "IDLE_TIMEOUT_MS", "MAX_MSG", "HEALTH_LISTEN"};
 	for (int i = 0; i < DAEMON_NET_OPTS; i++)
 		snprintf(dn.env[i], sizeof dn.env[i], "%s_%s", env_prefix, suffix[i]);
 	snprintf(dn.help_listen, sizeof dn.help_listen,
@@ -64,6 +64,10 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	    "MS");
 	NET(9, "max-msg", CONFIG_INT, "65536", 1024, 67108864, max_msg,
 	    "largest request frame accepted (docs/protocol.md, \"Frame limits\")", "BYTES");
+	NET(10, "health-listen", CONFIG_STR, "", 0, 0, health_listen,
+	    "nng URL of a plain listener that answers only Health/Check, to anyone (probes); "
+	    "\"\" = none",
+	    "URL");
 #undef NET
 }
 
@@ -105,6 +109,13 @@ int daemon_net_check(const daemon_net *n, const char *fault)
 	           "admin-listen", n->admin_listen, n, n->admin_tls_ca, "admin-tls-ca")
 	        != 0)
 		return 2;
+	if (n->health_listen[0] != '\0'
+	    && (!rpc_url_ok(n->health_listen) || tls_url(n->health_listen))) {
+		config_error("invalid value for health-listen: \"%s\" is not a tcp://HOST:PORT or "
+		             "ipc://PATH URL (it answers only Health, with no certificate)\n",
+		    n->health_listen);
+		return 2;
+	}
 	if (fault[0] != '\0' && !n->fault_injection) {
 		config_error("fault: failure injection is off; --fault needs "
 		             "--enable-fault-injection (tests only)\n");
@@ -153,6 +164,13 @@ static int daemon_net_listener(
 {
 	*l = (rpc_listen) {.url = url, .roles = roles};
 	char names[64];
+	if (roles == 0) {
+		log_info(NULL,
+		    "listener %s: Health/Check only, to anyone (every other method "
+		    "UNAUTHENTICATED)",
+		    url);
+		return 0;
+	}
 	if (!tls_url(url)) {
 		l->roles = AUTHZ_ALL;
 		log_warn(NULL,
@@ -181,12 +199,14 @@ static int daemon_net_listener(
 int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,
     int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
 {
-	rpc_listen ls[2];
+	rpc_listen ls[3];
 	size_t nl = 0;
 	int rc = daemon_net_listener(&ls[nl++], 0, n->listen, role, n, n->tls_ca);
 	if (rc == 0 && n->admin_listen[0] != '\0')
 		rc = daemon_net_listener(
 		    &ls[nl++], 1, n->admin_listen, AUTHZ_ADMIN, n, n->admin_tls_ca);
+	if (rc == 0 && n->health_listen[0] != '\0')
+		rc = daemon_net_listener(&ls[nl++], 2, n->health_listen, 0, n, "");
 	if (rc != 0) {
 		daemon_net_stop(NULL);
 		return rc;
@@ -214,7 +234,7 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 	};
 	rc = rpc_server_serve_on(out, &cfg, &dn.ops, app);
 	if (rc != 0) {
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			tls_conf_free(dn.tls[i]);
 			dn.tls[i] = NULL;
 		}
@@ -225,7 +245,7 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 void daemon_net_stop(rpc_server *srv)
 {
 	rpc_server_stop(srv);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		tls_conf_free(dn.tls[i]);
 		dn.tls[i] = NULL;
 	}

@@ -5,6 +5,8 @@
  *   --listen URL           its callers' listener (stockd, paymentd: the
  *                          orchestrator role; orchestratord: client)
  *   --admin-listen URL     the admin role's listener ("" = none)
+ *   --health-listen URL    a plain listener that answers only Health/Check,
+ *                          to anyone, for probes ("" = none)
  *   --tls-cert, --tls-key  the daemon's certificate and key (PEM)
  *   --tls-ca               the CA of the --listen callers' certificates
  *   --admin-tls-ca         the CA of the admin callers' certificates
@@ -30,6 +32,7 @@
 typedef struct daemon_net {
 	char listen[CONFIG_STR_MAX];
 	char admin_listen[CONFIG_STR_MAX];
+	char health_listen[CONFIG_STR_MAX];
 	char tls_cert[CONFIG_STR_MAX];
 	char tls_key[CONFIG_STR_MAX];
 	char tls_ca[CONFIG_STR_MAX];
@@ -41,7 +44,7 @@ typedef struct daemon_net {
 } daemon_net;
 
 /* How many rows daemon_net_opts writes. */
-#define DAEMON_NET_OPTS 10
+#define DAEMON_NET_OPTS 11
 
 /* daemon_net_opts writes the DAEMON_NET_OPTS option rows into rows[0..]:
  * `base` is offsetof(the daemon's config, its daemon_net); environment
@@ -66,7 +69,8 @@ int daemon_net_check(const daemon_net *n, const char *fault);
 int daemon_net_db_argv(int argc, char **argv);
 
 /* daemon_net_serve starts the daemon's RPC server on its listeners
- * (--listen with `role`, --admin-listen with admin) with `workers` threads
+ * (--listen with `role`, --admin-listen with admin, --health-listen with
+ * no role: Health only) with `workers` threads
  * and `contexts` contexts (0 = RPC_SERVER_CONTEXTS), answering Health (from
  * `health`, borrowed until daemon_net_stop) and Admin besides `ops` (copied).
  * Logs one line per listener, a WARNING for a plain one. Returns 0 and

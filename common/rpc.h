@@ -25,7 +25,7 @@
 #define RPC_MAX_MSG_DEFAULT (1u << 20) /* bytes: reply frames above are dropped */
 /* The largest request frame a server takes by default (bytes). The largest
  * legitimate one is a batch of RPC_BATCH_CALLS_MAX calls of the biggest
- * request, under 48 KiB (docs/protocol.md, "Frame limits"; checked by
+ * request, about 29 KiB (docs/protocol.md, "Frame limits"; checked by
  * test_rpc_batch); a frame declared bigger closes the connection before
  * anything is allocated, and a connection that sends part of a frame holds
  * at most this much. Clients cut their batch frames at half of it. */
@@ -265,7 +265,8 @@ bool rpc_url_ok(const char *url);
  * connects and reconnects by itself; calls wait for a connection until their
  * timeout). `opts` may be NULL for defaults. A TLS URL needs opts->tls.
  * Returns 0 and *out, or a negative errno (-EINVAL: a TLS URL without
- * opts->tls, or a plain one with it). */
+ * opts->tls, or a plain one with it; with connect_now, -ECONNREFUSED when
+ * nothing listens and -EACCES when the TLS handshake was refused). */
 int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
     __attribute__((warn_unused_result));
 

@@ -114,9 +114,13 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	if (rv != 0) {
 		if (!c->opts.connect_now) /* the CLI reports it itself */
 			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
+		/* a TLS server that refuses the client's certificate (or its
+		 * lack of one) may close the connection in the handshake
+		 * instead of sending an alert */
+		bool refused = c->opts.tls != NULL && rv == NNG_ECONNSHUT;
 		nng_close(c->sock);
 		rpc_client_free(c);
-		return rpc_errno(rv);
+		return refused ? -EACCES : rpc_errno(rv);
 	}
 	atomic_init(&c->next_id, 1);
 	rv = nng_thread_create(&c->timer, rpc_timer_main, c);

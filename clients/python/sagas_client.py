@@ -70,6 +70,14 @@ class _Socket(ctypes.Structure):
     _fields_ = [("id", ctypes.c_uint32)]
 
 
+class _Dialer(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32)]
+
+
+_NNG_TLS_MODE_CLIENT = 0
+_NNG_TLS_AUTH_MODE_REQUIRED = 2
+
+
 _NNG_FLAG_ALLOC = 1
 _NNG_ETIMEDOUT = 5
 _NNG_ECONNREFUSED = 6
@@ -93,6 +101,17 @@ def _nng():
     lib.nng_close.argtypes = [_Socket]
     lib.nng_strerror.argtypes = [ctypes.c_int]
     lib.nng_strerror.restype = ctypes.c_char_p
+    lib.nng_dialer_create.argtypes = [ctypes.POINTER(_Dialer), _Socket, ctypes.c_char_p]
+    lib.nng_dialer_set_ptr.argtypes = [_Dialer, ctypes.c_char_p, ctypes.c_void_p]
+    lib.nng_dialer_start.argtypes = [_Dialer, ctypes.c_int]
+    lib.nng_tls_config_alloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+    lib.nng_tls_config_free.argtypes = [ctypes.c_void_p]
+    lib.nng_tls_config_free.restype = None
+    lib.nng_tls_config_auth_mode.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.nng_tls_config_ca_chain.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    lib.nng_tls_config_own_cert.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                            ctypes.c_char_p]
+    lib.nng_tls_config_server_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     _lib = lib
     return lib
 
@@ -101,22 +120,73 @@ def _strerror(rv):
     return _nng().nng_strerror(rv).decode("utf-8", "replace").lower()
 
 
-class Client:
-    """One REQ socket dialed to one daemon; one call at a time."""
+def _tls_config(url, cert, key, ca):
+    """An nng TLS client configuration for `url`: the server verified against
+    the CA file `ca` and the URL's host name, `cert`/`key` (PEM files) shown as
+    this client's certificate (its CA is its role, docs/security.md)."""
+    lib = _nng()
+    cfg = ctypes.c_void_p()
+    rv = lib.nng_tls_config_alloc(ctypes.byref(cfg), _NNG_TLS_MODE_CLIENT)
+    if rv != 0:
+        raise OSError("nng_tls_config_alloc: %s" % _strerror(rv))
+    host = url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
+    with open(ca, "rb") as f:
+        ca_pem = f.read()
+    steps = [lambda: lib.nng_tls_config_auth_mode(cfg, _NNG_TLS_AUTH_MODE_REQUIRED),
+             lambda: lib.nng_tls_config_ca_chain(cfg, ca_pem, None),
+             lambda: lib.nng_tls_config_server_name(cfg, host.encode())]
+    if cert:
+        with open(cert, "rb") as f:
+            cert_pem = f.read()
+        with open(key, "rb") as f:
+            key_pem = f.read()
+        steps.append(lambda: lib.nng_tls_config_own_cert(cfg, cert_pem, key_pem, None))
+    for step in steps:
+        rv = step()
+        if rv != 0:
+            lib.nng_tls_config_free(cfg)
+            raise OSError("TLS configuration for %s: %s" % (url, _strerror(rv)))
+    return cfg
 
-    def __init__(self, url, timeout_ms=5000):
+
+class Client:
+    """One REQ socket dialed to one daemon; one call at a time.
+
+    A tls+tcp:// URL needs tls_ca (the CA of the daemons' certificates) and,
+    to call anything but Health, tls_cert and tls_key: a certificate of the
+    role the methods need (the client role for the Orchestrator service)."""
+
+    def __init__(self, url, timeout_ms=5000, tls_cert=None, tls_key=None, tls_ca=None):
         from sagas.v1 import rpc_pb2  # noqa: F401 (fails early without generated code)
         self.url = url
         self.timeout_ms = timeout_ms
         self._ids = itertools.count(1)
         self._sock = _Socket()
         lib = _nng()
+        tls = url.startswith("tls+")
+        if tls and not tls_ca:
+            raise ValueError("%s is a TLS URL: give tls_ca (and tls_cert, tls_key)" % url)
+        if bool(tls_cert) != bool(tls_key):
+            raise ValueError("tls_cert and tls_key go together")
         rv = lib.nng_req0_open(ctypes.byref(self._sock))
         if rv != 0:
             raise OSError("nng_req0_open: %s" % _strerror(rv))
         # never resend by itself: callers retry, with the same saga id
         lib.nng_setopt_ms(self._sock, b"req:resend-time", -1)
-        rv = lib.nng_dial(self._sock, url.encode(), None, 0)
+        dialer = _Dialer()
+        cfg = None
+        rv = lib.nng_dialer_create(ctypes.byref(dialer), self._sock, url.encode())
+        if rv == 0 and tls:
+            try:
+                cfg = _tls_config(url, tls_cert, tls_key, tls_ca)
+            except Exception:
+                lib.nng_close(self._sock)
+                raise
+            rv = lib.nng_dialer_set_ptr(dialer, b"tls-config", cfg)
+        if rv == 0:
+            rv = lib.nng_dialer_start(dialer, 0)
+        if cfg is not None:
+            lib.nng_tls_config_free(cfg)  # the dialer keeps its own reference
         if rv != 0:
             lib.nng_close(self._sock)
             raise RpcError(UNAVAILABLE, "transport",

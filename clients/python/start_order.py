@@ -39,6 +39,13 @@ def main():
     p.add_argument("--wait-timeout", type=int, default=30000,
                    help="ms to wait for the end (default 30000)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--tls-cert", default=os.environ.get("SAGAS_TLS_CERT"),
+                   help="client certificate (PEM) for a tls+tcp:// URL; its CA is its role "
+                        "(default $SAGAS_TLS_CERT)")
+    p.add_argument("--tls-key", default=os.environ.get("SAGAS_TLS_KEY"),
+                   help="the private key of --tls-cert (default $SAGAS_TLS_KEY)")
+    p.add_argument("--tls-ca", default=os.environ.get("SAGAS_TLS_CA"),
+                   help="the CA (PEM) of the daemons' certificates (default $SAGAS_TLS_CA)")
     p.add_argument("customer")
     p.add_argument("sku")
     p.add_argument("qty", type=int)
@@ -57,9 +64,10 @@ def main():
         customer=a.customer, sku=a.sku, qty=a.qty, amount=a.amount_minor))
     deadline = time.monotonic() + a.wait_timeout / 1000.0
     try:
-        client = sagas_client.Client(a.orchestrator, timeout_ms=a.timeout)
-    except sagas_client.RpcError as e:
-        print("error: %s" % e.message, file=sys.stderr)
+        client = sagas_client.Client(a.orchestrator, timeout_ms=a.timeout,
+                                     tls_cert=a.tls_cert, tls_key=a.tls_key, tls_ca=a.tls_ca)
+    except (sagas_client.RpcError, ValueError, OSError) as e:
+        print("error: %s" % getattr(e, "message", e), file=sys.stderr)
         return 1
     with client:
         # StartSaga: retried on a transient failure with the same saga id

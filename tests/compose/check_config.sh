@@ -9,11 +9,37 @@ if ! command -v docker-compose >/dev/null; then
   echo "compose_config: SKIPPED: docker-compose not installed (scripts/deps.sh installs it)"
   exit 77
 fi
-# No .env leaks in: check the file as a user gets it.
+# No .env leaks in: check the file as a user gets it, with passwords given
+# and without.
 empty=$(mktemp)
-trap 'rm -f "$empty"' EXIT
-env -u DOCKER_HOST docker-compose --env-file "$empty" -f compose.yaml config -q
-env -u DOCKER_HOST docker-compose --env-file "$empty" -f compose.yaml -f tests/compose/override.yaml config -q
-env -u DOCKER_HOST docker-compose --env-file "$empty" -f compose.yaml -f deploy/publish.yaml config -q
-env -u DOCKER_HOST docker-compose --env-file "$empty" -f compose.yaml --profile cli config --services | grep -qx sagactl
+pwfile=$(mktemp)
+trap 'rm -f "$empty" "$pwfile"' EXIT
+printf '%s=x\n' POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD \
+  SAGA_PAYMENT_DB_PASSWORD >"$pwfile"
+dcc() { env -u DOCKER_HOST -u POSTGRES_PASSWORD -u SAGA_ORCHESTRATOR_DB_PASSWORD \
+  -u SAGA_STOCK_DB_PASSWORD -u SAGA_PAYMENT_DB_PASSWORD docker-compose "$@"; }
+# passwords are required, never silently defaulted
+if out=$(dcc --env-file "$empty" -f compose.yaml config -q 2>&1); then
+  echo "compose_config: FAIL: compose.yaml is valid without any password" >&2
+  exit 1
+fi
+grep -q 'set POSTGRES_PASSWORD in .env\|POSTGRES_PASSWORD' <<<"$out" || {
+  echo "compose_config: FAIL: the error does not name the missing password: $out" >&2
+  exit 1
+}
+dcc --env-file "$pwfile" -f compose.yaml config -q
+dcc --env-file "$pwfile" -f compose.yaml -f tests/compose/override.yaml config -q
+dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config -q
+dcc --env-file "$pwfile" -f compose.yaml --profile cli config --services | grep -qx sagactl
+# only the orchestrator's API is ever published, and only with publish.yaml
+published=$(dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config |
+  awk '/^  [a-z]+:$/ {svc=$1} /^    ports:/ {print svc}' | tr -d ':' | tr '\n' ' ')
+if [ "$published" != "orchestrator " ]; then
+  echo "compose_config: FAIL: published services: '$published' (expected only orchestrator)" >&2
+  exit 1
+fi
+if dcc --env-file "$pwfile" -f compose.yaml config | grep -q '^    ports:'; then
+  echo "compose_config: FAIL: compose.yaml alone publishes a port" >&2
+  exit 1
+fi
 echo "compose_config: compose.yaml valid ($(docker-compose version --short))"

@@ -12,6 +12,13 @@ command -v protoc >/dev/null && "$PY" -c 'import google.protobuf' 2>/dev/null ||
 stack_start
 gen="$STACK_DIR/python"
 bash "$STACK_ROOT/clients/python/generate.sh" "$gen" >/dev/null
+# under STACK_TLS=1 (python_client_mtls) the orders go in with the client
+# role's certificate, over mutual TLS
+# (start_order.py and the Client below read SAGAS_TLS_*)
+if [ "${STACK_TLS:-0}" = 1 ]; then
+  export SAGAS_TLS_CERT="$STACK_DIR/certs/client.crt" SAGAS_TLS_KEY="$STACK_DIR/certs/client.key"
+  export SAGAS_TLS_CA="$STACK_DIR/certs/ca-server.crt"
+fi
 order() { "$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" --orchestrator "$ORCH_URL" "$@"; }
 
 ctl stock set P1 10 >/dev/null
@@ -44,12 +51,15 @@ assert_eq "charges" "1" "$(psql_db sagas_payment "SELECT count(*) FROM charges W
 # cut at a character boundary (rule: texts on the wire stay UTF-8), so
 # Python's protobuf decodes the reply instead of rejecting it
 utf8=$("$PY" - "$STACK_ROOT/clients/python" "$gen" "$ORCH_URL" <<'PYEOF'
+import os
 import sys
 sys.path.insert(0, sys.argv[1])
 import sagas_client
 sagas_client.use_generated(sys.argv[2])
 from sagas.v1 import orchestrator_pb2 as pb
-with sagas_client.Client(sys.argv[3]) as c:
+with sagas_client.Client(sys.argv[3], tls_cert=os.environ.get("SAGAS_TLS_CERT"),
+                         tls_key=os.environ.get("SAGAS_TLS_KEY"),
+                         tls_ca=os.environ.get("SAGAS_TLS_CA")) as c:
     for pad in range(3):  # each way a 2-, 3- or 4-byte character can straddle the cut
         method = "/sagas.v1.Orchestrator/" + "x" * pad + "\u20ac" * 120 + "\U0001F600" * 40
         try:

@@ -3,12 +3,17 @@
  *   sagacmd URL reserve|release SAGA_ID SKU QTY
  *   sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR
  * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply
- * came, 1 when none came, 2 on usage errors. */
+ * came, 1 when none came, 2 on usage errors. For a tls+tcp:// URL the
+ * environment gives the files: SAGACMD_TLS_CA (required), SAGACMD_TLS_CERT
+ * and SAGACMD_TLS_KEY (a role's certificate, or none); a refused TLS
+ * handshake prints "HANDSHAKE_REFUSED" and exits 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc.h"
+#include "tls.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
@@ -32,8 +37,29 @@ int main(int argc, char **argv)
 	char *id = argv[3], *name = argv[4];
 	long long n = strtoll(argv[5], NULL, 10);
 	rpc_client *c = NULL;
-	if (rpc_client_open(&c, url, NULL) != 0)
+	rpc_client_opts opts = {.connect_now = true};
+	tls_conf *tls = NULL;
+	if (tls_url(url)) {
+		const char *cert = getenv("SAGACMD_TLS_CERT"), *key = getenv("SAGACMD_TLS_KEY");
+		tls_files f = {.cert = cert ? cert : "",
+		    .key = key ? key : "",
+		    .ca = getenv("SAGACMD_TLS_CA") ? getenv("SAGACMD_TLS_CA") : ""};
+		char err[512];
+		if (tls_client_new(&tls, url, &f, err, sizeof err) != 0) {
+			fprintf(stderr, "sagacmd: %s\n", err);
+			return 2;
+		}
+		opts.tls = tls;
+	}
+	int orc = rpc_client_open(&c, url, &opts);
+	if (orc != 0) {
+		if (orc == -EACCES)
+			printf("HANDSHAKE_REFUSED\n");
+		else
+			printf("UNREACHABLE %s\n", strerror(-orc));
+		tls_conf_free(tls);
 		return 1;
+	}
 	rpc_result res;
 	int rc = -1;
 	int status = 0;
@@ -74,9 +100,11 @@ int main(int argc, char **argv)
 		}
 	} else {
 		rpc_client_close(c);
+		tls_conf_free(tls);
 		return sagacmd_usage();
 	}
 	rpc_client_close(c);
+	tls_conf_free(tls);
 	if (rc != 0 || res.transport) {
 		fprintf(stderr, "sagacmd: no reply (%s)\n", rc == 0 ? res.message : "send failed");
 		return 1;

@@ -41,6 +41,7 @@
 #include "fault.h"
 #include "rpc.h"
 #include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "unit_server.h"
 
@@ -452,6 +453,58 @@ static void test_linger_gathers_calls(void **state)
 	rpc_server_stop(srv);
 }
 
+/* The largest legitimate request frame is under RPC_MAX_REQUEST_DEFAULT,
+ * the frame limit a server takes by default (docs/protocol.md, "Frame
+ * limits"): a batch of RPC_BATCH_CALLS_MAX calls of the biggest participant
+ * command (every string at its longest, every number at its widest), and a
+ * StartSaga alone. */
+static void test_frame_limit(void **state)
+{
+	(void)state;
+	char id[37], customer[65], rid[RPC_REQUEST_ID_MAX + 1];
+	memset(id, 'f', 36), id[36] = '\0';
+	memset(customer, 'c', 64), customer[64] = '\0';
+	memset(rid, 'r', RPC_REQUEST_ID_MAX), rid[RPC_REQUEST_ID_MAX] = '\0';
+	Sagas__V1__ChargePaymentRequest ch = SAGAS__V1__CHARGE_PAYMENT_REQUEST__INIT;
+	ch.saga_id = id;
+	ch.customer = customer;
+	ch.amount = 1000000000000000LL;
+	uint8_t pay[512];
+	size_t plen = sagas__v1__charge_payment_request__pack(&ch, pay);
+	static Sagas__V1__RequestEnvelope calls[RPC_BATCH_CALLS_MAX];
+	static Sagas__V1__RequestEnvelope *ptrs[RPC_BATCH_CALLS_MAX];
+	for (int i = 0; i < RPC_BATCH_CALLS_MAX; i++) {
+		sagas__v1__request_envelope__init(&calls[i]);
+		calls[i].method = "/sagas.v1.Payment/RefundPayment";
+		calls[i].request_id = rid;
+		calls[i].timeout_ms = INT64_MAX;
+		calls[i].payload.data = pay;
+		calls[i].payload.len = plen;
+		ptrs[i] = &calls[i];
+	}
+	Sagas__V1__RequestEnvelope batch = SAGAS__V1__REQUEST_ENVELOPE__INIT;
+	batch.method = RPC_BATCH_METHOD;
+	batch.request_id = rid;
+	batch.timeout_ms = INT64_MAX;
+	batch.n_calls = RPC_BATCH_CALLS_MAX;
+	batch.calls = ptrs;
+	size_t n = sagas__v1__request_envelope__get_packed_size(&batch);
+	print_message("largest batch frame: %zu bytes (limit %u)\n", n, RPC_MAX_REQUEST_DEFAULT);
+	assert_true(n < RPC_MAX_REQUEST_DEFAULT);
+
+	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
+	o.customer = customer;
+	o.sku = customer;
+	o.qty = 1000000;
+	o.amount = 1000000000000000LL;
+	Sagas__V1__StartSagaRequest st = SAGAS__V1__START_SAGA_REQUEST__INIT;
+	st.saga_id = id;
+	st.order = &o;
+	st.wait_ms = INT32_MAX;
+	assert_true(
+	    sagas__v1__start_saga_request__get_packed_size(&st) + 256 < RPC_MAX_REQUEST_DEFAULT);
+}
+
 int main(void)
 {
 	if (nng_mtx_alloc(&mtx) != 0 || nng_cv_alloc(&cv, mtx) != 0)
@@ -462,6 +515,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_batches_refused),
 	    cmocka_unit_test(test_batch_methods),
 	    cmocka_unit_test(test_linger_gathers_calls),
+	    cmocka_unit_test(test_frame_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
