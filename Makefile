@@ -48,9 +48,14 @@ clean:
 # The benchmark of docs/benchmarks.md: pgbench's limit L on a durable
 # throwaway cluster, then sagabench at C=1, C=64 and half the peak rate
 # (bench/compare.sh; about 4 minutes). Knobs: RUNS, BENCH_SECS, PGB_SECS, MIX.
-.PHONY: bench
+# Then bench/tls.sh: plain against mutual TLS, alternating (about 3 minutes).
+.PHONY: bench bench-tls
 bench: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh
+
+bench-tls: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh
 
 # The compose stack for real on podman (tests/compose/run.sh, as root):
 # builds the images, runs the seed lab and an orchestrator kill through

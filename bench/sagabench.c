@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "rpc.h"
+#include "tls.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
@@ -80,6 +81,7 @@ enum { DETECT_START, DETECT_WAIT, DETECT_POLL };
 
 typedef struct options {
 	const char *orch, *stock, *payment;
+	const char *tls_cert, *tls_key, *tls_ca; /* for tls+tcp:// URLs */
 	long n;
 	long c;
 	double rate;
@@ -164,6 +166,10 @@ static void usage(FILE *f)
 	    "  -s, --stock URL         stockd (env SAGA_STOCK_URL, default tcp://127.0.0.1:7102)\n"
 	    "  -p, --payment URL       paymentd (env SAGA_PAYMENT_URL, default "
 	    "tcp://127.0.0.1:7103)\n"
+	    "  --tls-cert FILE, --tls-key FILE, --tls-ca FILE\n"
+	    "                          for tls+tcp:// URLs: a certificate of the admin role\n"
+	    "                          (it sets stock and deposits) and the CA of the daemons'\n"
+	    "                          (env SAGABENCH_TLS_CERT, _KEY, _CA; docs/security.md)\n"
 	    "  -n, --sagas N           sagas to run (default 2000)\n"
 	    "  -c, --concurrency C     sagas in flight at once, closed loop (default 64)\n"
 	    "  -r, --rate R            open loop: start R sagas/s regardless of the ends\n"
@@ -238,6 +244,9 @@ static void parse_args(int argc, char **argv)
 	opt.orch = (e = getenv("SAGA_ORCHESTRATOR_URL")) && *e ? e : "tcp://127.0.0.1:7101";
 	opt.stock = (e = getenv("SAGA_STOCK_URL")) && *e ? e : "tcp://127.0.0.1:7102";
 	opt.payment = (e = getenv("SAGA_PAYMENT_URL")) && *e ? e : "tcp://127.0.0.1:7103";
+	opt.tls_cert = (e = getenv("SAGABENCH_TLS_CERT")) ? e : "";
+	opt.tls_key = (e = getenv("SAGABENCH_TLS_KEY")) ? e : "";
+	opt.tls_ca = (e = getenv("SAGABENCH_TLS_CA")) ? e : "";
 	enum {
 		O_CTO = 301,
 		O_WIN = 300,
@@ -249,7 +258,10 @@ static void parse_args(int argc, char **argv)
 		O_LOG,
 		O_JSON,
 		O_PROG,
-		O_NOPROG
+		O_NOPROG,
+		O_TLS_CERT,
+		O_TLS_KEY,
+		O_TLS_CA
 	};
 	static const struct option lo[] = {
 	    {"orchestrator", required_argument, 0, 'o'},
@@ -272,6 +284,9 @@ static void parse_args(int argc, char **argv)
 	    {"json", no_argument, 0, O_JSON},
 	    {"progress", no_argument, 0, O_PROG},
 	    {"no-progress", no_argument, 0, O_NOPROG},
+	    {"tls-cert", required_argument, 0, O_TLS_CERT},
+	    {"tls-key", required_argument, 0, O_TLS_KEY},
+	    {"tls-ca", required_argument, 0, O_TLS_CA},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -346,6 +361,15 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_NOPROG:
 			opt.progress = 0;
+			break;
+		case O_TLS_CERT:
+			opt.tls_cert = optarg;
+			break;
+		case O_TLS_KEY:
+			opt.tls_key = optarg;
+			break;
+		case O_TLS_CA:
+			opt.tls_ca = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -721,6 +745,22 @@ static bool starts_with(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* bench_open opens a client of `url` (connecting now), with a TLS
+ * configuration from the --tls-* files in *tls for a tls+tcp:// URL.
+ * Returns 0 or a negative errno. */
+static int bench_open(rpc_client **out, const char *url, tls_conf **tls)
+{
+	rpc_client_opts co = {.connect_now = true};
+	if (tls_url(url)) {
+		char err[512];
+		tls_files f = {.cert = opt.tls_cert, .key = opt.tls_key, .ca = opt.tls_ca};
+		if (tls_client_new(tls, url, &f, err, sizeof err) != 0)
+			die(2, "%s: %s", url, err);
+		co.tls = *tls;
+	}
+	return rpc_client_open(out, url, &co);
+}
+
 int main(int argc, char **argv)
 {
 	parse_args(argc, argv);
@@ -736,14 +776,14 @@ int main(int argc, char **argv)
 	run_hi = ((uint32_t)rand() << 16) ^ (uint32_t)rand() ^ (uint32_t)getpid();
 	snprintf(tag, sizeof tag, "bench-%08x", run_hi);
 
-	rpc_client_opts co = {.connect_now = true};
 	rpc_client *stock = NULL, *pay = NULL;
+	tls_conf *tls[3] = {NULL, NULL, NULL};
 	int rc;
-	if ((rc = rpc_client_open(&orch_client, opt.orch, &co)) != 0)
+	if ((rc = bench_open(&orch_client, opt.orch, &tls[0])) != 0)
 		die(3, "cannot reach orchestratord at %s: %s", opt.orch, strerror(-rc));
-	if ((rc = rpc_client_open(&stock, opt.stock, &co)) != 0)
+	if ((rc = bench_open(&stock, opt.stock, &tls[1])) != 0)
 		die(3, "cannot reach stockd at %s: %s", opt.stock, strerror(-rc));
-	if ((rc = rpc_client_open(&pay, opt.payment, &co)) != 0)
+	if ((rc = bench_open(&pay, opt.payment, &tls[2])) != 0)
 		die(3, "cannot reach paymentd at %s: %s", opt.payment, strerror(-rc));
 
 	/* the sagas: kinds spread evenly through the run */
@@ -1169,6 +1209,8 @@ int main(int argc, char **argv)
 	rpc_client_close(orch_client);
 	rpc_client_close(stock);
 	rpc_client_close(pay);
+	for (int i = 0; i < 3; i++)
+		tls_conf_free(tls[i]);
 	free(lat);
 	free(clat);
 	free(sku_need);

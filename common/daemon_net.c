@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
 #include <libpq-fe.h>
 
 #include "admin.h"
@@ -196,6 +198,36 @@ static int daemon_net_listener(
 	return 0;
 }
 
+/* Descriptors a daemon keeps beyond its listeners' connections: database
+ * connections, its own client sockets, logs. */
+#define DAEMON_NET_FD_RESERVE 256
+
+/* daemon_net_fd_limit sets the process's descriptor limit to what its
+ * listeners may hold (`nlisten` x max-connections) plus
+ * DAEMON_NET_FD_RESERVE, within the hard limit: connections still in their
+ * handshake are not counted by the cap, and past this limit nng stops
+ * accepting for a moment instead of the process running out of descriptors
+ * for its database. */
+static void daemon_net_fd_limit(const daemon_net *n, size_t nlisten)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rlim_t want = (rlim_t)n->max_conns * nlisten + DAEMON_NET_FD_RESERVE;
+	if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) {
+		log_warn(NULL,
+		    "the descriptor limit (%llu) is below what %zu listeners of %lld connections "
+		    "need (%llu): lower --max-connections or raise the limit",
+		    (unsigned long long)rl.rlim_max, nlisten, (long long)n->max_conns,
+		    (unsigned long long)want);
+		want = rl.rlim_max;
+	}
+	rl.rlim_cur = want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn(
+		    NULL, "could not set the descriptor limit to %llu", (unsigned long long)want);
+}
+
 int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,
     int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
 {
@@ -211,6 +243,7 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 		daemon_net_stop(NULL);
 		return rc;
 	}
+	daemon_net_fd_limit(n, nl);
 	dn.admin.fault_injection = n->fault_injection;
 	if (n->fault_injection)
 		log_warn(NULL,

@@ -225,7 +225,7 @@ sagacmd=${SAGA_BIN_DIR:-$repo/build/bin}/sagacmd
 if [ -x "$sagacmd" ]; then
   tls_try() { # URL [CERT]: sagacmd's first word
     local out
-    out=$(SAGACMD_TLS_CA="$certs/ca-server.crt" ${2:+SAGACMD_TLS_CERT="$certs/$2.crt"} \
+    out=$(env SAGACMD_TLS_CA="$certs/ca-server.crt" ${2:+SAGACMD_TLS_CERT="$certs/$2.crt"} \
       ${2:+SAGACMD_TLS_KEY="$certs/$2.key"} "$sagacmd" "$1" charge \
       5ec0e000-0000-4000-8000-000000000009 ali 100 2>/dev/null || true)
     echo "${out%% *}"
