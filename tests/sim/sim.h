@@ -80,6 +80,9 @@ typedef struct sim_msg {
 	char reason[SAGA_REASON_MAX];
 	int64_t at_ms; /* delivery time (random mode) */
 	uint64_t seq;  /* tie-break between equal delivery times */
+	bool forged;   /* sent by an attacker with `roles`, not the orchestrator:
+	                  its reply goes nowhere (docs/security.md) */
+	unsigned roles;
 } sim_msg;
 
 /* Faults of one run; all probabilities in [0, 1]. */
@@ -150,6 +153,14 @@ typedef struct sim_world {
 	 * arrives and answers serve_ms later (0: at once) */
 	int64_t serve_ms[SIM_NODES];
 	bool slow_only; /* no fault but slow participants, from the start */
+	/* an attacker (docs/security.md): until calm, about every
+	 * forge_every_ms it sends a participant a step or compensation of a
+	 * saga with a client's or an admin's role; its own PRNG, so that seeds
+	 * without it run as before. 0 = no attacker */
+	uint64_t forge_rng;
+	int64_t forge_every_ms;
+	int64_t next_forge_ms;
+	uint32_t forged_refused; /* forged commands the roles table refused */
 
 	/* ghost state for the checks: effects applied per (saga, command) */
 	uint8_t effects[SIM_MAX_SAGAS][5];

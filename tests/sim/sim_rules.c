@@ -4,8 +4,8 @@
 
 static sim_break sim_rules_broken_v = SIM_BREAK_NONE;
 
-static const char *const sim_break_names[]
-    = {"none", "tombstone", "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline"};
+static const char *const sim_break_names[] = {"none", "tombstone", "refund", "lease",
+    "fixed_timeout", "local_clock", "absolute_deadline", "no_authz"};
 #define SIM_BREAKS (sizeof sim_break_names / sizeof sim_break_names[0])
 
 bool sim_rules_set_break(const char *name)
@@ -88,4 +88,13 @@ void sim_rules_payment(const payment_record *rec, const payment_account *acct,
     const payment_cmd *cmd, payment_outcome *out)
 {
 	payment_decide(rec, acct, cmd, out);
+}
+
+enum authz_verdict sim_rules_authz(const char *method, unsigned roles)
+{
+#if defined(SAGA_SIM_BREAK) && SAGA_SIM_BREAK
+	if (sim_rules_broken_v == SIM_BREAK_NO_AUTHZ)
+		return AUTHZ_ALLOWED; /* broken on purpose: anyone may call anything */
+#endif
+	return authz_decide(method, roles);
 }

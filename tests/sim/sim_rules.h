@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "authz.h"
 #include "payment_logic.h"
 #include "saga.h"
 #include "stock_logic.h"
@@ -30,10 +31,13 @@ typedef enum sim_break {
 	SIM_BREAK_ABSOLUTE_DEADLINE = 6, /* commands carry the sender's absolute
 	                                    deadline, which participants compare
 	                                    with their own clocks (rule T3) */
+	SIM_BREAK_NO_AUTHZ = 7,          /* participants serve a command whatever the
+	                                    caller's role (docs/security.md) */
 } sim_break;
 
 /* sim_rules_set_break selects a broken variant by name ("tombstone",
- * "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline");
+ * "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline",
+ * "no_authz");
  * returns false for an unknown name, and for every name in a
  * build without SAGA_SIM_BREAK. Not thread-safe (the simulator has one
  * thread). */
@@ -57,6 +61,9 @@ int64_t sim_rules_lease_until_ms(const saga *s, int64_t now_ms, const saga_polic
  * that change what the daemons do around the decisions (which clock the
  * orchestrator reads, what a command carries), which sim_world asks. */
 bool sim_rules_broken(sim_break b);
+
+/* sim_rules_authz is authz_decide (authz.h), same contract. */
+enum authz_verdict sim_rules_authz(const char *method, unsigned roles);
 
 /* sim_rules_stock is stock_decide (stock_logic.h), same contract. */
 void sim_rules_stock(

@@ -97,6 +97,21 @@ static bool sim_chance(sim_world *w, double p)
 	return (double)(sim_rand(w) >> 11) * 0x1.0p-53 < p;
 }
 
+/* forge_rand is the attacker's own PRNG (splitmix64 on w->forge_rng), so
+ * that turning it on changes no other draw of a seed. */
+static uint64_t forge_rand(sim_world *w)
+{
+	uint64_t z = (w->forge_rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int64_t forge_range(sim_world *w, int64_t lo, int64_t hi)
+{
+	return lo + (int64_t)(forge_rand(w) % (uint64_t)(hi - lo + 1));
+}
+
 /* sim_range returns a uniform number in [lo, hi]. */
 static int64_t sim_range(sim_world *w, int64_t lo, int64_t hi)
 {
@@ -221,6 +236,10 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 	w->calm = false;
 	w->calm_at_ms = 20000;
 	w->next_fault_ms = f->crash_every_ms ? sim_range(w, 0, f->crash_every_ms) : INT64_MAX;
+	/* an attacker in a third of the seeds, from a PRNG of its own */
+	w->forge_rng = w->rng ^ 0x5ec0e5ec0e5ec0e5ULL;
+	w->forge_every_ms = forge_range(w, 0, 2) == 0 ? forge_range(w, 100, 2000) : 0;
+	w->next_forge_ms = w->forge_every_ms ? forge_range(w, 0, w->forge_every_ms) : INT64_MAX;
 }
 
 /* --- the network --- */
@@ -671,6 +690,50 @@ static void part_payment(sim_world *w, int i, saga_command c, int *code, const c
 	*reason = out.reason;
 }
 
+/* sim_method is the full RPC method of a participant command. */
+static const char *sim_method(saga_command c)
+{
+	switch (c) {
+	case SAGA_CMD_RESERVE_STOCK:
+		return "/sagas.v1.Stock/ReserveStock";
+	case SAGA_CMD_RELEASE_STOCK:
+		return "/sagas.v1.Stock/ReleaseStock";
+	case SAGA_CMD_CHARGE_PAYMENT:
+		return "/sagas.v1.Payment/ChargePayment";
+	case SAGA_CMD_REFUND_PAYMENT:
+		return "/sagas.v1.Payment/RefundPayment";
+	default:
+		return "";
+	}
+}
+
+/* sim_forge puts an attacker's command on the wire: a step or compensation
+ * of a started saga, with a client's or an admin's role (never the
+ * orchestrator's: it has no such certificate), arriving 1-20 ms later,
+ * never dropped or copied (the attacker's own draws only). */
+static void sim_forge(sim_world *w)
+{
+	static const saga_command cmds[] = {SAGA_CMD_RESERVE_STOCK, SAGA_CMD_RELEASE_STOCK,
+	    SAGA_CMD_CHARGE_PAYMENT, SAGA_CMD_REFUND_PAYMENT};
+	int i = (int)forge_range(w, 0, w->nsagas - 1);
+	saga_command c = cmds[forge_range(w, 0, 3)];
+	unsigned roles = forge_range(w, 0, 1) ? AUTHZ_CLIENT : AUTHZ_ADMIN;
+	int64_t delay = forge_range(w, 1, 20);
+	w->next_forge_ms = w->now + 1 + forge_range(w, 0, 2 * w->forge_every_ms);
+	int m = net_free_slot(w);
+	if (!w->started[i] || m < 0)
+		return;
+	w->msgs[m] = (sim_msg) {.used = true,
+	    .saga = i,
+	    .cmd = c,
+	    .forged = true,
+	    .roles = roles,
+	    .at_ms = w->now + delay,
+	    .seq = ++w->seq};
+	sim_trace(w, "attacker: %s saga %d as %s", saga_command_name(c), i,
+	    roles == AUTHZ_CLIENT ? "client" : "admin");
+}
+
 void sim_deliver(sim_world *w, int m, int fault)
 {
 	sim_msg msg = w->msgs[m];
@@ -696,6 +759,31 @@ void sim_deliver(sim_world *w, int m, int fault)
 	if (!w->up[node]) {
 		sim_trace(w, "%s: down, %s saga %d lost", sim_node_names[node],
 		    saga_command_name(msg.cmd), msg.saga);
+		return;
+	}
+	/* the roles table, before anything is served (docs/security.md): the
+	 * orchestrator's commands must pass, an attacker's must not */
+	unsigned roles = msg.forged ? msg.roles : AUTHZ_ORCHESTRATOR;
+	if (sim_rules_authz(sim_method(msg.cmd), roles) != AUTHZ_ALLOWED) {
+		sim_trace(w, "%s: %s saga %d refused: PERMISSION_DENIED%s", sim_node_names[node],
+		    saga_command_name(msg.cmd), msg.saga, msg.forged ? " (forged)" : "");
+		if (msg.forged)
+			w->forged_refused++;
+		else
+			sim_violation(w, "the orchestrator's %s was refused by the roles table",
+			    saga_command_name(msg.cmd));
+		return; /* the reply, PERMISSION_DENIED, changes nothing */
+	}
+	if (msg.forged) {
+		/* served (a broken variant): the effects are the checks' to judge;
+		 * the reply goes to the attacker */
+		int code = RPC_OK;
+		const char *reason = "";
+		if (stock)
+			part_stock(w, msg.saga, msg.cmd, &code, &reason);
+		else
+			part_payment(w, msg.saga, msg.cmd, &code, &reason);
+		sim_check(w);
 		return;
 	}
 	int code = RPC_OK;
@@ -756,6 +844,7 @@ enum sim_ev {
 	SIM_EV_SWEEP,
 	SIM_EV_TIMEOUT,
 	SIM_EV_MSG,
+	SIM_EV_FORGE,
 };
 
 bool sim_step(sim_world *w)
@@ -778,6 +867,8 @@ bool sim_step(sim_world *w)
 	if (!w->calm) {
 		SIM_CAND(w->calm_at_ms, SIM_EV_CALM, 0);
 		SIM_CAND(w->next_fault_ms, SIM_EV_FAULT, 0);
+		if (w->forge_every_ms > 0)
+			SIM_CAND(w->next_forge_ms, SIM_EV_FORGE, 0);
 	}
 	if (w->up[SIM_ORCH]) {
 		for (int i = 0; i < w->nsagas; i++)
@@ -822,6 +913,9 @@ bool sim_step(sim_world *w)
 	case SIM_EV_START:
 		sim_start_saga(w, idx);
 		break;
+	case SIM_EV_FORGE:
+		sim_forge(w);
+		break;
 	case SIM_EV_SWEEP: {
 		bool crash = !w->calm && sim_chance(w, w->faults.orch_crash_send);
 		sim_sweep(w, crash);
@@ -834,7 +928,7 @@ bool sim_step(sim_world *w)
 		break;
 	case SIM_EV_MSG: {
 		int fault = 0;
-		if (!w->calm && !w->explore) {
+		if (!w->calm && !w->explore && !w->msgs[idx].forged) {
 			const sim_faults *f = &w->faults;
 			if (w->msgs[idx].reply) {
 				if (sim_chance(w, f->orch_crash_send))
