@@ -6,23 +6,6 @@
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
-const char *codec_method_of(saga_command cmd)
-{
-	switch (cmd) {
-	case SAGA_CMD_RESERVE_STOCK:
-		return "/sagas.v1.Stock/ReserveStock";
-	case SAGA_CMD_RELEASE_STOCK:
-		return "/sagas.v1.Stock/ReleaseStock";
-	case SAGA_CMD_CHARGE_PAYMENT:
-		return "/sagas.v1.Payment/ChargePayment";
-	case SAGA_CMD_REFUND_PAYMENT:
-		return "/sagas.v1.Payment/RefundPayment";
-	case SAGA_CMD_NONE:
-		break;
-	}
-	return NULL;
-}
-
 /* codec_call sends one encoded command: in `batch` when there is one. */
 static int codec_call(rpc_client *client, rpc_batch *batch, const char *method,
     const ProtobufCMessage *m, int64_t timeout_ms, rpc_done_fn done, void *arg)
@@ -35,7 +18,7 @@ static int codec_call(rpc_client *client, rpc_batch *batch, const char *method,
 int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,
     int64_t timeout_ms, rpc_done_fn done, void *arg)
 {
-	const char *method = codec_method_of(cmd);
+	const char *method = saga_command_method(cmd);
 	if (method == NULL)
 		return -EINVAL;
 	/* the generated structs take char *, the row is const: the encoder

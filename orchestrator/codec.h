@@ -21,10 +21,6 @@
 int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,
     int64_t timeout_ms, rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
 
-/* codec_method_of returns the full method name of `cmd`, e.g.
- * "/sagas.v1.Stock/ReserveStock", or NULL for SAGA_CMD_NONE. */
-const char *codec_method_of(saga_command cmd);
-
 /* codec_saga_to_pb fills `m` and `o` from `row` without copies: the
  * strings point into `row`, which must outlive the packing of `m`. */
 void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row);

@@ -41,6 +41,23 @@ const char *saga_command_name(saga_command cmd)
 	return "none";
 }
 
+const char *saga_command_method(saga_command cmd)
+{
+	switch (cmd) {
+	case SAGA_CMD_RESERVE_STOCK:
+		return "/sagas.v1.Stock/ReserveStock";
+	case SAGA_CMD_RELEASE_STOCK:
+		return "/sagas.v1.Stock/ReleaseStock";
+	case SAGA_CMD_CHARGE_PAYMENT:
+		return "/sagas.v1.Payment/ChargePayment";
+	case SAGA_CMD_REFUND_PAYMENT:
+		return "/sagas.v1.Payment/RefundPayment";
+	case SAGA_CMD_NONE:
+		break;
+	}
+	return NULL;
+}
+
 saga_command saga_command_of(saga_state state)
 {
 	switch (state) {

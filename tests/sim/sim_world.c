@@ -690,23 +690,6 @@ static void part_payment(sim_world *w, int i, saga_command c, int *code, const c
 	*reason = out.reason;
 }
 
-/* sim_method is the full RPC method of a participant command. */
-static const char *sim_method(saga_command c)
-{
-	switch (c) {
-	case SAGA_CMD_RESERVE_STOCK:
-		return "/sagas.v1.Stock/ReserveStock";
-	case SAGA_CMD_RELEASE_STOCK:
-		return "/sagas.v1.Stock/ReleaseStock";
-	case SAGA_CMD_CHARGE_PAYMENT:
-		return "/sagas.v1.Payment/ChargePayment";
-	case SAGA_CMD_REFUND_PAYMENT:
-		return "/sagas.v1.Payment/RefundPayment";
-	default:
-		return "";
-	}
-}
-
 /* sim_forge puts an attacker's command on the wire: a step or compensation
  * of a started saga, with a client's or an admin's role (never the
  * orchestrator's: it has no such certificate), arriving 1-20 ms later,
@@ -764,7 +747,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 	/* the roles table, before anything is served (docs/security.md): the
 	 * orchestrator's commands must pass, an attacker's must not */
 	unsigned roles = msg.forged ? msg.roles : AUTHZ_ORCHESTRATOR;
-	if (sim_rules_authz(sim_method(msg.cmd), roles) != AUTHZ_ALLOWED) {
+	if (sim_rules_authz(saga_command_method(msg.cmd), roles) != AUTHZ_ALLOWED) {
 		sim_trace(w, "%s: %s saga %d refused: PERMISSION_DENIED%s", sim_node_names[node],
 		    saga_command_name(msg.cmd), msg.saga, msg.forged ? " (forged)" : "");
 		if (msg.forged)
