@@ -109,6 +109,8 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	rv = nng_dialer_create(&d, c->sock, url);
 	if (rv == 0 && c->opts.tls != NULL)
 		rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls_conf_nng(c->opts.tls));
+	if (rv == 0 && c->opts.tls != NULL)
+		rv = nng_dialer_set_bool(d, NNG_OPT_TCP_NODELAY, true);
 	if (rv == 0)
 		rv = nng_dialer_start(d, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
 	if (rv != 0) {

@@ -938,6 +938,8 @@ static int rpc_server_listen(rpc_server *s, int i, const rpc_listen *ls)
 	int rv = nng_listener_create(&l->l, s->sock, ls->url);
 	if (rv == 0 && ls->tls != NULL)
 		rv = nng_listener_set_ptr(l->l, NNG_OPT_TLS_CONFIG, tls_conf_nng(ls->tls));
+	if (rv == 0 && ls->tls != NULL)
+		rv = nng_listener_set_bool(l->l, NNG_OPT_TCP_NODELAY, true);
 	if (rv == 0) {
 		l->id = nng_listener_id(l->l);
 		s->nlisten = i + 1; /* known before its first pipe arrives */
