@@ -8,4 +8,66 @@
  * -ECONNREFUSED, -EACCES for a failed TLS handshake, else -EIO): the one place that does. */
 int rpc_errno(int nng_rv);
 
+/* ---- a server's listeners and connections (rpc_conn.c) ---- */
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "rpc.h"
+
+/* One listener and what its callers are. */
+typedef struct rpc_lsn {
+	nng_listener l;
+	int id;         /* nng_listener_id, to know a pipe's listener */
+	unsigned roles; /* authz.h */
+	bool tls;
+	int conns; /* under rpc_conns.mtx: open connections */
+	char url[256];
+} rpc_lsn;
+
+/* A server's listeners and open connections; zeroed, then rpc_conns_init. */
+typedef struct rpc_conns {
+	rpc_lsn listeners[RPC_LISTEN_MAX];
+	int nlisten;
+	int max_conns;   /* per listener */
+	int64_t idle_ms; /* <= 0: never */
+	nng_mtx *mtx;    /* guards table, the listeners' counts, reaping */
+	nng_cv *cv;
+	struct rpc_conn *table; /* by pipe id (uthash) */
+	bool reaping;           /* the reaper runs */
+	nng_thread *reaper;
+} rpc_conns;
+
+/* rpc_conns_init sets the cap (connections per listener) and the idle
+ * timeout (ms) and makes the lock. Returns 0 or an nng error. */
+int rpc_conns_init(rpc_conns *c, int max_conns, int64_t idle_ms);
+
+/* rpc_conns_listen makes listener `ls` as c->listeners[i] on `sock` (its
+ * TLS configuration, TCP_NODELAY) and starts it. Returns 0 or an nng error
+ * (logged with the URL). */
+int rpc_conns_listen(rpc_conns *c, nng_socket sock, int i, const rpc_listen *ls);
+
+/* rpc_conns_added admits a new connection (NNG_PIPE_EV_ADD_PRE), or closes
+ * it: a TLS one whose client certificate was not verified, or one past its
+ * listener's cap (logged at most once per peer per interval). */
+void rpc_conns_added(rpc_conns *c, nng_pipe p);
+
+/* rpc_conns_removed forgets a closed connection (NNG_PIPE_EV_REM_POST). */
+void rpc_conns_removed(rpc_conns *c, uint32_t id);
+
+/* rpc_conns_busy adds `delta` to the calls in service of connection `id`
+ * (a whole request arrived: +1, also marking it not idle; answered: -1).
+ * Returns the index of its listener, or -1 when it is not open. */
+int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta);
+
+/* rpc_conns_start_reaper starts the thread that closes connections idle
+ * past idle_ms with nothing in service (none when idle_ms <= 0); stop it
+ * with rpc_conns_stop_reaper before the socket closes. Returns 0 or an nng
+ * error. */
+int rpc_conns_start_reaper(rpc_conns *c);
+void rpc_conns_stop_reaper(rpc_conns *c);
+
+/* rpc_conns_fini frees the table and the lock (the reaper stopped). */
+void rpc_conns_fini(rpc_conns *c);
+
 #endif

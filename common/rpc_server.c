@@ -10,14 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/tls/tls.h>
 #include <nng/supplemental/util/platform.h>
 #include <nng/transport/tls/tls.h>
-
-#include <uthash.h>
 
 #include "authz.h"
 #include "clock.h"
@@ -55,25 +52,6 @@ typedef struct rpc_slot {
 	unsigned roles;     /* of the request's caller: its listener's */
 } rpc_slot;
 
-/* One open connection (an nng pipe), for the cap and the idle timeout. */
-typedef struct rpc_conn {
-	uint32_t id;
-	int listener;    /* index in rpc_server.listeners */
-	int64_t last_ms; /* clock_mono_ms of its last whole request (or its start) */
-	int busy;        /* its calls received and not yet answered */
-	UT_hash_handle hh;
-} rpc_conn;
-
-/* One listener and what its callers are. */
-typedef struct rpc_lsn {
-	nng_listener l;
-	int id;         /* nng_listener_id, to know a pipe's listener */
-	unsigned roles; /* authz.h */
-	bool tls;
-	int conns; /* under conn_mtx: open connections */
-	char url[256];
-} rpc_lsn;
-
 typedef struct rpc_worker {
 	struct rpc_server *srv;
 	nng_thread *thread;
@@ -96,165 +74,9 @@ struct rpc_server {
 	int nslots;
 	int nworkers;
 	rpc_worker *workers;
-	rpc_lsn listeners[RPC_LISTEN_MAX];
-	int nlisten;
-	int max_conns;
-	int64_t idle_ms;   /* <= 0: never */
-	nng_mtx *conn_mtx; /* guards conns, the listeners' counts, reaping */
-	nng_cv *conn_cv;
-	rpc_conn *conns; /* by pipe id */
-	bool reaping;    /* the reaper runs */
-	nng_thread *reaper;
+	rpc_conns conns;   /* its listeners and connections (rpc_conn.c) */
 	bool open_methods; /* methods outside the roles table go to the handler */
 };
-
-/* ---- connections: their roles, the cap, the idle timeout ---- */
-
-const char *rpc_peer(uint32_t pipe, char *buf, size_t len)
-{
-	nng_pipe p = NNG_PIPE_INITIALIZER;
-	p.id = pipe;
-	nng_sockaddr sa;
-	char a[64];
-	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0) {
-		snprintf(buf, len, "unknown");
-	} else if (sa.s_family == NNG_AF_INET) {
-		inet_ntop(AF_INET, &sa.s_in.sa_addr, a, sizeof a);
-		snprintf(buf, len, "%s:%u", a, ntohs(sa.s_in.sa_port));
-	} else if (sa.s_family == NNG_AF_INET6) {
-		inet_ntop(AF_INET6, sa.s_in6.sa_addr, a, sizeof a);
-		snprintf(buf, len, "[%s]:%u", a, ntohs(sa.s_in6.sa_port));
-	} else if (sa.s_family == NNG_AF_IPC) {
-		snprintf(buf, len, "ipc:%s", sa.s_ipc.sa_path);
-	} else {
-		snprintf(buf, len, "local");
-	}
-	return buf;
-}
-
-/* rpc_lsn_of is the index of the listener that made pipe `p`, or -1. */
-static int rpc_lsn_of(const rpc_server *s, nng_pipe p)
-{
-	int id = nng_listener_id(nng_pipe_listener(p));
-	for (int i = 0; i < s->nlisten; i++)
-		if (s->listeners[i].id == id)
-			return i;
-	return -1;
-}
-
-/* rpc_conn_add admits a new connection (NNG_PIPE_EV_ADD_PRE), or closes it:
- * a TLS one whose client certificate was not verified, or one past the
- * listener's cap. */
-static void rpc_conn_add(rpc_server *s, nng_pipe p)
-{
-	int li = rpc_lsn_of(s, p);
-	if (li < 0)
-		return;
-	rpc_lsn *l = &s->listeners[li];
-	char peer[96], what[400];
-	bool verified = false;
-	if (l->tls && (nng_pipe_get_bool(p, NNG_OPT_TLS_VERIFIED, &verified) != 0 || !verified)) {
-		snprintf(what, sizeof what,
-		    "closed a connection to %s: UNAUTHENTICATED (no verified client certificate)",
-		    l->url);
-		authz_log_limited("unverified", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
-		nng_pipe_close(p);
-		return;
-	}
-	rpc_conn *c = calloc(1, sizeof *c);
-	nng_mtx_lock(s->conn_mtx);
-	bool full = l->conns >= s->max_conns;
-	if (!full && c != NULL) {
-		c->id = nng_pipe_id(p);
-		c->listener = li;
-		c->last_ms = clock_mono_ms();
-		HASH_ADD(hh, s->conns, id, sizeof c->id, c);
-		l->conns++;
-	}
-	nng_mtx_unlock(s->conn_mtx);
-	if (full || c == NULL) {
-		free(c);
-		snprintf(what, sizeof what,
-		    "closed a connection to %s: %d are open, the most allowed (max-connections)",
-		    l->url, s->max_conns);
-		authz_log_limited("conn_cap", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
-		nng_pipe_close(p);
-	}
-}
-
-/* rpc_conn_remove forgets a closed connection (NNG_PIPE_EV_REM_POST). */
-static void rpc_conn_remove(rpc_server *s, uint32_t id)
-{
-	rpc_conn *c = NULL;
-	nng_mtx_lock(s->conn_mtx);
-	HASH_FIND(hh, s->conns, &id, sizeof id, c);
-	if (c != NULL) {
-		s->listeners[c->listener].conns--;
-		HASH_DEL(s->conns, c);
-	}
-	nng_mtx_unlock(s->conn_mtx);
-	free(c);
-}
-
-/* rpc_conn_busy adds `delta` to the calls in service of connection `id`
- * (a whole request arrived: +1, also marking it not idle; answered: -1).
- * Returns the index of its listener, or -1 when it is not open. */
-static int rpc_conn_busy(rpc_server *s, uint32_t id, int delta)
-{
-	rpc_conn *c = NULL;
-	int li = -1;
-	nng_mtx_lock(s->conn_mtx);
-	HASH_FIND(hh, s->conns, &id, sizeof id, c);
-	if (c != NULL) {
-		c->busy += delta;
-		if (delta > 0)
-			c->last_ms = clock_mono_ms();
-		li = c->listener;
-	}
-	nng_mtx_unlock(s->conn_mtx);
-	return li;
-}
-
-/* How many idle connections one pass of the reaper closes at most, and
- * how often it looks (ms). */
-#define RPC_REAP_MAX      256
-#define RPC_REAP_EVERY_MS 1000
-
-/* rpc_reaper_main closes connections that sent no whole request for
- * idle_ms while none of their calls was in service: a peer that stalls in
- * the middle of a frame, or one that holds a connection it does not use. */
-static void rpc_reaper_main(void *arg)
-{
-	rpc_server *s = arg;
-	uint32_t ids[RPC_REAP_MAX];
-	nng_mtx_lock(s->conn_mtx);
-	while (s->reaping) {
-		nng_cv_until(s->conn_cv, nng_clock() + RPC_REAP_EVERY_MS);
-		if (!s->reaping)
-			break;
-		int64_t now = clock_mono_ms();
-		int n = 0;
-		rpc_conn *c, *tmp;
-		HASH_ITER(hh, s->conns, c, tmp)
-		{
-			if (n < RPC_REAP_MAX && c->busy == 0 && now - c->last_ms >= s->idle_ms) {
-				ids[n++] = c->id;
-				c->last_ms = now; /* once; it goes soon */
-			}
-		}
-		nng_mtx_unlock(s->conn_mtx);
-		for (int i = 0; i < n; i++) {
-			nng_pipe p = NNG_PIPE_INITIALIZER;
-			p.id = ids[i];
-			nng_pipe_close(p);
-		}
-		if (n > 0)
-			log_debug(NULL, "closed %d connections idle for %lld ms (idle-timeout)", n,
-			    (long long)s->idle_ms);
-		nng_mtx_lock(s->conn_mtx);
-	}
-	nng_mtx_unlock(s->conn_mtx);
-}
 
 /* One received frame while a worker serves it: a plain call, or a batch
  * (RPC_BATCH_METHOD) whose calls are served with the other frames' calls and
@@ -330,7 +152,7 @@ static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
 static void rpc_slot_recv(rpc_slot *sl)
 {
 	if (sl->busy_pipe != 0) { /* its last call is answered (or dropped) */
-		rpc_conn_busy(sl->srv, sl->busy_pipe, -1);
+		rpc_conns_busy(&sl->srv->conns, sl->busy_pipe, -1);
 		sl->busy_pipe = 0;
 	}
 	sl->state = RPC_SLOT_RECV;
@@ -386,8 +208,8 @@ static void rpc_slot_cb(void *arg)
 	sl->msg = nng_aio_get_msg(sl->aio);
 	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
 	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(sl->msg));
-	int li = rpc_conn_busy(s, pipe, +1);
-	sl->roles = li >= 0 ? s->listeners[li].roles : 0; /* not open: no role */
+	int li = rpc_conns_busy(&s->conns, pipe, +1);
+	sl->roles = li >= 0 ? s->conns.listeners[li].roles : 0; /* not open: no role */
 	sl->busy_pipe = li >= 0 ? pipe : 0;
 	sl->next = NULL;
 	nng_mtx_lock(s->mtx);
@@ -664,10 +486,10 @@ static void rpc_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	rpc_server *s = arg;
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
-		rpc_conn_add(s, p);
+		rpc_conns_added(&s->conns, p);
 		return;
 	}
-	rpc_conn_remove(s, nng_pipe_id(p));
+	rpc_conns_removed(&s->conns, nng_pipe_id(p));
 	if (s->ops->pipe_closed)
 		s->ops->pipe_closed(s->app, nng_pipe_id(p));
 }
@@ -875,16 +697,7 @@ static void rpc_server_free(rpc_server *s)
 		nng_cv_free(s->cv);
 	if (s->mtx)
 		nng_mtx_free(s->mtx);
-	rpc_conn *c, *tmp;
-	HASH_ITER(hh, s->conns, c, tmp)
-	{
-		HASH_DEL(s->conns, c);
-		free(c);
-	}
-	if (s->conn_cv)
-		nng_cv_free(s->conn_cv);
-	if (s->conn_mtx)
-		nng_mtx_free(s->conn_mtx);
+	rpc_conns_fini(&s->conns);
 	free(s);
 }
 
@@ -902,14 +715,7 @@ static void rpc_server_close_and_join(rpc_server *s)
 	atomic_store(&s->closing_cb, true);
 	nng_cv_wake(s->cv);
 	nng_mtx_unlock(s->mtx);
-	if (s->reaper != NULL) {
-		nng_mtx_lock(s->conn_mtx);
-		s->reaping = false;
-		nng_cv_wake(s->conn_cv);
-		nng_mtx_unlock(s->conn_mtx);
-		nng_thread_destroy(s->reaper); /* joins */
-		s->reaper = NULL;
-	}
+	rpc_conns_stop_reaper(&s->conns);
 	/* the workers finish the batch they serve and send its replies */
 	for (int i = 0; i < s->nworkers; i++)
 		nng_thread_destroy(s->workers[i].thread); /* joins */
@@ -926,28 +732,6 @@ static void rpc_server_close_and_join(rpc_server *s)
 	if (sent_any)
 		nng_msleep(RPC_STOP_FLUSH_MS); /* the pipes write what they took */
 	nng_close(s->sock); /* every receive and send left ends with NNG_ECLOSED */
-}
-
-/* rpc_server_listen makes and starts the listener `ls` as s->listeners[i]. */
-static int rpc_server_listen(rpc_server *s, int i, const rpc_listen *ls)
-{
-	rpc_lsn *l = &s->listeners[i];
-	snprintf(l->url, sizeof l->url, "%s", ls->url);
-	l->roles = ls->roles;
-	l->tls = ls->tls != NULL;
-	int rv = nng_listener_create(&l->l, s->sock, ls->url);
-	if (rv == 0 && ls->tls != NULL)
-		rv = nng_listener_set_ptr(l->l, NNG_OPT_TLS_CONFIG, tls_conf_nng(ls->tls));
-	if (rv == 0 && ls->tls != NULL)
-		rv = nng_listener_set_bool(l->l, NNG_OPT_TCP_NODELAY, true);
-	if (rv == 0) {
-		l->id = nng_listener_id(l->l);
-		s->nlisten = i + 1; /* known before its first pipe arrives */
-		rv = nng_listener_start(l->l, 0);
-	}
-	if (rv != 0)
-		log_error(NULL, "could not listen on %s: %s", ls->url, nng_strerror(rv));
-	return rv;
 }
 
 int rpc_server_serve_on(
@@ -967,16 +751,15 @@ int rpc_server_serve_on(
 		return -ENOMEM;
 	s->ops = ops;
 	s->app = app;
-	s->max_conns = cfg->max_conns ? cfg->max_conns : RPC_MAX_CONNS_DEFAULT;
-	s->idle_ms = cfg->idle_ms ? cfg->idle_ms : RPC_IDLE_TIMEOUT_DEFAULT_MS;
+
 	s->open_methods = cfg->open_methods;
 	int rv = nng_mtx_alloc(&s->mtx);
 	if (rv == 0)
 		rv = nng_cv_alloc(&s->cv, s->mtx);
 	if (rv == 0)
-		rv = nng_mtx_alloc(&s->conn_mtx);
-	if (rv == 0)
-		rv = nng_cv_alloc(&s->conn_cv, s->conn_mtx);
+		rv = rpc_conns_init(&s->conns,
+		    cfg->max_conns ? cfg->max_conns : RPC_MAX_CONNS_DEFAULT,
+		    cfg->idle_ms ? cfg->idle_ms : RPC_IDLE_TIMEOUT_DEFAULT_MS);
 	if (rv != 0) {
 		rpc_server_free(s);
 		return rpc_errno(rv);
@@ -1008,16 +791,10 @@ int rpc_server_serve_on(
 			goto out_close;
 	}
 	for (size_t i = 0; i < cfg->nlisten; i++)
-		if ((rv = rpc_server_listen(s, (int)i, &cfg->listen[i])) != 0)
+		if ((rv = rpc_conns_listen(&s->conns, s->sock, (int)i, &cfg->listen[i])) != 0)
 			goto out_close;
-	if (s->idle_ms > 0) {
-		s->reaping = true;
-		rv = nng_thread_create(&s->reaper, rpc_reaper_main, s);
-		if (rv != 0) {
-			s->reaping = false;
-			goto out_close;
-		}
-	}
+	if ((rv = rpc_conns_start_reaper(&s->conns)) != 0)
+		goto out_close;
 	for (int i = 0; i < workers; i++) {
 		s->workers[i].srv = s;
 		s->workers[i].index = i;
