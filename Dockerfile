@@ -12,7 +12,7 @@ FROM ${BASE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io build-essential cmake pkg-config \
-      libnng-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
+      libnng-dev libmbedtls-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
       libjansson-dev libcmocka-dev uthash-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -34,10 +34,13 @@ RUN apt-get update -q \
  && groupadd --system --gid 10001 saga \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin saga \
- && mkdir /certs && chown saga:saga /certs && chmod 0750 /certs
+ && mkdir -p /certs/ca /certs/stock /certs/payment /certs/orchestrator /certs/cli \
+ && chown -R saga:saga /certs && chmod -R 0750 /certs
 COPY --from=build /out/ /usr/local/bin/
-# compose.yaml's certs service: the CAs and certificates (docs/security.md)
+# compose.yaml's certs service: the CAs and certificates (docs/security.md),
+# then one volume per program with only its files
 COPY scripts/make-certs.sh /usr/local/bin/sagas-make-certs
+COPY deploy/certs-init.sh /usr/local/bin/sagas-certs-init
 USER saga:saga
 # The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
 # interface, Health alone in plain TCP. Left unset, a daemon listens on the

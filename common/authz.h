@@ -38,7 +38,7 @@ enum {
 unsigned authz_method_roles(const char *method);
 
 /* authz_role_names writes the names of the roles in `roles` as
- * "orchestrator,admin" into buf (size len > 0; cut when short), "none" for
+ * "orchestrator, admin" into buf (size len > 0; cut when short), "none" for
  * no role. Returns buf. */
 const char *authz_role_names(unsigned roles, char *buf, int len);
 

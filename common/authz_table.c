@@ -66,7 +66,7 @@ const char *authz_role_names(unsigned roles, char *buf, int len)
 		if (!(roles & authz_names[i].bit) || at >= len)
 			continue;
 		at += snprintf(
-		    buf + at, (size_t)(len - at), "%s%s", at ? "," : "", authz_names[i].name);
+		    buf + at, (size_t)(len - at), "%s%s", at ? ", " : "", authz_names[i].name);
 	}
 	if (buf[0] == '\0')
 		snprintf(buf, (size_t)len, "none");

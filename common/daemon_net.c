@@ -74,8 +74,8 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 }
 
 /* daemon_net_check_url checks one listener's URL and its TLS files. */
-static int daemon_net_check_url(
-    const char *opt, const char *url, const daemon_net *n, const char *ca, const char *ca_opt)
+static int daemon_net_check_url(const char *opt, const char *url, const daemon_net *n,
+    const char *ca, const char *ca_opt, int slot)
 {
 	if (!rpc_url_ok(url)) {
 		config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
@@ -94,9 +94,22 @@ static int daemon_net_check_url(
 		return 2;
 	}
 	if (n->tls_cert[0] == '\0' || n->tls_key[0] == '\0' || ca[0] == '\0') {
-		config_error("%s is %s, which needs --tls-cert, --tls-key and --%s "
-		             "(docs/security.md)\n",
-		    opt, url, ca_opt);
+		config_error(
+		    "%s is %s, which needs --tls-cert, --tls-key and --%s (missing:%s%s%s; "
+		    "docs/security.md)\n",
+		    opt, url, ca_opt, n->tls_cert[0] ? "" : " --tls-cert",
+		    n->tls_key[0] ? "" : " --tls-key",
+		    ca[0]                  ? ""
+		        : ca_opt[0] == 'a' ? " --admin-tls-ca"
+		                           : " --tls-ca");
+		return 2;
+	}
+	/* the files now, so that a bad one is a usage error (exit 2) before
+	 * the daemon touches its database */
+	char err[512];
+	tls_files f = {.cert = n->tls_cert, .key = n->tls_key, .ca = ca};
+	if (tls_server_new(&dn.tls[slot], &f, err, sizeof err) != 0) {
+		config_error("invalid TLS files for %s %s: %s\n", opt, url, err);
 		return 2;
 	}
 	return 0;
@@ -104,11 +117,11 @@ static int daemon_net_check_url(
 
 int daemon_net_check(const daemon_net *n, const char *fault)
 {
-	if (daemon_net_check_url("listen", n->listen, n, n->tls_ca, "tls-ca") != 0)
+	if (daemon_net_check_url("listen", n->listen, n, n->tls_ca, "tls-ca", 0) != 0)
 		return 2;
 	if (n->admin_listen[0] != '\0'
 	    && daemon_net_check_url(
-	           "admin-listen", n->admin_listen, n, n->admin_tls_ca, "admin-tls-ca")
+	           "admin-listen", n->admin_listen, n, n->admin_tls_ca, "admin-tls-ca", 1)
 	        != 0)
 		return 2;
 	if (n->health_listen[0] != '\0'
@@ -159,43 +172,34 @@ int daemon_net_db_argv(int argc, char **argv)
 	return 0;
 }
 
-/* daemon_net_listener fills `l` for `url` with `roles`, making its TLS
- * configuration (dn.tls[i]) with trust in `ca`. */
-static int daemon_net_listener(
-    rpc_listen *l, int i, const char *url, unsigned roles, const daemon_net *n, const char *ca)
+/* daemon_net_listener fills `l` for `url` with `roles` and the TLS
+ * configuration daemon_net_check made for it (dn.tls[slot]). */
+static void daemon_net_listener(rpc_listen *l, int slot, const char *url, unsigned roles)
 {
-	*l = (rpc_listen) {.url = url, .roles = roles};
+	*l = (rpc_listen) {.url = url, .roles = roles, .tls = dn.tls[slot]};
+	if (roles != 0 && !tls_url(url))
+		l->roles = AUTHZ_ALL; /* plain, on loopback: a laptop */
+}
+
+/* daemon_net_log_listener says what a started listener is. */
+static void daemon_net_log_listener(const rpc_listen *l, const char *ca)
+{
 	char names[64];
-	if (roles == 0) {
+	if (l->roles == 0)
 		log_info(NULL,
 		    "listener %s: Health/Check only, to anyone (every other method "
 		    "UNAUTHENTICATED)",
-		    url);
-		return 0;
-	}
-	if (!tls_url(url)) {
-		l->roles = AUTHZ_ALL;
+		    l->url);
+	else if (l->tls == NULL)
 		log_warn(NULL,
 		    "listener %s is plain TCP: every process on this host may call every method on "
-		    "it "
-		    "as any role (%s), with no certificate; for anything but a laptop use "
-		    "tls+tcp:// "
-		    "(docs/security.md)",
-		    url, authz_role_names(AUTHZ_ALL, names, sizeof names));
-		return 0;
-	}
-	char err[512];
-	tls_files f = {.cert = n->tls_cert, .key = n->tls_key, .ca = ca};
-	int rc = tls_server_new(&dn.tls[i], &f, err, sizeof err);
-	if (rc != 0) {
-		log_error(NULL, "could not start the listener %s: %s", url, err);
-		return rc;
-	}
-	l->tls = dn.tls[i];
-	log_info(NULL,
-	    "listener %s: mutual TLS, callers with a certificate from %s have the %s role", url, ca,
-	    authz_role_names(roles, names, sizeof names));
-	return 0;
+		    "it as any role (%s), with no certificate; for anything but a laptop use "
+		    "tls+tcp:// (docs/security.md)",
+		    l->url, authz_role_names(AUTHZ_ALL, names, sizeof names));
+	else
+		log_info(NULL,
+		    "listener %s: mutual TLS, callers with a certificate from %s have the %s role",
+		    l->url, ca, authz_role_names(l->roles, names, sizeof names));
 }
 
 /* Descriptors a daemon keeps beyond its listeners' connections: database
@@ -232,16 +236,17 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
     int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
 {
 	rpc_listen ls[3];
+	const char *cas[3];
 	size_t nl = 0;
-	int rc = daemon_net_listener(&ls[nl++], 0, n->listen, role, n, n->tls_ca);
-	if (rc == 0 && n->admin_listen[0] != '\0')
-		rc = daemon_net_listener(
-		    &ls[nl++], 1, n->admin_listen, AUTHZ_ADMIN, n, n->admin_tls_ca);
-	if (rc == 0 && n->health_listen[0] != '\0')
-		rc = daemon_net_listener(&ls[nl++], 2, n->health_listen, 0, n, "");
-	if (rc != 0) {
-		daemon_net_stop(NULL);
-		return rc;
+	cas[nl] = n->tls_ca;
+	daemon_net_listener(&ls[nl++], 0, n->listen, role);
+	if (n->admin_listen[0] != '\0') {
+		cas[nl] = n->admin_tls_ca;
+		daemon_net_listener(&ls[nl++], 1, n->admin_listen, AUTHZ_ADMIN);
+	}
+	if (n->health_listen[0] != '\0') {
+		cas[nl] = "";
+		daemon_net_listener(&ls[nl++], 2, n->health_listen, 0);
 	}
 	daemon_net_fd_limit(n, nl);
 	dn.admin.fault_injection = n->fault_injection;
@@ -265,7 +270,10 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 	    .max_conns = (int)n->max_conns,
 	    .idle_ms = n->idle_ms,
 	};
-	rc = rpc_server_serve_on(out, &cfg, &dn.ops, app);
+	int rc = rpc_server_serve_on(out, &cfg, &dn.ops, app);
+	if (rc == 0)
+		for (size_t i = 0; i < nl; i++)
+			daemon_net_log_listener(&ls[i], cas[i]);
 	if (rc != 0) {
 		for (int i = 0; i < 3; i++) {
 			tls_conf_free(dn.tls[i]);
@@ -284,7 +292,7 @@ void daemon_net_stop(rpc_server *srv)
 	}
 	uint64_t unauth = 0, denied = 0;
 	authz_refused(&unauth, &denied);
-	if (srv != NULL && (unauth || denied || admin_fault_refusals()))
+	if (srv != NULL)
 		log_info(NULL,
 		    "refused while running: %llu calls UNAUTHENTICATED, %llu PERMISSION_DENIED, "
 		    "%lu "

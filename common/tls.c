@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/pk.h>
+#include <mbedtls/x509_crt.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 
@@ -68,6 +70,41 @@ static char *tls_read(const char *path, const char *what, char *err, size_t len)
 	return buf;
 }
 
+/* tls_check_pair checks what nng does not: that the key is the
+ * certificate's, and that the certificate is valid now (mbedTLS, the
+ * library under Debian's nng). Returns 0, or -EINVAL with `err` filled. */
+static int tls_check_pair(
+    const char *cert, const char *key, const tls_files *f, char *err, size_t len)
+{
+	mbedtls_x509_crt crt;
+	mbedtls_pk_context pk;
+	mbedtls_x509_crt_init(&crt);
+	mbedtls_pk_init(&pk);
+	int rc = -EINVAL;
+	if (mbedtls_x509_crt_parse(&crt, (const unsigned char *)cert, strlen(cert) + 1) != 0)
+		snprintf(
+		    err, len, "could not load certificate \"%s\": not a PEM certificate", f->cert);
+	else if (mbedtls_pk_parse_key(&pk, (const unsigned char *)key, strlen(key) + 1, NULL, 0)
+	    != 0)
+		snprintf(err, len,
+		    "could not load key \"%s\": not a PEM private key, or an encrypted one",
+		    f->key);
+	else if (mbedtls_pk_check_pair(&crt.pk, &pk) != 0)
+		snprintf(err, len, "the key \"%s\" is not the key of the certificate \"%s\"",
+		    f->key, f->cert);
+	else if (mbedtls_x509_time_is_past(&crt.valid_to))
+		snprintf(err, len, "the certificate \"%s\" expired on %04d-%02d-%02d", f->cert,
+		    crt.valid_to.year, crt.valid_to.mon, crt.valid_to.day);
+	else if (mbedtls_x509_time_is_future(&crt.valid_from))
+		snprintf(err, len, "the certificate \"%s\" is not valid before %04d-%02d-%02d",
+		    f->cert, crt.valid_from.year, crt.valid_from.mon, crt.valid_from.day);
+	else
+		rc = 0;
+	mbedtls_pk_free(&pk);
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
 /* tls_new makes a configuration of `mode` from `f`; cert and key are
  * optional for a client. */
 static int tls_new(tls_conf **out, nng_tls_mode mode, const char *server_name, const tls_files *f,
@@ -94,6 +131,8 @@ static int tls_new(tls_conf **out, nng_tls_mode mode, const char *server_name, c
 		rc = -EINVAL;
 		goto out;
 	}
+	if (have_cert && (rc = tls_check_pair(cert, key, f, err, len)) != 0)
+		goto out;
 	c = calloc(1, sizeof *c);
 	if (c == NULL || nng_tls_config_alloc(&c->cfg, mode) != 0) {
 		snprintf(err, len, "out of memory");

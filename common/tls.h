@@ -38,7 +38,8 @@ bool tls_files_any(const tls_files *f);
  * (cert, key and ca all required). `err` (len bytes) receives a one-line
  * reason on failure ("could not read CA file x: ..."). Returns 0 and *out
  * (free with tls_conf_free), or a negative errno (-EINVAL: a file missing,
- * unreadable or not valid PEM; -ENOMEM). */
+ * unreadable or not valid PEM, a key that is not the certificate's, a
+ * certificate expired or not yet valid; -ENOMEM). */
 int tls_server_new(tls_conf **out, const tls_files *f, char *err, size_t len);
 
 /* tls_client_new makes the configuration of a TLS dialer of `url` from `f`:

@@ -1,6 +1,8 @@
 /* orchestratord: the saga orchestrator daemon. Reads its configuration
  * (flags, environment, file), applies its schema, starts the engine and the
  * Orchestrator API, and runs until SIGINT or SIGTERM. */
+#include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +188,55 @@ static int orch_participant_tls(tls_conf **out, const orch_config *c, const char
 	return 0;
 }
 
+/* One TLS link to probe at start (orch_probe_link). */
+typedef struct orch_probe {
+	const char *name; /* "stockd" */
+	const char *url;
+	tls_conf *tls;
+} orch_probe;
+
+/* orch_probe_link, on a detached thread, dials one participant's tls+tcp://
+ * URL once at start and logs what a failed handshake means: the engine's
+ * own dialer retries quietly, and a saga would only time out. A dial that
+ * hangs (an address that does not answer) holds nothing but this thread. */
+static void *orch_probe_link(void *arg)
+{
+	const orch_probe *p = arg;
+	rpc_client *c = NULL;
+	rpc_client_opts o = {.connect_now = true, .tls = p->tls};
+	int rc = rpc_client_open(&c, p->url, &o);
+	if (rc == 0)
+		log_info(NULL, "mutual TLS with %s at %s: handshake done", p->name, p->url);
+	else if (rc == -EACCES)
+		log_error(NULL,
+		    "mutual TLS with %s at %s: the handshake was refused: does %s trust the CA of "
+		    "--participant-tls-cert (the orchestrator role's), and --participant-tls-ca "
+		    "its "
+		    "certificate? Commands to it will time out (docs/security.md)",
+		    p->name, p->url, p->name);
+	else
+		log_warn(NULL, "%s at %s is not reachable yet: %s (the engine keeps dialing)",
+		    p->name, p->url, strerror(-rc));
+	rpc_client_close(c);
+	return NULL;
+}
+
+/* orch_probe_links starts orch_probe_link for each TLS participant URL. */
+static void orch_probe_links(orch_probe *probes, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (probes[i].tls == NULL)
+			continue;
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, orch_probe_link, &probes[i]) != 0)
+			log_warn(NULL, "could not probe %s at start", probes[i].url);
+		pthread_attr_destroy(&a);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	enum { NO = sizeof orch_opts / sizeof orch_opts[0] };
@@ -248,6 +299,10 @@ int main(int argc, char **argv)
 		    "anything but a laptop (docs/security.md)",
 		    c.stock, c.payment);
 	daemon_install_signals();
+	static orch_probe probes[2];
+	probes[0] = (orch_probe) {"stockd", c.stock, stock_tls};
+	probes[1] = (orch_probe) {"paymentd", c.payment, payment_tls};
+	orch_probe_links(probes, 2);
 
 	PGconn *conn = pg_connect(c.db, c.db_wait);
 	if (conn == NULL)

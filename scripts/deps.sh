@@ -3,10 +3,10 @@
 # Uses sudo when not root. Safe to run again.
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libnng-dev nng-utils libprotobuf-c-dev
+pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
-  postgresql jq util-linux clang-format docker-compose faketime libfaketime)
+  postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl)
 # npm only fetches buf for the proto lint: a Node.js that is already there
 # (not from Debian) is used as it is, since Debian's npm conflicts with it
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)

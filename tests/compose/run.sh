@@ -212,6 +212,15 @@ check "summary charged" 1 "$(q '.summary.charged')"
 [ "$failures" -eq 0 ] || fail "$failures seed lab check(s) failed"
 say "seed lab final state as expected"
 
+# ---- each container holds only its own key: no daemon has another role's
+# key or a CA's (docs/security.md)
+held=$(for s in stock payment orchestrator; do
+  echo "$s: $(dc exec -T "$s" ls /certs | tr '\n' ' ')"
+done)
+check "stock's certificate files" "stock: ca-admin.crt ca-orchestrator.crt stockd.crt stockd.key " "$(sed -n 1p <<<"$held")"
+check "payment's certificate files" "payment: ca-admin.crt ca-orchestrator.crt paymentd.crt paymentd.key " "$(sed -n 2p <<<"$held")"
+check "orchestrator's certificate files" "orchestrator: ca-admin.crt ca-client.crt ca-server.crt orchestrator.crt orchestrator.key orchestratord.crt orchestratord.key " "$(sed -n 3p <<<"$held")"
+
 # ---- mutual TLS: the certs service made the certificates; without one, or
 # with another role's, the daemons refuse the handshake (the test stack
 # shares the host's network, so the ports are reachable here: what is
@@ -219,7 +228,7 @@ say "seed lab final state as expected"
 certs="$LAB/certs"
 rm -rf "$certs" && mkdir -p "$certs"
 for f in ca-server.crt client.crt client.key; do
-  dc run --rm -T --no-deps --entrypoint cat sagactl "/certs/$f" >"$certs/$f"
+  dc run --rm -T --no-deps --entrypoint cat certs "/certs/ca/$f" >"$certs/$f"
 done
 sagacmd=${SAGA_BIN_DIR:-$repo/build/bin}/sagacmd
 if [ -x "$sagacmd" ]; then
