@@ -42,8 +42,8 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	rows[i] = (config_opt) {n, dn.env[i], t, d, lo, hi, base + offsetof(daemon_net, f), h, u}
 	NET(0, "listen", CONFIG_STR, default_listen, 0, 0, listen, dn.help_listen, "URL");
 	NET(1, "admin-listen", CONFIG_STR, "", 0, 0, admin_listen,
-	    "nng URL of a second listener for the admin role (SetStock, Deposit, listings, "
-	    "RetrySaga, Admin); \"\" = none",
+	    "nng URL of a second listener for the admin role (its methods: docs/security.md, "
+	    "\"Roles\"); \"\" = none",
 	    "URL");
 	NET(2, "tls-cert", CONFIG_STR, "", 0, 0, tls_cert,
 	    "this daemon's certificate (PEM), for its tls+tcp:// listeners", "FILE");

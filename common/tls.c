@@ -118,7 +118,9 @@ static int tls_new(tls_conf **out, nng_tls_mode mode, const char *server_name, c
 		return -EINVAL;
 	}
 	if ((mode == NNG_TLS_MODE_SERVER && (!have_cert || !have_key)) || have_cert != have_key) {
-		snprintf(err, len, "a TLS %s needs both a certificate file and its key file",
+		snprintf(err, len,
+		    "a TLS %s needs both a certificate file and its key file (--tls-cert and "
+		    "--tls-key)",
 		    mode == NNG_TLS_MODE_SERVER ? "listener" : "client certificate");
 		return -EINVAL;
 	}

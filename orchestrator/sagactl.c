@@ -542,9 +542,24 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 		return NULL;
 	}
 	if (err == -EACCES) {
-		*rc = ctl_error(
-		    "could not reach %s at %s: the TLS handshake failed (does it trust the "
-		    "CA of --tls-cert, and --tls-ca its certificate? docs/security.md)",
+		if (c->o.tls_cert[0] == '\0')
+			*rc = ctl_error(
+			    "could not reach %s at %s: the TLS handshake failed: its "
+			    "listener takes only callers with a certificate of its role; "
+			    "give --tls-cert and --tls-key (docs/security.md)",
+			    ctl_svc_names[svc], url);
+		else
+			*rc = ctl_error(
+			    "could not reach %s at %s: the TLS handshake failed (does it "
+			    "trust the CA of --tls-cert, a CA of the role the listener "
+			    "serves, and --tls-ca its certificate? docs/security.md)",
+			    ctl_svc_names[svc], url);
+		c->client[svc] = NULL;
+		return NULL;
+	}
+	if (err == -EIO && !tls_url(url)) {
+		*rc = ctl_error("could not open a connection to %s at %s: the connection failed "
+		                "(is it a tls+tcp:// listener? docs/security.md)",
 		    ctl_svc_names[svc], url);
 		c->client[svc] = NULL;
 		return NULL;
@@ -1646,7 +1661,8 @@ static int ctl_parse_fault_kind(ctl_ctx *c, const char *text, Sagas__V1__FaultKi
 	}
 	return ctl_usage(c->cmd,
 	    "invalid KIND \"%s\": expected one of delay, drop_reply, unavailable, "
-	    "exit_after_commit, fail_before_commit, exit_after_send",
+	    "exit_after_commit, fail_before_commit, exit_after_send, drop_request, "
+	    "duplicate_reply",
 	    text);
 }
 

@@ -19,8 +19,10 @@ echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keep
 echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, PostgreSQL 127.0.0.1:$PG_PORT"
 if [ "$STACK_TLS" = 1 ]; then
   echo "   mutual TLS on every link: certificates in $STACK_DIR/certs (scripts/make-certs.sh);"
-  echo "   the orders go in with the client certificate, the seeding and the report with the admin one"
-  echo "   ($ORCH_ADMIN_URL, $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL)"
+  echo "   the orders go in with the client certificate, the seeding and the report with the admin one,"
+  echo "   on the admin listeners: orchestratord $ORCH_ADMIN_URL, stockd $STOCK_ADMIN_URL, paymentd $PAYMENT_ADMIN_URL"
+  echo "   (each order below is: sagactl --orchestrator $ORCH_URL --tls-cert certs/client.crt"
+  echo "    --tls-key certs/client.key --tls-ca certs/ca-server.crt start CUSTOMER SKU QTY AMOUNT --wait)"
 fi
 # order ARGS...: sagactl start as an application (the client role)
 order() {

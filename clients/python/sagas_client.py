@@ -81,6 +81,9 @@ _NNG_TLS_AUTH_MODE_REQUIRED = 2
 _NNG_FLAG_ALLOC = 1
 _NNG_ETIMEDOUT = 5
 _NNG_ECONNREFUSED = 6
+_NNG_ECONNSHUT = 31
+_NNG_EPEERAUTH = 27
+_NNG_ECRYPTO = 26
 _lib = None
 
 
@@ -165,7 +168,9 @@ class Client:
         lib = _nng()
         tls = url.startswith("tls+")
         if tls and not tls_ca:
-            raise ValueError("%s is a TLS URL: give tls_ca (and tls_cert, tls_key)" % url)
+            raise ValueError("%s is a TLS URL: give the CA of the daemons' certificates "
+                             "(tls_ca; start_order.py --tls-ca) and a certificate of the "
+                             "client role (tls_cert, tls_key; --tls-cert, --tls-key)" % url)
         if bool(tls_cert) != bool(tls_key):
             raise ValueError("tls_cert and tls_key go together")
         rv = lib.nng_req0_open(ctypes.byref(self._sock))
@@ -189,8 +194,12 @@ class Client:
             lib.nng_tls_config_free(cfg)  # the dialer keeps its own reference
         if rv != 0:
             lib.nng_close(self._sock)
+            why = _strerror(rv)
+            if tls and rv in (_NNG_ECONNSHUT, _NNG_ECRYPTO, _NNG_EPEERAUTH):
+                why += (" (the TLS handshake failed: does the daemon trust the CA of the "
+                        "client certificate, and tls_ca the daemon's certificate?)")
             raise RpcError(UNAVAILABLE, "transport",
-                           "could not reach %s: %s" % (url, _strerror(rv)), transport=True)
+                           "could not reach %s: %s" % (url, why), transport=True)
 
     def close(self):
         if self._sock is not None:
