@@ -18,6 +18,10 @@
  * the others (a flood from many addresses must not grow memory). */
 #define AUTHZ_LOG_KEYS 1024
 #define AUTHZ_KEY_MAX  96
+/* The most lines of all keys together per AUTHZ_LOG_INTERVAL_MS: a flood
+ * from many addresses (a whole network prefix) logs this many, then one
+ * line for the rest. */
+#define AUTHZ_LOG_BURST 32
 
 typedef struct authz_seen {
 	char key[AUTHZ_KEY_MAX]; /* kind + " " + address without the port */
@@ -30,6 +34,8 @@ static pthread_mutex_t authz_mu = PTHREAD_MUTEX_INITIALIZER;
 static authz_seen *authz_log_table; /* under authz_mu */
 static authz_seen authz_overflow;   /* under authz_mu: every key past the cap */
 static unsigned authz_nkeys;        /* under authz_mu */
+static int64_t authz_burst_ms;      /* under authz_mu: the interval's start */
+static unsigned authz_burst;        /* under authz_mu: lines logged in it */
 static atomic_uint_fast64_t authz_unauthenticated, authz_denied;
 
 /* authz_key writes `kind` and the address of `peer` without its port. */
@@ -76,10 +82,16 @@ void authz_log_limited(const char *kind, const char *peer, const char *what)
 		HASH_ADD_STR(authz_log_table, key, e);
 		authz_nkeys++;
 	}
-	if (e == NULL)
+	if (now - authz_burst_ms >= AUTHZ_LOG_INTERVAL_MS) {
+		authz_burst_ms = now;
+		authz_burst = 0;
+	}
+	if (e == NULL
+	    || (authz_burst >= AUTHZ_LOG_BURST && now - e->logged_ms >= AUTHZ_LOG_INTERVAL_MS))
 		e = &authz_overflow; /* full: one line per interval for all the rest */
 	if (now - e->logged_ms >= AUTHZ_LOG_INTERVAL_MS) {
 		log = true;
+		authz_burst++;
 		held = e->held;
 		e->held = 0;
 		e->logged_ms = now;

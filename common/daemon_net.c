@@ -83,6 +83,13 @@ static int daemon_net_check_url(const char *opt, const char *url, const daemon_n
 		    opt, url);
 		return 2;
 	}
+	if (strncmp(url, "ws", 2) == 0) {
+		config_error(
+		    "invalid value for %s: \"%s\": a daemon does not listen on ws:// or "
+		    "wss:// (a web page open in a browser could call it); use tls+tcp://\n",
+		    opt, url);
+		return 2;
+	}
 	if (!tls_url(url)) {
 		if (tls_url_local(url))
 			return 0;
@@ -125,7 +132,8 @@ int daemon_net_check(const daemon_net *n, const char *fault)
 	        != 0)
 		return 2;
 	if (n->health_listen[0] != '\0'
-	    && (!rpc_url_ok(n->health_listen) || tls_url(n->health_listen))) {
+	    && (!rpc_url_ok(n->health_listen) || tls_url(n->health_listen)
+	        || strncmp(n->health_listen, "ws", 2) == 0)) {
 		config_error("invalid value for health-listen: \"%s\" is not a tcp://HOST:PORT or "
 		             "ipc://PATH URL (it answers only Health, with no certificate)\n",
 		    n->health_listen);
@@ -206,12 +214,11 @@ static void daemon_net_log_listener(const rpc_listen *l, const char *ca)
  * connections, its own client sockets, logs. */
 #define DAEMON_NET_FD_RESERVE 256
 
-/* daemon_net_fd_limit sets the process's descriptor limit to what its
- * listeners may hold (`nlisten` x max-connections) plus
- * DAEMON_NET_FD_RESERVE, within the hard limit: connections still in their
- * handshake are not counted by the cap, and past this limit nng stops
- * accepting for a moment instead of the process running out of descriptors
- * for its database. */
+/* daemon_net_fd_limit raises the process's descriptor limit, when it is
+ * lower, to what its listeners may hold (`nlisten` x max-connections) plus
+ * DAEMON_NET_FD_RESERVE, within the hard limit; it never lowers it (a lower
+ * limit is reached sooner by connections still in their handshake, which
+ * the cap does not count until they are pipes). */
 static void daemon_net_fd_limit(const daemon_net *n, size_t nlisten)
 {
 	struct rlimit rl;
@@ -226,6 +233,8 @@ static void daemon_net_fd_limit(const daemon_net *n, size_t nlisten)
 		    (unsigned long long)want);
 		want = rl.rlim_max;
 	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= want)
+		return;
 	rl.rlim_cur = want;
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 		log_warn(

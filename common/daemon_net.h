@@ -73,9 +73,9 @@ int daemon_net_db_argv(int argc, char **argv);
  * no role: Health only) with `workers` threads
  * and `contexts` contexts (0 = RPC_SERVER_CONTEXTS), answering Health (from
  * `health`, borrowed until daemon_net_stop) and Admin besides `ops` (copied).
- * Sets the process's descriptor limit to what the listeners may hold
- * (their count x max-connections, plus 256 of its own), within the hard
- * limit. Logs one line per listener, a WARNING for a plain one. Returns 0 and
+ * Raises the process's descriptor limit, when lower, to what the listeners
+ * may hold (their count x max-connections, plus 256 of its own), within
+ * the hard limit. Logs one line per listener, a WARNING for a plain one. Returns 0 and
  * *out, or a negative errno after logging why (a TLS file that does not
  * load, a listener that could not start). */
 int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,

@@ -38,6 +38,18 @@
  * (a stalled half frame, an idle peer); a client of this project dials
  * again by itself. */
 #define RPC_IDLE_TIMEOUT_DEFAULT_MS 60000
+/* How long a reply may wait to be taken by its peer (ms): a connection
+ * whose peer reads no reply for this long is closed, freeing the receive
+ * contexts its calls held (a peer that sends and never reads would
+ * otherwise hold every one). */
+#define RPC_SEND_TIMEOUT_MS 5000
+/* The most calls a connection to a listener with no role (Health only) may
+ * have in service at once; past it the connection is closed. */
+#define RPC_NO_ROLE_INFLIGHT_MAX 4
+/* How long a connection to a TLS listener may take to finish its handshake
+ * (ms); then the server closes it (rpc_conn.c: nng 1.5.2 would wait for
+ * ever, and the connection cap does not count it yet). */
+#define RPC_HANDSHAKE_TIMEOUT_MS 10000
 /* The most bytes of rows a list reply (ListSagas, ListStock, ListAccounts)
  * carries, so that the frame stays under a client's RPC_MAX_MSG_DEFAULT. */
 #define RPC_REPLY_BUDGET    (RPC_MAX_MSG_DEFAULT - 64 * 1024)

@@ -5,8 +5,12 @@
 #include "rpc_internal.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
@@ -21,11 +25,21 @@
 typedef struct rpc_conn rpc_conn;
 struct rpc_conn {
 	uint32_t id;
-	int listener;    /* index in rpc_conns.listeners */
-	int64_t last_ms; /* clock_mono_ms of its last whole request (or its start) */
-	int busy;        /* its calls received and not yet answered */
+	int listener;     /* index in rpc_conns.listeners */
+	int64_t last_ms;  /* clock_mono_ms of its last whole request (or its start) */
+	int busy;         /* its calls received and not yet answered */
+	bool doomed;      /* rpc_conns_doom: the reaper closes it at once */
+	nng_sockaddr rem; /* its peer's address, to tell it from a handshake */
 	UT_hash_handle hh;
 };
+
+/* A TCP connection to a TLS listener that is no pipe yet (rpc_hs_scan). */
+typedef struct rpc_hs {
+	unsigned long inode;
+	int64_t first_ms; /* when the reaper first saw it */
+	unsigned gen;     /* the last pass that saw it */
+	UT_hash_handle hh;
+} rpc_hs;
 
 int rpc_conns_init(rpc_conns *s, int max_conns, int64_t idle_ms)
 {
@@ -44,6 +58,12 @@ void rpc_conns_fini(rpc_conns *s)
 	{
 		HASH_DEL(s->table, c);
 		free(c);
+	}
+	rpc_hs *h, *htmp;
+	HASH_ITER(hh, s->hs, h, htmp)
+	{
+		HASH_DEL(s->hs, h);
+		free(h);
 	}
 	if (s->cv)
 		nng_cv_free(s->cv);
@@ -100,6 +120,8 @@ void rpc_conns_added(rpc_conns *s, nng_pipe p)
 		return;
 	}
 	rpc_conn *c = calloc(1, sizeof *c);
+	if (c != NULL && nng_pipe_get_addr(p, NNG_OPT_REMADDR, &c->rem) != 0)
+		c->rem.s_family = NNG_AF_UNSPEC;
 	nng_mtx_lock(s->mtx);
 	bool full = l->conns >= s->max_conns;
 	if (!full && c != NULL) {
@@ -133,7 +155,7 @@ void rpc_conns_removed(rpc_conns *s, uint32_t id)
 	free(c);
 }
 
-int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta)
+int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy)
 {
 	rpc_conn *c = NULL;
 	int li = -1;
@@ -144,9 +166,23 @@ int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta)
 		if (delta > 0)
 			c->last_ms = clock_mono_ms();
 		li = c->listener;
+		if (busy != NULL)
+			*busy = c->busy;
 	}
 	nng_mtx_unlock(s->mtx);
 	return li;
+}
+
+void rpc_conns_doom(rpc_conns *s, uint32_t id)
+{
+	rpc_conn *c = NULL;
+	nng_mtx_lock(s->mtx);
+	HASH_FIND(hh, s->table, &id, sizeof id, c);
+	if (c != NULL) {
+		c->doomed = true;
+		nng_cv_wake(s->cv);
+	}
+	nng_mtx_unlock(s->mtx);
 }
 
 /* How many idle connections one pass of the reaper closes at most, and
@@ -157,6 +193,157 @@ int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta)
 /* rpc_reaper_main closes connections that sent no whole request for
  * idle_ms while none of their calls was in service: a peer that stalls in
  * the middle of a frame, or one that holds a connection it does not use. */
+/* ---- connections stuck in their TLS handshake ----
+ *
+ * nng 1.5.2 keeps a TLS connection whose peer never finishes the handshake
+ * for as long as the peer likes (its negotiation timeout does not reach the
+ * handshake), and such a connection is no pipe yet, so the cap does not
+ * count it: without a certificate, a few thousand of them take every
+ * descriptor. nng shows no such connection, so the reaper finds them in
+ * /proc/net/tcp and tcp6: connections to a TLS listener's port whose peer is
+ * no open pipe's, seen for RPC_HANDSHAKE_TIMEOUT_MS, and shuts their socket
+ * down (found in /proc/self/fd by its inode); nng then closes them. */
+
+#define RPC_HS_KILL_MAX 512 /* sockets shut down per pass at most */
+
+/* rpc_hs_is_pipe is true when a pipe's peer is `addr` (16 bytes, IPv4 in the
+ * first 4) : `port` (under s->mtx). */
+static bool rpc_hs_is_pipe(rpc_conns *s, bool v6, const uint8_t *addr, unsigned port)
+{
+	rpc_conn *c, *tmp;
+	HASH_ITER(hh, s->table, c, tmp)
+	{
+		if (!v6 && c->rem.s_family == NNG_AF_INET && ntohs(c->rem.s_in.sa_port) == port
+		    && memcmp(&c->rem.s_in.sa_addr, addr, 4) == 0)
+			return true;
+		if (v6 && c->rem.s_family == NNG_AF_INET6 && ntohs(c->rem.s_in6.sa_port) == port
+		    && memcmp(c->rem.s_in6.sa_addr, addr, 16) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* rpc_hs_scan reads one of /proc/net/tcp{,6} and notes in s->hs each
+ * established connection to one of `ports` (n) that is no pipe, with this
+ * pass's `gen`; puts in kill[] (up to RPC_HS_KILL_MAX, *nkill) the inodes
+ * of those seen for RPC_HANDSHAKE_TIMEOUT_MS. Under s->mtx. */
+static void rpc_hs_scan(rpc_conns *s, const char *path, bool v6, const unsigned *ports, int n,
+    unsigned gen, int64_t now, unsigned long *kill, int *nkill)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	char line[512];
+	if (fgets(line, sizeof line, f) == NULL) { /* the header */
+		fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		char local[64], remote[64];
+		unsigned st;
+		unsigned long inode;
+		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+		if (sscanf(line, "%*s %63s %63s %x %*s %*s %*s %*s %*s %lu", local, remote, &st,
+		        &inode)
+		        != 4
+		    || (st != 1 && st != 8) || inode == 0) /* ESTABLISHED, CLOSE_WAIT */
+			continue;
+		char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
+		if (lp == NULL || rp == NULL)
+			continue;
+		unsigned lport = (unsigned)strtoul(lp + 1, NULL, 16);
+		bool ours = false;
+		for (int i = 0; i < n; i++)
+			ours = ours || lport == ports[i];
+		if (!ours)
+			continue;
+		uint8_t addr[16] = {0};
+		*rp = '\0';
+		for (int w = 0; w < (v6 ? 4 : 1); w++) {
+			char word[9];
+			memcpy(word, remote + 8 * w, 8);
+			word[8] = '\0';
+			uint32_t v = (uint32_t)strtoul(word, NULL, 16);
+			memcpy(addr + 4 * w, &v, 4); /* the kernel prints each word as it lies */
+		}
+		if (rpc_hs_is_pipe(s, v6, addr, (unsigned)strtoul(rp + 1, NULL, 16)))
+			continue;
+		rpc_hs *h = NULL;
+		HASH_FIND(hh, s->hs, &inode, sizeof inode, h);
+		if (h == NULL && (h = calloc(1, sizeof *h)) != NULL) {
+			h->inode = inode;
+			h->first_ms = now;
+			HASH_ADD(hh, s->hs, inode, sizeof h->inode, h);
+		}
+		if (h == NULL)
+			continue;
+		h->gen = gen;
+		if (now - h->first_ms >= RPC_HANDSHAKE_TIMEOUT_MS && *nkill < RPC_HS_KILL_MAX)
+			kill[(*nkill)++] = inode;
+	}
+	fclose(f);
+}
+
+/* rpc_hs_kill shuts down the sockets of this process whose inodes are in
+ * kill[] (n). Returns how many. */
+static int rpc_hs_kill(const unsigned long *kill, int n)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return 0;
+	int done = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		char path[320], link[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		ssize_t len = readlink(path, link, sizeof link - 1);
+		if (len <= 8 || strncmp(link, "socket:[", 8) != 0)
+			continue;
+		link[len] = '\0';
+		unsigned long inode = strtoul(link + 8, NULL, 10);
+		for (int i = 0; i < n; i++)
+			if (kill[i] == inode && shutdown(atoi(e->d_name), SHUT_RDWR) == 0) {
+				done++;
+				break;
+			}
+	}
+	closedir(d);
+	return done;
+}
+
+/* rpc_hs_reap is one pass over the connections still in their TLS
+ * handshake (under s->mtx, which it drops while it shuts sockets down).
+ * Returns how many it shut down. */
+static int rpc_hs_reap(rpc_conns *s, int64_t now)
+{
+	unsigned ports[RPC_LISTEN_MAX];
+	int n = 0;
+	for (int i = 0; i < s->nlisten; i++)
+		if (s->listeners[i].tls && s->listeners[i].port > 0)
+			ports[n++] = (unsigned)s->listeners[i].port;
+	if (n == 0)
+		return 0;
+	static unsigned long kill[RPC_HS_KILL_MAX]; /* the reaper's thread only */
+	int nkill = 0;
+	unsigned gen = ++s->hs_gen;
+	rpc_hs_scan(s, "/proc/net/tcp", false, ports, n, gen, now, kill, &nkill);
+	rpc_hs_scan(s, "/proc/net/tcp6", true, ports, n, gen, now, kill, &nkill);
+	rpc_hs *h, *tmp;
+	HASH_ITER(hh, s->hs, h, tmp)
+	{
+		if (h->gen != gen) { /* gone, or a pipe now */
+			HASH_DEL(s->hs, h);
+			free(h);
+		}
+	}
+	if (nkill == 0)
+		return 0;
+	nng_mtx_unlock(s->mtx);
+	int done = rpc_hs_kill(kill, nkill);
+	nng_mtx_lock(s->mtx);
+	return done;
+}
+
 static void rpc_reaper_main(void *arg)
 {
 	rpc_conns *s = arg;
@@ -167,13 +354,27 @@ static void rpc_reaper_main(void *arg)
 		if (!s->reaping)
 			break;
 		int64_t now = clock_mono_ms();
+		int stuck = rpc_hs_reap(s, now);
+		if (stuck > 0) {
+			char what[200];
+			snprintf(what, sizeof what,
+			    "closed %d connections that had not finished their TLS handshake in %d "
+			    "ms",
+			    stuck, RPC_HANDSHAKE_TIMEOUT_MS);
+			nng_mtx_unlock(s->mtx);
+			authz_log_limited("handshake", NULL, what);
+			nng_mtx_lock(s->mtx);
+		}
 		int n = 0;
 		rpc_conn *c, *tmp;
 		HASH_ITER(hh, s->table, c, tmp)
 		{
-			if (n < RPC_REAP_MAX && c->busy == 0 && now - c->last_ms >= s->idle_ms) {
+			bool idle
+			    = s->idle_ms > 0 && c->busy == 0 && now - c->last_ms >= s->idle_ms;
+			if (n < RPC_REAP_MAX && (idle || c->doomed)) {
 				ids[n++] = c->id;
 				c->last_ms = now; /* once; it goes soon */
+				c->doomed = false;
 			}
 		}
 		nng_mtx_unlock(s->mtx);
@@ -206,6 +407,8 @@ int rpc_conns_listen(rpc_conns *s, nng_socket sock, int i, const rpc_listen *ls)
 		s->nlisten = i + 1; /* known before its first pipe arrives */
 		rv = nng_listener_start(l->l, 0);
 	}
+	if (rv == 0 && l->tls && nng_listener_get_int(l->l, NNG_OPT_TCP_BOUND_PORT, &l->port) != 0)
+		l->port = 0; /* not TCP: no handshake to watch */
 	if (rv != 0)
 		log_error(NULL, "could not listen on %s: %s", ls->url, nng_strerror(rv));
 	return rv;
@@ -213,8 +416,6 @@ int rpc_conns_listen(rpc_conns *s, nng_socket sock, int i, const rpc_listen *ls)
 
 int rpc_conns_start_reaper(rpc_conns *s)
 {
-	if (s->idle_ms <= 0)
-		return 0;
 	s->reaping = true;
 	int rv = nng_thread_create(&s->reaper, rpc_reaper_main, s);
 	if (rv != 0)

@@ -22,6 +22,7 @@ typedef struct rpc_lsn {
 	unsigned roles; /* authz.h */
 	bool tls;
 	int conns; /* under rpc_conns.mtx: open connections */
+	int port;  /* a TLS listener's bound TCP port, for the handshake reaper */
 	char url[256];
 } rpc_lsn;
 
@@ -36,6 +37,8 @@ typedef struct rpc_conns {
 	struct rpc_conn *table; /* by pipe id (uthash) */
 	bool reaping;           /* the reaper runs */
 	nng_thread *reaper;
+	struct rpc_hs *hs; /* connections still in their TLS handshake (rpc_conn.c) */
+	unsigned hs_gen;
 } rpc_conns;
 
 /* rpc_conns_init sets the cap (connections per listener) and the idle
@@ -56,13 +59,21 @@ void rpc_conns_added(rpc_conns *c, nng_pipe p);
 void rpc_conns_removed(rpc_conns *c, uint32_t id);
 
 /* rpc_conns_busy adds `delta` to the calls in service of connection `id`
- * (a whole request arrived: +1, also marking it not idle; answered: -1).
- * Returns the index of its listener, or -1 when it is not open. */
-int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta);
+ * (a whole request arrived: +1, also marking it not idle; answered: -1)
+ * and sets *busy (may be NULL) to how many it has now. Returns the index of
+ * its listener, or -1 when it is not open (then *busy is left alone). */
+int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta, int *busy);
 
-/* rpc_conns_start_reaper starts the thread that closes connections idle
- * past idle_ms with nothing in service (none when idle_ms <= 0); stop it
- * with rpc_conns_stop_reaper before the socket closes. Returns 0 or an nng
+/* rpc_conns_doom has the reaper close connection `id` at once (from any
+ * thread, an nng callback too: it only marks it). For a peer that reads no
+ * replies, or sends more than its listener allows in flight. */
+void rpc_conns_doom(rpc_conns *c, uint32_t id);
+
+/* rpc_conns_start_reaper starts the thread that, about once a second,
+ * closes the connections doomed (rpc_conns_doom), those idle past idle_ms
+ * with nothing in service (never when idle_ms <= 0), and those to a TLS
+ * listener still in their handshake after RPC_HANDSHAKE_TIMEOUT_MS; stop it with
+ * rpc_conns_stop_reaper before the socket closes. Returns 0 or an nng
  * error. */
 int rpc_conns_start_reaper(rpc_conns *c);
 void rpc_conns_stop_reaper(rpc_conns *c);

@@ -152,9 +152,10 @@ static nng_msg *rpc_encode_reply(const rpc_reply *reply, const char *request_id)
 static void rpc_slot_recv(rpc_slot *sl)
 {
 	if (sl->busy_pipe != 0) { /* its last call is answered (or dropped) */
-		rpc_conns_busy(&sl->srv->conns, sl->busy_pipe, -1);
+		rpc_conns_busy(&sl->srv->conns, sl->busy_pipe, -1, NULL);
 		sl->busy_pipe = 0;
 	}
+	nng_aio_set_timeout(sl->aio, NNG_DURATION_INFINITE);
 	sl->state = RPC_SLOT_RECV;
 	nng_ctx_recv(sl->ctx, sl->aio);
 }
@@ -168,6 +169,9 @@ static void rpc_slot_send(rpc_slot *sl, nng_msg *out)
 	s->sending++;
 	nng_mtx_unlock(s->mtx);
 	sl->state = RPC_SLOT_SEND;
+	/* a peer that reads no replies must not keep the slot (and with
+	 * enough calls, every slot): see rpc_slot_cb */
+	nng_aio_set_timeout(sl->aio, RPC_SEND_TIMEOUT_MS);
 	nng_aio_set_msg(sl->aio, out);
 	nng_ctx_send(sl->ctx, sl->aio);
 }
@@ -185,6 +189,17 @@ static void rpc_slot_cb(void *arg)
 	if (sl->state == RPC_SLOT_SEND) {
 		if (rv != 0)
 			nng_msg_free(nng_aio_get_msg(sl->aio)); /* not handed over */
+		if (rv == NNG_ETIMEDOUT && sl->busy_pipe != 0) {
+			/* the peer read no reply for RPC_SEND_TIMEOUT_MS: its
+			 * connection goes, and every slot its calls held with it */
+			char peer[96], what[160];
+			snprintf(what, sizeof what,
+			    "closed a connection that read no reply for %d ms",
+			    RPC_SEND_TIMEOUT_MS);
+			authz_log_limited(
+			    "no_read", rpc_peer(sl->busy_pipe, peer, sizeof peer), what);
+			rpc_conns_doom(&s->conns, sl->busy_pipe);
+		}
 		nng_mtx_lock(s->mtx);
 		if (--s->sending == 0 && s->closing)
 			nng_cv_wake(s->cv);
@@ -208,9 +223,23 @@ static void rpc_slot_cb(void *arg)
 	sl->msg = nng_aio_get_msg(sl->aio);
 	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
 	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(sl->msg));
-	int li = rpc_conns_busy(&s->conns, pipe, +1);
+	int busy = 0;
+	int li = rpc_conns_busy(&s->conns, pipe, +1, &busy);
 	sl->roles = li >= 0 ? s->conns.listeners[li].roles : 0; /* not open: no role */
 	sl->busy_pipe = li >= 0 ? pipe : 0;
+	if (li >= 0 && sl->roles == 0 && busy > RPC_NO_ROLE_INFLIGHT_MAX) {
+		/* a listener with no role answers only Health, one probe at a
+		 * time: a peer that piles calls up is not a probe */
+		char peer[96];
+		authz_log_limited("piling", rpc_peer(pipe, peer, sizeof peer),
+		    "closed a connection to a Health-only listener that sent calls without "
+		    "waiting for their replies");
+		rpc_conns_doom(&s->conns, pipe);
+		nng_msg_free(sl->msg);
+		sl->msg = NULL;
+		rpc_slot_recv(sl);
+		return;
+	}
 	sl->next = NULL;
 	nng_mtx_lock(s->mtx);
 	if (s->qtail)

@@ -40,6 +40,7 @@ for d in orchestratord stockd paymentd; do
 	# a plain listener other hosts can reach, a TLS one without its files
 	expect $d 2 "^$d: error: invalid value for listen: \"tcp://0\.0\.0\.0:1\" is plain TCP on an address other hosts can reach" --listen tcp://0.0.0.0:1
 	expect $d 2 "^$d: error: invalid value for admin-listen: \"tcp://10\.1\.2\.3:1\" is plain TCP" --admin-listen tcp://10.1.2.3:1
+	expect $d 2 "^$d: error: invalid value for listen: \"ws://127\.0\.0\.1:1/x\": a daemon does not listen on ws://" --listen ws://127.0.0.1:1/x
 	expect $d 2 "^$d: error: listen is tls\+tcp://127\.0\.0\.1:1, which needs --tls-cert, --tls-key and --tls-ca" --listen tls+tcp://127.0.0.1:1
 	expect $d 2 "^$d: error: admin-listen is tls\+tcp://127\.0\.0\.1:2, which needs --tls-cert, --tls-key and --admin-tls-ca" --admin-listen tls+tcp://127.0.0.1:2 --tls-cert a --tls-key b
 	# a password on the command line is readable by every user (ps)

@@ -95,7 +95,8 @@ static void test_role_names(void **state)
 	assert_string_equal(authz_role_names(0, b, sizeof b), "none");
 	assert_string_equal(authz_role_names(O, b, sizeof b), "orchestrator");
 	assert_string_equal(authz_role_names(C | A, b, sizeof b), "admin, client");
-	assert_string_equal(authz_role_names(AUTHZ_ALL, b, sizeof b), "orchestrator, admin, client");
+	assert_string_equal(
+	    authz_role_names(AUTHZ_ALL, b, sizeof b), "orchestrator, admin, client");
 	char small[8];
 	authz_role_names(AUTHZ_ALL, small, sizeof small);
 	assert_true(strlen(small) < sizeof small);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Stalls (docs/security.md, "Bounded resources"), over mutual TLS:
+# - 300 TCP connections to a TLS port that never start their handshake are
+#   closed after about RPC_HANDSHAKE_TIMEOUT_MS (10 s), in a few log lines,
+#   while an admin call on the same port goes through;
+# - a peer with a certificate that sends Health calls without ever reading a
+#   reply is dropped about RPC_SEND_TIMEOUT_MS (5 s) after the server could
+#   no longer hand it one: the daemon takes calls on that listener again,
+#   and a saga started meanwhile completes;
+# - a peer that piles calls on a Health-only listener is closed.
+set -euo pipefail
+here=$(dirname "$0")
+source "$here/../lib/stack.sh"
+STACK_TLS=1
+HPORT=$(_stack_free_port)
+STOCK_FLAGS="--health-listen tcp://127.0.0.1:$HPORT"
+stack_start
+C=$STACK_DIR/certs
+ctl stock set S1 10 >/dev/null
+ctl deposit sam 100.00 >/dev/null
+port=${STOCK_ADMIN_URL##*:}
+
+# 1. handshakes that never start
+python3 "$STACK_ROOT/tests/tools/sp_noread.py" 127.0.0.1 "$port" handshake >"$STACK_DIR/hs.json" &
+hs=$!
+sleep 2
+assert_eq "an admin call during the handshake flood" 1 "$(ctl stock list | grep -c '^ S1 ')"
+wait "$hs"
+j=$(cat "$STACK_DIR/hs.json")
+echo "handshake flood: $j"
+assert_eq "every stalled handshake closed" 300 "$(jq .closed <<<"$j")"
+assert_eq "closed about 10 s after they opened" yes "$(jq '.first_s >= 6 and .last_s <= 13.5' <<<"$j" | sed 's/true/yes/')"
+assert_eq "one log line for them" yes \
+  "$(n=$(grep -c 'had not finished their TLS handshake' "$STACK_DIR/stockd.log"); [ "$n" -ge 1 ] && [ "$n" -le 3 ] && echo yes || echo "no: $n")"
+
+# 2. a peer that never reads, with the admin certificate: about 5 s after
+# its replies back up the daemon drops its connection and takes calls
+# again (the peer may only notice later: its kernel still holds the bytes)
+python3 "$STACK_ROOT/tests/tools/sp_noread.py" 127.0.0.1 "$port" noread \
+  "$C/admin.crt" "$C/admin.key" "$C/ca-server.crt" >"$STACK_DIR/nr.json" &
+nr=$!
+sleep 3
+S=57a11000-0000-4000-8000-000000000001
+ctl start sam S1 1 1.00 --id "$S" --wait >/dev/null 2>&1 || true
+wait_until 20 grep -q 'closed a connection that read no reply for 5000 ms' "$STACK_DIR/stockd.log"
+assert_eq "logged" yes "$(n=$(grep -c 'read no reply' "$STACK_DIR/stockd.log"); [ "$n" -ge 1 ] && [ "$n" -le 2 ] && echo yes || echo "no: $n")"
+assert_eq "an admin call on the same listener, the peer still connected" 1 "$(ctl stock list | grep -c '^ S1 ')"
+wait_until 30 test "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S'")" = COMPLETED
+assert_eq "a saga started meanwhile completed" COMPLETED \
+  "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S'")"
+kill "$nr" 2>/dev/null || true
+wait "$nr" 2>/dev/null || true
+
+# 3. calls piled on the Health-only listener
+out=$(python3 - "$HPORT" <<'PY'
+import socket, struct, sys, time
+sys.path.insert(0, "")
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"\x00SP\x00\x00\x30\x00\x00"); s.recv(8)
+m = b"/sagas.v1.Health/Check"
+def frame(n):
+    body = struct.pack(">I", 0x80000000 | n) + b"\x0a" + bytes([len(m)]) + m
+    return struct.pack(">Q", len(body)) + body
+s.sendall(b"".join(frame(i) for i in range(50)))
+s.settimeout(5)
+got = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d: break
+        got += d
+except OSError:
+    pass
+print("closed" if len(got) < 50 * 20 else "answered all")
+PY
+)
+assert_eq "50 piled Health calls: the connection is closed" closed "$out"
+assert_eq "the Health listener still answers a probe" 0 \
+  "$("$SAGA_BIN_DIR/sagactl" probe stock --stock "tcp://127.0.0.1:$HPORT" >/dev/null 2>&1; echo $?)"
+finish
