@@ -4,7 +4,9 @@
 # clients: nanomsg_req (libnanomsg, envelope built and reply decoded with
 # the generated C code) and nanocat --req (nanomsg-utils) sending a request
 # frame from a file. Both must get a ReplyEnvelope with code 0 (OK) and the
-# sagas of the stack.
+# sagas of the stack. It stays on the plain loopback listener (every role,
+# docs/security.md): nanomsg has no TLS, so it cannot speak to a tls+tcp://
+# one.
 #   nanomsg.sh PATH/TO/nanomsg_req
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
