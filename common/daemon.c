@@ -11,7 +11,6 @@
 #include "config.h"
 #include "log.h"
 #include "pg.h"
-#include "rpc.h"
 
 static volatile sig_atomic_t daemon_stop_flag;
 
@@ -44,18 +43,11 @@ void daemon_wait_for_stop(int64_t poll_ms)
 		nanosleep(&ts, NULL);
 }
 
-int daemon_check_options(
-    const char *log_level, enum log_level *level, const char *listen, const char *db)
+int daemon_check_options(const char *log_level, enum log_level *level, const char *db)
 {
 	if (log_level_parse(log_level, level) != 0) {
 		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
 		    log_level);
-		return 2;
-	}
-	if (!rpc_url_ok(listen)) {
-		config_error("invalid value for listen: \"%s\" is not a tcp://HOST:PORT or "
-		             "ipc://PATH URL\n",
-		    listen);
 		return 2;
 	}
 	char why[256];

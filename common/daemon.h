@@ -21,12 +21,11 @@ void daemon_wait_for_stop(int64_t poll_ms);
 
 /* daemon_check_options checks the options every daemon has, as given
  * (borrowed): `log_level` (debug, info, warn or error; *level is set from
- * it), `listen` (an nng URL, rpc_url_ok) and `db` (a libpq conninfo that
- * parses, pg_conninfo_ok). Returns 0, or 2 (the exit status of a usage
- * error) after printing one "PROGRAM: error: invalid value for ..." line
- * for the first bad one (config_error). */
-int daemon_check_options(
-    const char *log_level, enum log_level *level, const char *listen, const char *db);
+ * it) and `db` (a libpq conninfo that parses, pg_conninfo_ok); the
+ * listeners are daemon_net_check's. Returns 0, or 2 (the exit status of a
+ * usage error) after printing one "PROGRAM: error: invalid value for ..."
+ * line for the first bad one (config_error). */
+int daemon_check_options(const char *log_level, enum log_level *level, const char *db);
 
 /* daemon_stop_watchdog bounds the rest of a stop: it starts a detached
  * thread that, if the process is still running `timeout_ms` ms from now,

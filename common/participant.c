@@ -113,7 +113,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(cfg.log_level, &level, cfg.net.listen, cfg.db) != 0
+	if (daemon_check_options(cfg.log_level, &level, cfg.db) != 0
 	    || daemon_net_check(&cfg.net, cfg.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
 	log_init(d->prog, level);

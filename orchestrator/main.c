@@ -254,7 +254,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(c.log_level, &level, c.net.listen, c.db) != 0
+	if (daemon_check_options(c.log_level, &level, c.db) != 0
 	    || daemon_net_check(&c.net, c.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
 	if (c.backoff_cap < c.backoff_base) {
@@ -278,8 +278,8 @@ int main(int argc, char **argv)
 	}
 	log_init("orchestratord", level);
 	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
-		config_error("invalid value for %s: \"%s\" is not a tcp://HOST:PORT or ipc://PATH "
-		             "URL\n",
+		config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
+		             "tcp://HOST:PORT or ipc://PATH URL\n",
 		    rpc_url_ok(c.stock) ? "payment" : "stock",
 		    rpc_url_ok(c.stock) ? c.payment : c.stock);
 		return 2;

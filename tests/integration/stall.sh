@@ -7,7 +7,8 @@
 #   reply is dropped about RPC_SEND_TIMEOUT_MS (5 s) after the server could
 #   no longer hand it one: the daemon takes calls on that listener again,
 #   and a saga started meanwhile completes;
-# - a peer that piles calls on a Health-only listener is closed.
+# - a peer that piles calls on a Health-only listener is closed, and any
+#   call there but Health is UNAUTHENTICATED and changes nothing.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -77,4 +78,19 @@ PY
 assert_eq "50 piled Health calls: the connection is closed" closed "$out"
 assert_eq "the Health listener still answers a probe" 0 \
   "$("$SAGA_BIN_DIR/sagactl" probe stock --stock "tcp://127.0.0.1:$HPORT" >/dev/null 2>&1; echo $?)"
+# 4. the Health-only listener gives no role: every other call there is
+# UNAUTHENTICATED and changes nothing (docs/security.md, "Roles")
+before=$(psql_db sagas_stock "SELECT sku || '|' || on_hand FROM stock ORDER BY sku")
+assert_eq "SetStock via the Health listener" 1 \
+  "$("$SAGA_BIN_DIR/sagactl" --stock "tcp://127.0.0.1:$HPORT" stock set S1 999 2>&1 | grep -c 'UNAUTHENTICATED (unauthenticated)')"
+assert_eq "SetFault via the Health listener" 1 \
+  "$("$SAGA_BIN_DIR/sagactl" --stock "tcp://127.0.0.1:$HPORT" fault set stock unavailable 2>&1 | grep -c 'UNAUTHENTICATED')"
+assert_eq "ReserveStock via the Health listener" UNAUTHENTICATED \
+  "$("$SAGA_BIN_DIR/sagacmd" "tcp://127.0.0.1:$HPORT" reserve 57a11000-0000-4000-8000-000000000009 S1 1 | cut -d' ' -f1)"
+assert_eq "no stock row changed" "$before" "$(psql_db sagas_stock "SELECT sku || '|' || on_hand FROM stock ORDER BY sku")"
+assert_eq "no reservation made" 0 \
+  "$(psql_db sagas_stock "SELECT count(*) FROM reservations WHERE saga_id = '57a11000-0000-4000-8000-000000000009'")"
+# (logged once for the three: one address, one line per 10 s)
+assert_eq "logged with the peer" 1 \
+  "$(grep -c 'WARNING: refused /sagas.v1.Stock/SetStock: UNAUTHENTICATED (no verified identity) (peer 127.0.0.1:' "$STACK_DIR/stockd.log")"
 finish
