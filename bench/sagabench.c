@@ -32,6 +32,7 @@
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 #include "valid.h"
+#include "version.h"
 
 #define ST_COMPLETED SAGAS__V1__SAGA_STATE__SAGA_STATE_COMPLETED
 #define ST_CANCELLED SAGAS__V1__SAGA_STATE__SAGA_STATE_CANCELLED
@@ -208,6 +209,7 @@ static void usage(FILE *f)
 	    "      --json              one JSON object on stdout instead of the text report\n"
 	    "      --progress / --no-progress   progress line on stderr (default: on a terminal)\n"
 	    "  -h, --help              this text\n"
+	    "      --version           the version and commit\n"
 	    "\n"
 	    "Exit status: 0 ok, 1 an invariant failed, 2 usage, 3 the run failed.\n");
 }
@@ -261,7 +263,8 @@ static void parse_args(int argc, char **argv)
 		O_NOPROG,
 		O_TLS_CERT,
 		O_TLS_KEY,
-		O_TLS_CA
+		O_TLS_CA,
+		O_VERSION
 	};
 	static const struct option lo[] = {
 	    {"orchestrator", required_argument, 0, 'o'},
@@ -288,6 +291,7 @@ static void parse_args(int argc, char **argv)
 	    {"tls-key", required_argument, 0, O_TLS_KEY},
 	    {"tls-ca", required_argument, 0, O_TLS_CA},
 	    {"help", no_argument, 0, 'h'},
+	    {"version", no_argument, 0, O_VERSION},
 	    {0, 0, 0, 0},
 	};
 	bool c_given = false;
@@ -362,6 +366,9 @@ static void parse_args(int argc, char **argv)
 		case O_NOPROG:
 			opt.progress = 0;
 			break;
+		case O_VERSION:
+			version_print(stdout, "sagabench");
+			exit(0);
 		case O_TLS_CERT:
 			opt.tls_cert = optarg;
 			break;

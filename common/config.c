@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "version.h"
+
 void config_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -174,6 +176,7 @@ void config_print_help(
 	}
 	fprintf(out, "  %-30s %s\n", "--config FILE", "read name = value lines from FILE");
 	fprintf(out, "  %-30s %s\n", "-h, --help", "show this help and exit");
+	fprintf(out, "  %-30s %s\n", "--version", "show the version and commit and exit");
 }
 
 int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
@@ -191,6 +194,14 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			config_print_help(stdout, opts, n, usage, summary);
+			return CONFIG_DONE_HELP;
+		}
+		if (version_is_flag(argv[i])) {
+			/* the program's name is the first word of its usage */
+			int len = (int)strcspn(usage, " ");
+			char prog[64];
+			snprintf(prog, sizeof prog, "%.*s", len, usage);
+			version_print(stdout, prog);
 			return CONFIG_DONE_HELP;
 		}
 		if (!strcmp(argv[i], "--"))

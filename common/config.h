@@ -35,7 +35,7 @@ typedef struct config_opt {
 } config_opt;
 
 enum {
-	CONFIG_DONE_HELP = 1, /* --help was printed: exit 0 */
+	CONFIG_DONE_HELP = 1, /* --help or --version was printed: exit 0 */
 };
 
 /* config_load fills `target` from the table `opts` (n rows).
@@ -44,7 +44,8 @@ enum {
  * `--config FILE` overrides it. Files hold `name = value` lines, `#` comments.
  * On return *first_arg (if not NULL) is the index of the first positional
  * argument in argv; without it, positional arguments are a usage error.
- * Returns 0; CONFIG_DONE_HELP after printing help to stdout; or -EINVAL after
+ * Returns 0; CONFIG_DONE_HELP after printing help (or, for --version, the
+ * version line of the first word of `usage`) to stdout; or -EINVAL after
  * printing an error naming the option (and source) to stderr (exit 2). */
 int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
     const char *usage, const char *summary, const char *file_env, int *first_arg);

@@ -14,6 +14,7 @@
 #include "pg.h"
 #include "sagas/v1/health.pb-c.h"
 #include "valid.h"
+#include "version.h"
 
 #define HEALTH_PREFIX "/sagas.v1.Health/"
 
@@ -46,6 +47,8 @@ static void health_check(const rpc_request *call, rpc_reply *reply, const char *
 		out.status = (healthy == NULL || healthy(app))
 		    ? SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING
 		    : SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_NOT_SERVING;
+		out.version = (char *)saga_version;
+		out.commit = (char *)saga_commit;
 		rpc_reply_ok(reply, &out.base);
 	}
 	sagas__v1__health_check_request__free_unpacked(req, NULL);

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "version.h"
 
 const char *pg_err_name(int rc)
 {
@@ -26,6 +27,8 @@ const char *pg_err_name(int rc)
 		return "database error";
 	case PG_ERR_INJECTED:
 		return "injected fault";
+	case PG_ERR_SCHEMA_NEWER:
+		return "database schema newer than this program";
 	default:
 		return rc < 0 ? strerror(-rc) : "unknown error";
 	}
@@ -216,9 +219,22 @@ int64_t pg_get_i64(const PGresult *res, int row, int col)
 	return strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
-int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, const char *what)
+/* The table of schema versions, one row per component (pg_apply_schema). */
+#define PG_SCHEMA_VERSION_TABLE                                                                    \
+	"CREATE TABLE IF NOT EXISTS schema_version ("                                               \
+	"  component text PRIMARY KEY,"                                                             \
+	"  version int NOT NULL CHECK (version > 0),"                                               \
+	"  applied_at timestamptz NOT NULL DEFAULT now(),"                                          \
+	"  applied_by text NOT NULL)"
+
+int pg_apply_schema(PGconn *conn, const pg_schema *s)
 {
-	const char *key[] = {lock_key};
+	const char *key[] = {s->lock_key};
+	char ver[16], by[160];
+	snprintf(ver, sizeof ver, "%d", s->version);
+	snprintf(by, sizeof by, "%s %s (commit %s)", s->prog, saga_version, saga_commit);
+	const char *p[] = {s->what, ver, by};
+	PGresult *res = NULL;
 	int rc = pg_begin(conn);
 	if (rc != 0)
 		return rc;
@@ -226,33 +242,57 @@ int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, 
 	rc = pg_run(conn, "SET LOCAL client_min_messages = warning", 0, NULL);
 	if (rc == 0)
 		rc = pg_run(conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, key);
+	if (rc == 0)
+		rc = pg_run(conn, PG_SCHEMA_VERSION_TABLE, 0, NULL);
+	if (rc == 0)
+		rc = pg_exec(conn, "SELECT version, applied_by FROM schema_version WHERE component = $1",
+		    1, p, &res);
 	if (rc != 0)
 		goto out_rollback;
-	/* several statements: the extended protocol behind pg_exec refuses
-	 * them, and with no parameters the simple protocol is safe */
-	PGresult *res = PQexec(conn, schema_sql);
-	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
-		log_error(NULL, "could not apply %s schema: %s", what,
-		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-		PQclear(res);
+	if (PQntuples(res) == 1 && pg_get_i64(res, 0, 0) > s->version) {
+		log_error(NULL,
+		    "the %s database holds schema version %" PRId64 " (applied by %s), newer than "
+		    "the %d this %s knows: refusing to start; run %s of that version or later "
+		    "(docs/operations.md, \"Upgrading\")",
+		    s->what, pg_get_i64(res, 0, 0), PQgetvalue(res, 0, 1), s->version, s->prog,
+		    s->prog);
+		rc = PG_ERR_SCHEMA_NEWER;
 		goto out_rollback;
 	}
 	PQclear(res);
+	/* several statements: the extended protocol behind pg_exec refuses
+	 * them, and with no parameters the simple protocol is safe */
+	res = PQexec(conn, s->sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
+		log_error(NULL, "could not apply %s schema: %s", s->what,
+		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+		goto out_rollback;
+	}
+	PQclear(res);
+	res = NULL;
+	/* recorded when new or older (an equal version is left as it is) */
+	rc = pg_run(conn,
+	    "INSERT INTO schema_version (component, version, applied_by) VALUES ($1, $2::int, $3) "
+	    "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, applied_at = now(), "
+	    "applied_by = EXCLUDED.applied_by WHERE schema_version.version < EXCLUDED.version",
+	    3, p);
+	if (rc != 0)
+		goto out_rollback;
 	return pg_commit(conn);
 out_rollback:
+	PQclear(res);
 	pg_rollback(conn);
 	return rc;
 }
 
-int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const char *lock_key,
-    const char *schema_sql, const char *what)
+int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
 {
 	PGconn *conn = pg_connect(conninfo, wait_ms);
 	if (conn == NULL)
 		return PG_ERR_CONNECTION;
-	int rc = pg_apply_schema(conn, lock_key, schema_sql, what);
+	int rc = pg_apply_schema(conn, s);
 	PQfinish(conn);
 	return rc;
 }

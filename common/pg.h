@@ -21,6 +21,8 @@ enum pg_err {
 	PG_ERR_OTHER = -1005,      /* anything else: a bug or bad data */
 	PG_ERR_INJECTED = -1006,   /* a failure-injection point (fault.h) failed
 	                              the transaction before COMMIT */
+	PG_ERR_SCHEMA_NEWER = -1007, /* the database's schema is newer than
+	                                this program knows (pg_apply_schema) */
 };
 
 /* pg_err_name names a return code for logs: "connection lost",
@@ -76,17 +78,31 @@ void pg_rollback(PGconn *conn);
  * connection is usable afterwards. */
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
 
-/* pg_apply_schema runs `schema_sql` (several statements, no parameters) in
- * one transaction under the advisory lock `lock_key` (a bigint as text), so
- * daemons starting together apply it one at a time; NOTICEs are silenced.
- * `what` names the schema in the error log. Returns 0 or an enum pg_err. */
-int pg_apply_schema(PGconn *conn, const char *lock_key, const char *schema_sql, const char *what)
-    __attribute__((warn_unused_result));
+/* A database's schema, as the program that applies it knows it. */
+typedef struct pg_schema {
+	const char *what;     /* the component: "stock", "payment", "orchestrator" */
+	const char *sql;      /* several idempotent statements, no parameters */
+	const char *lock_key; /* advisory lock, a bigint as text */
+	int version;          /* > 0: raised with every change of `sql` */
+	const char *prog;     /* "stockd": recorded as who applied it, and named
+	                         in the refusal */
+} pg_schema;
+
+/* pg_apply_schema applies `s` (docs/operations.md, "Upgrading") in one
+ * transaction under its advisory lock, so daemons starting together apply
+ * it one at a time; NOTICEs are silenced. The database records each
+ * component's version in table schema_version (component, version,
+ * applied_at, applied_by). A recorded version newer than s->version is
+ * refused: nothing is changed, an error line names both versions, and
+ * PG_ERR_SCHEMA_NEWER is returned. Otherwise the statements run (an older
+ * or unversioned schema is migrated by them, as they are idempotent) and
+ * the version is recorded. Returns 0 or an enum pg_err. */
+int pg_apply_schema(PGconn *conn, const pg_schema *s) __attribute__((warn_unused_result));
 
 /* pg_connect_and_apply_schema is pg_apply_schema on a connection of its own,
  * made with pg_connect (waiting up to wait_ms) and closed afterwards. */
-int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const char *lock_key,
-    const char *schema_sql, const char *what) __attribute__((warn_unused_result));
+int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
+    __attribute__((warn_unused_result));
 
 /* pg_ready makes `*conn` usable for a new call: reconnected after a lost
  * connection (pg_ensure, waiting up to wait_ms), and outside any

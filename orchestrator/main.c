@@ -316,7 +316,7 @@ int main(int argc, char **argv)
 		    "next try");
 	PQfinish(conn);
 	if (rc != 0) {
-		log_error(NULL, "could not apply schema: error %d", rc);
+		log_error(NULL, "could not start: could not apply the schema: %s", pg_err_name(rc));
 		return 1;
 	}
 

@@ -36,6 +36,7 @@
 #include "saga.h"
 #include "status.h"
 #include "valid.h"
+#include "version.h"
 
 #include "sagas/v1/admin.pb-c.h"
 #include "sagas/v1/health.pb-c.h"
@@ -1778,8 +1779,8 @@ static int ctl_probe(ctl_ctx *c, char **args)
 		return ctl_bad_reply(c, svc, "Health/Check");
 	const char *status = ctl_serving_status_name((int)rep->status);
 	if (c->o.json) {
-		rc = ctl_json_print(
-		    json_pack("{s:s, s:s}", "service", ctl_svc_names[svc], "status", status));
+		rc = ctl_json_print(json_pack("{s:s, s:s, s:s, s:s}", "service", ctl_svc_names[svc],
+		    "status", status, "version", rep->version, "commit", rep->commit));
 	} else {
 		printf("%s %s\n", ctl_svc_names[svc], status);
 		rc = CTL_EXIT_OK;
@@ -2128,6 +2129,10 @@ int main(int argc, char **argv)
 {
 	log_init("sagactl", LOG_LEVEL_ERROR);
 	bool help = false;
+	if (argc >= 2 && version_is_flag(argv[1])) {
+		version_print(stdout, "sagactl");
+		return CTL_EXIT_OK;
+	}
 	int vi = ctl_find_verb(argc, argv, &help);
 	if (vi >= argc) {
 		if (help) {

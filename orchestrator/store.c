@@ -80,7 +80,12 @@ static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
 int store_apply_schema(PGconn *conn)
 {
 	/* one schema change at a time when several orchestrators start together */
-	return pg_apply_schema(conn, "7101", orchestrator_schema_sql, "orchestrator");
+	static const pg_schema schema = {.what = "orchestrator",
+	    .sql = orchestrator_schema_sql,
+	    .lock_key = "7101",
+	    .version = STORE_SCHEMA_VERSION,
+	    .prog = "orchestratord"};
+	return pg_apply_schema(conn, &schema);
 }
 
 static int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,

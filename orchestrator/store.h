@@ -49,8 +49,14 @@ typedef struct store_update {
 	                           the epoch, as GetSaga reports it); 0 when unknown */
 } store_update;
 
+/* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
+ * with every change of the schema. */
+#define STORE_SCHEMA_VERSION 1
+
 /* store_apply_schema creates or updates the tables (sql/schema.sql) under an
- * advisory lock, so several orchestrators may start at once. */
+ * advisory lock, so several orchestrators may start at once, and records
+ * STORE_SCHEMA_VERSION (pg_apply_schema). Returns 0 or an enum pg_err:
+ * PG_ERR_SCHEMA_NEWER when the database holds a newer schema (logged). */
 int store_apply_schema(PGconn *conn);
 
 /* store_insert_saga inserts `row` (version 1) and its "started" history row

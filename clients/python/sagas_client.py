@@ -14,6 +14,10 @@ import itertools
 import os
 import sys
 
+# The project version this client was written for (CMakeLists.txt's
+# project(VERSION); tests/integration/versions.sh checks they agree).
+__version__ = "0.1.0"
+
 # gRPC status codes (google.rpc.Code) as used in ReplyEnvelope.code
 OK = 0
 INVALID_ARGUMENT = 3

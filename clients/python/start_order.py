@@ -46,6 +46,8 @@ def main():
                    help="the private key of --tls-cert (default $SAGAS_TLS_KEY)")
     p.add_argument("--tls-ca", default=os.environ.get("SAGAS_TLS_CA"),
                    help="the CA (PEM) of the daemons' certificates (default $SAGAS_TLS_CA)")
+    p.add_argument("--version", action="version",
+                   version=f"start_order.py {sagas_client.__version__}")
     p.add_argument("customer")
     p.add_argument("sku")
     p.add_argument("qty", type=int)

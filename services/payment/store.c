@@ -17,6 +17,10 @@
 /* The advisory lock key that serialises schema application ("paymntschm"),
  * distinct from stockd's so sharing one database is harmless. */
 #define PAYMENT_SCHEMA_LOCK_KEY "7310587035298048110"
+/* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
+ * with every change of the schema; a database that records a newer one is
+ * refused at start. */
+#define PAYMENT_SCHEMA_VERSION 1
 /* A command that keeps losing races this many times is answered
  * UNAVAILABLE: the orchestrator retries it later. */
 #define PAYMENT_TX_TRIES 10
@@ -102,8 +106,12 @@ struct payment_store {
 
 int payment_store_migrate(const char *conninfo, int64_t wait_ms)
 {
-	return pg_connect_and_apply_schema(
-	    conninfo, wait_ms, PAYMENT_SCHEMA_LOCK_KEY, payment_schema_sql, "payment");
+	static const pg_schema schema = {.what = "payment",
+	    .sql = payment_schema_sql,
+	    .lock_key = PAYMENT_SCHEMA_LOCK_KEY,
+	    .version = PAYMENT_SCHEMA_VERSION,
+	    .prog = "paymentd"};
+	return pg_connect_and_apply_schema(conninfo, wait_ms, &schema);
 }
 
 int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)

@@ -16,6 +16,10 @@
 
 /* The advisory lock key that serialises schema application ("stockschm"). */
 #define STOCK_SCHEMA_LOCK_KEY "7310587035298048109"
+/* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
+ * with every change of the schema; a database that records a newer one is
+ * refused at start. */
+#define STOCK_SCHEMA_VERSION 1
 /* A command that keeps losing races this many times is answered
  * UNAVAILABLE: the orchestrator retries it later. */
 #define STOCK_TX_TRIES 10
@@ -102,8 +106,12 @@ struct stock_store {
 
 int stock_store_migrate(const char *conninfo, int64_t wait_ms)
 {
-	return pg_connect_and_apply_schema(
-	    conninfo, wait_ms, STOCK_SCHEMA_LOCK_KEY, stock_schema_sql, "stock");
+	static const pg_schema schema = {.what = "stock",
+	    .sql = stock_schema_sql,
+	    .lock_key = STOCK_SCHEMA_LOCK_KEY,
+	    .version = STOCK_SCHEMA_VERSION,
+	    .prog = "stockd"};
+	return pg_connect_and_apply_schema(conninfo, wait_ms, &schema);
 }
 
 int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)

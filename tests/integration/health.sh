@@ -15,7 +15,11 @@ for s in "${svcs[@]}"; do
   assert_eq "$s: probe exit code" "0" "$rc"
   assert_eq "$s: status" "$s SERVING" "$out"
 done
-assert_eq "probe --json" '{"service":"stock","status":"SERVING"}' "$(ctl probe stock --json)"
+j=$(ctl probe stock --json)
+assert_eq "probe --json" '{"service":"stock","status":"SERVING"}' "$(jq -c '{service, status}' <<<"$j")"
+# Health reports the build, as --version prints it
+assert_eq "probe --json: the daemon's version and commit" \
+  "$("$SAGA_BIN_DIR/stockd" --version)" "stockd $(jq -r '"\(.version) (commit \(.commit))"' <<<"$j")"
 set +e
 ctl probe stock --stock tcp://127.0.0.1:1 >/dev/null 2>&1; rc=$?
 set -e

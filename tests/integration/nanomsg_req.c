@@ -20,6 +20,7 @@
 
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/rpc.pb-c.h"
+#include "version.h"
 
 #define NANOMSG_REQ_TIMEOUT_MS 5000
 
@@ -103,6 +104,10 @@ static int nanomsg_req_file(const char *mode, const char *path)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("nanomsg_req %s (commit %s)\n", saga_version, saga_commit);
+		return 0;
+	}
 	if (argc == 3)
 		return nanomsg_req_file(argv[1], argv[2]);
 	if (argc != 2) {

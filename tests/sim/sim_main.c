@@ -17,6 +17,7 @@
 #include "sim.h"
 #include "sim_explore.h"
 #include "sim_rules.h"
+#include "version.h"
 
 #define SIM_MAX_STEPS    2000000
 #define SIM_REPORT_MAX   5  /* failing seeds printed in a range run */
@@ -56,7 +57,8 @@ static void sim_usage(FILE *f)
 	    "  --break NAME        use a broken decision variant: tombstone, refund, lease,\n"
 	    "                      fixed_timeout, local_clock, absolute_deadline\n"
 	    "                      (only in the sim_broken build)\n"
-	    "  --help              this text\n",
+	    "  --help              this text\n"
+	    "  --version           the version and commit\n",
 	    SIM_MAX_SAGAS, EXPLORE_MAX_DEPTH);
 }
 
@@ -94,8 +96,8 @@ static double sim_wall_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* sim_parse fills *o from argv; returns 0, 1 for --help, or 2 on a usage
- * error (after printing it). */
+/* sim_parse fills *o from argv; returns 0, 1 for --help, 3 after printing
+ * the version (--version), or 2 on a usage error (after printing it). */
 static int sim_parse(int argc, char **argv, sim_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -108,6 +110,9 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 		uint64_t n;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			return 1;
+		} else if (version_is_flag(a)) {
+			version_print(stdout, sim_prog);
+			return 3;
 		} else if (strcmp(a, "--seed") == 0 && v && sim_parse_u64(v, &n)) {
 			o->first = o->last = n;
 			i++;
@@ -262,6 +267,8 @@ int main(int argc, char **argv)
 		sim_usage(stdout);
 		return 0;
 	}
+	if (rc == 3) /* --version */
+		return 0;
 	if (rc != 0)
 		return rc;
 	rc = o.exhaustive ? sim_run_exhaustive(&o) : sim_run_random(&o);

@@ -14,6 +14,7 @@
 
 #include "rpc.h"
 #include "tls.h"
+#include "version.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
@@ -27,6 +28,10 @@ static int sagacmd_usage(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && version_is_flag(argv[1])) {
+		version_print(stdout, "sagacmd");
+		return 0;
+	}
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		sagacmd_usage();
 		return 0;
