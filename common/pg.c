@@ -221,10 +221,10 @@ int64_t pg_get_i64(const PGresult *res, int row, int col)
 
 /* The table of schema versions, one row per component (pg_apply_schema). */
 #define PG_SCHEMA_VERSION_TABLE                                                                    \
-	"CREATE TABLE IF NOT EXISTS schema_version ("                                               \
-	"  component text PRIMARY KEY,"                                                             \
-	"  version int NOT NULL CHECK (version > 0),"                                               \
-	"  applied_at timestamptz NOT NULL DEFAULT now(),"                                          \
+	"CREATE TABLE IF NOT EXISTS schema_version ("                                              \
+	"  component text PRIMARY KEY,"                                                            \
+	"  version int NOT NULL CHECK (version > 0),"                                              \
+	"  applied_at timestamptz NOT NULL DEFAULT now(),"                                         \
 	"  applied_by text NOT NULL)"
 
 int pg_apply_schema(PGconn *conn, const pg_schema *s)
@@ -245,8 +245,9 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s)
 	if (rc == 0)
 		rc = pg_run(conn, PG_SCHEMA_VERSION_TABLE, 0, NULL);
 	if (rc == 0)
-		rc = pg_exec(conn, "SELECT version, applied_by FROM schema_version WHERE component = $1",
-		    1, p, &res);
+		rc = pg_exec(conn,
+		    "SELECT version, applied_by FROM schema_version WHERE component = $1", 1, p,
+		    &res);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(res) == 1 && pg_get_i64(res, 0, 0) > s->version) {

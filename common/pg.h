@@ -12,15 +12,15 @@
 /* Error classes of a failed statement, as negative return codes. */
 enum pg_err {
 	PG_OK = 0,
-	PG_ERR_RETRY = -1001,      /* 40001 serialization_failure, 40P01 deadlock:
-	                              retry the whole transaction */
-	PG_ERR_UNIQUE = -1002,     /* 23505 unique_violation */
-	PG_ERR_CHECK = -1003,      /* 23514 check_violation */
-	PG_ERR_CONNECTION = -1004, /* class 08, 57P01..57P03, or a broken
-	                              connection: transient, reconnect */
-	PG_ERR_OTHER = -1005,      /* anything else: a bug or bad data */
-	PG_ERR_INJECTED = -1006,   /* a failure-injection point (fault.h) failed
-	                              the transaction before COMMIT */
+	PG_ERR_RETRY = -1001,        /* 40001 serialization_failure, 40P01 deadlock:
+	                                retry the whole transaction */
+	PG_ERR_UNIQUE = -1002,       /* 23505 unique_violation */
+	PG_ERR_CHECK = -1003,        /* 23514 check_violation */
+	PG_ERR_CONNECTION = -1004,   /* class 08, 57P01..57P03, or a broken
+	                                connection: transient, reconnect */
+	PG_ERR_OTHER = -1005,        /* anything else: a bug or bad data */
+	PG_ERR_INJECTED = -1006,     /* a failure-injection point (fault.h) failed
+	                                the transaction before COMMIT */
 	PG_ERR_SCHEMA_NEWER = -1007, /* the database's schema is newer than
 	                                this program knows (pg_apply_schema) */
 };
