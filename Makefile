@@ -39,11 +39,26 @@ asan:
 sim-long: build
 	@cmake --build $(BUILD) --target sim-long
 
+# Fuzzing (docs/testing.md, "Fuzzing"): the fuzz targets built with clang
+# for libFuzzer under ASan and UBSan in build-fuzz, each run FUZZ_SECS
+# seconds (CI: 40). fuzz-corpus rewrites the seed corpus.
+FUZZ_SECS ?= 300
+.PHONY: fuzz fuzz-corpus
+fuzz:
+	@bash scripts/deps.sh fuzz
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSAGA_FUZZ=ON -DSAGA_SANITIZER=address,undefined -DSAGA_WERROR=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+	@bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECS)
+
+fuzz-corpus: build
+	@rm -rf tests/fuzz/corpus && $(BUILD)/bin/fuzz_seeds tests/fuzz/corpus
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz
 
 # The benchmark of docs/benchmarks.md: pgbench's limit L on a durable
 # throwaway cluster, then sagabench at C=1, C=64 and half the peak rate

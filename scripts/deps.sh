@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, only those missing.
-# Uses sudo when not root. Safe to run again.
+# Uses sudo when not root. Safe to run again. `deps.sh fuzz` adds what
+# `make fuzz` needs (clang and its libFuzzer and sanitizer runtimes).
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
@@ -10,6 +11,7 @@ pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libpr
 # npm only fetches buf for the proto lint: a Node.js that is already there
 # (not from Debian) is used as it is, since Debian's npm conflicts with it
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+[ "${1:-}" = fuzz ] && pkgs+=(clang libclang-rt-14-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do
