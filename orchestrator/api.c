@@ -644,8 +644,10 @@ static void api_handle_batch(
 	if (ns == 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_saga(w->conn, &rows[0], &created[0], &stored[0]));
-		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc, created[0],
-		    &stored[0], &replies[start_at[0]], submit, &nsubmit);
+		/* created[0] is set only when the insert ran (the fuzz target
+		 * found it read unset when the database was away) */
+		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc,
+		    rc == 0 && created[0], &stored[0], &replies[start_at[0]], submit, &nsubmit);
 	} else if (ns > 1) {
 		int rc;
 		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));

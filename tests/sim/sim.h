@@ -113,6 +113,9 @@ typedef struct sim_world {
 	bool explore; /* exhaustive mode: no random faults, constant jitter,
 	                 crashed nodes restart at once */
 	bool calm;    /* faults have stopped */
+	int net_max;  /* exhaustive fixed-point mode: at most this many messages
+	                 on the wire, a send past it is lost (a fault the model
+	                 has anyway); 0 = no bound but SIM_MAX_MSGS */
 	uint64_t seq;
 	uint32_t next_call;
 	sim_faults faults;
@@ -278,5 +281,20 @@ void sim_make_calm(sim_world *w);
  * step counter or trace), for the explorer's visited set. Times enter as
  * distances from w->now: a state and its shift in time hash alike. */
 uint64_t sim_hash(const sim_world *w);
+
+/* sim_hash_abstract is sim_hash under the abstraction that makes the state
+ * space of the fixed-point exploration finite (docs/testing.md,
+ * "Simulation"): attempt counters saturate at `attempts_sat` (past it no
+ * decision depends on them: backoff and try timeouts are capped and the
+ * attention flag is up), row versions enter only as whether a call's
+ * snapshot is the row's current version (the commit check, rule 7, is an
+ * equality), and every time before w->now counts as "past" (decisions only
+ * compare a passed time with now). */
+uint64_t sim_hash_abstract(const sim_world *w, int32_t attempts_sat);
+
+/* sim_attempts_saturation is the attempt count past which no decision of
+ * w's policy changes (saga_backoff_ms, the try timeouts, attention_after),
+ * for sim_hash_abstract. */
+int32_t sim_attempts_saturation(const sim_world *w);
 
 #endif

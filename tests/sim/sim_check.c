@@ -194,35 +194,53 @@ static uint64_t sim_mix_str(uint64_t h, const char *s)
 
 /* sim_rel maps a time to its distance from `now` (0 stays "none"): the
  * decisions depend only on such differences, so states that differ by a
- * shift of the clock behave alike and hash alike. */
-static uint64_t sim_rel(int64_t t, int64_t now)
+ * shift of the clock behave alike and hash alike. With `past`, every time
+ * before now maps to one value (sim_hash_abstract). */
+static uint64_t sim_rel_at(int64_t t, int64_t now, bool past)
 {
-	return t == 0 ? 0 : (uint64_t)(t - now) + (1ULL << 40);
+	if (t == 0)
+		return 0;
+	if (past && t < now)
+		return 1;
+	return (uint64_t)(t - now) + (1ULL << 40);
 }
 
-static uint64_t sim_hash_row(const sim_row *r, int64_t now)
+/* How a hash sees a world: exact (sim_hash) or abstracted
+ * (sim_hash_abstract: attempts saturated, versions relative, past times
+ * alike). */
+typedef struct sim_view {
+	bool abstract;
+	int32_t attempts_sat;
+} sim_view;
+
+/* sim_hash_row hashes a row; `cur` is the current version of the saga's
+ * row when `r` is a call's snapshot of it (0: `r` is the row itself). */
+static uint64_t sim_hash_row_v(const sim_row *r, int64_t now, const sim_view *v, int64_t cur)
 {
 	uint64_t h = sim_mix(1, r->exists);
 	h = sim_mix(h, (uint64_t)r->s.state);
 	h = sim_mix_str(h, r->s.reason);
-	h = sim_mix(h, (uint64_t)r->s.attempts);
+	int32_t att = r->s.attempts;
+	if (v->abstract && att > v->attempts_sat)
+		att = v->attempts_sat;
+	h = sim_mix(h, (uint64_t)att);
 	h = sim_mix(h, r->s.attention);
-	h = sim_mix(h, sim_rel(r->s.step_deadline_ms, now));
-	h = sim_mix(h, sim_rel(r->s.next_attempt_ms, now));
-	return sim_mix(h, (uint64_t)r->version);
+	h = sim_mix(h, sim_rel_at(r->s.step_deadline_ms, now, v->abstract));
+	h = sim_mix(h, sim_rel_at(r->s.next_attempt_ms, now, v->abstract));
+	if (!v->abstract)
+		return sim_mix(h, (uint64_t)r->version);
+	return sim_mix(h, cur == 0 ? 0 : (r->version == cur ? 1 : 2));
 }
 
-/* sim_hash_call hashes a call by content, not by its id or slot, so that
- * states equal up to naming hash alike. */
-static uint64_t sim_hash_call(const sim_call *c, int64_t now)
+static uint64_t sim_hash_call_v(const sim_world *w, const sim_call *c, const sim_view *v)
 {
 	uint64_t h = sim_mix(2, (uint64_t)c->saga);
 	h = sim_mix(h, (uint64_t)c->cmd);
-	h = sim_mix(h, sim_hash_row(&c->row, now));
-	return sim_mix(h, sim_rel(c->expire_ms, now));
+	h = sim_mix(h, sim_hash_row_v(&c->row, w->now, v, w->rows[c->saga].version));
+	return sim_mix(h, sim_rel_at(c->expire_ms, w->now, v->abstract));
 }
 
-uint64_t sim_hash(const sim_world *w)
+static uint64_t sim_hash_v(const sim_world *w, const sim_view *v)
 {
 	int64_t now = w->now;
 	uint64_t h = sim_mix(0, 0);
@@ -230,7 +248,7 @@ uint64_t sim_hash(const sim_world *w)
 		h = sim_mix(h, w->up[n]);
 	for (int i = 0; i < w->nsagas; i++) {
 		h = sim_mix(h, w->started[i]);
-		h = sim_mix(h, sim_hash_row(&w->rows[i], now));
+		h = sim_mix(h, sim_hash_row_v(&w->rows[i], now, v, 0));
 		h = sim_mix(h, (uint64_t)w->srec[i].status);
 		h = sim_mix(h, (uint64_t)w->prec[i].status);
 		for (int c = 0; c < 5; c++)
@@ -244,7 +262,7 @@ uint64_t sim_hash(const sim_world *w)
 	uint64_t calls = 0;
 	for (int c = 0; c < SIM_MAX_CALLS; c++)
 		if (w->calls[c].used)
-			calls += sim_mix(3, sim_hash_call(&w->calls[c], now));
+			calls += sim_mix(3, sim_hash_call_v(w, &w->calls[c], v));
 	h = sim_mix(h, calls);
 	uint64_t msgs = 0;
 	for (int m = 0; m < SIM_MAX_MSGS; m++) {
@@ -259,8 +277,45 @@ uint64_t sim_hash(const sim_world *w)
 		uint64_t target = 0; /* the content of the call it belongs to */
 		for (int c = 0; c < SIM_MAX_CALLS; c++)
 			if (w->calls[c].used && w->calls[c].id == msg->call)
-				target = sim_hash_call(&w->calls[c], now);
+				target = sim_hash_call_v(w, &w->calls[c], v);
 		msgs += sim_mix(mh, target);
 	}
 	return sim_mix(h, msgs);
+}
+
+uint64_t sim_hash(const sim_world *w)
+{
+	static const sim_view exact = {.abstract = false};
+	return sim_hash_v(w, &exact);
+}
+
+uint64_t sim_hash_abstract(const sim_world *w, int32_t attempts_sat)
+{
+	sim_view v = {.abstract = true, .attempts_sat = attempts_sat};
+	return sim_hash_v(w, &v);
+}
+
+int32_t sim_attempts_saturation(const sim_world *w)
+{
+	const saga_policy *p = &w->timing.policy;
+	int32_t sat = p->attention_after;
+	/* saga_backoff_ms: the ceiling doubles from try 2 until the cap */
+	int64_t ceiling = p->backoff_base_ms > 0 ? p->backoff_base_ms : 1;
+	int32_t k = 1;
+	while (ceiling < p->backoff_cap_ms) {
+		ceiling *= 2;
+		k++;
+	}
+	if (k > sat)
+		sat = k;
+	/* the try span doubles per failed try until request_timeout_max_ms */
+	int64_t t = p->request_timeout_ms > 0 ? p->request_timeout_ms : 1;
+	int32_t j = 0;
+	while (t < p->request_timeout_max_ms) {
+		t *= 2;
+		j++;
+	}
+	if (j > sat)
+		sat = j;
+	return sat + 1;
 }

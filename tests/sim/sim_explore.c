@@ -46,37 +46,49 @@ typedef struct explore_action {
  * is explored again, since more depth remains below it). */
 typedef struct explore_set {
 	uint64_t *keys;
-	uint8_t *depth;
+	uint16_t *depth;
 	size_t cap;
 	size_t count;
+	bool oom; /* a state could not be recorded: it was pruned */
 } explore_set;
 
 typedef struct explorer {
 	const explore_opts *opts;
 	explore_set seen;
 	sim_world root;
-	sim_world *stack; /* one world per depth */
-	explore_action path[EXPLORE_MAX_DEPTH];
+	sim_world *stack;     /* one world per depth */
+	explore_action *path; /* the action taken at each depth */
+	int limit;            /* the deepest path: opts->depth, or
+	                         EXPLORE_FIXED_MAX_DEPTH */
 	explore_result *res;
 } explorer;
+
+/* explore_key is the visited-set key of `w`: its exact hash, or in the
+ * fixed-point mode its abstraction (sim_hash_abstract). */
+static uint64_t explore_key(const explorer *x, const sim_world *w)
+{
+	return x->opts->fixed_point ? sim_hash_abstract(w, x->res->attempts_sat) : sim_hash(w);
+}
 
 static int set_grow(explore_set *s);
 
 /* set_visit records `key` reached at `depth`; returns true when it must be
  * explored (new, or reached at a lesser depth than before). *fresh is true
  * for a state never seen. */
-static bool set_visit(explore_set *s, uint64_t key, int depth, bool *fresh)
+static bool set_visit(explore_set *s, uint64_t key, int depth, bool *fresh, bool relabel)
 {
 	*fresh = false;
 	if (key == 0)
 		key = 1;
-	if ((s->count + 1) * 2 > s->cap && set_grow(s) != 0)
+	if ((s->count + 1) * 2 > s->cap && set_grow(s) != 0) {
+		s->oom = true;
 		return false; /* out of memory: prune */
+	}
 	size_t i = (size_t)key & (s->cap - 1);
 	while (s->keys[i] != 0) {
 		if (s->keys[i] == key) {
-			if (depth < s->depth[i]) {
-				s->depth[i] = (uint8_t)depth;
+			if (relabel && depth < s->depth[i]) {
+				s->depth[i] = (uint16_t)depth;
 				return true;
 			}
 			return false;
@@ -84,7 +96,7 @@ static bool set_visit(explore_set *s, uint64_t key, int depth, bool *fresh)
 		i = (i + 1) & (s->cap - 1);
 	}
 	s->keys[i] = key;
-	s->depth[i] = (uint8_t)depth;
+	s->depth[i] = (uint16_t)depth;
 	s->count++;
 	*fresh = true;
 	return true;
@@ -94,7 +106,7 @@ static int set_grow(explore_set *s)
 {
 	size_t cap = s->cap ? s->cap * 2 : 1u << 16;
 	uint64_t *keys = calloc(cap, sizeof *keys);
-	uint8_t *depth = calloc(cap, sizeof *depth);
+	uint16_t *depth = calloc(cap, sizeof *depth);
 	if (keys == NULL || depth == NULL) {
 		free(keys);
 		free(depth);
@@ -209,9 +221,32 @@ static const char *explore_kind_name(explore_kind k)
 	return "?";
 }
 
+/* explore_next_timer is the call that expires first before `until`, or -1.
+ * explore_fire_timers times out, in order of expiry, every call that
+ * expires before `until`: in the fixed-point mode the clock never passes a
+ * call's timer without it firing, as the RPC client's timer does (the
+ * depth-bounded mode leaves every timeout a choice). */
+static int explore_next_timer(const sim_world *w, int64_t until)
+{
+	int first = -1;
+	for (int c = 0; c < SIM_MAX_CALLS; c++)
+		if (w->calls[c].used && w->calls[c].expire_ms < until
+		    && (first < 0 || w->calls[c].expire_ms < w->calls[first].expire_ms))
+			first = c;
+	return first;
+}
+
+static void explore_fire_timers(sim_world *w, int64_t until)
+{
+	int c;
+	while (!w->violated && (c = explore_next_timer(w, until)) >= 0)
+		sim_timeout(w, c);
+}
+
 /* explore_apply performs `a` on `w` (one step; the invariants are checked
- * by the step itself). */
-static void explore_apply(sim_world *w, const explore_action *a)
+ * by the step itself); with `timers`, the clock moves only through the
+ * timers that fire before it (explore_fire_timers). */
+static void explore_apply(sim_world *w, const explore_action *a, bool timers)
 {
 	w->steps++;
 	sim_trace(w, "explore: %s %d", explore_kind_name(a->kind), a->idx);
@@ -235,10 +270,25 @@ static void explore_apply(sim_world *w, const explore_action *a)
 		(void)sim_duplicate(w, a->idx, w->now);
 		break;
 	case ACT_TIMEOUT:
+		if (timers) {
+			uint32_t id = w->calls[a->idx].id;
+			explore_fire_timers(w, w->calls[a->idx].expire_ms);
+			if (!w->calls[a->idx].used || w->calls[a->idx].id != id || w->violated)
+				break;
+		}
 		sim_timeout(w, a->idx);
 		break;
 	case ACT_SWEEP:
 	case ACT_SWEEP_CRASH:
+		if (timers) {
+			/* the timers that fire before the sweep, one at a time:
+			 * each may move the next due row */
+			int c;
+			while (!w->violated && (c = explore_next_timer(w, sweep_time(w))) >= 0)
+				sim_timeout(w, c);
+			if (w->violated || sim_next_due_ms(w) == INT64_MAX)
+				break;
+		}
 		w->now = sweep_time(w);
 		sim_sweep(w, a->kind == ACT_SWEEP_CRASH);
 		break;
@@ -254,6 +304,7 @@ static void explore_apply(sim_world *w, const explore_action *a)
 static int calm_run(const sim_world *w, sim_world *out)
 {
 	*out = *w;
+	out->net_max = 0; /* calm: no message lost */
 	sim_make_calm(out);
 	int k = 0;
 	for (int m = 0; m < SIM_MAX_MSGS; m++)
@@ -282,7 +333,7 @@ static void explore_report(explorer *x, int depth, const sim_world *bad, bool in
 	if (w != NULL && c != NULL) {
 		*w = x->root;
 		for (int d = 0; d < depth && !w->violated; d++)
-			explore_apply(w, &x->path[d]);
+			explore_apply(w, &x->path[d], x->opts->fixed_point);
 		if (!w->violated && in_calm)
 			(void)calm_run(w, c);
 		sim_trace_print(40);
@@ -303,14 +354,15 @@ static void explore_dfs(explorer *x, int depth)
 			return;
 		*child = *w;
 		x->path[depth] = acts[k];
-		explore_apply(child, &acts[k]);
+		explore_apply(child, &acts[k], x->opts->fixed_point);
 		x->res->transitions++;
 		if (child->violated) {
 			explore_report(x, depth + 1, child, false);
 			continue;
 		}
 		bool fresh;
-		if (!set_visit(&x->seen, sim_hash(child), depth + 1, &fresh))
+		if (!set_visit(
+		        &x->seen, explore_key(x, child), depth + 1, &fresh, !x->opts->fixed_point))
 			continue;
 		if (depth + 1 > x->res->max_depth)
 			x->res->max_depth = depth + 1;
@@ -324,10 +376,26 @@ static void explore_dfs(explorer *x, int depth)
 				free(calm);
 			}
 		}
-		if (depth + 1 < x->opts->depth)
+		if (depth + 1 < x->limit)
 			explore_dfs(x, depth + 1);
+		else if (x->opts->fixed_point)
+			x->res->truncated = true;
 	}
 }
+
+/* The policy of the fixed-point mode: every rule of the daemons' policy
+ * (step deadlines, capped backoff, doubling try timeouts, leases, the
+ * attention flag) with numbers small enough for the counters to saturate
+ * after 2 tries and the times to be a few multiples of the grain. */
+static const saga_policy explore_fixed_policy = {
+    .step_timeout_ms = 6 * SAGA_TRY_GRAIN_MS,
+    .backoff_base_ms = SAGA_TRY_GRAIN_MS,
+    .backoff_cap_ms = 2 * SAGA_TRY_GRAIN_MS,
+    .attention_after = 2,
+    .request_timeout_ms = 2 * SAGA_TRY_GRAIN_MS,
+    .request_timeout_max_ms = 4 * SAGA_TRY_GRAIN_MS,
+    .lease_grace_ms = SAGA_TRY_GRAIN_MS,
+};
 
 /* explore_root builds the starting world: the seed lab's stock and
  * accounts, and `nsagas` orders chosen to reach every branch of the table
@@ -354,25 +422,46 @@ static void explore_root(sim_world *w, int nsagas)
 int sim_explore(const explore_opts *opts, explore_result *res)
 {
 	memset(res, 0, sizeof *res);
-	if (opts->nsagas < 1 || opts->nsagas > 2 || opts->depth < 1
-	    || opts->depth > EXPLORE_MAX_DEPTH)
+	if (opts->nsagas < 1 || opts->nsagas > 2
+	    || (!opts->fixed_point && (opts->depth < 1 || opts->depth > EXPLORE_MAX_DEPTH)))
 		return -1;
 	explorer x;
 	memset(&x, 0, sizeof x);
 	x.opts = opts;
 	x.res = res;
-	x.stack = calloc((size_t)opts->depth + 1, sizeof *x.stack);
-	if (x.stack == NULL)
+	x.limit = !opts->fixed_point ? opts->depth
+	    : opts->depth > 0        ? opts->depth
+	                             : EXPLORE_FIXED_MAX_DEPTH;
+	x.stack = calloc((size_t)x.limit + 1, sizeof *x.stack);
+	x.path = calloc((size_t)x.limit + 1, sizeof *x.path);
+	if (x.stack == NULL || x.path == NULL) {
+		free(x.stack);
+		free(x.path);
 		return -1;
+	}
 	sim_trace_enable(false);
 	explore_root(&x.root, opts->nsagas);
+	if (opts->fixed_point) {
+		/* the same rules with small numbers, so that the clock and the
+		 * counters take few values (docs/testing.md) */
+		x.root.timing.policy = explore_fixed_policy;
+		x.root.net_max = EXPLORE_FIXED_NET_MAX;
+		res->attempts_sat = sim_attempts_saturation(&x.root);
+	}
 	x.stack[0] = x.root;
 	bool fresh;
-	(void)set_visit(&x.seen, sim_hash(&x.root), 0, &fresh);
+	(void)set_visit(&x.seen, explore_key(&x, &x.root), 0, &fresh, true);
 	explore_dfs(&x, 0);
 	res->states = x.seen.count;
+	if (x.seen.oom)
+		res->truncated = true;
+	if (opts->fixed_point)
+		for (size_t i = 0; i < x.seen.cap; i++)
+			if (x.seen.keys[i] != 0 && x.seen.depth[i] + 1 > res->fixed_depth)
+				res->fixed_depth = x.seen.depth[i] + 1;
 	free(x.seen.keys);
 	free(x.seen.depth);
 	free(x.stack);
+	free(x.path);
 	return 0;
 }

@@ -26,7 +26,9 @@
 typedef struct sim_opts {
 	uint64_t first, last;
 	bool exhaustive;
-	int nsagas; /* 0 = random per seed */
+	bool fixed_point;
+	int fixed_depth; /* --depth with --fixed-point: a bound on paths */
+	int nsagas;      /* 0 = random per seed */
 	int depth;
 	bool expect_violation;
 	bool trace;
@@ -39,7 +41,7 @@ static void sim_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: sim [--seed N | --seeds A..B] [--sagas N] [--trace] [--quiet]\n"
-	    "       sim --exhaustive [--sagas 1|2] [--depth D]\n"
+	    "       sim --exhaustive [--sagas 1|2] [--depth D | --fixed-point]\n"
 	    "\n"
 	    "Deterministic simulation of the order saga: the production decisions\n"
 	    "(saga_transition, stock_decide, payment_decide) against a simulated clock and a\n"
@@ -51,6 +53,8 @@ static void sim_usage(FILE *f)
 	    "                      exhaustive: 1 or 2, default 1)\n"
 	    "  --exhaustive        explore every interleaving up to --depth actions\n"
 	    "  --depth D           exhaustive depth (1..%d, default 10)\n"
+	    "  --fixed-point       exhaustive until no new state appears (every reachable\n"
+	    "                      state of the bounded model: docs/testing.md)\n"
 	    "  --trace             print the whole trace of a single seed\n"
 	    "  --quiet             print only the summary\n"
 	    "  --expect-violation  succeed only if a violation is found\n"
@@ -125,7 +129,7 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 			i++;
 		} else if (strcmp(a, "--depth") == 0 && v && sim_parse_u64(v, &n) && n >= 1
 		    && n <= EXPLORE_MAX_DEPTH) {
-			o->depth = (int)n;
+			o->depth = o->fixed_depth = (int)n;
 			i++;
 		} else if (strcmp(a, "--break") == 0 && v) {
 			if (!sim_rules_set_break(v)) {
@@ -138,6 +142,9 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 			i++;
 		} else if (strcmp(a, "--exhaustive") == 0) {
 			o->exhaustive = true;
+		} else if (strcmp(a, "--fixed-point") == 0) {
+			o->exhaustive = true;
+			o->fixed_point = true;
 		} else if (strcmp(a, "--expect-violation") == 0) {
 			o->expect_violation = true;
 		} else if (strcmp(a, "--trace") == 0) {
@@ -238,13 +245,32 @@ static int sim_run_random(const sim_opts *o)
 
 static int sim_run_exhaustive(const sim_opts *o)
 {
-	explore_opts eo
-	    = {.nsagas = o->nsagas > 0 ? o->nsagas : 1, .depth = o->depth, .stop_at_first = true};
+	explore_opts eo = {.nsagas = o->nsagas > 0 ? o->nsagas : 1,
+	    .fixed_point = o->fixed_point,
+	    .depth = o->fixed_point ? o->fixed_depth : o->depth,
+	    .stop_at_first = true};
 	explore_result r;
 	double t0 = sim_wall_s();
 	if (sim_explore(&eo, &r) != 0) {
 		fprintf(stderr, "error: could not explore (options or memory)\n");
 		return 2;
+	}
+	if (eo.fixed_point) {
+		printf("sim: fixed point, %d saga%s, break=%s: %" PRIu64
+		       " distinct states, no new state at depth %d (longest path %d), %" PRIu64
+		       " transitions, %" PRIu64 " calm runs (%" PRIu64 " steps), %" PRIu64
+		       " violations%s; bounds: %d messages on the wire, attempts saturate at %d%s; "
+		       "%.2f s wall\n",
+		    eo.nsagas, eo.nsagas > 1 ? "s" : "", sim_rules_break_name(), r.states,
+		    r.fixed_depth, r.max_depth, r.transitions, r.calm_runs, r.calm_steps,
+		    r.violations, r.violations ? " (stopped at the first)" : "",
+		    EXPLORE_FIXED_NET_MAX, (int)r.attempts_sat,
+		    r.truncated ? "; TRUNCATED (not a fixed point)" : "", sim_wall_s() - t0);
+		if (r.truncated && r.violations == 0) {
+			fprintf(stderr, "error: the exploration was cut short: no fixed point\n");
+			return 2;
+		}
+		return r.violations > 0 ? 1 : 0;
 	}
 	printf("sim: exhaustive, %d saga%s, depth %d, break=%s: %" PRIu64
 	       " distinct states, %" PRIu64 " transitions, %" PRIu64 " calm runs (%" PRIu64

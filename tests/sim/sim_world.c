@@ -280,6 +280,13 @@ static void net_send(sim_world *w, const sim_msg *tmpl, int64_t wait_ms)
 	}
 	for (int k = 0; k < copies; k++) {
 		int m = net_free_slot(w);
+		if (w->net_max > 0 && m >= 0) {
+			int on_wire = 0;
+			for (int j = 0; j < SIM_MAX_MSGS; j++)
+				on_wire += w->msgs[j].used;
+			if (on_wire >= w->net_max)
+				m = -1;
+		}
 		if (m < 0) {
 			sim_trace(w, "net: full, drop %s", saga_command_name(tmpl->cmd));
 			return;
