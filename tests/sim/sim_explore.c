@@ -455,10 +455,6 @@ int sim_explore(const explore_opts *opts, explore_result *res)
 	res->states = x.seen.count;
 	if (x.seen.oom)
 		res->truncated = true;
-	if (opts->fixed_point)
-		for (size_t i = 0; i < x.seen.cap; i++)
-			if (x.seen.keys[i] != 0 && x.seen.depth[i] + 1 > res->fixed_depth)
-				res->fixed_depth = x.seen.depth[i] + 1;
 	free(x.seen.keys);
 	free(x.seen.depth);
 	free(x.stack);

@@ -31,9 +31,6 @@ typedef struct explore_result {
 	uint64_t calm_runs;   /* liveness runs (one per distinct state) */
 	uint64_t calm_steps;
 	int max_depth;        /* the longest path followed */
-	int fixed_depth;      /* fixed point: the least depth of the state
-	                         reached last, plus one: the depth at which no new
-	                         state appeared (0 otherwise) */
 	bool truncated;       /* fixed point: a path reached
 	                         EXPLORE_FIXED_MAX_DEPTH, or memory ran out: not
 	                         a fixed point */

@@ -257,12 +257,13 @@ static int sim_run_exhaustive(const sim_opts *o)
 	}
 	if (eo.fixed_point) {
 		printf("sim: fixed point, %d saga%s, break=%s: %" PRIu64
-		       " distinct states, no new state at depth %d (longest path %d), %" PRIu64
-		       " transitions, %" PRIu64 " calm runs (%" PRIu64 " steps), %" PRIu64
+		       " distinct states, every one explored (no new state from any; the longest "
+		       "path %d actions), %" PRIu64 " transitions, %" PRIu64 " calm runs (%" PRIu64
+		       " steps), %" PRIu64
 		       " violations%s; bounds: %d messages on the wire, attempts saturate at %d%s; "
 		       "%.2f s wall\n",
 		    eo.nsagas, eo.nsagas > 1 ? "s" : "", sim_rules_break_name(), r.states,
-		    r.fixed_depth, r.max_depth, r.transitions, r.calm_runs, r.calm_steps,
+		    r.max_depth, r.transitions, r.calm_runs, r.calm_steps,
 		    r.violations, r.violations ? " (stopped at the first)" : "",
 		    EXPLORE_FIXED_NET_MAX, (int)r.attempts_sat,
 		    r.truncated ? "; TRUNCATED (not a fixed point)" : "", sim_wall_s() - t0);
