@@ -1947,6 +1947,7 @@ static void ctl_print_help(FILE *out)
 	}
 	fprintf(out, "  %-32s %s\n", "--config FILE",
 	    "read name = value lines from FILE (docs/operations.md)");
+	fprintf(out, "  %-32s %s\n", "--version", "show the version and commit and exit");
 	fprintf(out,
 	    "  %-32s %s\n\n"
 	    "SAGA (--json of get, wait, list, start, retry, report): "
@@ -1976,8 +1977,9 @@ static bool ctl_takes_value(const config_opt *opts, size_t n, const char *arg)
 }
 
 /* ctl_find_verb returns the index of the first argument that is not an
- * option or an option's value, or argc. Sets *help when -h/--help precedes. */
-static int ctl_find_verb(int argc, char **argv, bool *help)
+ * option or an option's value, or argc. Sets *help when -h/--help precedes,
+ * *version when --version does. */
+static int ctl_find_verb(int argc, char **argv, bool *help, bool *version)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1985,6 +1987,8 @@ static int ctl_find_verb(int argc, char **argv, bool *help)
 			return i + 1 < argc ? i + 1 : argc;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
 			*help = true;
+		else if (version_is_flag(a))
+			*version = true;
 		else if (ctl_takes_value(ctl_opts_global, CTL_NELEM(ctl_opts_global), a))
 			i++;
 		else if (a[0] != '-' || a[1] == '\0')
@@ -2128,13 +2132,13 @@ static const ctl_cmd *ctl_lookup(int argc, char **argv, int vi, int *words)
 int main(int argc, char **argv)
 {
 	log_init("sagactl", LOG_LEVEL_ERROR);
-	bool help = false;
-	if (argc >= 2 && version_is_flag(argv[1])) {
-		version_print(stdout, "sagactl");
-		return CTL_EXIT_OK;
-	}
-	int vi = ctl_find_verb(argc, argv, &help);
+	bool help = false, version = false;
+	int vi = ctl_find_verb(argc, argv, &help, &version);
 	if (vi >= argc) {
+		if (version && !help) {
+			version_print(stdout, "sagactl");
+			return CTL_EXIT_OK;
+		}
 		if (help) {
 			ctl_print_help(stdout);
 			return CTL_EXIT_OK;
