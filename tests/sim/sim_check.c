@@ -295,26 +295,27 @@ uint64_t sim_hash_abstract(const sim_world *w, int32_t attempts_sat)
 	return sim_hash_v(w, &v);
 }
 
+/* sim_doublings is how many doublings take `from` (<= 0 counts as 1) to
+ * at least `to`. */
+static int32_t sim_doublings(int64_t from, int64_t to)
+{
+	int64_t v = from > 0 ? from : 1;
+	int32_t n = 0;
+	for (; v < to; v *= 2)
+		n++;
+	return n;
+}
+
 int32_t sim_attempts_saturation(const sim_world *w)
 {
 	const saga_policy *p = &w->timing.policy;
 	int32_t sat = p->attention_after;
 	/* saga_backoff_ms: the ceiling doubles from try 2 until the cap */
-	int64_t ceiling = p->backoff_base_ms > 0 ? p->backoff_base_ms : 1;
-	int32_t k = 1;
-	while (ceiling < p->backoff_cap_ms) {
-		ceiling *= 2;
-		k++;
-	}
+	int32_t k = 1 + sim_doublings(p->backoff_base_ms, p->backoff_cap_ms);
+	/* the try span doubles per failed try until request_timeout_max_ms */
+	int32_t j = sim_doublings(p->request_timeout_ms, p->request_timeout_max_ms);
 	if (k > sat)
 		sat = k;
-	/* the try span doubles per failed try until request_timeout_max_ms */
-	int64_t t = p->request_timeout_ms > 0 ? p->request_timeout_ms : 1;
-	int32_t j = 0;
-	while (t < p->request_timeout_max_ms) {
-		t *= 2;
-		j++;
-	}
 	if (j > sat)
 		sat = j;
 	return sat + 1;
