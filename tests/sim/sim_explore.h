@@ -31,6 +31,8 @@ typedef struct explore_result {
 	uint64_t calm_runs;   /* liveness runs (one per distinct state) */
 	uint64_t calm_steps;
 	int max_depth;        /* the longest path followed */
+	int fixed_depth;      /* fixed point: the depth of the first level that
+	                         added no new state */
 	bool truncated;       /* fixed point: a path reached
 	                         EXPLORE_FIXED_MAX_DEPTH, or memory ran out: not
 	                         a fixed point */

@@ -256,17 +256,24 @@ static int sim_run_exhaustive(const sim_opts *o)
 		return 2;
 	}
 	if (eo.fixed_point) {
+		char how[96];
+		if (r.violations > 0)
+			snprintf(how, sizeof how, "stopped at the first violation, at depth %d",
+			    r.max_depth);
+		else if (r.truncated)
+			snprintf(how, sizeof how, "cut short after depth %d", r.max_depth);
+		else
+			snprintf(how, sizeof how, "breadth first: no new state at depth %d",
+			    r.fixed_depth);
 		printf("sim: fixed point, %d saga%s, break=%s: %" PRIu64
-		       " distinct states, every one explored (no new state from any; the longest "
-		       "path %d actions), %" PRIu64 " transitions, %" PRIu64 " calm runs (%" PRIu64
-		       " steps), %" PRIu64
-		       " violations%s; bounds: %d messages on the wire, attempts saturate at %d%s; "
+		       " distinct states, %s, %" PRIu64 " transitions, %" PRIu64
+		       " calm runs (%" PRIu64 " steps), %" PRIu64
+		       " violations; bounds: %d messages on the wire, attempts saturate at %d%s; "
 		       "%.2f s wall\n",
-		    eo.nsagas, eo.nsagas > 1 ? "s" : "", sim_rules_break_name(), r.states,
-		    r.max_depth, r.transitions, r.calm_runs, r.calm_steps,
-		    r.violations, r.violations ? " (stopped at the first)" : "",
-		    EXPLORE_FIXED_NET_MAX, (int)r.attempts_sat,
-		    r.truncated ? "; TRUNCATED (not a fixed point)" : "", sim_wall_s() - t0);
+		    eo.nsagas, eo.nsagas > 1 ? "s" : "", sim_rules_break_name(), r.states, how,
+		    r.transitions, r.calm_runs, r.calm_steps, r.violations, EXPLORE_FIXED_NET_MAX,
+		    (int)r.attempts_sat, r.truncated ? "; TRUNCATED (not a fixed point)" : "",
+		    sim_wall_s() - t0);
 		if (r.truncated && r.violations == 0) {
 			fprintf(stderr, "error: the exploration was cut short: no fixed point\n");
 			return 2;
