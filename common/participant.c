@@ -120,10 +120,11 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 
-	if (d->migrate(cfg.db, cfg.db_wait) != 0) {
+	rc = d->migrate(cfg.db, cfg.db_wait);
+	if (rc != 0) {
 		log_error(NULL,
-		    "could not start: the database could not be reached or its schema "
-		    "applied (the line above says which)");
+		    "could not start: could not apply the schema: %s (the line above says more)",
+		    pg_err_name(rc));
 		return 1;
 	}
 	participant_app app

@@ -219,6 +219,17 @@ int64_t pg_get_i64(const PGresult *res, int row, int col)
 	return strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
+/* pg_printable copies `in` into `out` (len bytes) with every control byte
+ * (ESC, BEL, newlines) as '?', for a log line of text read from the
+ * database. */
+static void pg_printable(const char *in, char *out, size_t len)
+{
+	size_t i = 0;
+	for (; in[i] != '\0' && i + 1 < len; i++)
+		out[i] = ((unsigned char)in[i] < 0x20 || in[i] == 0x7f) ? '?' : in[i];
+	out[i] = '\0';
+}
+
 /* The table of schema versions, one row per component (pg_apply_schema). */
 #define PG_SCHEMA_VERSION_TABLE                                                                    \
 	"CREATE TABLE IF NOT EXISTS schema_version ("                                              \
@@ -240,23 +251,52 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s)
 		return rc;
 	/* "relation already exists, skipping" on every restart is noise */
 	rc = pg_run(conn, "SET LOCAL client_min_messages = warning", 0, NULL);
+	/* daemons starting together take turns; a lock held long (a stuck
+	 * session) is said, not waited on in silence */
 	if (rc == 0)
+		rc = pg_exec(conn, "SELECT pg_try_advisory_xact_lock($1::bigint)", 1, key, &res);
+	if (rc == 0 && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		log_info(NULL,
+		    "waiting for the %s schema lock (advisory lock %s): another session is "
+		    "applying the schema, or holds it",
+		    s->what, s->lock_key);
 		rc = pg_run(conn, "SELECT pg_advisory_xact_lock($1::bigint)", 1, key);
+	}
+	PQclear(res);
+	res = NULL;
 	if (rc == 0)
 		rc = pg_run(conn, PG_SCHEMA_VERSION_TABLE, 0, NULL);
+	/* the version is compared by the database, as a bigint: a table made
+	 * otherwise (a view, another column type, a NULL, two rows) is
+	 * refused, or fails the cast, rather than read as "older" */
 	if (rc == 0)
 		rc = pg_exec(conn,
-		    "SELECT version, applied_by FROM schema_version WHERE component = $1", 1, p,
-		    &res);
+		    "SELECT coalesce((SELECT relkind::text FROM pg_class"
+		    "   WHERE oid = to_regclass('schema_version')), ''),"
+		    " count(*), bool_or(version IS NULL), coalesce(max(version::bigint), 0),"
+		    " coalesce(max(version::bigint) > $2::bigint, false), "
+		    "coalesce(max(applied_by), '')"
+		    " FROM schema_version WHERE component = $1",
+		    2, p, &res);
 	if (rc != 0)
 		goto out_rollback;
-	if (PQntuples(res) == 1 && pg_get_i64(res, 0, 0) > s->version) {
+	if (strcmp(PQgetvalue(res, 0, 0), "r") != 0 || pg_get_i64(res, 0, 1) > 1
+	    || strcmp(PQgetvalue(res, 0, 2), "t") == 0) {
 		log_error(NULL,
-		    "the %s database holds schema version %" PRId64 " (applied by %s), newer than "
-		    "the %d this %s knows: refusing to start; run %s of that version or later "
+		    "could not read the %s schema version: schema_version is not the table %s "
+		    "makes (a view, several rows or a NULL version for %s): refusing to start",
+		    s->what, s->prog, s->what);
+		rc = PG_ERR_OTHER;
+		goto out_rollback;
+	}
+	if (strcmp(PQgetvalue(res, 0, 4), "t") == 0) {
+		char who[96];
+		pg_printable(PQgetvalue(res, 0, 5), who, sizeof who);
+		log_error(NULL,
+		    "the %s database holds schema version %s (applied by %s), newer than the %d "
+		    "this %s knows: refusing to start; run the %s of that build or a later one "
 		    "(docs/operations.md, \"Upgrading\")",
-		    s->what, pg_get_i64(res, 0, 0), PQgetvalue(res, 0, 1), s->version, s->prog,
-		    s->prog);
+		    s->what, PQgetvalue(res, 0, 3), who, s->version, s->prog, s->prog);
 		rc = PG_ERR_SCHEMA_NEWER;
 		goto out_rollback;
 	}
@@ -277,7 +317,8 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s)
 	rc = pg_run(conn,
 	    "INSERT INTO schema_version (component, version, applied_by) VALUES ($1, $2::int, $3) "
 	    "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, applied_at = now(), "
-	    "applied_by = EXCLUDED.applied_by WHERE schema_version.version < EXCLUDED.version",
+	    "applied_by = EXCLUDED.applied_by WHERE schema_version.version::bigint < "
+	    "EXCLUDED.version",
 	    3, p);
 	if (rc != 0)
 		goto out_rollback;

@@ -245,6 +245,10 @@ static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
 int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
 {
 	memset(res, 0, sizeof *res);
+	/* a reply nesting replies deeper than a batch's is refused before
+	 * protobuf-c recurses into it (valid_pb_nesting) */
+	if (!valid_pb_nesting(bytes, len, RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX))
+		return -EBADMSG;
 	Sagas__V1__ReplyEnvelope *env = sagas__v1__reply_envelope__unpack(NULL, len, bytes);
 	if (env == NULL)
 		return -EBADMSG;
@@ -448,8 +452,10 @@ static rpc_sub *rpc_sub_find(rpc_pending *p, const char *rid, size_t *from)
 static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *all_alike)
 {
 	*all_alike = true;
-	Sagas__V1__ReplyEnvelope *env
-	    = sagas__v1__reply_envelope__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+	Sagas__V1__ReplyEnvelope *env = valid_pb_nesting(nng_msg_body(m), nng_msg_len(m),
+	                                    RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX)
+	    ? sagas__v1__reply_envelope__unpack(NULL, nng_msg_len(m), nng_msg_body(m))
+	    : NULL;
 	if (env == NULL) {
 		rpc_transport_result(res, NNG_EPROTO);
 		snprintf(res->message, sizeof res->message, "malformed reply envelope");

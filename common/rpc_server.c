@@ -261,9 +261,21 @@ static void rpc_slot_cb(void *arg)
  * it is refused as a whole (f->answered: undecodable, or a bad batch). */
 static void rpc_server_open_frame(rpc_frame *f)
 {
+	f->n = 0;
+	/* a call inside a call is refused call by call (a batch inside a
+	 * batch); deeper nesting is refused before protobuf-c recurses into
+	 * it (valid_pb_nesting) */
+	if (!valid_pb_nesting(nng_msg_body(f->msg), nng_msg_len(f->msg), RPC_ENVELOPE_CALLS_FIELD,
+	        RPC_ENVELOPE_NESTING_MAX)) {
+		f->env = NULL;
+		f->answered = true;
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
+		    "could not decode request envelope: calls nested more than %d deep",
+		    RPC_ENVELOPE_NESTING_MAX);
+		return;
+	}
 	f->env
 	    = sagas__v1__request_envelope__unpack(NULL, nng_msg_len(f->msg), nng_msg_body(f->msg));
-	f->n = 0;
 	if (f->env == NULL) {
 		f->answered = true;
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",

@@ -161,3 +161,62 @@ bool valid_pb_exact(const ProtobufCMessage *msg, size_t wire_len)
 {
 	return protobuf_c_message_get_packed_size(msg) == wire_len;
 }
+
+/* valid_pb_varint reads a varint at p[*i] (len bytes in all), advancing
+ * *i. False when it is cut short or longer than 10 bytes. */
+static bool valid_pb_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 70 && *i < len; shift += 7) {
+		uint8_t b = p[(*i)++];
+		v |= (uint64_t)(b & 0x7f) << (shift < 64 ? shift : 63);
+		if ((b & 0x80) == 0) {
+			*out = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool valid_pb_nest(const uint8_t *p, size_t len, uint32_t field, int depth, int max_depth)
+{
+	size_t i = 0;
+	while (i < len) {
+		uint64_t key, n;
+		if (!valid_pb_varint(p, len, &i, &key))
+			return true; /* malformed here: the unpacker refuses it */
+		switch (key & 7) {
+		case 0:
+			if (!valid_pb_varint(p, len, &i, &n))
+				return true;
+			break;
+		case 1:
+			if (len - i < 8)
+				return true;
+			i += 8;
+			break;
+		case 5:
+			if (len - i < 4)
+				return true;
+			i += 4;
+			break;
+		case 2:
+			if (!valid_pb_varint(p, len, &i, &n) || n > len - i)
+				return true;
+			if ((key >> 3) == field
+			    && (depth + 1 > max_depth
+			        || !valid_pb_nest(p + i, (size_t)n, field, depth + 1, max_depth)))
+				return false;
+			i += (size_t)n;
+			break;
+		default:
+			return true; /* groups, bad wire types: refused by the unpacker */
+		}
+	}
+	return true;
+}
+
+bool valid_pb_nesting(const uint8_t *buf, size_t len, uint32_t field, int max_depth)
+{
+	return valid_pb_nest(buf, len, field, 0, max_depth);
+}

@@ -54,6 +54,16 @@ char *money_format(int64_t minor, char *buf, size_t len);
  * canonical form, and unknown fields are kept, so newer clients pass. */
 bool valid_pb_exact(const ProtobufCMessage *msg, size_t wire_len);
 
+/* valid_pb_nesting is true unless the protobuf wire bytes `buf` (len bytes)
+ * nest the length-delimited field number `field` more than `max_depth`
+ * levels deep (a message inside the message inside ... the top one), read
+ * without unpacking, with a recursion bounded by max_depth. protobuf-c's
+ * unpacker recurses once per level of a recursive message (RequestEnvelope
+ * .calls, ReplyEnvelope.replies), so a frame of 30 KB nesting 9,000 levels
+ * overflowed the stack of the thread decoding it: callers check this first
+ * and refuse the frame. Malformed bytes pass (the unpacker refuses them). */
+bool valid_pb_nesting(const uint8_t *buf, size_t len, uint32_t field, int max_depth);
+
 /* saga_id_new writes a new random (version 4) UUID, canonical lowercase, into
  * out (at least 37 bytes). Uses libuuid. */
 void saga_id_new(char out[VALID_UUID_LEN + 1]);

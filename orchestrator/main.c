@@ -316,7 +316,9 @@ int main(int argc, char **argv)
 		    "next try");
 	PQfinish(conn);
 	if (rc != 0) {
-		log_error(NULL, "could not start: could not apply the schema: %s", pg_err_name(rc));
+		log_error(NULL,
+		    "could not start: could not apply the schema: %s (the line above says more)",
+		    pg_err_name(rc));
 		return 1;
 	}
 

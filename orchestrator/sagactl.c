@@ -1916,7 +1916,7 @@ static const ctl_cmd ctl_cmds[] = {
         "or --payment) for its health (sagas.v1.Health/Check) and print it: SERVING, or\n"
         "NOT_SERVING while its database is unreachable. Exits 0 when SERVING, 1 otherwise\n"
         "(NOT_SERVING, unreachable, timed out): a container health check.\n"
-        "--json: {\"service\",\"status\"}",
+        "--json: {\"service\",\"status\",\"version\",\"commit\"}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_probe, ctl_probe},
 };
 

@@ -219,6 +219,33 @@ int main(int argc, char **argv)
 	SEED(ops, 2, "/sagas.v1.Admin/ClearFaults", "clearfaults", 2, cf);
 	seed_frame(ops, 3, "ops", 1);
 
+	/* replies a client decodes: one, a batch's, an error */
+	{
+		uint8_t buf[SEED_MAX];
+		Sagas__V1__HealthCheckResponse hr = SAGAS__V1__HEALTH_CHECK_RESPONSE__INIT;
+		hr.status
+		    = SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING;
+		uint8_t pl[64];
+		size_t pll = seed_pack(&hr.base, pl);
+		Sagas__V1__ReplyEnvelope r1 = SAGAS__V1__REPLY_ENVELOPE__INIT;
+		r1.request_id = (char *)"r1";
+		r1.payload.data = pl;
+		r1.payload.len = pll;
+		seed_write("fuzz_reply", "ok", buf, seed_pack(&r1.base, buf));
+		Sagas__V1__ReplyEnvelope r2 = SAGAS__V1__REPLY_ENVELOPE__INIT;
+		r2.request_id = (char *)"r2";
+		r2.code = 9;
+		r2.reason = (char *)"out_of_stock";
+		r2.message = (char *)"could not reserve stock: out of stock";
+		seed_write("fuzz_reply", "error", buf, seed_pack(&r2.base, buf));
+		Sagas__V1__ReplyEnvelope *rp[2] = {&r1, &r2};
+		Sagas__V1__ReplyEnvelope b = SAGAS__V1__REPLY_ENVELOPE__INIT;
+		b.request_id = (char *)"b1";
+		b.n_replies = 2;
+		b.replies = rp;
+		seed_write("fuzz_reply", "batch", buf, seed_pack(&b.base, buf));
+	}
+
 	/* the parsers: a selector byte, then the text (fuzz_parsers.c) */
 	static const struct {
 		const char *name, *text;

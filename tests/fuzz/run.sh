@@ -3,6 +3,9 @@
 # each, two at a time, under ASan and UBSan (docs/testing.md, "Fuzzing").
 # What the code under test prints is closed off (-close_fd_mask=3); the
 # fuzzer's and the sanitizers' reports and a broken property's line stay.
+# Inputs may be as long as a request frame may be (64 KiB): libFuzzer cuts
+# longer seeds and regression inputs to -max_len when it loads them, and a
+# shorter bound hid a 30 KB frame that crashed every daemon.
 # Inputs found go to BUILD/fuzz-work/<target>/corpus (the repository's
 # corpus and regression inputs are read, never written); a crash, a leak or
 # an input slower than 10 s fails the run, and its input is kept in
@@ -13,7 +16,7 @@
 set -uo pipefail
 build=$1 secs=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-targets=(fuzz_frame fuzz_stock fuzz_payment fuzz_orchestrator fuzz_config fuzz_parsers)
+targets=(fuzz_frame fuzz_stock fuzz_payment fuzz_orchestrator fuzz_config fuzz_parsers fuzz_reply)
 work=$build/fuzz-work
 mkdir -p "$work"
 
@@ -22,14 +25,14 @@ run_one() {
   mkdir -p "$w/corpus"
   local dirs=("$w/corpus" "$root/tests/fuzz/corpus/$t")
   [ -d "$root/tests/fuzz/regressions/$t" ] && dirs+=("$root/tests/fuzz/regressions/$t")
-  "$build/bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  "$build/bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -close_fd_mask=3 -artifact_prefix="$w/" -print_final_stats=1 "${dirs[@]}" >"$w/log" 2>&1
   local rc=$?
   local stats
   stats=$(grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$w/log" |
     awk -F: '{printf "%s=%s ", $3, $4}' | tr -d ' ' | sed 's/number_of_executed_units/runs/; s/new_units_added/ new/')
   if [ "$rc" -eq 0 ]; then
-    echo "ok: $t ($secs s: $stats; coverage $(grep -oE 'cov: [0-9]+' "$w/log" | tail -1))"
+    echo "ok: $t ($secs s: $stats; $(grep -oE 'cov: [0-9]+' "$w/log" | tail -1 | sed 's/cov:/coverage/'))"
   else
     echo "FAIL: $t (exit $rc); the end of its log ($w/log):"
     grep -vE '^#[0-9]+' "$w/log" | tail -40

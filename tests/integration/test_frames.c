@@ -92,6 +92,43 @@ static void timed(rpc_client *c, const target *t, int64_t timeout_ms, int64_t de
 	free(payload);
 }
 
+/* nested_calls writes into buf (room for 16 + 4 * depth bytes) a batch
+ * frame whose calls field nests `depth` levels deep; returns its length. */
+static size_t nested_calls(uint8_t *buf, size_t room, int depth)
+{
+	/* built from the inside out, at the end of buf: each level is the tag
+	 * of field 5 (0x2a) and the varint length of what it holds */
+	size_t at = room, len = 0;
+	for (int d = 0; d < depth; d++) {
+		uint8_t v[10];
+		int nv = 0;
+		size_t x = len;
+		do {
+			v[nv++] = (uint8_t)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
+			x >>= 7;
+		} while (x);
+		at -= (size_t)nv;
+		memcpy(buf + at, v, (size_t)nv);
+		buf[--at] = 0x2a;
+		len = room - at;
+	}
+	static const char method[] = "\x12\x13/sagas.v1.Rpc/Batch";
+	size_t ml = sizeof method - 1;
+	memmove(buf + ml, buf + at, len);
+	memcpy(buf, method, ml);
+	return ml + len;
+}
+
+static void expect_reply_nested(rpc_client *c, int depth, int code, const char *reason)
+{
+	size_t room = 64 + 4 * (size_t)depth;
+	uint8_t *buf = malloc(room);
+	assert_non_null(buf);
+	size_t n = nested_calls(buf, room, depth);
+	expect_reply(c, buf, n, code, reason);
+	free(buf);
+}
+
 static void still_serves(rpc_client *c, const target *t)
 {
 	rpc_result res;
@@ -163,6 +200,14 @@ static void check_target(const target *t)
 	timed(c, t, INT64_MIN, 0, RPC_INVALID_ARGUMENT, "bad_field");
 	timed(c, t, 0, 1, RPC_DEADLINE_EXCEEDED, "deadline");
 	timed(c, t, 5000, 1, RPC_OK, "");
+
+	/* calls nested 9,000 deep in 30 KB (under the frame limit): refused
+	 * undecoded, where protobuf-c's recursion overflowed the stack of the
+	 * daemon's thread (found by an attacker's review); 2 deep is still
+	 * decoded and its inner batch refused call by call */
+	expect_reply_nested(c, 9000, RPC_INVALID_ARGUMENT, "malformed_envelope");
+	expect_reply_nested(c, 3, RPC_INVALID_ARGUMENT, "malformed_envelope");
+	still_serves(c, t);
 
 	/* a frame over the 1 MiB limit is dropped (no reply) */
 	size_t big = 2u << 20;

@@ -62,6 +62,20 @@ for s in orchestrator stock payment; do
     "$(psql_db "sagas_$s" "SELECT version || '|' || applied_by FROM schema_version WHERE component = '$s'")"
 done
 
+# a table made otherwise is refused, not read as older: a view hiding the
+# newer row (an attacker's review found it read as "no version")
+psql_db sagas_stock "ALTER TABLE schema_version RENAME TO sv_real;
+  CREATE VIEW schema_version AS SELECT * FROM sv_real WHERE version < 2" >/dev/null
+set +e
+timeout 60 "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock" --listen "tcp://127.0.0.1:$port" \
+  >"$STACK_DIR/stockd.view.log" 2>&1
+rc=$?
+set -e
+assert_eq "stockd with schema_version a view: exit code" 1 "$rc"
+assert_eq "stockd with schema_version a view: the line" yes \
+  "$(grep -q "schema_version is not the table stockd makes" "$STACK_DIR/stockd.view.log" && echo yes || echo "no: $(cat "$STACK_DIR/stockd.view.log")")"
+psql_db sagas_stock "DROP VIEW schema_version; ALTER TABLE sv_real RENAME TO schema_version" >/dev/null
+
 # an unversioned database (as every one was before schema versions): migrated
 for s in orchestrator stock payment; do
   psql_db "sagas_$s" "DROP TABLE schema_version" >/dev/null

@@ -41,7 +41,8 @@ static void sim_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: sim [--seed N | --seeds A..B] [--sagas N] [--trace] [--quiet]\n"
-	    "       sim --exhaustive [--sagas 1|2] [--depth D | --fixed-point]\n"
+	    "       sim --exhaustive [--sagas 1|2] [--depth D]\n"
+	    "       sim --fixed-point [--sagas 1|2]\n"
 	    "\n"
 	    "Deterministic simulation of the order saga: the production decisions\n"
 	    "(saga_transition, stock_decide, payment_decide) against a simulated clock and a\n"
@@ -60,7 +61,7 @@ static void sim_usage(FILE *f)
 	    "  --quiet             print only the summary\n"
 	    "  --expect-violation  succeed only if a violation is found\n"
 	    "  --break NAME        use a broken decision variant: tombstone, refund, lease,\n"
-	    "                      fixed_timeout, local_clock, absolute_deadline\n"
+	    "                      fixed_timeout, local_clock, absolute_deadline, no_authz\n"
 	    "                      (only in the sim_broken build)\n"
 	    "  --help              this text\n"
 	    "  --version           the version and commit\n",
@@ -160,7 +161,8 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 		}
 	}
 	if (o->exhaustive && o->nsagas > 2) {
-		fprintf(stderr, "error: --exhaustive takes --sagas 1 or 2\n");
+		fprintf(stderr, "error: %s takes --sagas 1 or 2\n",
+		    o->fixed_point ? "--fixed-point" : "--exhaustive");
 		return 2;
 	}
 	return 0;

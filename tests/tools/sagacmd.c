@@ -18,11 +18,13 @@
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
-static int sagacmd_usage(void)
+/* sagacmd_usage prints the usage to `out`; returns 2 (a usage error). */
+static int sagacmd_usage(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 	    "usage: sagacmd URL reserve|release SAGA_ID SKU QTY\n"
-	    "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n");
+	    "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n"
+	    "       sagacmd --help | --version\n");
 	return 2;
 }
 
@@ -33,11 +35,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		sagacmd_usage();
+		sagacmd_usage(stdout);
 		return 0;
 	}
 	if (argc != 6)
-		return sagacmd_usage();
+		return sagacmd_usage(stderr);
 	const char *url = argv[1], *verb = argv[2];
 	char *id = argv[3], *name = argv[4];
 	long long n = strtoll(argv[5], NULL, 10);
@@ -106,7 +108,7 @@ int main(int argc, char **argv)
 	} else {
 		rpc_client_close(c);
 		tls_conf_free(tls);
-		return sagacmd_usage();
+		return sagacmd_usage(stderr);
 	}
 	rpc_client_close(c);
 	tls_conf_free(tls);
