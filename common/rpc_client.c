@@ -236,8 +236,13 @@ static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
 {
 	memset(res, 0, sizeof *res);
 	res->code = env->code;
+	/* texts from the server are printed and put in JSON: one that is not
+	 * UTF-8 (protobuf-c does not check; fuzz_reply found it) has its
+	 * non-ASCII bytes replaced */
 	valid_utf8_copy(res->reason, sizeof res->reason, env->reason);
 	valid_utf8_copy(res->message, sizeof res->message, env->message);
+	valid_utf8_or_ascii(res->reason);
+	valid_utf8_or_ascii(res->message);
 	res->payload = env->payload.data;
 	res->payload_len = env->payload.len;
 }

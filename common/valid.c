@@ -220,3 +220,12 @@ bool valid_pb_nesting(const uint8_t *buf, size_t len, uint32_t field, int max_de
 {
 	return valid_pb_nest(buf, len, field, 0, max_depth);
 }
+
+void valid_utf8_or_ascii(char *s)
+{
+	if (valid_utf8(s, strlen(s)))
+		return;
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s >= 0x80)
+			*s = '?';
+}

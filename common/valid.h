@@ -34,6 +34,11 @@ bool valid_utf8(const char *s, size_t len);
  * the whole reply otherwise). Returns the bytes copied (without the NUL). */
 size_t valid_utf8_copy(char *dst, size_t size, const char *src);
 
+/* valid_utf8_or_ascii leaves the string `s` as it is when it is valid
+ * UTF-8, and otherwise replaces each of its bytes past ASCII with '?', so
+ * that a text from a peer can be printed and put in JSON. */
+void valid_utf8_or_ascii(char *s);
+
 /* money_parse reads a decimal amount in major units with at most two
  * fraction digits ("12", "12.5", "12.50") into minor units (*out, e.g. 1250).
  * Strict: no sign, no exponent, no spaces, no more than two decimals, at
