@@ -630,7 +630,8 @@ int sim_explore(const explore_opts *opts, explore_result *res)
 		/* the same rules with small numbers, so that the clock and the
 		 * counters take few values (docs/testing.md) */
 		x.root.timing.policy = explore_fixed_policy;
-		x.root.net_max = EXPLORE_FIXED_NET_MAX;
+		x.root.net_max = opts->net_max > 0 ? opts->net_max : EXPLORE_FIXED_NET_MAX;
+		res->net_max = x.root.net_max;
 		res->attempts_sat = sim_attempts_saturation(&x.root);
 	}
 	x.stack[0] = x.root;

@@ -22,6 +22,8 @@ typedef struct explore_opts {
 	bool fixed_point; /* explore until no new state appears: every
 	                     reachable state of the abstraction
 	                     (sim_hash_abstract), each at its least depth */
+	int net_max;      /* fixed point: messages on the wire at once (0 =
+	                     EXPLORE_FIXED_NET_MAX) */
 	bool stop_at_first;
 } explore_opts;
 
@@ -37,6 +39,7 @@ typedef struct explore_result {
 	                         EXPLORE_FIXED_MAX_DEPTH, or memory ran out: not
 	                         a fixed point */
 	int32_t attempts_sat; /* fixed point: the saturation of attempts */
+	int net_max;          /* fixed point: the bound on messages on the wire */
 	uint64_t violations;
 } explore_result;
 

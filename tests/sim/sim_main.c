@@ -28,6 +28,7 @@ typedef struct sim_opts {
 	bool exhaustive;
 	bool fixed_point;
 	int fixed_depth; /* --depth with --fixed-point: a bound on paths */
+	int net_max;     /* --net-max with --fixed-point */
 	int nsagas;      /* 0 = random per seed */
 	int depth;
 	bool expect_violation;
@@ -57,6 +58,8 @@ static void sim_usage(FILE *f)
 	    "  --fixed-point       exhaustive, breadth first, until no new state appears\n"
 	    "                      (every reachable state of the bounded model:\n"
 	    "                      docs/testing.md); with --depth D, stop after D levels\n"
+	    "  --net-max N         with --fixed-point: at most N messages on the wire\n"
+	    "                      (1..16, default %d)\n"
 	    "  --trace             print the whole trace of a single seed\n"
 	    "  --quiet             print only the summary\n"
 	    "  --expect-violation  succeed only if a violation is found\n"
@@ -65,7 +68,7 @@ static void sim_usage(FILE *f)
 	    "                      (only in the sim_broken build)\n"
 	    "  --help              this text\n"
 	    "  --version           the version and commit\n",
-	    SIM_MAX_SAGAS, EXPLORE_MAX_DEPTH);
+	    SIM_MAX_SAGAS, EXPLORE_MAX_DEPTH, EXPLORE_FIXED_NET_MAX);
 }
 
 static bool sim_parse_u64(const char *s, uint64_t *out)
@@ -144,6 +147,10 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 			i++;
 		} else if (strcmp(a, "--exhaustive") == 0) {
 			o->exhaustive = true;
+		} else if (strcmp(a, "--net-max") == 0 && v && sim_parse_u64(v, &n) && n >= 1
+		    && n <= 16) {
+			o->net_max = (int)n;
+			i++;
 		} else if (strcmp(a, "--fixed-point") == 0) {
 			o->exhaustive = true;
 			o->fixed_point = true;
@@ -250,6 +257,7 @@ static int sim_run_exhaustive(const sim_opts *o)
 {
 	explore_opts eo = {.nsagas = o->nsagas > 0 ? o->nsagas : 1,
 	    .fixed_point = o->fixed_point,
+	    .net_max = o->net_max,
 	    .depth = o->fixed_point ? o->fixed_depth : o->depth,
 	    .stop_at_first = true};
 	explore_result r;
@@ -274,7 +282,7 @@ static int sim_run_exhaustive(const sim_opts *o)
 		       " violations; bounds: %d messages on the wire, attempts saturate at %d%s; "
 		       "%.2f s wall\n",
 		    eo.nsagas, eo.nsagas > 1 ? "s" : "", sim_rules_break_name(), r.states, how,
-		    r.transitions, r.calm_runs, r.calm_steps, r.violations, EXPLORE_FIXED_NET_MAX,
+		    r.transitions, r.calm_runs, r.calm_steps, r.violations, r.net_max,
 		    (int)r.attempts_sat, r.truncated ? "; TRUNCATED (not a fixed point)" : "",
 		    sim_wall_s() - t0);
 		if (r.truncated && r.violations == 0) {
