@@ -57,7 +57,7 @@
 #define RPC_BATCH_MAX       128 /* requests a worker takes at once */
 /* The method of a frame that carries several calls (RequestEnvelope.calls,
  * docs/protocol.md "Batches"), and the most calls one may carry. */
-#define RPC_BATCH_METHOD    "/sagas.v1.Rpc/Batch"
+#define RPC_BATCH_METHOD "/sagas.v1.Rpc/Batch"
 /* The field numbers of the recursive envelope fields (RequestEnvelope
  * .calls, ReplyEnvelope.replies) and how deep they may nest in a frame
  * before it is refused undecoded (valid_pb_nesting): a batch's calls are
@@ -65,10 +65,10 @@
 #define RPC_ENVELOPE_CALLS_FIELD   5
 #define RPC_ENVELOPE_REPLIES_FIELD 6
 #define RPC_ENVELOPE_NESTING_MAX   2
-#define RPC_BATCH_CALLS_MAX 128
-#define RPC_REASON_MAX      64
-#define RPC_MESSAGE_MAX     256
-#define RPC_REQUEST_ID_MAX  64
+#define RPC_BATCH_CALLS_MAX        128
+#define RPC_REASON_MAX             64
+#define RPC_MESSAGE_MAX            256
+#define RPC_REQUEST_ID_MAX         64
 
 /* rpc_code_name returns the name of a status code ("OK", "INVALID_ARGUMENT", ...),
  * or "UNKNOWN_CODE" for numbers outside 0..16. Static storage. */
