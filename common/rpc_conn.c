@@ -206,13 +206,21 @@ void rpc_conns_doom(rpc_conns *s, uint32_t id)
 
 #define RPC_HS_KILL_MAX 512 /* sockets shut down per pass at most */
 
-/* rpc_hs_is_pipe is true when a pipe's peer is `addr` (16 bytes, IPv4 in the
- * first 4) : `port` (under s->mtx). */
-static bool rpc_hs_is_pipe(rpc_conns *s, bool v6, const uint8_t *addr, unsigned port)
+/* rpc_hs_is_pipe is true when a pipe of the listener on `lport` has the
+ * peer `addr` (16 bytes, IPv4 in the first 4) : `port` (under s->mtx). The
+ * listener's port counts: Linux gives one source port to connections to
+ * different ports, so a peer address alone matched a stalled handshake to
+ * a pipe of another listener, and the reaper left it (1 of 300 in a CI run
+ * of the stall test). */
+static bool rpc_hs_is_pipe(
+    rpc_conns *s, unsigned lport, bool v6, const uint8_t *addr, unsigned port)
 {
 	rpc_conn *c, *tmp;
 	HASH_ITER(hh, s->table, c, tmp)
 	{
+		if (c->listener < 0 || c->listener >= s->nlisten
+		    || (unsigned)s->listeners[c->listener].port != lport)
+			continue;
 		if (!v6 && c->rem.s_family == NNG_AF_INET && ntohs(c->rem.s_in.sa_port) == port
 		    && memcmp(&c->rem.s_in.sa_addr, addr, 4) == 0)
 			return true;
@@ -266,7 +274,7 @@ static void rpc_hs_scan(rpc_conns *s, const char *path, bool v6, const unsigned 
 			uint32_t v = (uint32_t)strtoul(word, NULL, 16);
 			memcpy(addr + 4 * w, &v, 4); /* the kernel prints each word as it lies */
 		}
-		if (rpc_hs_is_pipe(s, v6, addr, (unsigned)strtoul(rp + 1, NULL, 16)))
+		if (rpc_hs_is_pipe(s, lport, v6, addr, (unsigned)strtoul(rp + 1, NULL, 16)))
 			continue;
 		rpc_hs *h = NULL;
 		HASH_FIND(hh, s->hs, &inode, sizeof inode, h);
