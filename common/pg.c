@@ -81,7 +81,9 @@ const char *pg_one_line(const char *m, char *out, size_t len)
 	snprintf(out, len, "%s", m);
 	char *w = out;
 	for (const char *r = out; *r; r++) {
-		char ch = *r == '\n' || *r == '\t' ? ' ' : *r;
+		char ch = *r == '\n' || *r == '\t' || *r == '\r' ? ' ' : *r;
+		if ((unsigned char)ch < 0x20 || ch == 0x7f)
+			ch = '?'; /* ESC, BEL, ...: never raw into a log */
 		if (ch == ' ' && (w == out || w[-1] == ' '))
 			continue;
 		*w++ = ch;
@@ -219,17 +221,6 @@ int64_t pg_get_i64(const PGresult *res, int row, int col)
 	return strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
-/* pg_printable copies `in` into `out` (len bytes) with every control byte
- * (ESC, BEL, newlines) as '?', for a log line of text read from the
- * database. */
-static void pg_printable(const char *in, char *out, size_t len)
-{
-	size_t i = 0;
-	for (; in[i] != '\0' && i + 1 < len; i++)
-		out[i] = ((unsigned char)in[i] < 0x20 || in[i] == 0x7f) ? '?' : in[i];
-	out[i] = '\0';
-}
-
 /* The table of schema versions, one row per component (pg_apply_schema). */
 #define PG_SCHEMA_VERSION_TABLE                                                                    \
 	"CREATE TABLE IF NOT EXISTS schema_version ("                                              \
@@ -291,7 +282,7 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s)
 	}
 	if (strcmp(PQgetvalue(res, 0, 4), "t") == 0) {
 		char who[96];
-		pg_printable(PQgetvalue(res, 0, 5), who, sizeof who);
+		pg_one_line(PQgetvalue(res, 0, 5), who, sizeof who);
 		log_error(NULL,
 		    "the %s database holds schema version %s (applied by %s), newer than the %d "
 		    "this %s knows: refusing to start; run the %s of that build or a later one "

@@ -34,9 +34,10 @@ const char *pg_err_name(int rc);
  * broke) to an enum pg_err value. */
 int pg_classify(const char *sqlstate);
 
-/* pg_one_line copies libpq's message `m` (several lines, tabs) into `out`
- * (len bytes, truncated to fit) as one line: runs of white space become one
- * space, none at either end. Returns out. */
+/* pg_one_line copies libpq's message `m` (several lines, tabs), or any text
+ * read from the database, into `out` (len bytes, truncated to fit) as one
+ * line for a log: runs of white space become one space, none at either
+ * end, and other control bytes (ESC, BEL) '?'. Returns out. */
 const char *pg_one_line(const char *m, char *out, size_t len);
 
 /* pg_connect warns at its first failed try when it may wait this long (ms). */

@@ -236,25 +236,29 @@ static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
 {
 	memset(res, 0, sizeof *res);
 	res->code = env->code;
-	/* texts from the server are printed and put in JSON: one that is not
-	 * UTF-8 (protobuf-c does not check; fuzz_reply found it) has its
-	 * non-ASCII bytes replaced */
+	/* the server's texts are printed and put in JSON: UTF-8 whatever it
+	 * sent (valid_utf8_copy) */
 	valid_utf8_copy(res->reason, sizeof res->reason, env->reason);
 	valid_utf8_copy(res->message, sizeof res->message, env->message);
-	valid_utf8_or_ascii(res->reason);
-	valid_utf8_or_ascii(res->message);
 	res->payload = env->payload.data;
 	res->payload_len = env->payload.len;
+}
+
+/* rpc_reply_unpack decodes a reply frame, or NULL when it does not decode
+ * or nests replies deeper than a batch's: refused before protobuf-c
+ * recurses into it (valid_pb_nesting). Free with
+ * sagas__v1__reply_envelope__free_unpacked. */
+static Sagas__V1__ReplyEnvelope *rpc_reply_unpack(const uint8_t *bytes, size_t len)
+{
+	if (!valid_pb_nesting(bytes, len, RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX))
+		return NULL;
+	return sagas__v1__reply_envelope__unpack(NULL, len, bytes);
 }
 
 int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
 {
 	memset(res, 0, sizeof *res);
-	/* a reply nesting replies deeper than a batch's is refused before
-	 * protobuf-c recurses into it (valid_pb_nesting) */
-	if (!valid_pb_nesting(bytes, len, RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX))
-		return -EBADMSG;
-	Sagas__V1__ReplyEnvelope *env = sagas__v1__reply_envelope__unpack(NULL, len, bytes);
+	Sagas__V1__ReplyEnvelope *env = rpc_reply_unpack(bytes, len);
 	if (env == NULL)
 		return -EBADMSG;
 	rpc_result_of(res, env);
@@ -457,10 +461,7 @@ static rpc_sub *rpc_sub_find(rpc_pending *p, const char *rid, size_t *from)
 static bool rpc_batch_reply(rpc_pending *p, nng_msg *m, rpc_result *res, bool *all_alike)
 {
 	*all_alike = true;
-	Sagas__V1__ReplyEnvelope *env = valid_pb_nesting(nng_msg_body(m), nng_msg_len(m),
-	                                    RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX)
-	    ? sagas__v1__reply_envelope__unpack(NULL, nng_msg_len(m), nng_msg_body(m))
-	    : NULL;
+	Sagas__V1__ReplyEnvelope *env = rpc_reply_unpack(nng_msg_body(m), nng_msg_len(m));
 	if (env == NULL) {
 		rpc_transport_result(res, NNG_EPROTO);
 		snprintf(res->message, sizeof res->message, "malformed reply envelope");

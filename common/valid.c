@@ -74,6 +74,12 @@ size_t valid_utf8_copy(char *dst, size_t size, const char *src)
 	}
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+	/* a text that is not UTF-8 (a peer's: protobuf-c does not check;
+	 * fuzz_reply found one reaching sagactl's output) keeps its ASCII */
+	if (!valid_utf8(dst, n))
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)dst[i] >= 0x80)
+				dst[i] = '?';
 	return n;
 }
 
@@ -219,13 +225,4 @@ static bool valid_pb_nest(const uint8_t *p, size_t len, uint32_t field, int dept
 bool valid_pb_nesting(const uint8_t *buf, size_t len, uint32_t field, int max_depth)
 {
 	return valid_pb_nest(buf, len, field, 0, max_depth);
-}
-
-void valid_utf8_or_ascii(char *s)
-{
-	if (valid_utf8(s, strlen(s)))
-		return;
-	for (; *s != '\0'; s++)
-		if ((unsigned char)*s >= 0x80)
-			*s = '?';
 }

@@ -29,15 +29,12 @@ bool valid_utf8(const char *s, size_t len);
 /* valid_utf8_copy copies into `dst` (`size` bytes, >= 1) the longest
  * prefix of the string `src` that fits with its NUL and does not end inside
  * a multi-byte character, so that a text cut to fit (an error message, a
- * reason) stays valid UTF-8 when `src` is: the one place where texts for the
- * wire are cut (a protobuf string must be UTF-8; Python's decoder rejects
- * the whole reply otherwise). Returns the bytes copied (without the NUL). */
+ * reason) stays valid UTF-8: the one place where texts for the wire, and
+ * texts from a peer, are cut (a protobuf string must be UTF-8; Python's
+ * decoder rejects the whole reply otherwise). A `src` that is not UTF-8
+ * keeps its ASCII and has every other byte as '?'. Returns the bytes copied
+ * (without the NUL). */
 size_t valid_utf8_copy(char *dst, size_t size, const char *src);
-
-/* valid_utf8_or_ascii leaves the string `s` as it is when it is valid
- * UTF-8, and otherwise replaces each of its bytes past ASCII with '?', so
- * that a text from a peer can be printed and put in JSON. */
-void valid_utf8_or_ascii(char *s);
 
 /* money_parse reads a decimal amount in major units with at most two
  * fraction digits ("12", "12.5", "12.50") into minor units (*out, e.g. 1250).

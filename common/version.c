@@ -7,7 +7,7 @@ void version_print(FILE *out, const char *prog)
 	fprintf(out, "%s %s (commit %s)\n", prog, saga_version, saga_commit);
 }
 
-int version_is_flag(const char *arg)
+bool version_is_flag(const char *arg)
 {
 	return arg != NULL && strcmp(arg, "--version") == 0;
 }

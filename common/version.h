@@ -4,6 +4,7 @@
 #ifndef SAGA_VERSION_H
 #define SAGA_VERSION_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* The project version ("0.1.0", CMakeLists.txt) and the git commit the
@@ -19,6 +20,6 @@ void version_print(FILE *out, const char *prog);
 
 /* version_is_flag is true when `arg` is "--version" (what every program
  * accepts, exit 0 after version_print). */
-int version_is_flag(const char *arg);
+bool version_is_flag(const char *arg);
 
 #endif

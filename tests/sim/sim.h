@@ -224,6 +224,9 @@ void sim_deliver(sim_world *w, int m, int fault);
 /* sim_drop loses message `m`. */
 void sim_drop(sim_world *w, int m);
 
+/* sim_net_count is how many messages are on the wire. */
+int sim_net_count(const sim_world *w);
+
 /* sim_duplicate copies message `m` (delivered at `at_ms`); returns false
  * when the network is full. */
 bool sim_duplicate(sim_world *w, int m, int64_t at_ms);

@@ -57,7 +57,8 @@ typedef struct explorer {
 	const explore_opts *opts;
 	explore_set seen;
 	sim_world root;
-	sim_world *stack;     /* one world per depth */
+	sim_world *stack;     /* one world per depth (depth first only) */
+	sim_world *calm;      /* where the calm checks run */
 	explore_action *path; /* the action taken at each depth */
 	int limit;            /* the deepest path: opts->depth, or
 	                         EXPLORE_FIXED_MAX_DEPTH */
@@ -130,14 +131,6 @@ static int set_grow(explore_set *s)
 	return 0;
 }
 
-static int net_count(const sim_world *w)
-{
-	int n = 0;
-	for (int m = 0; m < SIM_MAX_MSGS; m++)
-		n += w->msgs[m].used;
-	return n;
-}
-
 /* sweep_time is when the next sweep finds work: now, or the next due row. */
 static int64_t sweep_time(const sim_world *w)
 {
@@ -165,13 +158,14 @@ static int explore_actions(const sim_world *w, explore_action *acts)
 	for (int i = 0; i < w->nsagas; i++)
 		if (!w->started[i])
 			acts[n++] = (explore_action) {ACT_START, i};
-	int in_net = net_count(w);
+	int in_net = sim_net_count(w);
+	int net_max = w->net_max > 0 ? w->net_max : EXPLORE_NET_MAX;
 	for (int m = 0; m < SIM_MAX_MSGS; m++) {
 		if (!w->msgs[m].used)
 			continue;
 		acts[n++] = (explore_action) {ACT_DELIVER, m};
 		acts[n++] = (explore_action) {ACT_DROP, m};
-		if (in_net < EXPLORE_NET_MAX)
+		if (in_net < net_max)
 			acts[n++] = (explore_action) {ACT_DUP, m};
 		if (w->msgs[m].reply)
 			acts[n++] = (explore_action) {ACT_DELIVER_CRASH, m};
@@ -344,43 +338,49 @@ static void explore_report(explorer *x, int depth, const sim_world *bad, bool in
 	sim_trace_enable(false);
 }
 
+/* explore_try takes action `a` from `w` at `depth` (both searches): applies
+ * it to a copy in *child, reports a violation, records the state in the
+ * visited set (with `relabel`, also when reached at a lesser depth than
+ * before), and from a state never seen runs the calm check (liveness) in
+ * *calm. Returns true when *child is to be explored further. */
+static bool explore_try(explorer *x, const sim_world *w, const explore_action *a, int depth,
+    sim_world *child, sim_world *calm, bool relabel)
+{
+	*child = *w;
+	x->path[depth] = *a;
+	explore_apply(child, a, x->opts->fixed_point);
+	x->res->transitions++;
+	if (child->violated) {
+		explore_report(x, depth + 1, child, false);
+		return false;
+	}
+	bool fresh;
+	if (!set_visit(&x->seen, explore_key(x, child), depth + 1, &fresh, relabel))
+		return false;
+	if (depth + 1 > x->res->max_depth)
+		x->res->max_depth = depth + 1;
+	if (fresh) {
+		x->res->calm_runs++;
+		if (calm_run(child, calm) != 0)
+			explore_report(x, depth + 1, calm, true);
+		x->res->calm_steps += calm->steps - child->steps;
+	}
+	return true;
+}
+
+/* explore_dfs is the depth-bounded search: depth first, a state explored
+ * again when reached higher up the tree (more depth remains below it). */
 static void explore_dfs(explorer *x, int depth)
 {
 	const sim_world *w = &x->stack[depth];
 	explore_action acts[EXPLORE_MAX_ACTIONS];
 	int n = explore_actions(w, acts);
-	sim_world *child = &x->stack[depth + 1];
 	for (int k = 0; k < n; k++) {
 		if (x->opts->stop_at_first && x->res->violations > 0)
 			return;
-		*child = *w;
-		x->path[depth] = acts[k];
-		explore_apply(child, &acts[k], x->opts->fixed_point);
-		x->res->transitions++;
-		if (child->violated) {
-			explore_report(x, depth + 1, child, false);
-			continue;
-		}
-		bool fresh;
-		if (!set_visit(
-		        &x->seen, explore_key(x, child), depth + 1, &fresh, !x->opts->fixed_point))
-			continue;
-		if (depth + 1 > x->res->max_depth)
-			x->res->max_depth = depth + 1;
-		if (fresh) {
-			sim_world *calm = malloc(sizeof *calm);
-			if (calm != NULL) {
-				x->res->calm_runs++;
-				if (calm_run(child, calm) != 0)
-					explore_report(x, depth + 1, calm, true);
-				x->res->calm_steps += calm->steps - child->steps;
-				free(calm);
-			}
-		}
-		if (depth + 1 < x->limit)
+		if (explore_try(x, w, &acts[k], depth, &x->stack[depth + 1], x->calm, true)
+		    && depth + 1 < x->limit)
 			explore_dfs(x, depth + 1);
-		else if (x->opts->fixed_point)
-			x->res->truncated = true;
 	}
 }
 
@@ -526,9 +526,7 @@ static void explore_bfs(explorer *x)
 	explore_arena levels[2] = {{0}};
 	explore_arena *cur = &levels[0], *next = &levels[1];
 	sim_world *w = malloc(sizeof *w), *child = malloc(sizeof *child);
-	sim_world *calm = malloc(sizeof *calm);
-	if (w == NULL || child == NULL || calm == NULL
-	    || !explore_pack(cur, &x->root, x->path, 0)) {
+	if (w == NULL || child == NULL || !explore_pack(cur, &x->root, x->path, 0)) {
 		x->res->truncated = true;
 		goto out;
 	}
@@ -545,24 +543,9 @@ static void explore_bfs(explorer *x)
 			for (int k = 0; k < n; k++) {
 				if (x->opts->stop_at_first && x->res->violations > 0)
 					goto out;
-				*child = *w;
-				x->path[depth] = acts[k];
-				explore_apply(child, &acts[k], true);
-				x->res->transitions++;
-				if (child->violated) {
-					explore_report(x, depth + 1, child, false);
+				/* without relabelling, true means a state never seen */
+				if (!explore_try(x, w, &acts[k], depth, child, x->calm, false))
 					continue;
-				}
-				bool fresh;
-				if (!set_visit(
-				        &x->seen, explore_key(x, child), depth + 1, &fresh, false)
-				    || !fresh)
-					continue;
-				x->res->max_depth = depth + 1;
-				x->res->calm_runs++;
-				if (calm_run(child, calm) != 0)
-					explore_report(x, depth + 1, calm, true);
-				x->res->calm_steps += calm->steps - child->steps;
 				if (!explore_pack(next, child, x->path, depth + 1)) {
 					x->res->truncated = true;
 					goto out;
@@ -579,7 +562,6 @@ out:
 	arena_free(&levels[1]);
 	free(w);
 	free(child);
-	free(calm);
 }
 
 /* explore_root builds the starting world: the seed lab's stock and
@@ -617,11 +599,14 @@ int sim_explore(const explore_opts *opts, explore_result *res)
 	x.limit = !opts->fixed_point ? opts->depth
 	    : opts->depth > 0        ? opts->depth
 	                             : EXPLORE_FIXED_MAX_DEPTH;
-	x.stack = calloc((size_t)x.limit + 1, sizeof *x.stack);
+	/* breadth first keeps its levels packed, and needs no stack */
+	x.stack = calloc(opts->fixed_point ? 1 : (size_t)x.limit + 1, sizeof *x.stack);
 	x.path = calloc((size_t)x.limit + 1, sizeof *x.path);
-	if (x.stack == NULL || x.path == NULL) {
+	x.calm = malloc(sizeof *x.calm);
+	if (x.stack == NULL || x.path == NULL || x.calm == NULL) {
 		free(x.stack);
 		free(x.path);
+		free(x.calm);
 		return -1;
 	}
 	sim_trace_enable(false);
@@ -648,5 +633,6 @@ int sim_explore(const explore_opts *opts, explore_result *res)
 	free(x.seen.depth);
 	free(x.stack);
 	free(x.path);
+	free(x.calm);
 	return 0;
 }

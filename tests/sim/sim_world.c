@@ -244,8 +244,21 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 
 /* --- the network --- */
 
+int sim_net_count(const sim_world *w)
+{
+	int n = 0;
+	for (int m = 0; m < SIM_MAX_MSGS; m++)
+		n += w->msgs[m].used;
+	return n;
+}
+
+/* net_free_slot is a free message slot, or -1 when the network is full:
+ * every slot used, or w->net_max messages on the wire (the fixed-point
+ * mode's bound; sends and duplicates past it are lost). */
 static int net_free_slot(const sim_world *w)
 {
+	if (w->net_max > 0 && sim_net_count(w) >= w->net_max)
+		return -1;
 	for (int m = 0; m < SIM_MAX_MSGS; m++)
 		if (!w->msgs[m].used)
 			return m;
@@ -280,13 +293,6 @@ static void net_send(sim_world *w, const sim_msg *tmpl, int64_t wait_ms)
 	}
 	for (int k = 0; k < copies; k++) {
 		int m = net_free_slot(w);
-		if (w->net_max > 0 && m >= 0) {
-			int on_wire = 0;
-			for (int j = 0; j < SIM_MAX_MSGS; j++)
-				on_wire += w->msgs[j].used;
-			if (on_wire >= w->net_max)
-				m = -1;
-		}
 		if (m < 0) {
 			sim_trace(w, "net: full, drop %s", saga_command_name(tmpl->cmd));
 			return;
