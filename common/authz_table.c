@@ -20,16 +20,18 @@ typedef struct authz_row {
 static const authz_row authz_methods[] = {
     /* anyone: a load balancer or an orchestrator probing readiness */
     {"/sagas.v1.Health/Check", AUTHZ_OPEN},
-    /* the steps and compensations: only the orchestrator moves stock and money */
+    /* the steps and compensations: only the orchestrator moves stock, money and parcels */
     {"/sagas.v1.Stock/ReserveStock", ORCH},
     {"/sagas.v1.Stock/ReleaseStock", ORCH},
     {"/sagas.v1.Payment/ChargePayment", ORCH},
     {"/sagas.v1.Payment/RefundPayment", ORCH},
+    {"/sagas.v1.Shipping/ShipOrder", ORCH},
     /* operators: stock levels, money in, listings, failure injection */
     {"/sagas.v1.Stock/SetStock", ADMIN},
     {"/sagas.v1.Stock/ListStock", ADMIN},
     {"/sagas.v1.Payment/Deposit", ADMIN},
     {"/sagas.v1.Payment/ListAccounts", ADMIN},
+    {"/sagas.v1.Shipping/ListShipments", ADMIN},
     {"/sagas.v1.Admin/SetFault", ADMIN},
     {"/sagas.v1.Admin/ClearFaults", ADMIN},
     {"/sagas.v1.Orchestrator/RetrySaga", ADMIN},
