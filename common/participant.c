@@ -21,8 +21,6 @@
  * the one-round-trip path (common/valcache.h): about 13 MiB when full; rows
  * past it take the locking path. */
 #define PARTICIPANT_CACHE_KEYS 65536
-/* The most array parameters of a one-round-trip statement. */
-#define PARTICIPANT_FAST_COLS_MAX 16
 
 typedef struct participant_config {
 	daemon_net net;
@@ -41,33 +39,6 @@ static bool participant_healthy(void *app)
 {
 	(void)app;
 	return health_db_check(participant_health);
-}
-
-int participant_fast_write(PGconn *conn, const pg_stmt *stmt, pg_buf *cols, int ncols,
-    valcache *cache, const char *const *keys, size_t n, const int64_t *now, uint64_t *fast,
-    uint64_t *failed)
-{
-	const char *p[PARTICIPANT_FAST_COLS_MAX];
-	int rc = ncols <= PARTICIPANT_FAST_COLS_MAX ? pg_arrays_close(cols, ncols, p) : -EINVAL;
-	PGresult *res = NULL;
-	if (rc == 0)
-		rc = pg_exec_stmt(conn, stmt, ncols, p, &res);
-	PQclear(res);
-	pg_arrays_free(cols, ncols);
-	valcache_release(cache, keys, n, rc == 0 ? now : NULL);
-	if (rc == 0)
-		(*fast)++;
-	else
-		(*failed)++;
-	return rc;
-}
-
-void participant_log_fast_counts(uint64_t fast, uint64_t fell_back)
-{
-	log_info(NULL,
-	    "worker stopped: %" PRIu64 " transactions by the one-round-trip path, %" PRIu64
-	    " fell back to the locking path",
-	    fast, fell_back);
 }
 
 int participant_main(const participant_desc *d, int argc, char **argv)
@@ -120,15 +91,16 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 
-	rc = d->migrate(cfg.db, cfg.db_wait);
+	rc = pkit_migrate(d->kit, cfg.db, cfg.db_wait);
 	if (rc != 0) {
 		log_error(NULL,
 		    "could not start: could not apply the schema: %s (the line above says more)",
 		    pg_err_name(rc));
 		return 1;
 	}
-	participant_app app
-	    = {.conninfo = cfg.db, .connect_wait_ms = PARTICIPANT_WORKER_CONNECT_WAIT_MS};
+	participant_app app = {.conninfo = cfg.db,
+	    .connect_wait_ms = PARTICIPANT_WORKER_CONNECT_WAIT_MS,
+	    .kit = d->kit};
 	if (valcache_new(&app.cache, PARTICIPANT_CACHE_KEYS) != 0
 	    || health_db_open(&participant_health, cfg.db) != 0) {
 		log_error(NULL, "could not start: out of memory");

@@ -4,13 +4,13 @@
 #
 #   ca-server.crt         signs every daemon's server certificate; the callers
 #                         trust it (sagactl --tls-ca, --participant-tls-ca)
-#   ca-orchestrator.crt   signs the orchestrator's client certificate; stockd
-#                         and paymentd trust it on --listen (--tls-ca)
+#   ca-orchestrator.crt   signs the orchestrator's client certificate; stockd,
+#                         paymentd and shippingd trust it on --listen (--tls-ca)
 #   ca-admin.crt          signs operators' certificates; every daemon trusts
 #                         it on --admin-listen (--admin-tls-ca)
 #   ca-client.crt         signs applications' certificates; orchestratord
 #                         trusts it on --listen (--tls-ca)
-#   stockd, paymentd, orchestratord .crt/.key   server certificates, valid
+#   stockd, paymentd, shippingd, orchestratord .crt/.key   server certificates, valid
 #                         for each HOST given (default: the daemon's name,
 #                         localhost and 127.0.0.1)
 #   orchestrator, admin, client .crt/.key       client certificates, one per role
@@ -58,7 +58,7 @@ leaf() { # leaf NAME CA EXTKEYUSAGE [SAN]
 }
 
 for c in ca-server ca-orchestrator ca-admin ca-client; do ca "$c"; done
-for d in stockd paymentd orchestratord; do
+for d in stockd paymentd shippingd orchestratord; do
   san="DNS:$d"
   hosts=("$@")
   [ ${#hosts[@]} -gt 0 ] || hosts=(localhost 127.0.0.1)

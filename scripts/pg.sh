@@ -45,7 +45,7 @@ start)
   opts="$opts ${PG_EXTRA_OPTS:-}" # e.g. -c shared_preload_libraries=pg_stat_statements (bench/profile)
   as_owner "$bindir/pg_ctl" -D "$dir/data" -o "$opts" -l "$dir/server.log" -w -t 60 start >/dev/null ||
     { tail -20 "$dir/server.log" >&2; exit 1; }
-  for db in sagas_orchestrator sagas_stock sagas_payment; do
+  for db in sagas_orchestrator sagas_stock sagas_payment sagas_shipping; do
     psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAtc \
       "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 ||
       psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc "CREATE DATABASE $db" >/dev/null

@@ -1,23 +1,29 @@
-/* handlers: the payment participant's RPC methods (sagas.v1.Payment). Decodes
- * and validates each request at the edge, runs it through the store and
- * encodes the reply. The only payment file that touches protobuf.
+/* handlers: the payment participant's RPC methods (sagas.v1.Payment): the
+ * saga commands through the participant kit (service.c, common/pkit.h), the
+ * admin methods here. The only payment files that touch protobuf.
  */
 #ifndef SAGA_PAYMENT_HANDLERS_H
 #define SAGA_PAYMENT_HANDLERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "participant.h"
+#include "pkit.h"
 #include "rpc.h"
 
-/* What every worker shares; borrowed by the server until it stops. */
-typedef participant_app payment_app;
+#define PAYMENT_CHARGE_METHOD "/sagas.v1.Payment/ChargePayment"
+#define PAYMENT_REFUND_METHOD "/sagas.v1.Payment/RefundPayment"
 
-/* payment_rpc_ops serves sagas.v1.Payment with `app` a payment_app: each worker
- * thread owns one payment_store (one PGconn). Bad input is answered
- * INVALID_ARGUMENT ("bad_field", "malformed_payload"), an unknown method
- * UNIMPLEMENTED ("unknown_method"), a lost database UNAVAILABLE
- * ("database_unavailable"); the handler never crashes on any bytes. */
+/* Deposit and ListAccounts, for payment_service.others. */
+#define PAYMENT_ADMIN_METHODS 2
+extern const pkit_other_method payment_admin_methods[PAYMENT_ADMIN_METHODS];
+
+/* payment_check_amount is true when `v` minor units is 1..VALID_AMOUNT_MAX;
+ * else false with INVALID_ARGUMENT bad_field in `r`. */
+bool payment_check_amount(rpc_reply *r, int64_t v);
+
+/* payment_rpc_ops serves sagas.v1.Payment with `app` a participant_app
+ * whose kit is payment_service (PKIT_RPC_OPS). */
 extern const rpc_server_ops payment_rpc_ops;
 
 #endif

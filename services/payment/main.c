@@ -3,7 +3,7 @@
  * or SIGTERM (common/participant.c). */
 #include "handlers.h"
 #include "participant.h"
-#include "store.h"
+#include "service.h"
 
 int main(int argc, char **argv)
 {
@@ -16,7 +16,7 @@ int main(int argc, char **argv)
 	    .summary = "The payment participant of the order saga: charges and refunds payments,\n"
 	               "idempotently by saga id.",
 	    .fault_example = "unavailable:RefundPayment:count=2",
-	    .migrate = payment_store_migrate,
+	    .kit = &payment_service,
 	    .ops = &payment_rpc_ops,
 	};
 	return participant_main(&d, argc, argv);

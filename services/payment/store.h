@@ -1,6 +1,8 @@
-/* store: every SQL statement of the payment participant (house style: SQL
- * lives only here). One payment_store per worker thread, each with its own
- * PGconn; nothing here is shared between threads. Money is int64 minor
+/* store: the payment participant's database: its own statements (Deposit,
+ * ListAccounts), and its saga commands through the participant kit's store
+ * (common/pkit.h), which holds the rest of its SQL. A payment_store is the
+ * kit's pkit_store of payment_service: one per worker thread, each with its
+ * own PGconn; nothing here is shared between threads. Money is int64 minor
  * units throughout.
  *
  * Errors are the negative enum pg_err values of pg.h:
@@ -26,10 +28,11 @@
 #include <stdint.h>
 
 #include "payment_logic.h"
+#include "pkit.h"
 #include "valcache.h"
 #include "valid.h"
 
-typedef struct payment_store payment_store;
+typedef pkit_store payment_store;
 
 /* One account as ListAccounts reports it. */
 typedef struct payment_account_row {

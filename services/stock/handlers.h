@@ -1,23 +1,22 @@
-/* handlers: the stock participant's RPC methods (sagas.v1.Stock). Decodes
- * and validates each request at the edge, runs it through the store and
- * encodes the reply. The only stock file that touches protobuf.
+/* handlers: the stock participant's RPC methods (sagas.v1.Stock): the saga
+ * commands through the participant kit (service.c, common/pkit.h), the
+ * admin methods here. The only stock files that touch protobuf.
  */
 #ifndef SAGA_STOCK_HANDLERS_H
 #define SAGA_STOCK_HANDLERS_H
 
-#include <stdint.h>
-
-#include "participant.h"
+#include "pkit.h"
 #include "rpc.h"
 
-/* What every worker shares; borrowed by the server until it stops. */
-typedef participant_app stock_app;
+#define STOCK_RESERVE_METHOD "/sagas.v1.Stock/ReserveStock"
+#define STOCK_RELEASE_METHOD "/sagas.v1.Stock/ReleaseStock"
 
-/* stock_rpc_ops serves sagas.v1.Stock with `app` a stock_app: each worker
- * thread owns one stock_store (one PGconn). Bad input is answered
- * INVALID_ARGUMENT ("bad_field", "malformed_payload"), an unknown method
- * UNIMPLEMENTED ("unknown_method"), a lost database UNAVAILABLE
- * ("database_unavailable"); the handler never crashes on any bytes. */
+/* SetStock and ListStock, for stock_service.others. */
+#define STOCK_ADMIN_METHODS 2
+extern const pkit_other_method stock_admin_methods[STOCK_ADMIN_METHODS];
+
+/* stock_rpc_ops serves sagas.v1.Stock with `app` a participant_app whose
+ * kit is stock_service (PKIT_RPC_OPS). */
 extern const rpc_server_ops stock_rpc_ops;
 
 #endif

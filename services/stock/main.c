@@ -1,9 +1,10 @@
 /* stockd: the stock participant daemon. Reads its configuration, waits for
  * the database, applies the schema, serves sagas.v1.Stock until SIGINT or
- * SIGTERM (common/participant.c). */
+ * SIGTERM (common/participant.c), built on the participant kit (common/pkit.h,
+ * service.c). */
 #include "handlers.h"
 #include "participant.h"
-#include "store.h"
+#include "service.h"
 
 int main(int argc, char **argv)
 {
@@ -16,7 +17,7 @@ int main(int argc, char **argv)
 	    .summary = "The stock participant of the order saga: reserves and releases stock,\n"
 	               "idempotently by saga id.",
 	    .fault_example = "delay:ReserveStock:ms=3000",
-	    .migrate = stock_store_migrate,
+	    .kit = &stock_service,
 	    .ops = &stock_rpc_ops,
 	};
 	return participant_main(&d, argc, argv);

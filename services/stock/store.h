@@ -1,6 +1,8 @@
-/* store: every SQL statement of the stock participant (house style: SQL
- * lives only here). One stock_store per worker thread, each with its own
- * PGconn; nothing here is shared between threads.
+/* store: the stock participant's database: its own statements (SetStock,
+ * ListStock), and its saga commands through the participant kit's store
+ * (common/pkit.h), which holds the rest of its SQL. A stock_store is the
+ * kit's pkit_store of stock_service: one per worker thread, each with its
+ * own PGconn; nothing here is shared between threads.
  *
  * Errors are the negative enum pg_err values of pg.h:
  *   PG_ERR_CONNECTION  the database is unreachable (transient; the caller
@@ -23,11 +25,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pkit.h"
 #include "stock_logic.h"
 #include "valcache.h"
 #include "valid.h"
 
-typedef struct stock_store stock_store;
+typedef pkit_store stock_store;
 
 /* One sku as ListStock reports it. */
 typedef struct stock_item_row {

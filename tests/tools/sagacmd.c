@@ -2,6 +2,7 @@
  * replay a lost command.
  *   sagacmd URL reserve|release SAGA_ID SKU QTY
  *   sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR
+ *   sagacmd URL ship SAGA_ID CUSTOMER SKU QTY
  * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply
  * came, 1 when none came, 2 on usage errors. For a tls+tcp:// URL the
  * environment gives the files: SAGACMD_TLS_CA (required), SAGACMD_TLS_CERT
@@ -16,6 +17,7 @@
 #include "tls.h"
 #include "version.h"
 #include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
 /* sagacmd_usage prints the usage to `out`; returns 2 (a usage error). */
@@ -24,6 +26,7 @@ static int sagacmd_usage(FILE *out)
 	fprintf(out,
 	    "usage: sagacmd URL reserve|release SAGA_ID SKU QTY\n"
 	    "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n"
+	    "       sagacmd URL ship SAGA_ID CUSTOMER SKU QTY\n"
 	    "       sagacmd --help | --version\n");
 	return 2;
 }
@@ -38,11 +41,12 @@ int main(int argc, char **argv)
 		sagacmd_usage(stdout);
 		return 0;
 	}
-	if (argc != 6)
+	bool ship = argc == 7 && !strcmp(argv[2], "ship");
+	if (argc != 6 && !ship)
 		return sagacmd_usage(stderr);
 	const char *url = argv[1], *verb = argv[2];
-	char *id = argv[3], *name = argv[4];
-	long long n = strtoll(argv[5], NULL, 10);
+	char *id = argv[3], *name = argv[4], *sku = ship ? argv[5] : NULL;
+	long long n = strtoll(argv[ship ? 6 : 5], NULL, 10);
 	rpc_client *c = NULL;
 	rpc_client_opts opts = {.connect_now = true};
 	tls_conf *tls = NULL;
@@ -103,6 +107,21 @@ int main(int argc, char **argv)
 			if (r) {
 				status = r->status;
 				sagas__v1__refund_payment_reply__free_unpacked(r, NULL);
+			}
+		}
+	} else if (ship) {
+		Sagas__V1__ShipOrderRequest m = SAGAS__V1__SHIP_ORDER_REQUEST__INIT;
+		m.saga_id = id;
+		m.customer = name;
+		m.sku = sku;
+		m.qty = (int32_t)n;
+		rc = rpc_call(c, "/sagas.v1.Shipping/ShipOrder", &m.base, 5000, &res);
+		if (rc == 0 && res.code == 0) {
+			Sagas__V1__ShipOrderReply *r = sagas__v1__ship_order_reply__unpack(
+			    NULL, res.payload_len, res.payload);
+			if (r) {
+				status = r->status;
+				sagas__v1__ship_order_reply__free_unpacked(r, NULL);
 			}
 		}
 	} else {

@@ -1,0 +1,249 @@
+/* pkit: the participant kit, the protocol side of an idempotent participant
+ * written once (docs/participants.md, "Writing a participant"). stockd,
+ * paymentd and shippingd are built on it.
+ *
+ * A service brings its schema (a records table keyed by saga id, and
+ * optionally a table of rows with one int64 value each, such as a sku's
+ * units or an account's balance), its pure decide function, and the
+ * decoding of its requests and encoding of its replies. The kit does the
+ * rest, the same for every service:
+ *   - one idempotency record per saga id; a duplicate is answered from it
+ *     (saga-semantics.md rule 2), a compensation that comes first leaves a
+ *     tombstone (rule 5), the same key with other arguments is refused
+ *     (rule 6): the decide function says which, the kit writes it;
+ *   - the records, then the rows a transaction touches, locked in key order,
+ *     so batches and single commands never deadlock; the commands of a batch
+ *     decided in arrival order, each as if it ran alone;
+ *   - the one-round-trip path for the step command of new saga ids
+ *     (docs/architecture.md), with a value cache of the rows;
+ *   - the reply only after COMMIT; a lost race (serialization failure,
+ *     deadlock, a concurrent duplicate) retried; a lost connection re-run
+ *     once; the fault point fail_before_commit (docs/testing.md);
+ *   - validation at the edge, one error vocabulary, the log lines.
+ *
+ * pkit_store.c holds the database side (the only SQL of the kit: generated
+ * from the table and column names of the descriptor), pkit_rpc.c the
+ * rpc_server_ops of a participant. The fuzz targets replace pkit_store.c by
+ * an in-memory store with the same functions.
+ */
+#ifndef SAGA_PKIT_H
+#define SAGA_PKIT_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pg.h"
+#include "rpc.h"
+#include "valcache.h"
+#include "valid.h"
+
+/* The most text and number columns of a record, besides saga_id and
+ * status. */
+#define PKIT_TEXT_MAX 2
+#define PKIT_NUM_MAX  1
+
+/* The arguments of one command: the service's op, its text arguments
+ * (names, 1..VALID_NAME_MAX bytes) and numbers. For a service with rows,
+ * text[0] is the key of the row the command touches. */
+typedef struct pkit_args {
+	int op;                          /* the service's op, > 0 */
+	const char *text[PKIT_TEXT_MAX]; /* borrowed; unused entries NULL */
+	int64_t num[PKIT_NUM_MAX];
+} pkit_args;
+
+/* The idempotency record of one saga id, as its columns hold it. */
+typedef struct pkit_record {
+	int status; /* the service's status; 0: no record */
+	char text[PKIT_TEXT_MAX][VALID_NAME_MAX + 1];
+	int64_t num[PKIT_NUM_MAX];
+} pkit_record;
+
+/* The row of a command's key (text[0]), read under lock. */
+typedef struct pkit_row {
+	bool exists;
+	int64_t value;
+} pkit_row;
+
+/* What a decide function says of one command. */
+typedef struct pkit_outcome {
+	int code;           /* rpc status code (status.h) */
+	const char *reason; /* stable reason, "" when OK; static storage */
+	int reply_status;   /* the status the reply reports */
+	bool write_record;  /* insert or update the record to `record` */
+	pkit_record record;
+	bool write_row; /* set the row's value to `value` */
+	int64_t value;
+} pkit_outcome;
+
+/* One command for the store: in, saga_id and args; out, the committed
+ * outcome and the row's value after it (0 without a row). */
+typedef struct pkit_cmd {
+	const char *saga_id; /* canonical UUID text, borrowed */
+	pkit_args args;
+	pkit_outcome out;
+	int64_t value;
+} pkit_cmd;
+
+/* The statements the kit generates for a service (pkit_store.c). */
+typedef struct pkit_sql {
+	char names[4][48];
+	char text[4][2048];
+	pg_stmt lock_records, lock_rows, write_batch, write_fast;
+	bool built;
+} pkit_sql;
+
+typedef struct pkit_store pkit_store;
+
+/* One saga command method of a service (a step or a compensation). */
+typedef struct pkit_method {
+	const char *method; /* "/sagas.v1.Stock/ReserveStock" */
+	int op;             /* what args.op it becomes */
+	const char *what;   /* "reserve stock": "could not <what>: ..." */
+	const char *verb;   /* "reserve": the log line of an outcome */
+	const ProtobufCMessageDescriptor *request;
+	/* args fills c->saga_id and c->args from the decoded request `msg`
+	 * (borrowing its strings) and checks them with the pkit_check_*
+	 * helpers; false with the error in `r`. */
+	bool (*args)(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r);
+	/* reply encodes the OK reply of the committed command `c` into `r`
+	 * (rpc_reply_ok). */
+	void (*reply)(const pkit_cmd *c, rpc_reply *r);
+} pkit_method;
+
+/* Any other method (admin): called with the worker's store. */
+typedef struct pkit_other_method {
+	const char *method;
+	void (*fn)(pkit_store *st, const rpc_request *call, rpc_reply *r);
+} pkit_other_method;
+
+/* A participant, described once (services/<name>/kit.c). */
+typedef struct pkit_service {
+	const char *name; /* "stock": statement names and logs */
+	pg_schema schema; /* its database (the embedded sql/schema.sql) */
+	/* the records table: saga_id uuid PRIMARY KEY, status text, the text
+	 * columns, the number columns (bigint or int), updated_at timestamptz */
+	const char *records;
+	const char *text_cols[PKIT_TEXT_MAX];
+	int n_text;
+	const char *num_cols[PKIT_NUM_MAX];
+	int n_num;
+	/* the rows table (NULL: the service has none): key text PRIMARY KEY,
+	 * value bigint */
+	const char *rows, *row_key, *row_value;
+	int fast_op; /* the op the one-round-trip path serves (its step); 0: none */
+	/* the pure decision (rules 2, 5, 6): `row` is NULL for a service
+	 * without rows; fills *out, never fails */
+	void (*decide)(
+	    const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out);
+	const char *(*status_name)(int status); /* "RESERVED"; static */
+	int (*status_parse)(const char *name);  /* 0 for unknown text */
+	/* the protocol */
+	const pkit_method *methods; /* the saga commands; they batch */
+	size_t n_methods;
+	const pkit_other_method *others;
+	size_t n_others;
+	/* refusal answers a non-OK outcome of c (c->out.code, .reason) with a
+	 * message (rpc_reply_error); NULL: "could not <what>: <reason>" */
+	void (*refusal)(rpc_reply *r, const pkit_cmd *c, const char *what);
+	/* describe writes the command's arguments for the log line
+	 * ("sku=A1 qty=2") and the row value's name ("on hand") */
+	void (*describe)(const pkit_cmd *c, char *buf, size_t len);
+	const char *value_name;
+	pkit_sql *sql; /* static storage the kit fills at first use */
+} pkit_service;
+
+/* ---- the store (pkit_store.c) ----
+ * Errors are the negative enum pg_err values of pg.h: PG_ERR_CONNECTION
+ * (the database is unreachable; a call re-runs once on a fresh connection
+ * where safe), PG_ERR_RETRY (lost races past the retries), PG_ERR_INJECTED
+ * (the fault point), others (a bug or bad data). A database error is never
+ * a business refusal: refusals only come from the decide function. */
+
+/* pkit_migrate connects to `conninfo` (waiting up to wait_ms ms) and applies
+ * svc->schema (pg_apply_schema). Returns 0 or a negative enum pg_err. */
+int pkit_migrate(const pkit_service *svc, const char *conninfo, int64_t wait_ms)
+    __attribute__((warn_unused_result));
+
+/* pkit_store_open makes the store of one worker thread (one PGconn).
+ * `svc` and `conninfo` are borrowed and outlive the store; `cache` (may be
+ * NULL: no one-round-trip path) is the daemon's value cache of its rows,
+ * shared by its workers. It tries to connect for up to wait_ms ms, but a
+ * store without a connection is still returned: every call reconnects
+ * first. Returns 0 and *out, or -ENOMEM. */
+int pkit_store_open(pkit_store **out, const pkit_service *svc, const char *conninfo,
+    int64_t wait_ms, valcache *cache) __attribute__((warn_unused_result));
+
+/* pkit_store_close closes the connection and frees the store; NULL is
+ * ignored. */
+void pkit_store_close(pkit_store *s);
+
+/* pkit_store_apply applies `n` commands (1..RPC_BATCH_MAX, any mix of the
+ * service's ops; saga ids and keys may repeat) in one local transaction:
+ * the one-round-trip path when they are all svc->fast_op of distinct new
+ * saga ids whose rows the cache knows; else lock every record, then every
+ * row they touch, each in key order, call decide for each command in the
+ * order given on what the commands before it left, write the results with
+ * one set-based statement, commit. Fills each cmds[i].out and .value on 0;
+ * nothing is written unless 0 is returned. A lost race retries the whole
+ * transaction (which then answers from the winner's record); a lost
+ * connection re-runs it once. Returns 0, -EINVAL (n out of range), -ENOMEM
+ * or a negative enum pg_err. */
+int pkit_store_apply(pkit_store *s, pkit_cmd *cmds, size_t n) __attribute__((warn_unused_result));
+
+/* pkit_store_fast_counts reports what the one-round-trip path did since the
+ * store was opened: *fast transactions committed, *fell_back tried and sent
+ * to the locking path. */
+void pkit_store_fast_counts(const pkit_store *s, uint64_t *fast, uint64_t *fell_back);
+
+/* For a service's own (admin) statements: pkit_store_ready makes the
+ * connection usable (0 or PG_ERR_CONNECTION); pkit_store_may_rerun is
+ * pg_may_rerun on it; pkit_store_conn returns it (borrowed); pkit_store_learn
+ * tells the value cache that the row `key` now holds `value`. */
+int pkit_store_ready(pkit_store *s) __attribute__((warn_unused_result));
+bool pkit_store_may_rerun(pkit_store *s, int rc, bool *rerun_done);
+PGconn *pkit_store_conn(pkit_store *s);
+void pkit_store_learn(pkit_store *s, const char *key, int64_t value);
+
+/* ---- the RPC side (pkit_rpc.c) ---- */
+
+/* PKIT_RPC_OPS(batch) is the rpc_server_ops of a participant whose app is a
+ * participant_app (participant.h) naming its pkit_service; `batch` is the
+ * NULL-terminated list of its saga command methods, which a batch frame may
+ * carry. Each worker owns one pkit_store. Bad input is answered
+ * INVALID_ARGUMENT ("bad_field", "malformed_payload"), an unknown method
+ * UNIMPLEMENTED ("unknown_method"), a lost database UNAVAILABLE
+ * ("database_unavailable"); the handlers never crash on any bytes. */
+int pkit_worker_init(void *app, void **worker);
+void pkit_worker_fini(void *app, void *worker);
+void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply);
+void pkit_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n);
+#define PKIT_RPC_OPS(batch)                                                                        \
+	{                                                                                          \
+		.batch_methods = (batch), .worker_init = pkit_worker_init,                         \
+		.worker_fini = pkit_worker_fini, .handle = pkit_handle,                            \
+		.handle_batch = pkit_handle_batch,                                                 \
+	}
+
+/* Helpers for a service's decoding (each false with the error in `r`):
+ * pkit_unpack decodes `call`'s payload as `desc` and insists on its
+ * canonical encoding (valid_pb_exact); returns the message (free with
+ * protobuf_c_message_free_unpacked) or NULL. pkit_check_saga_id: a
+ * canonical UUID; pkit_check_name: 1..VALID_NAME_MAX bytes of UTF-8 without
+ * control characters (field names the field); pkit_check_range: min <= v
+ * <= max. */
+ProtobufCMessage *pkit_unpack(
+    const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r);
+bool pkit_check_saga_id(rpc_reply *r, const char *s);
+bool pkit_check_name(rpc_reply *r, const char *field, const char *s);
+bool pkit_check_range(rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max);
+
+/* pkit_store_failed answers a store error `rc` of the action `what` ("list
+ * stock"): UNAVAILABLE database_unavailable, fault_injected or
+ * database_busy, INTERNAL out_of_memory or database_error; never a business
+ * refusal, so the orchestrator retries. Logs it at WARNING. */
+void pkit_store_failed(rpc_reply *r, int rc, const char *what, const char *saga_id);
+
+#endif

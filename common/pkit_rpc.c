@@ -1,0 +1,264 @@
+/* pkit_rpc: the rpc_server_ops of a participant built on the kit (pkit.h):
+ * decoding and validation at the edge (bad input changes nothing), the
+ * saga commands through the store alone or in batches, the reply only
+ * after the store committed, and the service's other methods. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "participant.h"
+#include "pg.h"
+#include "pkit.h"
+#include "valid.h"
+
+/* ---- validation at the edge ---- */
+
+ProtobufCMessage *pkit_unpack(
+    const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r)
+{
+	/* the type name without its package, as the messages say it */
+	const char *what = desc->short_name;
+	ProtobufCMessage *m
+	    = protobuf_c_message_unpack(desc, NULL, call->payload_len, call->payload);
+	if (m == NULL) {
+		rpc_reply_error(
+		    r, RPC_INVALID_ARGUMENT, "malformed_payload", "could not decode %s", what);
+		return NULL;
+	}
+	if (!valid_pb_exact(m, call->payload_len)) {
+		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode %s: not a canonical encoding " VALID_CANONICAL_HINT, what);
+		protobuf_c_message_free_unpacked(m, NULL);
+		return NULL;
+	}
+	return m;
+}
+
+bool pkit_check_saga_id(rpc_reply *r, const char *s)
+{
+	if (valid_uuid(s))
+		return true;
+	rpc_reply_error(
+	    r, RPC_INVALID_ARGUMENT, "bad_field", "invalid saga_id: not a canonical UUID");
+	return false;
+}
+
+bool pkit_check_name(rpc_reply *r, const char *field, const char *s)
+{
+	if (valid_name(s))
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid %s: must be 1..%d bytes of UTF-8 without control characters", field,
+	    VALID_NAME_MAX);
+	return false;
+}
+
+bool pkit_check_range(rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max)
+{
+	if (v >= min && v <= max)
+		return true;
+	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
+	    "invalid %s: %" PRId64 " is outside %" PRId64 "..%" PRId64, field, v, min, max);
+	return false;
+}
+
+void pkit_store_failed(rpc_reply *r, int rc, const char *what, const char *saga_id)
+{
+	switch (rc) {
+	case PG_ERR_CONNECTION:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_unavailable",
+		    "could not %s: database unavailable", what);
+		break;
+	case PG_ERR_INJECTED:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "fault_injected",
+		    "could not %s: injected failure before commit", what);
+		break;
+	case PG_ERR_RETRY:
+		rpc_reply_error(r, RPC_UNAVAILABLE, "database_busy",
+		    "could not %s: too many concurrent attempts", what);
+		break;
+	case -ENOMEM:
+		rpc_reply_error(
+		    r, RPC_INTERNAL, "out_of_memory", "could not %s: out of memory", what);
+		break;
+	default:
+		rpc_reply_error(r, RPC_INTERNAL, "database_error",
+		    "could not %s: internal database error", what);
+		break;
+	}
+	log_warn(saga_id, "could not %s: %s", what, r->reason);
+}
+
+/* ---- the saga commands ---- */
+
+/* A decoded saga command: its method, the decoded request (owned) and what
+ * the store applies. */
+typedef struct pkit_call {
+	const pkit_method *m;
+	ProtobufCMessage *msg;
+	pkit_cmd cmd;
+} pkit_call;
+
+static const pkit_method *pkit_method_of(const pkit_service *v, const char *method)
+{
+	for (size_t i = 0; i < v->n_methods; i++)
+		if (strcmp(v->methods[i].method, method) == 0)
+			return &v->methods[i];
+	return NULL;
+}
+
+/* pkit_parse decodes and checks `call` of method `m` into *c. Returns false
+ * with the error in `r` (and nothing to free) when the payload is
+ * malformed or a field is invalid. */
+static bool pkit_parse(const pkit_method *m, const rpc_request *call, pkit_call *c, rpc_reply *r)
+{
+	memset(c, 0, sizeof *c);
+	c->m = m;
+	c->msg = pkit_unpack(m->request, call, r);
+	if (c->msg == NULL)
+		return false;
+	c->cmd.args.op = m->op;
+	if (!m->args(c->msg, &c->cmd, r)) {
+		protobuf_c_message_free_unpacked(c->msg, NULL);
+		c->msg = NULL;
+		return false;
+	}
+	return true;
+}
+
+static void pkit_call_free(pkit_call *c)
+{
+	if (c->msg != NULL)
+		protobuf_c_message_free_unpacked(c->msg, NULL);
+	c->msg = NULL;
+}
+
+/* pkit_log_outcome logs a decided command: what changed at info, a
+ * duplicate answered from the record at debug. */
+static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
+{
+	const pkit_outcome *o = &c->cmd.out;
+	char args[160] = "";
+	if (v->describe != NULL)
+		v->describe(&c->cmd, args, sizeof args);
+	char value[64] = "";
+	if (v->rows != NULL)
+		snprintf(value, sizeof value, ", %s %" PRId64, v->value_name, c->cmd.value);
+	log_msg(o->write_record ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG, c->cmd.saga_id,
+	    "%s %s: %s%s%s%s%s", c->m->verb, args, v->status_name(o->reply_status),
+	    *o->reason ? " " : "", o->reason, value, o->write_record ? "" : " (from record)");
+}
+
+/* pkit_answer fills the reply of an applied command: store error `rc`, or
+ * the committed outcome in c->cmd. */
+static void pkit_answer(const pkit_service *v, const pkit_call *c, int rc, rpc_reply *r)
+{
+	if (rc != 0) {
+		pkit_store_failed(r, rc, c->m->what, c->cmd.saga_id);
+		return;
+	}
+	pkit_log_outcome(v, c);
+	const pkit_outcome *o = &c->cmd.out;
+	if (o->code == RPC_OK)
+		c->m->reply(&c->cmd, r);
+	else if (v->refusal != NULL)
+		v->refusal(r, &c->cmd, c->m->what);
+	else
+		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", c->m->what, o->reason);
+}
+
+static const pkit_service *pkit_service_of(void *app)
+{
+	return ((const participant_app *)app)->kit;
+}
+
+void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
+{
+	const pkit_service *v = pkit_service_of(app);
+	const pkit_method *m = pkit_method_of(v, call->method);
+	if (m != NULL) { /* one saga command alone: its own transaction */
+		pkit_call c;
+		if (!pkit_parse(m, call, &c, reply))
+			return;
+		int rc = pkit_store_apply(worker, &c.cmd, 1);
+		pkit_answer(v, &c, rc, reply);
+		pkit_call_free(&c);
+		return;
+	}
+	for (size_t i = 0; i < v->n_others; i++)
+		if (strcmp(call->method, v->others[i].method) == 0) {
+			v->others[i].fn(worker, call, reply);
+			return;
+		}
+	/* the method name came off the wire: bounded in the message */
+	rpc_reply_error(
+	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"", call->method);
+}
+
+/* pkit_handle_batch serves calls that arrived together: their saga
+ * commands in one transaction (pkit_store_apply), in arrival order, and the
+ * rest one by one. When the batch cannot commit (bad data, a database
+ * error), each command is applied alone, so one bad command fails only its
+ * own call. */
+void pkit_handle_batch(
+    void *app, void *worker, const rpc_request *calls, rpc_reply *replies, size_t n)
+{
+	const pkit_service *v = pkit_service_of(app);
+	pkit_call cs[RPC_BATCH_MAX];
+	pkit_cmd cmds[RPC_BATCH_MAX];
+	size_t at[RPC_BATCH_MAX], m = 0;
+	for (size_t i = 0; i < n && i < RPC_BATCH_MAX; i++) {
+		const pkit_method *meth = pkit_method_of(v, calls[i].method);
+		if (meth == NULL) {
+			pkit_handle(app, worker, &calls[i], &replies[i]);
+			continue;
+		}
+		if (!pkit_parse(meth, &calls[i], &cs[m], &replies[i]))
+			continue;
+		cmds[m] = cs[m].cmd;
+		at[m++] = i;
+	}
+	if (m == 0)
+		return;
+	int rc = m > 1 ? pkit_store_apply(worker, cmds, m) : -1;
+	if (m > 1 && rc != 0)
+		log_warn(NULL,
+		    "a batch of %zu %s commands could not commit (%s): applying each alone", m,
+		    v->name, pg_err_name(rc));
+	for (size_t k = 0; k < m; k++) {
+		int one = rc == PG_ERR_CONNECTION ? rc : 0; /* no database: all fail alike */
+		if (rc != 0 && rc != PG_ERR_CONNECTION)     /* each command alone, in order */
+			one = pkit_store_apply(worker, &cmds[k], 1);
+		cs[k].cmd = cmds[k];
+		pkit_answer(v, &cs[k], one, &replies[at[k]]);
+		pkit_call_free(&cs[k]);
+	}
+}
+
+int pkit_worker_init(void *app, void **worker)
+{
+	const participant_app *a = app;
+	pkit_store *st = NULL;
+	int rc = pkit_store_open(&st, a->kit, a->conninfo, a->connect_wait_ms, a->cache);
+	if (rc != 0)
+		return rc;
+	*worker = st;
+	return 0;
+}
+
+void pkit_worker_fini(void *app, void *worker)
+{
+	(void)app;
+	uint64_t fast = 0, fell_back = 0;
+	if (worker != NULL)
+		pkit_store_fast_counts(worker, &fast, &fell_back);
+	log_info(NULL,
+	    "worker stopped: %" PRIu64 " transactions by the one-round-trip path, %" PRIu64
+	    " fell back to the locking path",
+	    fast, fell_back);
+	pkit_store_close(worker);
+}

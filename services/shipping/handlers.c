@@ -1,0 +1,76 @@
+/* handlers: the shipping participant's admin method (ListShipments); its
+ * saga command is served by the participant kit (service.c). */
+#include "handlers.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "pkit.h"
+#include "sagas/v1/shipping.pb-c.h"
+#include "store.h"
+
+static void shipping_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
+{
+	Sagas__V1__ListShipmentsRequest *req = (Sagas__V1__ListShipmentsRequest *)pkit_unpack(
+	    &sagas__v1__list_shipments_request__descriptor, call, r);
+	if (req == NULL)
+		return;
+	bool include = req->include_shipments;
+	int32_t limit = req->limit;
+	sagas__v1__list_shipments_request__free_unpacked(req, NULL);
+	if (!pkit_check_range(r, "limit", limit, 0, SHIPPING_LIST_LIMIT_MAX))
+		return;
+	if (limit == 0)
+		limit = SHIPPING_LIST_LIMIT_DEFAULT;
+
+	shipping_listing l;
+	int rc = shipping_store_list(st, include, limit, &l);
+	if (rc != 0) {
+		pkit_store_failed(r, rc, "list shipments", NULL);
+		return;
+	}
+	Sagas__V1__Shipment *rows = calloc(l.n_rows + 1, sizeof *rows);
+	Sagas__V1__Shipment **ptrs = calloc(l.n_rows + 1, sizeof *ptrs);
+	if (rows == NULL || ptrs == NULL) {
+		pkit_store_failed(r, -ENOMEM, "list shipments", NULL);
+		goto out_free;
+	}
+	Sagas__V1__ListShipmentsReply rep = SAGAS__V1__LIST_SHIPMENTS_REPLY__INIT;
+	rep.total = l.total;
+	/* rows are added while the reply stays within its byte budget */
+	size_t bytes = sagas__v1__list_shipments_reply__get_packed_size(&rep) + 2;
+	size_t n = 0;
+	for (; n < l.n_rows; n++) {
+		Sagas__V1__Shipment init = SAGAS__V1__SHIPMENT__INIT;
+		rows[n] = init;
+		rows[n].saga_id = l.rows[n].saga_id;
+		rows[n].customer = l.rows[n].customer;
+		rows[n].sku = l.rows[n].sku;
+		rows[n].qty = l.rows[n].qty;
+		rows[n].status = (Sagas__V1__ShipmentStatus)l.rows[n].status;
+		rows[n].created_unix_ms = l.rows[n].created_ms;
+		/* tag + length prefix (<= 2 bytes for a row) + the row */
+		bytes += 3 + sagas__v1__shipment__get_packed_size(&rows[n]);
+		if (bytes > RPC_REPLY_BUDGET)
+			break;
+		ptrs[n] = &rows[n];
+	}
+	rep.n_shipments = n;
+	rep.shipments = ptrs;
+	rep.shipments_truncated = l.truncated || n < l.n_rows;
+	rpc_reply_ok(r, &rep.base);
+out_free:
+	free(rows);
+	free(ptrs);
+	shipping_listing_free(&l);
+}
+
+const pkit_other_method shipping_admin_methods[SHIPPING_ADMIN_METHODS] = {
+    {"/sagas.v1.Shipping/ListShipments", shipping_list},
+};
+
+/* What a batch frame may carry: the saga command (small replies). */
+static const char *const shipping_batch_methods[] = {SHIPPING_SHIP_METHOD, NULL};
+
+const rpc_server_ops shipping_rpc_ops = PKIT_RPC_OPS(shipping_batch_methods);

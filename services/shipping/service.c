@@ -1,0 +1,139 @@
+#include "service.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "sagas/v1/shipping.pb-c.h"
+#include "schema_sql.h"
+#include "status.h"
+#include "valid.h"
+
+/* The advisory lock key that serialises schema application ("shipngschm"),
+ * distinct from the other participants' so sharing one database is
+ * harmless. */
+#define SHIPPING_SCHEMA_LOCK_KEY "7310587035298048111"
+/* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
+ * with every change of the schema; a database that records a newer one is
+ * refused at start. */
+#define SHIPPING_SCHEMA_VERSION 1
+
+/* ---- the kit's terms: text[0] = customer, text[1] = sku, num[0] = qty;
+ * no rows ---- */
+
+static void shipping_record_of(const pkit_record *r, shipping_record *out)
+{
+	out->status = (shipping_status)r->status;
+	snprintf(out->customer, sizeof out->customer, "%s", r->text[0]);
+	snprintf(out->sku, sizeof out->sku, "%s", r->text[1]);
+	out->qty = (int32_t)r->num[0];
+}
+
+/* shipping_kit_decide is shipping_decide (rules 2, 6) in the kit's terms. */
+static void shipping_kit_decide(
+    const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out)
+{
+	(void)row; /* no rows */
+	shipping_record r;
+	shipping_record_of(rec, &r);
+	const shipping_cmd cmd = {.op = (shipping_op)a->op,
+	    .customer = a->text[0],
+	    .sku = a->text[1],
+	    .qty = (int32_t)a->num[0]};
+	shipping_outcome o;
+	shipping_decide(&r, &cmd, &o);
+	*out = (pkit_outcome) {.code = o.code,
+	    .reason = o.reason,
+	    .reply_status = o.reply_status,
+	    .write_record = o.write_record,
+	    .record = {.status = o.record.status, .num = {o.record.qty}}};
+	snprintf(out->record.text[0], sizeof out->record.text[0], "%s", o.record.customer);
+	snprintf(out->record.text[1], sizeof out->record.text[1], "%s", o.record.sku);
+}
+
+static const char *shipping_kit_status_name(int s)
+{
+	return shipping_status_name((shipping_status)s);
+}
+
+static int shipping_kit_status_parse(const char *name)
+{
+	return shipping_status_parse(name);
+}
+
+/* ---- the saga command ---- */
+
+static bool shipping_ship_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
+{
+	const Sagas__V1__ShipOrderRequest *q = (const Sagas__V1__ShipOrderRequest *)msg;
+	if (!pkit_check_saga_id(r, q->saga_id) || !pkit_check_name(r, "customer", q->customer)
+	    || !pkit_check_name(r, "sku", q->sku)
+	    || !pkit_check_range(r, "qty", q->qty, 1, VALID_QTY_MAX))
+		return false;
+	c->saga_id = q->saga_id;
+	c->args.text[0] = q->customer;
+	c->args.text[1] = q->sku;
+	c->args.num[0] = q->qty;
+	return true;
+}
+
+static void shipping_ship_reply(const pkit_cmd *c, rpc_reply *r)
+{
+	Sagas__V1__ShipOrderReply rep = SAGAS__V1__SHIP_ORDER_REPLY__INIT;
+	rep.status = (Sagas__V1__ShipmentStatus)c->out.reply_status;
+	rep.created = c->out.write_record;
+	rpc_reply_ok(r, &rep.base);
+}
+
+/* shipping_refusal answers a refusal decided by shipping_decide(): only
+ * the same saga id with other arguments. */
+static void shipping_refusal(rpc_reply *r, const pkit_cmd *c, const char *what)
+{
+	const pkit_outcome *o = &c->out;
+	if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already shipped with another customer, sku or qty",
+		    what);
+	else
+		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
+}
+
+static void shipping_describe(const pkit_cmd *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "customer=%s sku=%s qty=%" PRId64, c->args.text[0], c->args.text[1],
+	    c->args.num[0]);
+}
+
+static const pkit_method shipping_methods[] = {
+    {SHIPPING_SHIP_METHOD, SHIPPING_OP_SHIP, "ship order", "ship",
+        &sagas__v1__ship_order_request__descriptor, shipping_ship_args, shipping_ship_reply},
+};
+
+static pkit_sql shipping_sql;
+
+const pkit_service shipping_service = {
+    .name = "shipping",
+    .schema = {.what = "shipping",
+        .sql = shipping_schema_sql,
+        .lock_key = SHIPPING_SCHEMA_LOCK_KEY,
+        .version = SHIPPING_SCHEMA_VERSION,
+        .prog = "shippingd"},
+    .records = "shipments",
+    .text_cols = {"customer", "sku"},
+    .n_text = 2,
+    .num_cols = {"qty"},
+    .n_num = 1,
+    .rows = NULL,
+    .fast_op = SHIPPING_OP_SHIP,
+    .decide = shipping_kit_decide,
+    .status_name = shipping_kit_status_name,
+    .status_parse = shipping_kit_status_parse,
+    .methods = shipping_methods,
+    .n_methods = sizeof shipping_methods / sizeof shipping_methods[0],
+    .others = shipping_admin_methods,
+    .n_others = SHIPPING_ADMIN_METHODS,
+    .refusal = shipping_refusal,
+    .describe = shipping_describe,
+    .sql = &shipping_sql,
+};
