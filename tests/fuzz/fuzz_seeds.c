@@ -18,6 +18,7 @@
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/rpc.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
 #define SEED_ID  "5eed0000-0000-4000-8000-000000000001"
@@ -174,6 +175,20 @@ int main(int argc, char **argv)
 	SEED(pa, 3, "/sagas.v1.Payment/ListAccounts", "list", 3, la);
 	seed_handlers("fuzz_payment", pa, 4, 2);
 	seed_frame(pa, 4, "payment", 2);
+
+	seed_call sh[2];
+	Sagas__V1__ShipOrderRequest so = SAGAS__V1__SHIP_ORDER_REQUEST__INIT;
+	so.saga_id = (char *)SEED_ID;
+	so.customer = (char *)"ali";
+	so.sku = (char *)"A1";
+	so.qty = 2;
+	SEED(sh, 0, "/sagas.v1.Shipping/ShipOrder", "ship", 0, so);
+	Sagas__V1__ListShipmentsRequest lh = SAGAS__V1__LIST_SHIPMENTS_REQUEST__INIT;
+	lh.include_shipments = 1;
+	lh.limit = 10;
+	SEED(sh, 1, "/sagas.v1.Shipping/ListShipments", "list", 1, lh);
+	seed_handlers("fuzz_shipping", sh, 2, 1);
+	seed_frame(sh, 2, "shipping", 1);
 
 	seed_call or [6];
 	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
