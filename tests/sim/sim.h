@@ -1,10 +1,11 @@
 /* sim: a deterministic simulation of the order saga.
  *
- * One orchestrator and both participants run in one thread against a
- * simulated clock and network. Their rules come only from sim_rules.h (the
- * production decisions); this module supplies what the daemons do around
- * them: the committed stores (saga rows, idempotency records, stock and
- * accounts), the volatile state lost by a crash (commands in flight), the
+ * One orchestrator and the three participants (stock, payment, shipping)
+ * run in one thread against a simulated clock and network. Their rules come
+ * only from sim_rules.h (the production decisions); this module supplies
+ * what the daemons do around them: the committed stores (saga rows,
+ * idempotency records, stock, accounts and shipments), the volatile state
+ * lost by a crash (commands in flight), the
  * sweep that claims due rows, and a network that drops, duplicates, delays
  * and reorders every command and reply.
  *
