@@ -289,9 +289,11 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		out->event_name = "ignored";
 		return;
 	}
-	/* a transient failure of a step past its deadline is the deadline */
+	/* a transient failure of a step past its deadline is the deadline
+	 * (not in a state retried for ever, which ignores deadlines: the
+	 * failure is retried) */
 	if (ev->kind == SAGA_EV_TRANSIENT && s->step_deadline_ms > 0
-	    && now_ms >= s->step_deadline_ms) {
+	    && now_ms >= s->step_deadline_ms && !saga_is_retried_forever(s->state)) {
 		saga_event dl = {.kind = SAGA_EV_DEADLINE};
 		saga_transition(s, &dl, now_ms, rand, p, out);
 		return;

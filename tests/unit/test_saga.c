@@ -224,6 +224,10 @@ static void test_shipping_deadline_ignored(void **st)
 	s.step_deadline_ms = NOW;
 	d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", NOW + 10);
 	assert_true(d.ignored);
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_SHIP_ORDER, "", NOW + 10);
+	assert_false(d.ignored); /* retried, not taken for the deadline */
+	assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+	assert_int_equal(d.next.attempts, 1);
 	s.step_deadline_ms = 0;
 	saga_policy p = pol;
 	p.request_timeout_ms = 2000;
