@@ -424,7 +424,7 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	size_t n = 0;
 	Sagas__V1__Saga *ms = NULL, **mp = NULL;
 	Sagas__V1__Order *os = NULL;
-	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_CANCELLED) {
+	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_LAST) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid state: %d is not a SagaState", (int)req->state);
 		goto out_free;

@@ -4,6 +4,7 @@
 
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
 /* codec_call sends one encoded command: in `batch` when there is one. */
@@ -51,6 +52,14 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.saga_id = saga_id;
 		m.customer = (char *)row->customer;
 		m.amount = row->amount;
+		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
+	}
+	case SAGA_CMD_SHIP_ORDER: {
+		Sagas__V1__ShipOrderRequest m = SAGAS__V1__SHIP_ORDER_REQUEST__INIT;
+		m.saga_id = saga_id;
+		m.customer = (char *)row->customer;
+		m.sku = (char *)row->sku;
+		m.qty = row->qty;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_NONE:

@@ -14,8 +14,8 @@
 
 /* codec_send_command encodes command `cmd` for saga `row` (ReserveStock and
  * ReleaseStock carry sku and qty, ChargePayment and RefundPayment customer and
- * amount in minor units) and sends it with `timeout_ms`: added to `batch`
- * (rpc_batch_add, sent with the batch) when it is not NULL, else at once with
+ * amount in minor units, ShipOrder customer, sku and qty) and sends it with `timeout_ms`: added to
+ * `batch` (rpc_batch_add, sent with the batch) when it is not NULL, else at once with
  * rpc_call_async on `client`. Returns what those return: 0 when `done` will
  * run once, a negative errno otherwise (-EINVAL for SAGA_CMD_NONE). */
 int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,

@@ -35,7 +35,7 @@ typedef struct engine_queue {
 /* Commands gathered by one thread since its last engine_out_flush: one
  * frame per participant (rpc_batch). */
 typedef struct engine_out {
-	rpc_batch *stock, *payment;
+	rpc_batch *stock, *payment, *shipping;
 } engine_out;
 
 struct engine {
@@ -43,6 +43,7 @@ struct engine {
 	PGconn *conn; /* engine thread only */
 	rpc_client *stock;
 	rpc_client *payment;
+	rpc_client *shipping;
 	nng_thread *thread;
 	uint64_t rng; /* engine thread only */
 
@@ -77,7 +78,8 @@ static void engine_out_flush(engine_out *o)
 {
 	rpc_batch_send(o->stock);
 	rpc_batch_send(o->payment);
-	o->stock = o->payment = NULL;
+	rpc_batch_send(o->shipping);
+	o->stock = o->payment = o->shipping = NULL;
 }
 
 /* engine_batch_for is the open batch of `o` for `client` (a frame each
@@ -87,7 +89,9 @@ static rpc_batch *engine_batch_for(engine *e, engine_out *o, rpc_client *client)
 {
 	if (e->cfg.send_batch <= 1)
 		return NULL;
-	rpc_batch **b = client == e->stock ? &o->stock : &o->payment;
+	rpc_batch **b = client == e->stock ? &o->stock
+	    : client == e->payment         ? &o->payment
+	                                   : &o->shipping;
 	if (*b == NULL)
 		*b = rpc_batch_open(client, e->cfg.send_batch);
 	return *b;
@@ -161,6 +165,23 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	nng_cv_wake(e->cv);
 }
 
+/* engine_client_for is the link to the participant that serves `cmd`. */
+static rpc_client *engine_client_for(engine *e, saga_command cmd)
+{
+	switch (cmd) {
+	case SAGA_CMD_RESERVE_STOCK:
+	case SAGA_CMD_RELEASE_STOCK:
+		return e->stock;
+	case SAGA_CMD_SHIP_ORDER:
+		return e->shipping;
+	case SAGA_CMD_CHARGE_PAYMENT:
+	case SAGA_CMD_REFUND_PAYMENT:
+	case SAGA_CMD_NONE:
+		break;
+	}
+	return e->payment;
+}
+
 /* engine_dispatch_to sends the command `row` makes due, gathered in `o`
  * (sent by engine_out_flush). The row must already be leased in the
  * database (rule 1: written before sent). `counted`: the caller has already
@@ -185,9 +206,7 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	it->eng = e;
 	/* each try waits longer, never past the step deadline (rule T4) */
 	int64_t timeout = saga_try_timeout_ms(&row->s, dbclock_now_ms(), &e->cfg.policy);
-	rpc_client *client = (cmd == SAGA_CMD_RESERVE_STOCK || cmd == SAGA_CMD_RELEASE_STOCK)
-	    ? e->stock
-	    : e->payment;
+	rpc_client *client = engine_client_for(e, cmd);
 	if (!counted) {
 		nng_mtx_lock(e->mtx);
 		e->inflight++;
@@ -567,11 +586,17 @@ int engine_start(engine **out, const engine_config *cfg)
 	rc = rpc_client_open(&e->payment, cfg->payment_url, &o);
 	if (rc != 0)
 		goto out_stock;
-	rc = nng_thread_create(&e->thread, engine_main, e) == 0 ? 0 : -ENOMEM;
+	o.tls = cfg->shipping_tls;
+	rc = rpc_client_open(&e->shipping, cfg->shipping_url, &o);
 	if (rc != 0)
 		goto out_payment;
+	rc = nng_thread_create(&e->thread, engine_main, e) == 0 ? 0 : -ENOMEM;
+	if (rc != 0)
+		goto out_shipping;
 	*out = e;
 	return 0;
+out_shipping:
+	rpc_client_close(e->shipping);
 out_payment:
 	rpc_client_close(e->payment);
 out_stock:
@@ -609,6 +634,7 @@ void engine_stop(engine *e)
 	/* closing the sockets completes every call in flight */
 	rpc_client_close(e->stock);
 	rpc_client_close(e->payment);
+	rpc_client_close(e->shipping);
 	nng_mtx_lock(e->mtx);
 	while (e->inflight > 0)
 		nng_cv_until(e->cv, nng_clock() + 10);

@@ -24,10 +24,12 @@ typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
 	const char *stock_url;     /* nng URL of the stock daemon */
 	const char *payment_url;   /* nng URL of the payment daemon */
+	const char *shipping_url;  /* nng URL of the shipping daemon */
 	tls_conf *stock_tls;       /* for a tls+tcp:// stock_url (its client
 	                              certificate: the orchestrator role's);
 	                              NULL for a plain one; borrowed */
 	tls_conf *payment_tls;     /* the same for payment_url */
+	tls_conf *shipping_tls;    /* the same for shipping_url */
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	int64_t resend_ms;         /* NNG_OPT_REQ_RESENDTIME, 0 = off */
 	int64_t sweep_interval_ms; /* how often due rows are looked for */
@@ -46,7 +48,7 @@ typedef struct engine_config {
 
 typedef struct engine engine;
 
-/* engine_start connects to the database and both participants and starts
+/* engine_start connects to the database and the three participants and starts
  * the engine thread. `cfg` is copied (its strings are borrowed). Returns 0
  * and *out, or a negative code (enum pg_err, -ENOMEM, errno from nng). */
 int engine_start(engine **out, const engine_config *cfg) __attribute__((warn_unused_result));

@@ -32,6 +32,7 @@ typedef struct orch_config {
 	char db[CONFIG_STR_MAX];
 	char stock[CONFIG_STR_MAX];
 	char payment[CONFIG_STR_MAX];
+	char shipping[CONFIG_STR_MAX];
 	char log_level[CONFIG_STR_MAX];
 	int64_t workers;
 	int64_t step_timeout;
@@ -71,6 +72,8 @@ static const config_opt orch_opts[] = {
         "nng URL of the stock daemon", "URL"),
     OPT("payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0, payment,
         "nng URL of the payment daemon", "URL"),
+    OPT("shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0, shipping,
+        "nng URL of the shipping daemon", "URL"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
         participant_cert,
         "the certificate (PEM) the orchestrator shows the participants on tls+tcp:// links "
@@ -101,7 +104,10 @@ static const config_opt orch_opts[] = {
     OPT("backoff-cap", "SAGA_ORCHESTRATOR_BACKOFF_CAP_MS", CONFIG_INT, "5000", 1, 3600000,
         backoff_cap, "largest retry delay", "MS"),
     OPT("attention-after", "SAGA_ORCHESTRATOR_ATTENTION_AFTER", CONFIG_INT, "10", 1, 1000000,
-        attention_after, "failed compensation tries before a saga is flagged", "N"),
+        attention_after,
+        "failed tries of a compensation or of ShipOrder (retried, never compensated) before "
+        "a saga is flagged",
+        "N"),
     OPT("sweep-interval", "SAGA_ORCHESTRATOR_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000,
         sweep_interval, "how often due retries, deadlines and unfinished sagas are looked for",
         "MS"),
@@ -247,7 +253,7 @@ int main(int argc, char **argv)
 	orch_config c;
 	int rc = config_load(opts, NO + DAEMON_NET_OPTS, &c, argc, argv, "orchestratord [options]",
 	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
-	    "it through ReserveStock, ChargePayment and their compensations.",
+	    "it through ReserveStock, ChargePayment, ShipOrder and the compensations.",
 	    "SAGA_ORCHESTRATOR_CONFIG", NULL);
 	if (rc == CONFIG_DONE_HELP)
 		return 0;
@@ -277,32 +283,38 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("orchestratord", level);
-	if (!rpc_url_ok(c.stock) || !rpc_url_ok(c.payment)) {
-		config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
-		             "tcp://HOST:PORT or ipc://PATH URL\n",
-		    rpc_url_ok(c.stock) ? "payment" : "stock",
-		    rpc_url_ok(c.stock) ? c.payment : c.stock);
-		return 2;
-	}
+	const struct {
+		const char *name, *url;
+	} links[] = {{"stock", c.stock}, {"payment", c.payment}, {"shipping", c.shipping}};
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+		if (!rpc_url_ok(links[i].url)) {
+			config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
+			             "tcp://HOST:PORT or ipc://PATH URL\n",
+			    links[i].name, links[i].url);
+			return 2;
+		}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
 		return 2;
-	tls_conf *stock_tls = NULL, *payment_tls = NULL;
+	tls_conf *stock_tls = NULL, *payment_tls = NULL, *shipping_tls = NULL;
 	if (orch_participant_tls(&stock_tls, &c, c.stock) != 0
-	    || orch_participant_tls(&payment_tls, &c, c.payment) != 0) {
+	    || orch_participant_tls(&payment_tls, &c, c.payment) != 0
+	    || orch_participant_tls(&shipping_tls, &c, c.shipping) != 0) {
 		tls_conf_free(stock_tls);
+		tls_conf_free(payment_tls);
 		return 2;
 	}
-	if (!tls_url(c.stock) || !tls_url(c.payment))
+	if (!tls_url(c.stock) || !tls_url(c.payment) || !tls_url(c.shipping))
 		log_warn(NULL,
-		    "the links to the participants (%s, %s) are not all TLS: use tls+tcp:// with "
-		    "--participant-tls-cert, --participant-tls-key and --participant-tls-ca for "
-		    "anything but a laptop (docs/security.md)",
-		    c.stock, c.payment);
+		    "the links to the participants (%s, %s, %s) are not all TLS: use tls+tcp:// "
+		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
+		    "for anything but a laptop (docs/security.md)",
+		    c.stock, c.payment, c.shipping);
 	daemon_install_signals();
-	static orch_probe probes[2];
+	static orch_probe probes[3];
 	probes[0] = (orch_probe) {"stockd", c.stock, stock_tls};
 	probes[1] = (orch_probe) {"paymentd", c.payment, payment_tls};
-	orch_probe_links(probes, 2);
+	probes[2] = (orch_probe) {"shippingd", c.shipping, shipping_tls};
+	orch_probe_links(probes, 3);
 
 	PGconn *conn = pg_connect(c.db, c.db_wait);
 	if (conn == NULL)
@@ -326,8 +338,10 @@ int main(int argc, char **argv)
 	    .db = c.db,
 	    .stock_url = c.stock,
 	    .payment_url = c.payment,
+	    .shipping_url = c.shipping,
 	    .stock_tls = stock_tls,
 	    .payment_tls = payment_tls,
+	    .shipping_tls = shipping_tls,
 	    .policy =
 	        {
 	            .step_timeout_ms = c.step_timeout,
@@ -395,8 +409,9 @@ int main(int argc, char **argv)
 		health_db_close(orch_health);
 		return 1;
 	}
-	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s)%s", c.net.listen,
-	    c.stock, c.payment, c.duplicate_delivery ? ", delivering every command twice" : "");
+	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s, shipping %s)%s",
+	    c.net.listen, c.stock, c.payment, c.shipping,
+	    c.duplicate_delivery ? ", delivering every command twice" : "");
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
 	if (daemon_stop_watchdog(c.stop_timeout) != 0)
@@ -408,6 +423,7 @@ int main(int argc, char **argv)
 	health_db_close(orch_health);
 	tls_conf_free(stock_tls);
 	tls_conf_free(payment_tls);
+	tls_conf_free(shipping_tls);
 	log_info(NULL, "stopped");
 	return 0;
 }

@@ -6,19 +6,19 @@
 
 #include "status.h"
 
-static const char *const saga_state_names[]
-    = {"UNSPECIFIED", "RESERVING", "CHARGING", "COMPLETED", "REFUNDING", "RELEASING", "CANCELLED"};
+static const char *const saga_state_names[] = {"UNSPECIFIED", "RESERVING", "CHARGING", "COMPLETED",
+    "REFUNDING", "RELEASING", "CANCELLED", "SHIPPING"};
 
 const char *saga_state_name(saga_state state)
 {
-	if ((unsigned)state > SAGA_STATE_CANCELLED)
+	if ((unsigned)state > SAGA_STATE_LAST)
 		return "UNSPECIFIED";
 	return saga_state_names[state];
 }
 
 saga_state saga_state_parse(const char *name)
 {
-	for (int i = 1; i <= SAGA_STATE_CANCELLED; i++)
+	for (int i = 1; i <= SAGA_STATE_LAST; i++)
 		if (strcasecmp(name, saga_state_names[i]) == 0)
 			return (saga_state)i;
 	return SAGA_STATE_UNSPECIFIED;
@@ -35,6 +35,8 @@ const char *saga_command_name(saga_command cmd)
 		return "RefundPayment";
 	case SAGA_CMD_RELEASE_STOCK:
 		return "ReleaseStock";
+	case SAGA_CMD_SHIP_ORDER:
+		return "ShipOrder";
 	case SAGA_CMD_NONE:
 		break;
 	}
@@ -52,6 +54,8 @@ const char *saga_command_method(saga_command cmd)
 		return "/sagas.v1.Payment/ChargePayment";
 	case SAGA_CMD_REFUND_PAYMENT:
 		return "/sagas.v1.Payment/RefundPayment";
+	case SAGA_CMD_SHIP_ORDER:
+		return "/sagas.v1.Shipping/ShipOrder";
 	case SAGA_CMD_NONE:
 		break;
 	}
@@ -69,6 +73,8 @@ saga_command saga_command_of(saga_state state)
 		return SAGA_CMD_REFUND_PAYMENT;
 	case SAGA_STATE_RELEASING:
 		return SAGA_CMD_RELEASE_STOCK;
+	case SAGA_STATE_SHIPPING:
+		return SAGA_CMD_SHIP_ORDER;
 	case SAGA_STATE_UNSPECIFIED:
 	case SAGA_STATE_COMPLETED:
 	case SAGA_STATE_CANCELLED:
@@ -85,6 +91,16 @@ bool saga_is_terminal(saga_state state)
 bool saga_is_compensating(saga_state state)
 {
 	return state == SAGA_STATE_REFUNDING || state == SAGA_STATE_RELEASING;
+}
+
+bool saga_is_retriable(saga_state state)
+{
+	return state == SAGA_STATE_SHIPPING;
+}
+
+bool saga_is_retried_forever(saga_state state)
+{
+	return saga_is_compensating(state) || saga_is_retriable(state);
 }
 
 int64_t saga_backoff_ms(int32_t attempts, uint64_t rand, const saga_policy *p)
@@ -176,8 +192,9 @@ saga_event saga_event_from_reply(saga_command cmd, int code, const char *reason,
 }
 
 /* saga_enter moves `next` into `state`, due now, with a fresh attempt count;
- * steps get a deadline, other states none (rule 3: compensations have no
- * deadline). */
+ * the steps before the pivot and the pivot get a deadline, other states
+ * none (rule 3: compensations and the retriable step after the pivot have
+ * no deadline). */
 static void saga_enter(saga *next, saga_state state, int64_t now_ms, const saga_policy *p)
 {
 	next->state = state;
@@ -206,14 +223,14 @@ static const char *saga_refusal_reason(const char *reason, const char *fallback)
 
 /* saga_retry schedules another try of the current command. Steps never wait
  * past their deadline, so the sweep finds the deadline on time; compensations
- * raise the attention flag after attention_after tries and go on at the
- * capped cadence (rule 3). */
+ * and the retriable step after the pivot raise the attention flag after
+ * attention_after tries and go on at the capped cadence (rule 3). */
 static void saga_retry(
     const saga *s, int64_t now_ms, uint64_t rand, const saga_policy *p, saga_decision *out)
 {
 	out->next.attempts = s->attempts + 1;
 	int64_t delay = saga_backoff_ms(out->next.attempts, rand, p);
-	if (saga_is_compensating(s->state) && p->attention_after > 0
+	if (saga_is_retried_forever(s->state) && p->attention_after > 0
 	    && out->next.attempts >= p->attention_after) {
 		if (!s->attention)
 			out->attention_raised = true;
@@ -245,8 +262,11 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		return;
 	}
 	if (ev->kind == SAGA_EV_DEADLINE) {
-		/* rule 4: a step whose outcome is unknown is compensated */
-		if (s->step_deadline_ms == 0 || now_ms < s->step_deadline_ms) {
+		/* rule 4: a step whose outcome is unknown is compensated; a
+		 * state without a deadline (compensations, and SHIPPING: after
+		 * the pivot, only forward) ignores it */
+		if (s->step_deadline_ms == 0 || now_ms < s->step_deadline_ms
+		    || saga_is_retried_forever(s->state)) {
 			out->ignored = true;
 			out->event_name = "ignored";
 			return;
@@ -269,17 +289,20 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		out->event_name = "ignored";
 		return;
 	}
-	/* a transient failure of a step past its deadline is the deadline */
+	/* a transient failure of a step past its deadline is the deadline
+	 * (not in a state retried for ever, which ignores deadlines: the
+	 * failure is retried) */
 	if (ev->kind == SAGA_EV_TRANSIENT && s->step_deadline_ms > 0
-	    && now_ms >= s->step_deadline_ms) {
+	    && now_ms >= s->step_deadline_ms && !saga_is_retried_forever(s->state)) {
 		saga_event dl = {.kind = SAGA_EV_DEADLINE};
 		saga_transition(s, &dl, now_ms, rand, p, out);
 		return;
 	}
-	/* compensations are never refused: a refusal is retried like a
-	 * transient failure (rule 3) */
+	/* compensations and the retriable step after the pivot are never
+	 * refused: a refusal is retried like a transient failure, never a
+	 * reason to compensate (rule 3) */
 	if (ev->kind == SAGA_EV_TRANSIENT
-	    || (ev->kind == SAGA_EV_REFUSED && saga_is_compensating(s->state))) {
+	    || (ev->kind == SAGA_EV_REFUSED && saga_is_retried_forever(s->state))) {
 		saga_retry(s, now_ms, rand, p, out);
 		return;
 	}
@@ -299,7 +322,9 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		break;
 	case SAGA_STATE_CHARGING:
 		if (ev->kind == SAGA_EV_SUCCESS) {
-			saga_enter(&out->next, SAGA_STATE_COMPLETED, now_ms, p);
+			/* past the pivot: ship, only forward from here */
+			saga_enter(&out->next, SAGA_STATE_SHIPPING, now_ms, p);
+			out->send = SAGA_CMD_SHIP_ORDER;
 		} else {
 			/* nothing was charged: release the stock */
 			saga_set_reason(
@@ -314,6 +339,9 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		break;
 	case SAGA_STATE_RELEASING:
 		saga_enter(&out->next, SAGA_STATE_CANCELLED, now_ms, p);
+		break;
+	case SAGA_STATE_SHIPPING: /* only a success gets here */
+		saga_enter(&out->next, SAGA_STATE_COMPLETED, now_ms, p);
 		break;
 	case SAGA_STATE_UNSPECIFIED:
 	case SAGA_STATE_COMPLETED:

@@ -21,7 +21,11 @@ typedef enum saga_state {
 	SAGA_STATE_REFUNDING = 4,
 	SAGA_STATE_RELEASING = 5,
 	SAGA_STATE_CANCELLED = 6,
+	SAGA_STATE_SHIPPING = 7, /* the retriable step after the pivot */
 } saga_state;
+
+/* The largest saga_state value (states are 1..SAGA_STATE_LAST). */
+#define SAGA_STATE_LAST SAGA_STATE_SHIPPING
 
 typedef enum saga_command {
 	SAGA_CMD_NONE = 0,
@@ -29,7 +33,11 @@ typedef enum saga_command {
 	SAGA_CMD_CHARGE_PAYMENT = 2,
 	SAGA_CMD_REFUND_PAYMENT = 3,
 	SAGA_CMD_RELEASE_STOCK = 4,
+	SAGA_CMD_SHIP_ORDER = 5,
 } saga_command;
+
+/* The largest saga_command value. */
+#define SAGA_CMD_LAST SAGA_CMD_SHIP_ORDER
 
 typedef enum saga_event_kind {
 	SAGA_EV_SUCCESS = 1,   /* the participant applied the command (OK) */
@@ -47,10 +55,12 @@ typedef struct saga_event {
 /* Tunables of the decisions, all in ms (or counts). Every time they are
  * compared with is the database's clock (docs/saga-semantics.md, rule T1). */
 typedef struct saga_policy {
-	int64_t step_timeout_ms;        /* deadline of RESERVING and CHARGING, from entry */
+	int64_t step_timeout_ms;        /* deadline of RESERVING and CHARGING, from entry
+	                                   (SHIPPING has none) */
 	int64_t backoff_base_ms;        /* first retry delay ceiling */
 	int64_t backoff_cap_ms;         /* largest retry delay */
-	int32_t attention_after;        /* compensation tries before the attention flag */
+	int32_t attention_after;        /* tries of a compensation or of the retriable
+	                                   step (ShipOrder) before the attention flag */
 	int64_t request_timeout_ms;     /* the first try's wait for its reply */
 	int64_t request_timeout_max_ms; /* the longest wait of any try (>= the
 	                                   first; 0: the first's) */
@@ -96,7 +106,8 @@ saga saga_start(int64_t now_ms, const saga_policy *p);
  * 64-bit number used for backoff jitter (full jitter: the delay is uniform in
  * [1, min(cap, base * 2^attempts)] ms). Fills *out; never fails.
  * Rules: table "The order saga", rules 3 (transient vs definitive,
- * compensations retried with attention after N), 4 (unknown outcome is
+ * compensations and the retriable step after the pivot retried with
+ * attention after N: after the pivot, only forward), 4 (unknown outcome is
  * compensated). */
 void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
     const saga_policy *p, saga_decision *out);
@@ -116,6 +127,17 @@ bool saga_is_terminal(saga_state state);
 
 /* saga_is_compensating is true for REFUNDING and RELEASING. */
 bool saga_is_compensating(saga_state state);
+
+/* saga_is_retriable is true for SHIPPING, the retriable step after the
+ * pivot: it has no step deadline, every failure of it (a refusal too) is
+ * retried, and it is never compensated (rule 3). */
+bool saga_is_retriable(saga_state state);
+
+/* saga_is_retried_forever is true for the states whose command is retried
+ * until it succeeds, flagged for attention after attention_after tries:
+ * the compensations and the retriable step (saga_is_compensating or
+ * saga_is_retriable). */
+bool saga_is_retried_forever(saga_state state);
 
 /* Names: "RESERVING", ... ; "ReserveStock", ...; static storage. */
 const char *saga_state_name(saga_state state);

@@ -1024,7 +1024,7 @@ static int ctl_list(ctl_ctx *c, char **args)
 		if (state == SAGA_STATE_UNSPECIFIED)
 			return ctl_usage(c->cmd,
 			    "invalid --state \"%s\": expected one of RESERVING, CHARGING, "
-			    "COMPLETED, REFUNDING, RELEASING, CANCELLED",
+			    "SHIPPING, COMPLETED, REFUNDING, RELEASING, CANCELLED",
 			    c->o.state);
 	}
 	Sagas__V1__ListSagasReply *rep = NULL;
@@ -1438,7 +1438,7 @@ static int ctl_accounts(ctl_ctx *c, char **args)
 
 /* Counts shown by `report`. */
 typedef struct ctl_summary {
-	int64_t by_state[SAGA_STATE_CANCELLED + 1];
+	int64_t by_state[SAGA_STATE_LAST + 1];
 	int64_t sagas, attention, skus, live_reservations, accounts, charges, charged, refunded;
 	bool truncated;
 } ctl_summary;
@@ -1453,7 +1453,7 @@ static void ctl_summarize(ctl_summary *m, const Sagas__V1__ListSagasReply *sagas
 	m->truncated = sagas->truncated || sagas->n_sagas >= CTL_LIST_LIMIT_MAX;
 	for (size_t i = 0; i < sagas->n_sagas; i++) {
 		unsigned st = (unsigned)sagas->sagas[i]->state;
-		if (st <= SAGA_STATE_CANCELLED)
+		if (st <= SAGA_STATE_LAST)
 			m->by_state[st]++;
 		if (sagas->sagas[i]->attention)
 			m->attention++;
@@ -1473,10 +1473,11 @@ static void ctl_summarize(ctl_summary *m, const Sagas__V1__ListSagasReply *sagas
 static json_t *ctl_summary_json(const ctl_summary *m)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	                 "s:b}",
+	                 "s:I, s:b}",
 	    "sagas", (json_int_t)m->sagas, "reserving",
 	    (json_int_t)m->by_state[SAGA_STATE_RESERVING], "charging",
-	    (json_int_t)m->by_state[SAGA_STATE_CHARGING], "completed",
+	    (json_int_t)m->by_state[SAGA_STATE_CHARGING], "shipping",
+	    (json_int_t)m->by_state[SAGA_STATE_SHIPPING], "completed",
 	    (json_int_t)m->by_state[SAGA_STATE_COMPLETED], "refunding",
 	    (json_int_t)m->by_state[SAGA_STATE_REFUNDING], "releasing",
 	    (json_int_t)m->by_state[SAGA_STATE_RELEASING], "cancelled",
@@ -1547,6 +1548,7 @@ static int ctl_report_human(const Sagas__V1__ListSagasReply *sagas,
 	    {"sagas", m->sagas},
 	    {"reserving", m->by_state[SAGA_STATE_RESERVING]},
 	    {"charging", m->by_state[SAGA_STATE_CHARGING]},
+	    {"shipping", m->by_state[SAGA_STATE_SHIPPING]},
 	    {"completed", m->by_state[SAGA_STATE_COMPLETED]},
 	    {"refunding", m->by_state[SAGA_STATE_REFUNDING]},
 	    {"releasing", m->by_state[SAGA_STATE_RELEASING]},

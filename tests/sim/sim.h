@@ -1,10 +1,11 @@
 /* sim: a deterministic simulation of the order saga.
  *
- * One orchestrator and both participants run in one thread against a
- * simulated clock and network. Their rules come only from sim_rules.h (the
- * production decisions); this module supplies what the daemons do around
- * them: the committed stores (saga rows, idempotency records, stock and
- * accounts), the volatile state lost by a crash (commands in flight), the
+ * One orchestrator and the three participants (stock, payment, shipping)
+ * run in one thread against a simulated clock and network. Their rules come
+ * only from sim_rules.h (the production decisions); this module supplies
+ * what the daemons do around them: the committed stores (saga rows,
+ * idempotency records, stock, accounts and shipments), the volatile state
+ * lost by a crash (commands in flight), the
  * sweep that claims due rows, and a network that drops, duplicates, delays
  * and reorders every command and reply.
  *
@@ -21,6 +22,7 @@
 
 #include "payment_logic.h"
 #include "saga.h"
+#include "shipping_logic.h"
 #include "stock_logic.h"
 
 #define SIM_MAX_SAGAS     8
@@ -34,7 +36,8 @@ typedef enum sim_node {
 	SIM_ORCH = 0,
 	SIM_STOCK = 1,
 	SIM_PAYMENT = 2,
-	SIM_NODES = 3,
+	SIM_SHIPPING = 3,
+	SIM_NODES = 4,
 } sim_node;
 
 /* One order, as given to StartSaga. */
@@ -145,6 +148,9 @@ typedef struct sim_world {
 	int64_t balance[SIM_NACCT];
 	int64_t init_balance[SIM_NACCT];
 
+	/* shipping participant (committed): one shipment per saga id */
+	shipping_record shrec[SIM_MAX_SAGAS];
+
 	sim_msg msgs[SIM_MAX_MSGS];
 
 	/* clocks (rules T1, T3): each node's wall clock is w->now plus its
@@ -166,7 +172,11 @@ typedef struct sim_world {
 	uint32_t forged_refused; /* forged commands the roles table refused */
 
 	/* ghost state for the checks: effects applied per (saga, command) */
-	uint8_t effects[SIM_MAX_SAGAS][5];
+	uint8_t effects[SIM_MAX_SAGAS][SAGA_CMD_LAST + 1];
+	/* ghost: the orchestrator committed the saga's row past the pivot
+	 * (into SHIPPING, on the charge's success, which paymentd recorded):
+	 * from then on no compensation may be sent (rule 3) */
+	bool past_pivot[SIM_MAX_SAGAS];
 	uint64_t steps;
 	int64_t ended_ms; /* when every saga had ended after calm; 0 = not yet */
 	bool violated;
@@ -257,6 +267,11 @@ int64_t sim_next_due_ms(const sim_world *w);
  * committed state; the first failure sets w->violated and w->violation.
  * Returns !w->violated. */
 bool sim_check(sim_world *w);
+
+/* sim_check_send verifies, when the orchestrator sends `cmd` for saga `i`,
+ * that it is no compensation of a saga past the pivot (after the pivot,
+ * only forward: rule 3). Sets w->violated on a failure. */
+void sim_check_send(sim_world *w, int i, saga_command cmd);
 
 /* sim_all_terminal is true when every order was started and its saga is
  * COMPLETED or CANCELLED. */

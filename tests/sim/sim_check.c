@@ -56,6 +56,11 @@ bool sim_check(sim_world *w)
 		    && (strcmp(w->prec[i].customer, sim_customer_names[o->customer]) != 0
 		        || w->prec[i].amount != o->amount))
 			sim_violation(w, "saga %d: payment record for other arguments", i);
+		if (w->shrec[i].status != SHIPPING_NONE
+		    && (strcmp(w->shrec[i].customer, sim_customer_names[o->customer]) != 0
+		        || strcmp(w->shrec[i].sku, sim_sku_names[o->sku]) != 0
+		        || w->shrec[i].qty != o->qty))
+			sim_violation(w, "saga %d: shipment for other arguments", i);
 		if (!w->rows[i].exists)
 			continue;
 		saga_state st = w->rows[i].s.state;
@@ -70,16 +75,43 @@ bool sim_check(sim_world *w)
 			    i, saga_state_name(st), rs->next_attempt_ms, rs->step_deadline_ms);
 		bool reserved = w->srec[i].status == STOCK_RESERVED;
 		bool charged = w->prec[i].status == PAYMENT_CHARGED;
-		if (st == SAGA_STATE_COMPLETED && (!reserved || !charged))
-			sim_violation(w, "saga %d COMPLETED with stock %s and payment %s", i,
+		bool shipped = w->shrec[i].status == SHIPPING_SHIPPED;
+		if (st == SAGA_STATE_COMPLETED && (!reserved || !charged || !shipped))
+			sim_violation(w,
+			    "saga %d COMPLETED with stock %s, payment %s and shipment %s", i,
 			    stock_status_name(w->srec[i].status),
-			    payment_status_name(w->prec[i].status));
-		if (st == SAGA_STATE_CANCELLED && (reserved || charged))
-			sim_violation(w, "saga %d CANCELLED (%s) with stock %s and payment %s", i,
+			    payment_status_name(w->prec[i].status),
+			    shipping_status_name(w->shrec[i].status));
+		if (st == SAGA_STATE_CANCELLED && (reserved || charged || shipped))
+			sim_violation(w,
+			    "saga %d CANCELLED (%s) with stock %s, payment %s and shipment %s", i,
 			    w->rows[i].s.reason, stock_status_name(w->srec[i].status),
+			    payment_status_name(w->prec[i].status),
+			    shipping_status_name(w->shrec[i].status));
+		/* a shipment only of an order charged and reserved, which
+		 * nothing undoes after the pivot (rule 3) */
+		if (shipped && (!reserved || !charged))
+			sim_violation(w, "saga %d shipped (%s) with stock %s and payment %s", i,
+			    saga_state_name(st), stock_status_name(w->srec[i].status),
 			    payment_status_name(w->prec[i].status));
 	}
 	return !w->violated;
+}
+
+void sim_check_send(sim_world *w, int i, saga_command cmd)
+{
+	if (cmd != SAGA_CMD_RELEASE_STOCK && cmd != SAGA_CMD_REFUND_PAYMENT)
+		return;
+	/* the charge succeeded (paymentd's record) and the orchestrator moved
+	 * on past it: nothing may be compensated any more. A charge applied
+	 * whose reply never came in time is not past the pivot: rule 4
+	 * refunds it. */
+	if (w->past_pivot[i])
+		sim_violation(w,
+		    "saga %d: %s sent after the pivot (payment %s, saga %s): after the pivot, "
+		    "only forward (rule 3)",
+		    i, saga_command_name(cmd), payment_status_name(w->prec[i].status),
+		    saga_state_name(w->rows[i].s.state));
 }
 
 bool sim_all_terminal(const sim_world *w)
@@ -161,18 +193,19 @@ void sim_end_check(sim_world *w)
 		int release = w->effects[i][SAGA_CMD_RELEASE_STOCK];
 		int charge = w->effects[i][SAGA_CMD_CHARGE_PAYMENT];
 		int refund = w->effects[i][SAGA_CMD_REFUND_PAYMENT];
+		int ship = w->effects[i][SAGA_CMD_SHIP_ORDER];
 		if (w->rows[i].s.state == SAGA_STATE_COMPLETED
-		    && (reserve != 1 || release != 0 || charge != 1 || refund != 0))
+		    && (reserve != 1 || release != 0 || charge != 1 || refund != 0 || ship != 1))
 			sim_violation(w,
 			    "saga %d COMPLETED with effects reserve %d release %d charge %d refund "
-			    "%d",
-			    i, reserve, release, charge, refund);
+			    "%d ship %d",
+			    i, reserve, release, charge, refund, ship);
 		if (w->rows[i].s.state == SAGA_STATE_CANCELLED
-		    && (reserve != release || charge != refund))
+		    && (reserve != release || charge != refund || ship != 0))
 			sim_violation(w,
 			    "saga %d CANCELLED with effects reserve %d release %d charge %d refund "
-			    "%d",
-			    i, reserve, release, charge, refund);
+			    "%d ship %d",
+			    i, reserve, release, charge, refund, ship);
 	}
 }
 
@@ -251,7 +284,9 @@ static uint64_t sim_hash_v(const sim_world *w, const sim_view *v)
 		h = sim_mix(h, sim_hash_row_v(&w->rows[i], now, v, 0));
 		h = sim_mix(h, (uint64_t)w->srec[i].status);
 		h = sim_mix(h, (uint64_t)w->prec[i].status);
-		for (int c = 0; c < 5; c++)
+		h = sim_mix(h, (uint64_t)w->shrec[i].status);
+		h = sim_mix(h, w->past_pivot[i]);
+		for (int c = 0; c <= SAGA_CMD_LAST; c++)
 			h = sim_mix(h, w->effects[i][c]);
 	}
 	for (int k = 0; k < SIM_NSKU; k++)

@@ -1,11 +1,12 @@
 #include "sim_rules.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static sim_break sim_rules_broken_v = SIM_BREAK_NONE;
 
 static const char *const sim_break_names[] = {"none", "tombstone", "refund", "lease",
-    "fixed_timeout", "local_clock", "absolute_deadline", "no_authz"};
+    "fixed_timeout", "local_clock", "absolute_deadline", "no_authz", "compensate_after_pivot"};
 #define SIM_BREAKS (sizeof sim_break_names / sizeof sim_break_names[0])
 
 bool sim_rules_set_break(const char *name)
@@ -70,6 +71,18 @@ void sim_rules_transition(const saga *s, const saga_event *ev, int64_t now_ms, u
 		saga_event dl = {.kind = SAGA_EV_DEADLINE};
 		saga_transition(&as_reserving, &dl, now_ms, rand, p, out);
 	}
+	if (sim_rules_broken_v == SIM_BREAK_COMPENSATE_AFTER_PIVOT
+	    && s->state == SAGA_STATE_SHIPPING && !out->ignored
+	    && out->next.state == SAGA_STATE_SHIPPING) {
+		/* broken on purpose: a failed ShipOrder is taken for a charge
+		 * whose outcome is unknown, which refunds, then releases */
+		saga as_charging = *s;
+		as_charging.state = SAGA_STATE_CHARGING;
+		as_charging.step_deadline_ms = now_ms;
+		saga_event dl = {.kind = SAGA_EV_DEADLINE};
+		saga_transition(&as_charging, &dl, now_ms, rand, p, out);
+		snprintf(out->next.reason, sizeof out->next.reason, "%s", "ship_failed");
+	}
 #endif
 }
 
@@ -88,6 +101,11 @@ void sim_rules_payment(const payment_record *rec, const payment_account *acct,
     const payment_cmd *cmd, payment_outcome *out)
 {
 	payment_decide(rec, acct, cmd, out);
+}
+
+void sim_rules_shipping(const shipping_record *rec, const shipping_cmd *cmd, shipping_outcome *out)
+{
+	shipping_decide(rec, cmd, out);
 }
 
 enum authz_verdict sim_rules_authz(const char *method, unsigned roles)

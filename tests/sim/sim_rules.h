@@ -1,7 +1,7 @@
 /* sim_rules: the decisions the simulator drives, as one seam.
  *
  * In a normal build every function here calls the production decision
- * (saga_transition, stock_decide, payment_decide) and returns its outcome
+ * (saga_transition, stock_decide, payment_decide, shipping_decide) and returns its outcome
  * untouched: the simulator has no rules of its own. Only a build with
  * -DSAGA_SIM_BREAK=1 (the sim_broken target, never the daemons) compiles in
  * the deliberately broken variants below, so that a test can show the
@@ -16,6 +16,7 @@
 #include "authz.h"
 #include "payment_logic.h"
 #include "saga.h"
+#include "shipping_logic.h"
 #include "stock_logic.h"
 
 typedef enum sim_break {
@@ -33,11 +34,15 @@ typedef enum sim_break {
 	                                    with their own clocks (rule T3) */
 	SIM_BREAK_NO_AUTHZ = 7,          /* participants serve a command whatever the
 	                                    caller's role (docs/security.md) */
+	SIM_BREAK_COMPENSATE_AFTER_PIVOT = 8, /* a failed ShipOrder (refused or
+	                                         transient) refunds and releases,
+	                                         as a timed-out charge does (what
+	                                         rule 3 forbids after the pivot) */
 } sim_break;
 
 /* sim_rules_set_break selects a broken variant by name ("tombstone",
  * "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline",
- * "no_authz");
+ * "no_authz", "compensate_after_pivot");
  * returns false for an unknown name, and for every name in a
  * build without SAGA_SIM_BREAK. Not thread-safe (the simulator has one
  * thread). */
@@ -72,5 +77,8 @@ void sim_rules_stock(
 /* sim_rules_payment is payment_decide (payment_logic.h), same contract. */
 void sim_rules_payment(const payment_record *rec, const payment_account *acct,
     const payment_cmd *cmd, payment_outcome *out);
+
+/* sim_rules_shipping is shipping_decide (shipping_logic.h), same contract. */
+void sim_rules_shipping(const shipping_record *rec, const shipping_cmd *cmd, shipping_outcome *out);
 
 #endif

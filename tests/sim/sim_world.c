@@ -7,8 +7,8 @@
  *                            the step deadline; the row was leased first)
  *   sim_sweep                engine_sweep + store_claim_due
  *   sim_start_saga           api.c StartSaga (row written leased, submitted)
- *   part_stock/part_payment  services/ * /store.c (decide and write in one
- *                            transaction, then reply)
+ *   part_stock/part_payment/ services/ * /store.c (decide and write in one
+ *   part_shipping            transaction, then reply)
  */
 #include "sim.h"
 
@@ -35,7 +35,8 @@ const sim_timing sim_default_timing = {
 const char *const sim_sku_names[SIM_NSKU] = {"A1", "B2", "ZZ"};
 const char *const sim_customer_names[SIM_NACCT] = {"ali", "sara", "bob", "ghost"};
 
-static const char *const sim_node_names[SIM_NODES] = {"orchestrator", "stock", "payment"};
+static const char *const sim_node_names[SIM_NODES]
+    = {"orchestrator", "stock", "payment", "shipping"};
 
 /* --- trace ring --- */
 
@@ -206,7 +207,7 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 		pol->request_timeout_max_ms = 4 * rt;
 	int64_t slowest = 3 * rt;
 	if (sim_chance(w, 0.3)) {
-		for (int n = SIM_STOCK; n <= SIM_PAYMENT; n++)
+		for (int n = SIM_STOCK; n <= SIM_SHIPPING; n++)
 			if (sim_chance(w, 0.7))
 				w->serve_ms[n] = sim_range(w, rt / 2 + 1, slowest);
 	}
@@ -216,6 +217,7 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 		w->slow_only = true;
 		w->serve_ms[SIM_PAYMENT] = sim_range(w, rt + 1, slowest);
 		w->serve_ms[SIM_STOCK] = sim_chance(w, 0.5) ? sim_range(w, rt + 1, slowest) : 0;
+		w->serve_ms[SIM_SHIPPING] = sim_chance(w, 0.5) ? sim_range(w, rt + 1, slowest) : 0;
 		w->calm = true;
 		w->calm_at_ms = 0;
 		w->next_fault_ms = INT64_MAX;
@@ -385,6 +387,8 @@ static void orch_dispatch(sim_world *w, int i, const sim_row *row)
 		sim_trace(w, "orch: no room to send %s saga %d", saga_command_name(cmd), i);
 		return; /* the sweep sends it when the lease ends */
 	}
+	/* after the pivot, only forward (rule 3) */
+	sim_check_send(w, i, cmd);
 	/* each try waits longer, never past the step deadline (rule T4) */
 	int64_t timeout = sim_rules_try_timeout_ms(&row->s, orch_now(w), &w->timing.policy);
 	sim_call *call = &w->calls[c];
@@ -464,6 +468,8 @@ static void orch_commit(sim_world *w, orch_pending *pend, int n, bool crash_afte
 		}
 		*row = p->after;
 		p->applied = true;
+		if (p->after.s.state == SAGA_STATE_SHIPPING)
+			w->past_pivot[p->saga] = true;
 		if (p->after.s.state != p->before.s.state)
 			sim_trace(w, "orch: saga %d %s -> %s%s%s (v%" PRId64 ")", p->saga,
 			    saga_state_name(p->before.s.state), saga_state_name(p->after.s.state),
@@ -703,6 +709,57 @@ static void part_payment(sim_world *w, int i, saga_command c, int *code, const c
 	*reason = out.reason;
 }
 
+/* part_shipping applies one ShipOrder in one transaction (shipping_store)
+ * and fills the reply. */
+static void part_shipping(sim_world *w, int i, saga_command c, int *code, const char **reason)
+{
+	const sim_order *o = &w->orders[i];
+	shipping_cmd cmd = {.op = SHIPPING_OP_SHIP,
+	    .customer = sim_customer_names[o->customer],
+	    .sku = sim_sku_names[o->sku],
+	    .qty = o->qty};
+	shipping_outcome out;
+	sim_rules_shipping(&w->shrec[i], &cmd, &out);
+	if (out.write_record) {
+		w->shrec[i] = out.record;
+		sim_effect(w, i, c);
+	}
+	sim_trace(w, "shipping: %s saga %d -> %s %s%s", saga_command_name(c), i,
+	    shipping_status_name(out.reply_status), out.reason,
+	    out.write_record ? "" : " from record");
+	*code = out.code;
+	*reason = out.reason;
+}
+
+/* sim_node_of is the participant that serves `cmd`. */
+static sim_node sim_node_of(saga_command cmd)
+{
+	switch (cmd) {
+	case SAGA_CMD_RESERVE_STOCK:
+	case SAGA_CMD_RELEASE_STOCK:
+		return SIM_STOCK;
+	case SAGA_CMD_SHIP_ORDER:
+		return SIM_SHIPPING;
+	case SAGA_CMD_CHARGE_PAYMENT:
+	case SAGA_CMD_REFUND_PAYMENT:
+	case SAGA_CMD_NONE:
+		break;
+	}
+	return SIM_PAYMENT;
+}
+
+/* part_serve applies `c` for saga `i` at its participant. */
+static void part_serve(
+    sim_world *w, sim_node node, int i, saga_command c, int *code, const char **reason)
+{
+	if (node == SIM_STOCK)
+		part_stock(w, i, c, code, reason);
+	else if (node == SIM_SHIPPING)
+		part_shipping(w, i, c, code, reason);
+	else
+		part_payment(w, i, c, code, reason);
+}
+
 /* sim_forge puts an attacker's command on the wire: a step or compensation
  * of a started saga, with a client's or an admin's role (never the
  * orchestrator's: it has no such certificate), arriving 1-20 ms later,
@@ -710,9 +767,9 @@ static void part_payment(sim_world *w, int i, saga_command c, int *code, const c
 static void sim_forge(sim_world *w)
 {
 	static const saga_command cmds[] = {SAGA_CMD_RESERVE_STOCK, SAGA_CMD_RELEASE_STOCK,
-	    SAGA_CMD_CHARGE_PAYMENT, SAGA_CMD_REFUND_PAYMENT};
+	    SAGA_CMD_CHARGE_PAYMENT, SAGA_CMD_REFUND_PAYMENT, SAGA_CMD_SHIP_ORDER};
 	int i = (int)forge_range(w, 0, w->nsagas - 1);
-	saga_command c = cmds[forge_range(w, 0, 3)];
+	saga_command c = cmds[forge_range(w, 0, 4)];
 	unsigned roles = forge_range(w, 0, 1) ? AUTHZ_CLIENT : AUTHZ_ADMIN;
 	int64_t delay = forge_range(w, 1, 20);
 	w->next_forge_ms = w->now + 1 + forge_range(w, 0, 2 * w->forge_every_ms);
@@ -750,8 +807,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 		sim_check(w);
 		return;
 	}
-	bool stock = msg.cmd == SAGA_CMD_RESERVE_STOCK || msg.cmd == SAGA_CMD_RELEASE_STOCK;
-	sim_node node = stock ? SIM_STOCK : SIM_PAYMENT;
+	sim_node node = sim_node_of(msg.cmd);
 	if (!w->up[node]) {
 		sim_trace(w, "%s: down, %s saga %d lost", sim_node_names[node],
 		    saga_command_name(msg.cmd), msg.saga);
@@ -775,10 +831,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 		 * the reply goes to the attacker */
 		int code = RPC_OK;
 		const char *reason = "";
-		if (stock)
-			part_stock(w, msg.saga, msg.cmd, &code, &reason);
-		else
-			part_payment(w, msg.saga, msg.cmd, &code, &reason);
+		part_serve(w, node, msg.saga, msg.cmd, &code, &reason);
 		sim_check(w);
 		return;
 	}
@@ -801,10 +854,7 @@ void sim_deliver(sim_world *w, int m, int fault)
 		sim_crash(w, node, w->now + sim_downtime(w));
 		return; /* before commit: nothing happened */
 	} else {
-		if (stock)
-			part_stock(w, msg.saga, msg.cmd, &code, &reason);
-		else
-			part_payment(w, msg.saga, msg.cmd, &code, &reason);
+		part_serve(w, node, msg.saga, msg.cmd, &code, &reason);
 		if (fault == 2) {
 			/* committed, but the reply never leaves */
 			sim_crash(w, node, w->now + sim_downtime(w));

@@ -96,15 +96,149 @@ static void test_deadline_not_yet(void **st)
 	assert_int_equal(d.next.state, SAGA_STATE_RESERVING);
 }
 
-/* CHARGING (pivot) | ChargePayment | COMPLETED | RELEASING (payment_declined) | REFUNDING */
+/* CHARGING (pivot) | ChargePayment | SHIPPING | RELEASING (payment_declined) | REFUNDING */
 static void test_charging_success(void **st)
 {
 	(void)st;
 	saga s = in_state(SAGA_STATE_CHARGING);
 	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_false(d.ignored);
+	assert_true(d.state_changed);
+	assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+	assert_int_equal(d.send, SAGA_CMD_SHIP_ORDER);
+	assert_int_equal(d.next.step_deadline_ms, 0); /* a retriable step has no deadline */
+	assert_int_equal(d.next.next_attempt_ms, NOW);
+	assert_int_equal(d.next.attempts, 0);
+	assert_string_equal(d.next.reason, "");
+	assert_string_equal(d.event_name, "reply_ok");
+}
+
+/* SHIPPING | ShipOrder | COMPLETED | never refused: retried | none: retried */
+static void test_shipping_success(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_SHIPPING);
+	s.attempts = 4;
+	s.attention = true;
+	saga_decision d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_SHIP_ORDER, "", NOW);
+	assert_true(d.state_changed);
 	assert_int_equal(d.next.state, SAGA_STATE_COMPLETED);
 	assert_int_equal(d.send, SAGA_CMD_NONE);
+	assert_int_equal(d.next.next_attempt_ms, 0);
+	assert_int_equal(d.next.attempts, 0);
+	assert_false(d.next.attention); /* success clears the flag */
 	assert_string_equal(d.next.reason, "");
+}
+
+/* After the pivot, only forward: a refusal (key_mismatch, INVALID_ARGUMENT,
+ * anything definitive) and a transient failure of ShipOrder are retried
+ * with backoff, never compensated (rule 3). */
+static void test_shipping_failures_retried(void **st)
+{
+	(void)st;
+	struct {
+		saga_event_kind kind;
+		const char *reason;
+	} cases[] = {
+	    {SAGA_EV_REFUSED, REASON_KEY_MISMATCH},
+	    {SAGA_EV_REFUSED, "bad_field"},
+	    {SAGA_EV_REFUSED, ""},
+	    {SAGA_EV_TRANSIENT, ""},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		saga s = in_state(SAGA_STATE_SHIPPING);
+		for (int32_t n = 1; n <= 2; n++) {
+			saga_decision d = run(&s, cases[i].kind, SAGA_CMD_SHIP_ORDER,
+			    cases[i].reason, NOW + 60000 * n); /* long after any step deadline */
+			assert_false(d.ignored);
+			assert_false(d.state_changed);
+			assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+			assert_int_equal(d.send, SAGA_CMD_NONE);
+			assert_int_equal(d.next.attempts, n);
+			assert_int_equal(d.next.step_deadline_ms, 0);
+			int64_t delay = d.next.next_attempt_ms - (NOW + 60000 * n);
+			int64_t ceiling = n == 1 ? 50 : 100;
+			assert_true(delay >= 1 && delay <= ceiling);
+			assert_string_equal(d.next.reason, ""); /* no reason to cancel */
+			assert_string_equal(d.event_name, "transient");
+			s = d.next;
+		}
+	}
+	/* the classification of ShipOrder's replies: a definitive code is a
+	 * refusal, which SHIPPING retries all the same */
+	saga_event e = saga_event_from_reply(
+	    SAGA_CMD_SHIP_ORDER, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH, false);
+	assert_int_equal(e.kind, SAGA_EV_REFUSED);
+	saga s = in_state(SAGA_STATE_SHIPPING);
+	saga_decision d;
+	saga_transition(&s, &e, NOW, 1, &pol, &d);
+	assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+	assert_int_equal(d.next.attempts, 1);
+}
+
+/* Attention after attention_after failed tries of ShipOrder, then the
+ * slowest cadence (the backoff cap), retrying for ever. */
+static void test_shipping_attention(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_SHIPPING);
+	saga_decision d;
+	for (int i = 1; i <= 2; i++) {
+		d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_SHIP_ORDER, "", NOW);
+		assert_false(d.next.attention);
+		assert_false(d.attention_raised);
+		assert_true(d.next.next_attempt_ms < NOW + 800);
+		s = d.next;
+	}
+	d = run(&s, SAGA_EV_REFUSED, SAGA_CMD_SHIP_ORDER, REASON_KEY_MISMATCH, NOW);
+	assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+	assert_int_equal(d.next.attempts, 3);
+	assert_true(d.next.attention);
+	assert_true(d.attention_raised);
+	assert_int_equal(d.next.next_attempt_ms, NOW + 800); /* the cap */
+	s = d.next;
+	for (int i = 0; i < 20; i++) {
+		d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_SHIP_ORDER, "", NOW + i);
+		assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+		assert_true(d.next.attention);
+		assert_false(d.attention_raised); /* raised once */
+		assert_int_equal(d.next.next_attempt_ms, NOW + i + 800);
+		s = d.next;
+	}
+	assert_int_equal(s.attempts, 23);
+}
+
+/* SHIPPING has no step deadline: a DEADLINE event is ignored, whenever it
+ * comes, and the try's timeout and lease are not cut. */
+static void test_shipping_deadline_ignored(void **st)
+{
+	(void)st;
+	saga s = in_state(SAGA_STATE_SHIPPING);
+	assert_int_equal(s.step_deadline_ms, 0);
+	saga_decision d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", NOW + 3600000);
+	assert_true(d.ignored);
+	assert_false(d.state_changed);
+	assert_int_equal(d.send, SAGA_CMD_NONE);
+	/* even with a deadline left in the row (a bug elsewhere), never
+	 * compensated */
+	s.step_deadline_ms = NOW;
+	d = run(&s, SAGA_EV_DEADLINE, SAGA_CMD_NONE, "", NOW + 10);
+	assert_true(d.ignored);
+	d = run(&s, SAGA_EV_TRANSIENT, SAGA_CMD_SHIP_ORDER, "", NOW + 10);
+	assert_false(d.ignored); /* retried, not taken for the deadline */
+	assert_int_equal(d.next.state, SAGA_STATE_SHIPPING);
+	assert_int_equal(d.next.attempts, 1);
+	s.step_deadline_ms = 0;
+	saga_policy p = pol;
+	p.request_timeout_ms = 2000;
+	p.request_timeout_max_ms = 8000;
+	p.lease_grace_ms = 1000;
+	s.attempts = 5;
+	assert_int_equal(saga_try_timeout_ms(&s, NOW, &p), 8000);
+	assert_int_equal(saga_lease_until_ms(&s, NOW, &p), NOW + 9000);
+	/* a reply to another command is stale */
+	d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_CHARGE_PAYMENT, "", NOW);
+	assert_true(d.ignored);
 }
 
 static void test_charging_refused(void **st)
@@ -307,6 +441,16 @@ static void test_names(void **st)
 	assert_string_equal(saga_state_name(SAGA_STATE_REFUNDING), "REFUNDING");
 	assert_string_equal(saga_command_name(SAGA_CMD_RELEASE_STOCK), "ReleaseStock");
 	assert_int_equal(saga_command_of(SAGA_STATE_COMPLETED), SAGA_CMD_NONE);
+	assert_int_equal(saga_state_parse("shipping"), SAGA_STATE_SHIPPING);
+	assert_string_equal(saga_state_name(SAGA_STATE_SHIPPING), "SHIPPING");
+	assert_int_equal(saga_command_of(SAGA_STATE_SHIPPING), SAGA_CMD_SHIP_ORDER);
+	assert_string_equal(saga_command_name(SAGA_CMD_SHIP_ORDER), "ShipOrder");
+	assert_string_equal(
+	    saga_command_method(SAGA_CMD_SHIP_ORDER), "/sagas.v1.Shipping/ShipOrder");
+	assert_true(saga_is_retriable(SAGA_STATE_SHIPPING));
+	assert_false(saga_is_compensating(SAGA_STATE_SHIPPING));
+	assert_false(saga_is_terminal(SAGA_STATE_SHIPPING));
+	assert_string_equal(saga_state_name((saga_state)8), "UNSPECIFIED");
 }
 
 /* Rule T4: each try of a step waits twice as long as the one before, at
@@ -394,6 +538,10 @@ int main(void)
 	    cmocka_unit_test(test_charging_success),
 	    cmocka_unit_test(test_charging_refused),
 	    cmocka_unit_test(test_charging_deadline),
+	    cmocka_unit_test(test_shipping_success),
+	    cmocka_unit_test(test_shipping_failures_retried),
+	    cmocka_unit_test(test_shipping_attention),
+	    cmocka_unit_test(test_shipping_deadline_ignored),
 	    cmocka_unit_test(test_refunding),
 	    cmocka_unit_test(test_releasing),
 	    cmocka_unit_test(test_terminal_ignores_everything),
