@@ -1,6 +1,6 @@
-# One image for the three daemons and sagactl (compose.yaml picks the command
+# One image for the four daemons and sagactl (compose.yaml picks the command
 # per service). Multi-stage: the build stage has the -dev packages and CMake,
-# the runtime stage only the shared libraries, the four binaries and a
+# the runtime stage only the shared libraries, the five binaries and a
 # non-root user. No configuration and no secrets in the image: everything
 # comes from SAGA_* environment variables (docs/operations.md).
 #
@@ -20,10 +20,10 @@ WORKDIR /src
 # files): edits to those keep the compile layer cached.
 COPY . .
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAGA_WERROR=OFF >/dev/null \
- && cmake --build /build -j "$(nproc)" --target orchestratord stockd paymentd sagactl \
+ && cmake --build /build -j "$(nproc)" --target orchestratord stockd paymentd shippingd sagactl \
  && mkdir -p /out \
  && install -s -m 0755 /build/bin/orchestratord /build/bin/stockd /build/bin/paymentd \
-      /build/bin/sagactl /out/
+      /build/bin/shippingd /build/bin/sagactl /out/
 
 FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
@@ -34,7 +34,7 @@ RUN apt-get update -q \
  && groupadd --system --gid 10001 saga \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin saga \
- && mkdir -p /certs/ca /certs/stock /certs/payment /certs/orchestrator /certs/cli \
+ && mkdir -p /certs/ca /certs/stock /certs/payment /certs/shipping /certs/orchestrator /certs/cli \
  && chown -R saga:saga /certs && chmod -R 0750 /certs
 COPY --from=build /out/ /usr/local/bin/
 # compose.yaml's certs service: the CAs and certificates (docs/security.md),
@@ -45,5 +45,5 @@ USER saga:saga
 # The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
 # interface, Health alone in plain TCP. Left unset, a daemon listens on the
 # container's loopback only.
-EXPOSE 7101 7102 7103 7111 7112 7113 7121 7122 7123
+EXPOSE 7101 7102 7103 7104 7111 7112 7113 7114 7121 7122 7123 7124
 CMD ["orchestratord"]

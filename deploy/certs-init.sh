@@ -20,6 +20,7 @@ give() { # give DIR FILE...: copies FILE from /certs/ca into DIR, keys 0600
 }
 give /certs/stock stockd.crt stockd.key ca-orchestrator.crt ca-admin.crt
 give /certs/payment paymentd.crt paymentd.key ca-orchestrator.crt ca-admin.crt
+give /certs/shipping shippingd.crt shippingd.key ca-orchestrator.crt ca-admin.crt
 give /certs/orchestrator orchestratord.crt orchestratord.key ca-client.crt ca-admin.crt \
   orchestrator.crt orchestrator.key ca-server.crt
 give /certs/cli admin.crt admin.key ca-server.crt

@@ -14,10 +14,12 @@ fi
 empty=$(mktemp)
 pwfile=$(mktemp)
 trap 'rm -f "$empty" "$pwfile"' EXIT
-printf '%s=x\n' POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD \
-  SAGA_PAYMENT_DB_PASSWORD >"$pwfile"
-dcc() { env -u DOCKER_HOST -u POSTGRES_PASSWORD -u SAGA_ORCHESTRATOR_DB_PASSWORD \
-  -u SAGA_STOCK_DB_PASSWORD -u SAGA_PAYMENT_DB_PASSWORD docker-compose "$@"; }
+passwords=(POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD
+  SAGA_PAYMENT_DB_PASSWORD SAGA_SHIPPING_DB_PASSWORD)
+printf '%s=x\n' "${passwords[@]}" >"$pwfile"
+unset_pw=()
+for v in "${passwords[@]}"; do unset_pw+=(-u "$v"); done
+dcc() { env -u DOCKER_HOST "${unset_pw[@]}" docker-compose "$@"; }
 # passwords are required, never silently defaulted
 if out=$(dcc --env-file "$empty" -f compose.yaml config -q 2>&1); then
   echo "compose_config: FAIL: compose.yaml is valid without any password" >&2

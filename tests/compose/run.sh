@@ -6,9 +6,10 @@
 # starts compose.yaml + tests/compose/override.yaml with docker-compose (every
 # service on the host network, on free 127.0.0.1 ports), waits for every
 # service to be healthy, checks the database roles, runs the seed lab through
-# the sagactl container and asserts its final state, kills the orchestrator
-# container with sagas in flight and checks they finish after
-# `docker-compose start`, and tears everything down (also on failure).
+# the sagactl container and asserts its final state (shipments included),
+# kills the orchestrator container with sagas in flight and checks they
+# finish after `docker-compose start`, and tears everything down (also on
+# failure).
 #
 # Skips (exit 0, saying why) only when containers cannot run here at all.
 # Must run as root (the lab's scripts install packages and run podman as
@@ -70,7 +71,7 @@ lo=32768
 [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
 [ "$lo" -gt 12000 ] || lo=32768
 ports=()
-while [ ${#ports[@]} -lt 10 ]; do
+while [ ${#ports[@]} -lt 13 ]; do
   p=$((10000 + RANDOM % (lo - 10000)))
   if port_free "$p" && [[ " ${ports[*]} " != *" $p "* ]]; then ports+=("$p"); fi
 done
@@ -79,6 +80,8 @@ export SAGAS_TEST_STOCK_PORT=${ports[2]} SAGAS_TEST_PAYMENT_PORT=${ports[3]}
 export SAGAS_TEST_ORCH_ADMIN_PORT=${ports[4]} SAGAS_TEST_STOCK_ADMIN_PORT=${ports[5]}
 export SAGAS_TEST_PAYMENT_ADMIN_PORT=${ports[6]} SAGAS_TEST_ORCH_HEALTH_PORT=${ports[7]}
 export SAGAS_TEST_STOCK_HEALTH_PORT=${ports[8]} SAGAS_TEST_PAYMENT_HEALTH_PORT=${ports[9]}
+export SAGAS_TEST_SHIPPING_PORT=${ports[10]} SAGAS_TEST_SHIPPING_ADMIN_PORT=${ports[11]}
+export SAGAS_TEST_SHIPPING_HEALTH_PORT=${ports[12]}
 
 # Passwords: fresh ones each run, through an env file (never in an image).
 envfile="$LAB/test.env"
@@ -88,6 +91,7 @@ POSTGRES_PASSWORD=$(pw)
 SAGA_ORCHESTRATOR_DB_PASSWORD=$(pw)
 SAGA_STOCK_DB_PASSWORD=$(pw)
 SAGA_PAYMENT_DB_PASSWORD=$(pw)
+SAGA_SHIPPING_DB_PASSWORD=$(pw)
 EOT
 chmod 600 "$envfile"
 project=${SAGAS_COMPOSE_PROJECT:-sagas_ctest}
@@ -100,7 +104,7 @@ cleanup() {
   set +e
   if [ "$rc" -ne 0 ]; then
     echo "---- container logs (last 30 lines each)"
-    for s in postgres stock payment orchestrator; do
+    for s in postgres stock payment shipping orchestrator; do
       echo "-- $s"; dc logs --no-color --tail 30 "$s" 2>&1
     done
   fi
@@ -131,8 +135,8 @@ dc down -v --remove-orphans -t 1 >/dev/null 2>&1 || true
 
 say "building images (postgres stand-in, sagas)"
 dc build --parallel postgres orchestrator >"$LAB/build.log" 2>&1 || { tail -40 "$LAB/build.log"; fail "image build failed (log $LAB/build.log)"; }
-say "starting the stack: postgres 127.0.0.1:$SAGAS_TEST_PG_PORT, orchestrator :$SAGAS_TEST_ORCH_PORT, stock :$SAGAS_TEST_STOCK_PORT, payment :$SAGAS_TEST_PAYMENT_PORT"
-dc up -d --no-build postgres stock payment orchestrator
+say "starting the stack: postgres 127.0.0.1:$SAGAS_TEST_PG_PORT, orchestrator :$SAGAS_TEST_ORCH_PORT, stock :$SAGAS_TEST_STOCK_PORT, payment :$SAGAS_TEST_PAYMENT_PORT, shipping :$SAGAS_TEST_SHIPPING_PORT"
+dc up -d --no-build postgres stock payment shipping orchestrator
 
 cname() { echo "${project}_$1_1"; } # docker-compose 1.29's container names
 health() { podman inspect --format '{{.State.Health.Status}}' "$(cname "$1")" 2>/dev/null; }
@@ -143,7 +147,7 @@ wait_healthy() {
     sleep 0.5
   done
 }
-for s in postgres stock payment orchestrator; do wait_healthy "$s"; done
+for s in postgres stock payment shipping orchestrator; do wait_healthy "$s"; done
 say "every service healthy"
 
 failures=0
@@ -157,14 +161,14 @@ check() { # NAME EXPECTED ACTUAL
 # container start costs seconds here)
 # shellcheck disable=SC2016
 roles=$(dc exec -T postgres bash -c '
-  for d in orchestrator stock payment; do
+  for d in orchestrator stock payment shipping; do
     v=SAGA_${d^^}_DB_PASSWORD
-    for db in sagas_orchestrator sagas_stock sagas_payment postgres template1; do
+    for db in sagas_orchestrator sagas_stock sagas_payment sagas_shipping postgres template1; do
       if PGPASSWORD=${!v} psql -X -q -t -A -h 127.0.0.1 -U "saga_$d" -d "$db" -c "SELECT 1" >/dev/null 2>&1
       then echo "saga_$d:$db"; fi
     done
   done' | tr '\n' ' ')
-check "role reach" "saga_orchestrator:sagas_orchestrator saga_stock:sagas_stock saga_payment:sagas_payment " "$roles"
+check "role reach" "saga_orchestrator:sagas_orchestrator saga_stock:sagas_stock saga_payment:sagas_payment saga_shipping:sagas_shipping " "$roles"
 [ "$failures" -eq 0 ] || fail "database roles reach more (or less) than their own database"
 say "roles: each daemon's role reaches its own database only"
 
@@ -181,11 +185,12 @@ ctl start sara A1 1 100.00 --id "$S2" --wait
 ctl start ali A1 10 1000.00 --id "$S3" --wait
 say "seed lab run; checking its final state"
 
-# The four reads in one sagactl container, one JSON document a line.
+# The five reads in one sagactl container, one JSON document a line.
 # shellcheck disable=SC2016
 state=$(dc run --rm -T --no-deps --entrypoint bash sagactl -c \
   'sagactl report --json && sagactl stock list --reservations --json &&
-   sagactl history "$1" --json && sagactl history "$2" --json' _ "$S2" "$S3")
+   sagactl history "$1" --json && sagactl history "$2" --json &&
+   sagactl shipments --json' _ "$S2" "$S3")
 report=$(sed -n 1p <<<"$state")
 resv=$(sed -n 2p <<<"$state")
 q() { jq -r "$@" <<<"$report"; }
@@ -209,17 +214,24 @@ check "charges" "$S1:ali:20000" \
 check "saga 2 charge" DECLINED "$(q --arg id "$S2" '.charges[] | select(.saga_id == $id) | .status')"
 check "no charge tried for saga 3" 0 "$(q --arg id "$S3" '[.charges[] | select(.saga_id == $id)] | length')"
 check "summary charged" 1 "$(q '.summary.charged')"
+# Shipping comes after the charge (the pivot): only the completed order ships.
+ships=$(sed -n 5p <<<"$state")
+check "shipments" 1 "$(jq -r '.total' <<<"$ships")"
+check "order 1 shipped" "$S1" "$(jq -r '[.shipments[].saga_id] | join(",")' <<<"$ships")"
+check "orders 2 and 3 not shipped" 0 \
+  "$(jq -r --arg a "$S2" --arg b "$S3" '[.shipments[] | select(.saga_id == $a or .saga_id == $b)] | length' <<<"$ships")"
 [ "$failures" -eq 0 ] || fail "$failures seed lab check(s) failed"
 say "seed lab final state as expected"
 
 # ---- each container holds only its own key: no daemon has another role's
 # key or a CA's (docs/security.md)
-held=$(for s in stock payment orchestrator; do
+held=$(for s in stock payment shipping orchestrator; do
   echo "$s: $(dc exec -T "$s" ls /certs | tr '\n' ' ')"
 done)
 check "stock's certificate files" "stock: ca-admin.crt ca-orchestrator.crt stockd.crt stockd.key " "$(sed -n 1p <<<"$held")"
 check "payment's certificate files" "payment: ca-admin.crt ca-orchestrator.crt paymentd.crt paymentd.key " "$(sed -n 2p <<<"$held")"
-check "orchestrator's certificate files" "orchestrator: ca-admin.crt ca-client.crt ca-server.crt orchestrator.crt orchestrator.key orchestratord.crt orchestratord.key " "$(sed -n 3p <<<"$held")"
+check "shipping's certificate files" "shipping: ca-admin.crt ca-orchestrator.crt shippingd.crt shippingd.key " "$(sed -n 3p <<<"$held")"
+check "orchestrator's certificate files" "orchestrator: ca-admin.crt ca-client.crt ca-server.crt orchestrator.crt orchestrator.key orchestratord.crt orchestratord.key " "$(sed -n 4p <<<"$held")"
 
 # ---- mutual TLS: the certs service made the certificates; without one, or
 # with another role's, the daemons refuse the handshake (the test stack
@@ -232,18 +244,24 @@ for f in ca-server.crt client.crt client.key; do
 done
 sagacmd=${SAGA_BIN_DIR:-$repo/build/bin}/sagacmd
 if [ -x "$sagacmd" ]; then
-  tls_try() { # URL [CERT]: sagacmd's first word
-    local out
-    out=$(env SAGACMD_TLS_CA="$certs/ca-server.crt" ${2:+SAGACMD_TLS_CERT="$certs/$2.crt"} \
-      ${2:+SAGACMD_TLS_KEY="$certs/$2.key"} "$sagacmd" "$1" charge \
-      5ec0e000-0000-4000-8000-000000000009 ali 100 2>/dev/null || true)
+  tls_try() { # URL CERT|"" CALL...: sagacmd's first word
+    local url=$1 cert=$2 out
+    shift 2
+    out=$(env SAGACMD_TLS_CA="$certs/ca-server.crt" ${cert:+SAGACMD_TLS_CERT="$certs/$cert.crt"} \
+      ${cert:+SAGACMD_TLS_KEY="$certs/$cert.key"} "$sagacmd" "$url" "$@" 2>/dev/null || true)
     echo "${out%% *}"
   }
-  check "paymentd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT")"
-  check "paymentd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT" client)"
-  check "paymentd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_ADMIN_PORT" client)"
-  check "orchestrator, client certificate, ChargePayment" PERMISSION_DENIED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_ORCH_PORT" client)"
+  charge=(charge 5ec0e000-0000-4000-8000-000000000009 ali 100)
+  ship=(ship 5ec0e000-0000-4000-8000-00000000000a ali A1 1)
+  check "paymentd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT" "" "${charge[@]}")"
+  check "paymentd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT" client "${charge[@]}")"
+  check "paymentd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_ADMIN_PORT" client "${charge[@]}")"
+  check "shippingd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT" "" "${ship[@]}")"
+  check "shippingd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT" client "${ship[@]}")"
+  check "shippingd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_ADMIN_PORT" client "${ship[@]}")"
+  check "orchestrator, client certificate, ChargePayment" PERMISSION_DENIED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_ORCH_PORT" client "${charge[@]}")"
   check "ali untouched" "300.00" "$(ctl report --json | jq -r '.accounts[] | select(.customer == "ali") | .balance')"
+  check "no shipment added" 1 "$(ctl shipments --json | jq -r '.total')"
 else
   echo "  (no $sagacmd: build first for the handshake checks)"
 fi
@@ -275,7 +293,7 @@ say "orchestrator restarted; waiting for the sagas to finish"
 deadline=$((SECONDS + 90))
 while :; do
   report=$(ctl report --json)
-  open=$(q '.summary.reserving + .summary.charging + .summary.refunding + .summary.releasing')
+  open=$(q '.summary.reserving + .summary.charging + .summary.shipping + .summary.refunding + .summary.releasing')
   [ "$open" = 0 ] && break
   [ "$SECONDS" -lt "$deadline" ] || fail "$open sagas still unfinished 90 s after the restart"
   sleep 1
@@ -291,6 +309,7 @@ check "B1 live reservations" "2,2,2,2" \
 check "kim balance" "600.00" "$(q '.accounts[] | select(.customer == "kim") | .balance')"
 check "one charge per completed saga" "$(q '.summary.completed')" "$(q '.summary.charged')"
 check "kim charges" 4 "$(q '[.charges[] | select(.customer == "kim" and .status == "CHARGED")] | length')"
+check "one shipment per completed saga" "$(q '.summary.completed')" "$(ctl shipments --json | jq -r '.total')"
 # Invariants of the semantics page: stock and money are conserved.
 check "A1 conserved" 5 "$(q '.stock[] | select(.sku == "A1") | .on_hand + .reserved_qty')"
 check "B1 conserved" 10 "$(q '.stock[] | select(.sku == "B1") | .on_hand + .reserved_qty')"
