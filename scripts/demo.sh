@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: the seed lab end to end. Starts a throwaway PostgreSQL cluster
-# and the three daemons, seeds stock and accounts, runs three orders through
+# and the four daemons, seeds stock and accounts, runs three orders through
 # the order saga with sagactl, prints the final state as tables and then as
 # one JSON object on the last line, and stops everything it started (also
 # when interrupted).
@@ -16,11 +16,13 @@ STACK_TLS=${STACK_TLS:-1}
 echo "== starting PostgreSQL and the daemons"
 stack_start
 echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keeps it)"
-echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, PostgreSQL 127.0.0.1:$PG_PORT"
+echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, shippingd $SHIPPING_URL,"
+echo "   PostgreSQL 127.0.0.1:$PG_PORT"
 if [ "$STACK_TLS" = 1 ]; then
   echo "   mutual TLS on every link: certificates in $STACK_DIR/certs (scripts/make-certs.sh);"
   echo "   the orders go in with the client certificate, the seeding and the report with the admin one,"
-  echo "   on the admin listeners: orchestratord $ORCH_ADMIN_URL, stockd $STOCK_ADMIN_URL, paymentd $PAYMENT_ADMIN_URL"
+  echo "   on the admin listeners: orchestratord $ORCH_ADMIN_URL, stockd $STOCK_ADMIN_URL,"
+  echo "   paymentd $PAYMENT_ADMIN_URL, shippingd $SHIPPING_ADMIN_URL"
   echo "   (each order below is: sagactl --orchestrator $ORCH_URL --tls-cert certs/client.crt"
   echo "    --tls-key certs/client.key --tls-ca certs/ca-server.crt start CUSTOMER SKU QTY AMOUNT --wait)"
 fi
@@ -46,6 +48,7 @@ echo
 echo "== order 3: ali orders 10 x A1 for 1000.00"
 order ali A1 10 1000.00 --wait
 echo
-echo "== final state (a COMPLETED order keeps its reservation: the stock is sold)"
+echo "== final state (a COMPLETED order is charged and shipped and keeps its reservation:"
+echo "   the stock is sold; a CANCELLED one has no charge and no shipment)"
 ctl report
 ctl report --json

@@ -77,13 +77,14 @@ check_batch() {
 CANCELLED|payment_declined|c2|X:10
 COMPLETED||c1|X:35" "$(psql_db sagas_orchestrator "SELECT state || '|' || reason || '|' || customer || '|' || sku || ':' || count(*) FROM sagas WHERE $w GROUP BY state, reason, customer, sku ORDER BY 1")"
   assert_eq "batch $p: paths" "RESERVING>CANCELLED:5
-RESERVING>CHARGING>COMPLETED:35
-RESERVING>CHARGING>RELEASING>CANCELLED:10" "$(psql_db sagas_orchestrator "SELECT path || ':' || count(*) FROM (SELECT saga_id, string_agg(to_state, '>' ORDER BY version) AS path FROM saga_history WHERE $w AND (from_state IS NULL OR from_state <> to_state) GROUP BY saga_id) h GROUP BY path ORDER BY 1")"
+RESERVING>CHARGING>RELEASING>CANCELLED:10
+RESERVING>CHARGING>SHIPPING>COMPLETED:35" "$(psql_db sagas_orchestrator "SELECT path || ':' || count(*) FROM (SELECT saga_id, string_agg(to_state, '>' ORDER BY version) AS path FROM saga_history WHERE $w AND (from_state IS NULL OR from_state <> to_state) GROUP BY saga_id) h GROUP BY path ORDER BY 1")"
   assert_eq "batch $p: charges" "CHARGED:35
 DECLINED:10" "$(psql_db sagas_payment "SELECT status || ':' || count(*) FROM charges WHERE $w GROUP BY status ORDER BY 1")"
   assert_eq "batch $p: reservations" "X:RELEASED:10
 X:RESERVED:35
 Y:OUT_OF_STOCK:5" "$(psql_db sagas_stock "SELECT sku || ':' || status || ':' || count(*) FROM reservations WHERE $w GROUP BY sku, status ORDER BY 1")"
+  assert_eq "batch $p: shipments" "c1:X:1:35" "$(psql_db sagas_shipping "SELECT customer || ':' || sku || ':' || qty || ':' || count(*) FROM shipments WHERE $w GROUP BY customer, sku, qty")"
 }
 
 # the orchestrator's exit: status 86, by the fault, exactly once

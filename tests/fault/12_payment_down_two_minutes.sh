@@ -120,7 +120,7 @@ assert_eq "orchestrator never restarted" "$ORCH_PID" "${STACK_PID_OF[orchestrato
 # a saga started after paymentd returned completes
 ctl start c1 X 2 30.00 --id "$S" --wait >/dev/null
 assert_eq "S" "COMPLETED|" "$(saga_state "$S")"
-assert_eq "S path" "RESERVING>CHARGING>COMPLETED" "$(path_of "$S")"
+assert_eq "S path" "RESERVING>CHARGING>SHIPPING>COMPLETED" "$(path_of "$S")"
 assert_eq "S charge" "CHARGED" "$(charge "$S")"
 assert_eq "S reservation" "RESERVED" "$(reservation "$S")"
 assert_eq "X after S" "38" "$(on_hand X)"

@@ -28,7 +28,7 @@ killed=$(psql_db sagas_orchestrator "SELECT count(*) FROM (SELECT pg_terminate_b
 assert_eq "paymentd's connections terminated" "yes" "$([ "$killed" -ge 1 ] && echo yes || echo "no ($killed)")"
 wait_state "$S1" COMPLETED 30
 assert_eq "S1" "COMPLETED|" "$(saga_state "$S1")"
-assert_eq "S1 path" "RESERVING>CHARGING>COMPLETED" "$(path_of "$S1")"
+assert_eq "S1 path" "RESERVING>CHARGING>SHIPPING>COMPLETED" "$(path_of "$S1")"
 assert_eq "paymentd reconnected" "yes" "$([ "$(log_count paymentd 'reconnected to database')" -ge 1 ] && echo yes || echo no)"
 assert_eq "S1 charges" "CHARGED:1" "$(psql_db sagas_payment "SELECT status || ':' || count(*) FROM charges WHERE saga_id = '$S1' GROUP BY status")"
 assert_eq "c1 after S1" "7000" "$(balance c1)"
@@ -51,7 +51,7 @@ assert_eq "StartSaga failures were all UNAVAILABLE" "0" \
   "$(grep -vc "UNAVAILABLE (database_unavailable)" "$STACK_DIR/start2.err" || true)"
 wait_state "$S2" COMPLETED 30
 assert_eq "S2" "COMPLETED|" "$(saga_state "$S2")"
-assert_eq "S2 path" "RESERVING>CHARGING>COMPLETED" "$(path_of "$S2")"
+assert_eq "S2 path" "RESERVING>CHARGING>SHIPPING>COMPLETED" "$(path_of "$S2")"
 assert_eq "S2 charges" "CHARGED:1" "$(psql_db sagas_payment "SELECT status || ':' || count(*) FROM charges WHERE saga_id = '$S2' GROUP BY status")"
 
 # ---- no business refusal anywhere, never two charges

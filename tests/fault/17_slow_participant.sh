@@ -12,7 +12,7 @@ stack_start
 fixture
 ctl start c1 X 2 30.00 --id "$S" --wait >/dev/null || true
 assert_eq "S" "COMPLETED|" "$(saga_state "$S")"
-assert_eq "path" "RESERVING>CHARGING>COMPLETED" "$(path_of "$S")"
+assert_eq "path" "RESERVING>CHARGING>SHIPPING>COMPLETED" "$(path_of "$S")"
 assert_eq "the first try timed out" "yes" \
   "$([ "$(log_count orchestratord 'ChargePayment failed (DEADLINE_EXCEEDED')" -ge 1 ] && echo yes || echo no)"
 assert_eq "ChargePayment served more than once (the retry)" "yes" \

@@ -25,7 +25,7 @@ assert_eq "old layout: id column" "1" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM information_schema.columns WHERE table_name = 'saga_history' AND column_name = 'id'")"
 
 stack_start_orchestrator
-assert_eq "rows kept" "RESERVING>CHARGING>COMPLETED" \
+assert_eq "rows kept" "RESERVING>CHARGING>SHIPPING>COMPLETED" \
   "$(psql_db sagas_orchestrator "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$id1'")"
 assert_eq "no id column" "0" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM information_schema.columns WHERE table_name = 'saga_history' AND column_name = 'id'")"
@@ -33,12 +33,12 @@ assert_eq "primary key (saga_id, version)" "PRIMARY KEY (saga_id, version)" \
   "$(psql_db sagas_orchestrator "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'saga_history'::regclass AND contype = 'p'")"
 assert_eq "no foreign key" "0" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_constraint WHERE conrelid = 'saga_history'::regclass AND contype = 'f'")"
-assert_eq "sagactl history of the old saga" "RESERVING>CHARGING>COMPLETED" \
+assert_eq "sagactl history of the old saga" "RESERVING>CHARGING>SHIPPING>COMPLETED" \
   "$(ctl history "$id1" --json | python3 -c 'import json, sys; print(">".join(e["to_state"] for e in json.load(sys.stdin)))')"
 
 # a new saga after the migration, and the guards
 ctl start m M1 1 10.00 --id "$id2" --wait >/dev/null
-assert_eq "new saga's history" "RESERVING>CHARGING>COMPLETED" \
+assert_eq "new saga's history" "RESERVING>CHARGING>SHIPPING>COMPLETED" \
   "$(psql_db sagas_orchestrator "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$id2'")"
 set +e
 dup=$(psql_db sagas_orchestrator "INSERT INTO saga_history (saga_id, version, to_state, event) VALUES ('$id2', 1, 'RESERVING', 'started')" 2>&1)

@@ -50,6 +50,7 @@ on_hand() { psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = '$1'"; }
 balance() { psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = '$1'"; }
 reservation() { psql_db sagas_stock "SELECT status FROM reservations WHERE saga_id = '$1'"; }
 charge() { psql_db sagas_payment "SELECT status FROM charges WHERE saga_id = '$1'"; }
+shipment() { psql_db sagas_shipping "SELECT status FROM shipments WHERE saga_id = '$1'"; }
 path_of() {
   psql_db sagas_orchestrator "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$1' AND (from_state IS NULL OR from_state <> to_state)"
 }
@@ -78,9 +79,12 @@ check_invariants() {
   completed=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED' ORDER BY 1" | tr '\n' ' ')
   reserved=$(psql_db sagas_stock "SELECT saga_id FROM reservations WHERE status = 'RESERVED' ORDER BY 1" | tr '\n' ' ')
   charged=$(psql_db sagas_payment "SELECT saga_id FROM charges WHERE status = 'CHARGED' ORDER BY 1" | tr '\n' ' ')
-  # a COMPLETED saga has one reservation and one charge; a CANCELLED one none
+  shipped=$(psql_db sagas_shipping "SELECT saga_id FROM shipments ORDER BY 1" | tr '\n' ' ')
+  # a COMPLETED saga has one reservation, one charge and one shipment; a
+  # CANCELLED one none (the shipments table has one row per saga at most)
   assert_eq "live reservations are exactly the COMPLETED sagas" "$completed" "$reserved"
   assert_eq "charges are exactly the COMPLETED sagas" "$completed" "$charged"
+  assert_eq "shipments are exactly the COMPLETED sagas" "$completed" "$shipped"
 }
 
 # wait_daemon_exit NAME [TIMEOUT_S]: waits until a daemon of the stack ends

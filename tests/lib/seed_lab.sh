@@ -28,9 +28,9 @@ seed_lab_orders() {
 }
 
 # seed_lab_assert: every number of the expected final state, read straight
-# from the three databases.
+# from the four databases.
 seed_lab_assert() {
-  local o=sagas_orchestrator s=sagas_stock p=sagas_payment
+  local o=sagas_orchestrator s=sagas_stock p=sagas_payment h=sagas_shipping
   assert_eq "saga 1 state" "COMPLETED|" \
     "$(psql_db $o "SELECT state || '|' || reason FROM sagas WHERE saga_id = '$SEED_SAGA_1'")"
   assert_eq "saga 2 state" "CANCELLED|payment_declined" \
@@ -38,6 +38,8 @@ seed_lab_assert() {
   assert_eq "saga 3 state" "CANCELLED|out_of_stock" \
     "$(psql_db $o "SELECT state || '|' || reason FROM sagas WHERE saga_id = '$SEED_SAGA_3'")"
   assert_eq "saga count" "3" "$(psql_db $o "SELECT count(*) FROM sagas")"
+  assert_eq "saga 1 path" "RESERVING>CHARGING>SHIPPING>COMPLETED" \
+    "$(psql_db $o "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$SEED_SAGA_1'")"
   assert_eq "saga 2 path" "RESERVING>CHARGING>RELEASING>CANCELLED" \
     "$(psql_db $o "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$SEED_SAGA_2'")"
   assert_eq "saga 3 path" "RESERVING>CANCELLED" \
@@ -57,4 +59,6 @@ seed_lab_assert() {
     "$(psql_db $p "SELECT status FROM charges WHERE saga_id = '$SEED_SAGA_2'")"
   assert_eq "no charge tried for saga 3" "0" \
     "$(psql_db $p "SELECT count(*) FROM charges WHERE saga_id = '$SEED_SAGA_3'")"
+  assert_eq "shipments: order 1 only, once" "$SEED_SAGA_1:ali:A1:2:SHIPPED" \
+    "$(psql_db $h "SELECT string_agg(saga_id || ':' || customer || ':' || sku || ':' || qty || ':' || status, ',') FROM shipments")"
 }

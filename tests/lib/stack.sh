@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The whole system on one machine, for the demo and the integration tests:
-# a throwaway PostgreSQL cluster and the three daemons on free loopback
+# a throwaway PostgreSQL cluster and the four daemons on free loopback
 # ports, stopped again on exit (also when interrupted).
 #
 #   source tests/lib/stack.sh
@@ -8,8 +8,9 @@
 #   ctl start ali A1 2 200.00 --wait
 #   stack_stop             # also run by the EXIT trap
 #
-# Extra daemon flags: ORCH_FLAGS, STOCK_FLAGS, PAYMENT_FLAGS (word-split).
-# A command to start a daemon under: ORCH_WRAP, STOCK_WRAP, PAYMENT_WRAP
+# Extra daemon flags: ORCH_FLAGS, STOCK_FLAGS, PAYMENT_FLAGS, SHIPPING_FLAGS
+# (word-split). A command to start a daemon under: ORCH_WRAP, STOCK_WRAP,
+# PAYMENT_WRAP, SHIPPING_WRAP
 # (word-split; it must exec the daemon, so the pid is the daemon's), e.g.
 # "$(skewed_clock +10m)" for a wall clock ten minutes ahead.
 # Logs and the cluster live in $STACK_DIR (a new folder under /tmp), kept
@@ -18,7 +19,7 @@
 # STACK_TLS=1: every link is mutual TLS, as docs/security.md deploys it:
 # certificates made by scripts/make-certs.sh in $STACK_DIR/certs, each
 # daemon with a second listener for the admin role ($ORCH_ADMIN_URL,
-# $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL), and `ctl` speaking to those with
+# $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL, $SHIPPING_ADMIN_URL), and `ctl` speaking to those with
 # the admin certificate. Without it the daemons listen on plain loopback
 # (every role on one listener) and the *_ADMIN_URL are the *_URL.
 # STACK_FAULTS=1: the daemons start with --enable-fault-injection (tests
@@ -64,7 +65,8 @@ wait_until() {
 # STACK_TLS=1).
 ctl() {
   "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_ADMIN_URL" --stock "$STOCK_ADMIN_URL" \
-    --payment "$PAYMENT_ADMIN_URL" ${STACK_CTL_TLS[@]+"${STACK_CTL_TLS[@]}"} "$@"
+    --payment "$PAYMENT_ADMIN_URL" --shipping "$SHIPPING_ADMIN_URL" \
+    ${STACK_CTL_TLS[@]+"${STACK_CTL_TLS[@]}"} "$@"
 }
 
 # tls_flags ROLE: sagactl's TLS options for a certificate of ROLE
@@ -85,6 +87,7 @@ _stack_common_flags() {
   orchestratord) admin_url=$ORCH_ADMIN_URL role_ca=ca-client ;;
   stockd) admin_url=$STOCK_ADMIN_URL role_ca=ca-orchestrator ;;
   paymentd) admin_url=$PAYMENT_ADMIN_URL role_ca=ca-orchestrator ;;
+  shippingd) admin_url=$SHIPPING_ADMIN_URL role_ca=ca-orchestrator ;;
   esac
   printf '%s\n' --admin-listen "$admin_url" --tls-cert "$c/$name.crt" --tls-key "$c/$name.key" \
     --tls-ca "$c/$role_ca.crt" --admin-tls-ca "$c/ca-admin.crt"
@@ -138,7 +141,7 @@ stack_start_orchestrator() {
   mapfile -t common < <(_stack_common_flags orchestratord)
   # shellcheck disable=SC2086
   _stack_daemon orchestratord "$ORCH_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
-    --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
+    --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" \
     --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
 }
 
@@ -158,6 +161,15 @@ stack_start_payment() {
     --db "$PG_CONN dbname=sagas_payment" ${common[@]+"${common[@]}"} ${PAYMENT_FLAGS:-}
 }
 
+stack_start_shipping() {
+  local common
+  mapfile -t common < <(_stack_common_flags shippingd)
+  # shellcheck disable=SC2086
+  _stack_daemon shippingd "$SHIPPING_PORT" ${SHIPPING_WRAP:-} "$SAGA_BIN_DIR/shippingd" \
+    --listen "$SHIPPING_URL" --db "$PG_CONN dbname=sagas_shipping" ${common[@]+"${common[@]}"} \
+    ${SHIPPING_FLAGS:-}
+}
+
 # stack_kill NAME [SIGNAL]: signals a daemon (default TERM) and waits for it.
 stack_kill() {
   local name=$1 sig=${2:-TERM} pid=${STACK_PID_OF[$1]:-}
@@ -168,7 +180,7 @@ stack_kill() {
 }
 
 stack_start() {
-  for b in orchestratord stockd paymentd sagactl; do
+  for b in orchestratord stockd paymentd shippingd sagactl; do
     [ -x "$SAGA_BIN_DIR/$b" ] || { echo "stack: $SAGA_BIN_DIR/$b is missing: build first" >&2; return 1; }
   done
   STACK_DIR=$(mktemp -d /tmp/sagas-stack.XXXXXX)
@@ -178,6 +190,7 @@ stack_start() {
   PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
   PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
   ORCH_PORT=$(_stack_free_port); STOCK_PORT=$(_stack_free_port); PAYMENT_PORT=$(_stack_free_port)
+  SHIPPING_PORT=$(_stack_free_port)
   STACK_CTL_TLS=()
   if [ "${STACK_TLS:-0}" = 1 ]; then
     bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/certs" >/dev/null
@@ -185,6 +198,7 @@ stack_start() {
     ORCH_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
     STOCK_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
     PAYMENT_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
+    SHIPPING_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
     read -ra STACK_CTL_TLS <<<"$(tls_flags admin)"
   else
     local scheme=tcp
@@ -192,13 +206,17 @@ stack_start() {
   ORCH_URL="$scheme://127.0.0.1:$ORCH_PORT"
   STOCK_URL="$scheme://127.0.0.1:$STOCK_PORT"
   PAYMENT_URL="$scheme://127.0.0.1:$PAYMENT_PORT"
+  SHIPPING_URL="$scheme://127.0.0.1:$SHIPPING_PORT"
   if [ "${STACK_TLS:-0}" != 1 ]; then
     ORCH_ADMIN_URL=$ORCH_URL STOCK_ADMIN_URL=$STOCK_URL PAYMENT_ADMIN_URL=$PAYMENT_URL
+    SHIPPING_ADMIN_URL=$SHIPPING_URL
   fi
-  export ORCH_URL STOCK_URL PAYMENT_URL ORCH_ADMIN_URL STOCK_ADMIN_URL PAYMENT_ADMIN_URL
+  export ORCH_URL STOCK_URL PAYMENT_URL SHIPPING_URL ORCH_ADMIN_URL STOCK_ADMIN_URL \
+    PAYMENT_ADMIN_URL SHIPPING_ADMIN_URL
   export PG_PORT PG_CONN STACK_DIR
   stack_start_stock
   stack_start_payment
+  stack_start_shipping
   stack_start_orchestrator
 }
 
