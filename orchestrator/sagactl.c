@@ -1,5 +1,5 @@
 /* sagactl: the command-line client of the saga orchestrator, and the admin
- * client of the stock and payment participants.
+ * client of the stock, payment and shipping participants.
  *
  *   sagactl [GLOBAL OPTIONS] VERB [ARGS] [OPTIONS]
  *
@@ -29,7 +29,7 @@
 #include "sagactl.h"
 #include "version.h"
 
-const char *const ctl_svc_names[CTL_SVC_COUNT] = {"orchestrator", "stock", "payment"};
+const char *const ctl_svc_names[CTL_SVC_COUNT] = {"orchestrator", "stock", "payment", "shipping"};
 
 /* ---- option tables ---- */
 
@@ -40,6 +40,8 @@ const char *const ctl_svc_names[CTL_SVC_COUNT] = {"orchestrator", "stock", "paym
 	        offsetof(ctl_opts, url[CTL_SVC_STOCK]), "stock service URL", "URL"},               \
 	    {"payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0,              \
 	        offsetof(ctl_opts, url[CTL_SVC_PAYMENT]), "payment service URL", "URL"},           \
+	    {"shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0,            \
+	        offsetof(ctl_opts, url[CTL_SVC_SHIPPING]), "shipping service URL", "URL"},         \
 	    {"timeout", NULL, CONFIG_INT, "5000", 1, 3600000, offsetof(ctl_opts, timeout_ms),      \
 	        "timeout of each call", "MS"},                                                     \
 	    {"tls-cert", "SAGACTL_TLS_CERT", CONFIG_STR, "", 0, 0, offsetof(ctl_opts, tls_cert),   \
@@ -105,10 +107,18 @@ static const config_opt ctl_opts_accounts[] = {
         "at most N charge rows, newest first", "N"},
 };
 
+static const config_opt ctl_opts_shipments[] = {
+    CTL_OPT_GLOBAL,
+    {"limit", NULL, CONFIG_INT, "1000", 1, CTL_ROWS_LIMIT_MAX, offsetof(ctl_opts, limit),
+        "at most N shipment rows, newest first (the total counts every row)", "N"},
+};
+
 static const config_opt ctl_opts_report[] = {
     CTL_OPT_GLOBAL,
     {"limit", NULL, CONFIG_INT, "1000", 1, CTL_ROWS_LIMIT_MAX, offsetof(ctl_opts, limit),
-        "at most N charge rows, newest first (the counts cover every row)", "N"},
+        "at most N charge rows and N shipment rows, newest first (the counts cover every "
+        "row)",
+        "N"},
 };
 
 static const config_opt ctl_opts_fault_set[] = {
@@ -288,22 +298,37 @@ static const ctl_cmd ctl_cmds[] = {
         "\"charges\":[{\"saga_id\",\"customer\",\"amount_minor\",\"amount\",\"status\"}],\n"
         "         \"charges_truncated\":BOOL (both with --charges)}",
         ctl_opts_accounts, CTL_NELEM(ctl_opts_accounts), ctl_args_none, ctl_accounts},
+    {"shipments", "", "admin: shipments, newest first, and their total (--limit)",
+        "sagactl shipments [--limit N] [OPTIONS]",
+        "Admin: the shipments of the shipping service: their total (every shipment row)\n"
+        "and the newest --limit N (default 1000, at most 10000) rows, newest first; a\n"
+        "note says when there are more.\n"
+        "--json: "
+        "{\"total\":N,\"shipments\":[{\"saga_id\",\"customer\",\"sku\",\"qty\",\"status\",\n"
+        "         \"created_unix_ms\",\"created_at\"}],\"truncated\":BOOL}",
+        ctl_opts_shipments, CTL_NELEM(ctl_opts_shipments), ctl_args_none, ctl_shipments},
     {"report", "", "everything, with counts: the demo view", "sagactl report [--limit N] [OPTIONS]",
         "The state of the system: the newest 10000 sagas, every sku and account, the\n"
-        "newest --limit N (default 1000, at most 10000) charge rows (a note says when\n"
-        "there are more), and counts (sagas by state; charges = every charge row;\n"
-        "charged, refunded = charge rows with that status; live_reservations over every\n"
-        "sku), exact however many rows there are. Asks all three services.\n"
+        "newest --limit N (default 1000, at most 10000) charge rows and shipment rows (a\n"
+        "note says when there are more), and counts (sagas by state; charges = every\n"
+        "charge row; charged, refunded = charge rows with that status;\n"
+        "live_reservations over every sku; shipments = every shipment row), exact\n"
+        "however many rows there are. Asks all four services: one that cannot be\n"
+        "reached is an error (exit 1).\n"
         "--json: {\"sagas\":[SAGA],\"stock\":[...],\"accounts\":[...],\"charges\":[...],\n"
         "         \"charges_truncated\":BOOL,\n"
-        "         \"summary\":{\"sagas\",\"reserving\",\"charging\",\"completed\",\"refunding\",\n"
-        "         \"releasing\",\"cancelled\",\"attention\",\"skus\",\"live_reservations\",\n"
-        "         \"accounts\",\"charges\",\"charged\",\"refunded\",\"truncated\"}}",
+        "         \"shipments\":{\"total\":N,\"shipments\":[...],\"truncated\":BOOL},\n"
+        "         (\"shipments\" as in 'sagactl shipments --json')\n"
+        "         \"summary\":{\"sagas\",\"reserving\",\"charging\",\"shipping\",\"completed\",\n"
+        "         \"refunding\",\"releasing\",\"cancelled\",\"attention\",\"skus\",\n"
+        "         \"live_reservations\",\"accounts\",\"charges\",\"charged\",\"refunded\",\n"
+        "         \"shipments\",\"truncated\"}}",
         ctl_opts_report, CTL_NELEM(ctl_opts_report), ctl_args_none, ctl_report},
     {"fault set", "SERVICE KIND", "test: arm a fault point (--method, --count, --delay)",
         "sagactl fault set SERVICE KIND [--method M] [--count N] [--delay MS] [OPTIONS]",
-        "Test: arm a fault point on SERVICE (orchestrator, stock or payment, at the URL of\n"
-        "--orchestrator, --stock or --payment) through its Admin service. KIND is one of\n"
+        "Test: arm a fault point on SERVICE (orchestrator, stock, payment or shipping, at\n"
+        "the URL of --orchestrator, --stock, --payment or --shipping) through its Admin\n"
+        "service. KIND is one of\n"
         "  delay               hold each call --delay MS before serving it\n"
         "  drop_reply          serve the call (apply and commit) but send no reply\n"
         "  unavailable         answer UNAVAILABLE without serving the call\n"
@@ -318,14 +343,16 @@ static const ctl_cmd ctl_cmds[] = {
         ctl_opts_fault_set, CTL_NELEM(ctl_opts_fault_set), ctl_args_fault_set, ctl_fault_set},
     {"fault clear", "SERVICE", "test: disarm every fault point of a service",
         "sagactl fault clear SERVICE [OPTIONS]",
-        "Test: disarm every fault point of SERVICE (orchestrator, stock or payment).\n"
+        "Test: disarm every fault point of SERVICE (orchestrator, stock, payment or\n"
+        "shipping).\n"
         "--json: {\"service\",\"cleared\":true}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_fault_clear, ctl_fault_clear},
     {"probe", "SERVICE", "health check: exit 0 when SERVICE is SERVING",
         "sagactl probe SERVICE [OPTIONS]",
-        "Ask SERVICE (orchestrator, stock or payment, at the URL of --orchestrator, --stock\n"
-        "or --payment) for its health (sagas.v1.Health/Check) and print it: SERVING, or\n"
-        "NOT_SERVING while its database is unreachable. Exits 0 when SERVING, 1 otherwise\n"
+        "Ask SERVICE (orchestrator, stock, payment or shipping, at the URL of\n"
+        "--orchestrator, --stock, --payment or --shipping) for its health\n"
+        "(sagas.v1.Health/Check) and print it: SERVING, or NOT_SERVING while its\n"
+        "database is unreachable. Exits 0 when SERVING, 1 otherwise\n"
         "(NOT_SERVING, unreachable, timed out): a container health check.\n"
         "--json: {\"service\",\"status\",\"version\",\"commit\"}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_probe, ctl_probe},
@@ -335,8 +362,9 @@ static void ctl_print_help(FILE *out)
 {
 	fprintf(out,
 	    "usage: sagactl [GLOBAL OPTIONS] VERB [ARGS] [OPTIONS]\n\n"
-	    "Command-line client of the saga orchestrator (and admin client of the stock\n"
-	    "and payment services). Global options may come before or after the verb.\n\n"
+	    "Command-line client of the saga orchestrator (and admin client of the stock,\n"
+	    "payment and shipping services). Global options may come before or after the\n"
+	    "verb.\n\n"
 	    "verbs:\n");
 	for (size_t i = 0; i < CTL_NELEM(ctl_cmds); i++) {
 		char left[64];

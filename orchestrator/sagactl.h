@@ -6,7 +6,8 @@
  *   sagactl_out.c    output: tables, JSON, money, times, status names
  *   sagactl_rpc.c    calls: the clients of the services, errors, keyed calls
  *   sagactl_saga.c   the saga verbs: start, get, wait, list, history, retry
- *   sagactl_admin.c  the admin verbs: stock, deposit, accounts, fault, probe
+ *   sagactl_admin.c  the admin verbs: stock, deposit, accounts, shipments,
+ *                    fault, probe
  *   sagactl_report.c report: every service's view, with counts
  *
  * Every function runs on sagactl's one thread. Functions that return an
@@ -33,6 +34,7 @@
 
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
 
 enum {
@@ -48,8 +50,16 @@ enum {
 #define CTL_LIST_LIMIT_MAX   10000  /* the orchestrator's largest page */
 #define CTL_MAX_ARGS         256    /* positional arguments of one verb */
 #define CTL_FAULT_DELAY_MAX  600000 /* the Admin service's largest delay_ms */
-/* ListStock and ListAccounts return at most this many rows per call. */
+/* ListStock, ListAccounts and ListShipments return at most this many rows
+ * per call. */
 #define CTL_ROWS_LIMIT_MAX 10000
+
+/* The saga state SHIPPING (sagas.v1.SagaState 7, after CHARGING): the
+ * orchestrator ships a charged order before it is COMPLETED. sagactl names
+ * and counts it even where saga.h does not know it yet. */
+#define CTL_STATE_SHIPPING 7
+/* Saga state values sagactl counts: 0 .. CTL_STATE_COUNT - 1. */
+#define CTL_STATE_COUNT (CTL_STATE_SHIPPING + 1)
 
 #define CTL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -58,10 +68,11 @@ typedef enum ctl_svc {
 	CTL_SVC_ORCHESTRATOR = 0,
 	CTL_SVC_STOCK = 1,
 	CTL_SVC_PAYMENT = 2,
-	CTL_SVC_COUNT = 3,
+	CTL_SVC_SHIPPING = 3,
+	CTL_SVC_COUNT = 4,
 } ctl_svc;
 
-/* "orchestrator", "stock", "payment": the SERVICE arguments and
+/* "orchestrator", "stock", "payment", "shipping": the SERVICE arguments and
  * the names of the URL options. */
 extern const char *const ctl_svc_names[CTL_SVC_COUNT];
 
@@ -157,11 +168,20 @@ char *ctl_iso_ms(int64_t ms, char *buf, size_t len);
 /* ctl_money formats minor units as a decimal into buf (32 bytes); returns buf. */
 char *ctl_money(int64_t minor, char *buf);
 
-/* Names of status values ("CHARGED", "RESERVED", "SERVING");
+/* Names of status values ("CHARGED", "RESERVED", "SHIPPED", "SERVING");
  * "UNSPECIFIED" for unknown values. Static storage. */
 const char *ctl_charge_status_name(int s);
 const char *ctl_reservation_status_name(int s);
+const char *ctl_shipment_status_name(int s);
 const char *ctl_serving_status_name(int s);
+
+/* ctl_state_name names a saga state value as saga_state_name does, and 7
+ * SHIPPING (CTL_STATE_SHIPPING). Static storage. */
+const char *ctl_state_name(int state);
+
+/* ctl_state_parse maps a state name (case-insensitive, SHIPPING included)
+ * to its value; SAGA_STATE_UNSPECIFIED for unknown text. */
+int ctl_state_parse(const char *name);
 
 /* A table of strings printed as psql does; an allocation failure is sticky
  * and reported by ctl_table_done, so that callers check once. Initialise
@@ -284,10 +304,24 @@ bool ctl_accounts_json(const Sagas__V1__ListAccountsReply *rep, json_t *accounts
  * `charges`, its charge rows; returns an exit code. */
 int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep, bool charges);
 
+/* ctl_list_shipments calls ListShipments: the count of every shipment and
+ * at most `limit` shipment rows, newest first. Returns 0 and *out (free
+ * it), or an exit code after printing an error. */
+int ctl_list_shipments(ctl_ctx *c, int64_t limit, Sagas__V1__ListShipmentsReply **out);
+
+/* ctl_shipments_json appends the shipment rows of `rep` to `rows`; false on
+ * failure. */
+bool ctl_shipments_json(const Sagas__V1__ListShipmentsReply *rep, json_t *rows);
+
+/* ctl_shipments_table prints the shipment rows of `rep` and the truncation
+ * note; returns an exit code. */
+int ctl_shipments_table(const Sagas__V1__ListShipmentsReply *rep);
+
 int ctl_stock_set(ctl_ctx *c, char **args);
 int ctl_stock_list(ctl_ctx *c, char **args);
 int ctl_deposit(ctl_ctx *c, char **args);
 int ctl_accounts(ctl_ctx *c, char **args);
+int ctl_shipments(ctl_ctx *c, char **args);
 int ctl_fault_set(ctl_ctx *c, char **args);
 int ctl_fault_clear(ctl_ctx *c, char **args);
 int ctl_probe(ctl_ctx *c, char **args);

@@ -1,6 +1,6 @@
 /* sagactl_admin.c: the admin verbs of the participants (stock set and list,
- * deposit, accounts) and the test and health verbs of every service (fault
- * set and clear, probe) (sagactl.h). */
+ * deposit, accounts, shipments) and the test and health verbs of every
+ * service (fault set and clear, probe) (sagactl.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -312,6 +312,88 @@ int ctl_accounts(ctl_ctx *c, char **args)
 	return rc;
 }
 
+/* ctl_list_shipments calls ListShipments with its rows: the count of every
+ * shipment and at most `limit` rows, newest first. */
+int ctl_list_shipments(ctl_ctx *c, int64_t limit, Sagas__V1__ListShipmentsReply **out)
+{
+	Sagas__V1__ListShipmentsRequest req = SAGAS__V1__LIST_SHIPMENTS_REQUEST__INIT;
+	req.include_shipments = true;
+	req.limit = (int32_t)limit;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_SHIPPING, "/sagas.v1.Shipping/ListShipments", &req.base,
+	    "list shipments", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	*out = sagas__v1__list_shipments_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (*out == NULL)
+		return ctl_bad_reply(c, CTL_SVC_SHIPPING, "ListShipments");
+	return 0;
+}
+
+/* ctl_shipments_json appends the shipment rows of `rep` to `rows`. */
+bool ctl_shipments_json(const Sagas__V1__ListShipmentsReply *rep, json_t *rows)
+{
+	bool ok = rows != NULL;
+	for (size_t i = 0; ok && i < rep->n_shipments; i++) {
+		const Sagas__V1__Shipment *sh = rep->shipments[i];
+		char at[32];
+		ok = ctl_json_append(rows,
+		    json_pack("{s:s, s:s, s:s, s:i, s:s, s:I, s:s}", "saga_id", sh->saga_id,
+		        "customer", sh->customer, "sku", sh->sku, "qty", (int)sh->qty, "status",
+		        ctl_shipment_status_name(sh->status), "created_unix_ms",
+		        (json_int_t)sh->created_unix_ms, "created_at",
+		        ctl_iso_ms(sh->created_unix_ms, at, sizeof at)));
+	}
+	return ok;
+}
+
+/* ctl_shipments_table prints "shipments: TOTAL", the rows of `rep` and the
+ * truncation note. */
+int ctl_shipments_table(const Sagas__V1__ListShipmentsReply *rep)
+{
+	static const char *const head[]
+	    = {"saga_id", "customer", "sku", "qty", "status", "created_at"};
+	ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllrll"};
+	for (size_t i = 0; i < rep->n_shipments; i++) {
+		const Sagas__V1__Shipment *sh = rep->shipments[i];
+		char qty[16], at[32];
+		snprintf(qty, sizeof qty, "%d", (int)sh->qty);
+		ctl_table_row(&t, sh->saga_id, sh->customer, sh->sku, qty,
+		    ctl_shipment_status_name(sh->status),
+		    ctl_iso_ms(sh->created_unix_ms, at, sizeof at));
+	}
+	printf("shipments: %" PRId64 "\n", (int64_t)rep->total);
+	int rc = ctl_table_done(&t);
+	if (rc == 0)
+		ctl_truncated_note(rep->shipments_truncated, rep->n_shipments);
+	return rc;
+}
+
+/* ctl_shipments: `sagactl shipments`, the shipments of shippingd. */
+int ctl_shipments(ctl_ctx *c, char **args)
+{
+	Sagas__V1__ListShipmentsReply *rep = NULL;
+	int rc = ctl_list_shipments(c, c->o.limit, &rep);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		json_t *rows = json_array();
+		if (ctl_shipments_json(rep, rows)) {
+			rc = ctl_json_print(
+			    json_pack("{s:I, s:o, s:b}", "total", (json_int_t)rep->total,
+			        "shipments", rows, "truncated", (int)rep->shipments_truncated));
+		} else {
+			json_decref(rows);
+			rc = ctl_json_print(NULL);
+		}
+	} else {
+		rc = ctl_shipments_table(rep);
+	}
+	sagas__v1__list_shipments_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
 /* The fault kinds of `fault set`, as sagas.v1.FaultKind names them. */
 static const struct {
 	const char *name;
@@ -336,8 +418,8 @@ static int ctl_parse_service(ctl_ctx *c, const char *text, ctl_svc *out)
 			return 0;
 		}
 	}
-	return ctl_usage(
-	    c->cmd, "invalid SERVICE \"%s\": expected one of orchestrator, stock, payment", text);
+	return ctl_usage(c->cmd,
+	    "invalid SERVICE \"%s\": expected one of orchestrator, stock, payment, shipping", text);
 }
 
 /* ctl_parse_fault_kind reads KIND into *out; returns 0 or a usage exit code. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "sagactl.h"
@@ -74,6 +75,31 @@ const char *ctl_reservation_status_name(int s)
 	default:
 		return "UNSPECIFIED";
 	}
+}
+
+const char *ctl_shipment_status_name(int s)
+{
+	switch (s) {
+	case SAGAS__V1__SHIPMENT_STATUS__SHIPMENT_STATUS_SHIPPED:
+		return "SHIPPED";
+	default:
+		return "UNSPECIFIED";
+	}
+}
+
+const char *ctl_state_name(int state)
+{
+	/* the orchestrator's SHIPPING, which saga.h may not name yet */
+	if (state == CTL_STATE_SHIPPING)
+		return "SHIPPING";
+	return saga_state_name((saga_state)state);
+}
+
+int ctl_state_parse(const char *name)
+{
+	if (strcasecmp(name, "SHIPPING") == 0)
+		return CTL_STATE_SHIPPING;
+	return (int)saga_state_parse(name);
 }
 
 /* ctl_serving_status_name names a Health ServingStatus ("SERVING"). */
@@ -237,8 +263,8 @@ json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 	const Sagas__V1__Order *o = s->order;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, s:I, "
 	                 "s:s, s:I, s:I}",
-	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason",
-	    s->reason, "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
+	    "saga_id", s->saga_id, "state", ctl_state_name((int)s->state), "reason", s->reason,
+	    "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
 	    (json_int_t)o->amount, "amount", ctl_money(o->amount, amount), "attention",
 	    (int)s->attention, "version", (json_int_t)s->version, "attempts", (int)s->attempts,
 	    "created_unix_ms", (json_int_t)s->created_unix_ms, "created_at",
@@ -265,7 +291,7 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	char amount[32], t1[32], t2[32], t3[32], t4[32];
 	const Sagas__V1__Order *o = s->order;
 	printf("saga_id       %s\n", s->saga_id);
-	printf("state         %s\n", saga_state_name((saga_state)s->state));
+	printf("state         %s\n", ctl_state_name((int)s->state));
 	printf("reason        %s\n", s->reason[0] ? s->reason : "-");
 	printf("customer      %s\n", o->customer);
 	printf("sku           %s\n", o->sku);

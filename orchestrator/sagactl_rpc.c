@@ -9,6 +9,10 @@
 
 #include "sagactl.h"
 
+/* The daemon that serves each ctl_svc, for "is it running?". */
+static const char *const ctl_svc_daemons[CTL_SVC_COUNT]
+    = {"orchestratord", "stockd", "paymentd", "shippingd"};
+
 /* ctl_client returns the (lazily opened) client of `svc`, or NULL after
  * printing an error; *rc is the exit code then. */
 static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
@@ -44,10 +48,7 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	int err = rpc_client_open(&c->client[svc], url, &opts);
 	if (err == -ECONNREFUSED) {
 		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
-		    ctl_svc_names[svc], url,
-		    svc == CTL_SVC_ORCHESTRATOR ? "orchestratord"
-		        : svc == CTL_SVC_STOCK  ? "stockd"
-		                                : "paymentd");
+		    ctl_svc_names[svc], url, ctl_svc_daemons[svc]);
 		c->client[svc] = NULL;
 		return NULL;
 	}
