@@ -161,7 +161,8 @@ class Client:
 
     A tls+tcp:// URL needs tls_ca (the CA of the daemons' certificates) and,
     to call anything but Health, tls_cert and tls_key: a certificate of the
-    role the methods need (the client role for the Orchestrator service)."""
+    role the methods need (the client role for the Orchestrator service, the
+    admin role for admin methods such as Shipping/ListShipments)."""
 
     def __init__(self, url, timeout_ms=5000, tls_cert=None, tls_key=None, tls_ca=None):
         from sagas.v1 import rpc_pb2  # noqa: F401 (fails early without generated code)
@@ -173,8 +174,9 @@ class Client:
         tls = url.startswith("tls+")
         if tls and not tls_ca:
             raise ValueError("%s is a TLS URL: give the CA of the daemons' certificates "
-                             "(tls_ca; start_order.py --tls-ca) and a certificate of the "
-                             "client role (tls_cert, tls_key; --tls-cert, --tls-key)" % url)
+                             "(tls_ca; --tls-ca) and a certificate of the role the methods "
+                             "need, client for start_order.py, admin for list_shipments.py "
+                             "(tls_cert, tls_key; --tls-cert, --tls-key)" % url)
         if bool(tls_cert) != bool(tls_key):
             raise ValueError("tls_cert and tls_key go together")
         rv = lib.nng_req0_open(ctypes.byref(self._sock))

@@ -12,6 +12,7 @@ trap 'rm -f "$OUT" "$ERR"' EXIT
 export SAGA_ORCHESTRATOR_URL=tcp://127.0.0.1:1
 export SAGA_STOCK_URL=tcp://127.0.0.1:1
 export SAGA_PAYMENT_URL=tcp://127.0.0.1:1
+export SAGA_SHIPPING_URL=tcp://127.0.0.1:1
 
 failures=0
 fail() {
@@ -41,8 +42,8 @@ expect() {
 # help: exit 0, usage on stdout
 expect 0 '^usage: sagactl' --help
 expect 0 '^usage: sagactl' -h
-for verb in start get list history retry "stock set" "stock list" deposit accounts report \
-	"fault set" "fault clear"; do
+for verb in start get wait list history retry "stock set" "stock list" deposit accounts shipments \
+	report "fault set" "fault clear" probe; do
 	# shellcheck disable=SC2086 # "stock set" is two words on purpose
 	expect 0 "^usage: sagactl $verb" $verb --help
 done
@@ -54,6 +55,8 @@ expect 0 'report' --help
 expect 0 'retry ID' --help
 expect 0 'fault set SERVICE KIND' --help
 expect 0 'fault clear SERVICE' --help
+expect 0 'shipments .*admin: shipments' --help
+expect 0 '--shipping URL .*tcp://127\.0\.0\.1:7104.*SAGA_SHIPPING_URL' --help
 
 # no verb, unknown verb
 expect 2 'missing verb'
@@ -102,7 +105,7 @@ expect 2 'invalid --state' list --state unspecified
 expect 2 'limit' list --limit -1
 expect 2 'limit' list --limit 10001
 # --limit of the row listings: 1..10000 rows
-for verb in "stock list --reservations" "accounts --charges" report; do
+for verb in "stock list --reservations" "accounts --charges" shipments report; do
 	# shellcheck disable=SC2086 # the verb is several words on purpose
 	expect 2 'invalid value for limit \(from --limit\): 0 is outside 1..10000' $verb --limit 0
 	# shellcheck disable=SC2086
@@ -117,6 +120,23 @@ expect 0 'charges_truncated' accounts --help
 expect 0 'charged_count' accounts --help
 expect 0 'report \[--limit N\]' report --help
 expect 0 'charges_truncated' report --help
+expect 0 'shipments \[--limit N\]' shipments --help
+expect 0 '"total":N,"shipments":\[' shipments --help
+expect 0 '"shipments":\{"total":N' report --help
+expect 0 'shipping' probe --help
+# shipments: usage errors name the option or the argument
+expect 2 'limit' shipments --limit -1
+expect 2 'limit' shipments --limit ""
+expect 2 'unknown option "--charges"' shipments --charges
+expect 2 'unknown option "--bogus"' shipments --bogus
+expect 2 'unexpected argument "extra"' shipments extra
+expect 2 'invalid --shipping URL "foo"' --shipping foo shipments
+expect 2 'invalid --shipping URL "foo"' shipments --shipping foo --json
+expect 2 '--shipping tls\+tcp://127\.0\.0\.1:1 is a TLS URL: give --tls-ca' \
+	--shipping tls+tcp://127.0.0.1:1 shipments
+# --state knows SHIPPING (sagas.v1.SagaState 7)
+expect 2 'invalid --state "foo".*CHARGING.*SHIPPING.*COMPLETED' list --state foo
+expect 1 'could not reach orchestrator' --timeout 300 list --state shipping
 expect 2 'timeout' --timeout 0 list
 expect 2 'timeout' get --timeout abc 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 
@@ -131,9 +151,10 @@ expect 2 'missing argument ID' retry
 expect 2 'unexpected argument "extra"' retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427 extra
 
 # fault set SERVICE KIND, fault clear SERVICE: unknown values list the valid ones
-expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment' fault set frob delay
+expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment.*shipping' fault set frob delay
 expect 2 'invalid SERVICE "Stock"' fault set Stock unavailable
-expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment' fault clear frob
+expect 2 'invalid SERVICE "frob".*orchestrator.*stock.*payment.*shipping' fault clear frob
+expect 2 'invalid SERVICE "frob".*shipping' probe frob
 expect 2 'invalid SERVICE ""' fault clear ""
 expect 2 'invalid KIND "frob".*delay.*drop_reply.*unavailable.*exit_after_commit.*fail_before_commit.*exit_after_send' \
 	fault set stock frob
@@ -180,6 +201,12 @@ expect 1 'could not reach stock at tcp://127.0.0.1:1: connection refused' --time
 	unavailable --method ReserveStock --count 2
 expect 1 'could not reach payment' --timeout 300 fault set payment delay --delay 100 --json
 expect 1 "$UNREACH" --timeout 300 fault clear orchestrator
+SHIPUNREACH='could not reach shipping at tcp://127.0.0.1:1: connection refused \(is shippingd running\?\)'
+expect 1 "$SHIPUNREACH" --timeout 300 shipments
+expect 1 "$SHIPUNREACH" --timeout 300 shipments --json --limit 5
+expect 1 'could not reach shipping' --timeout 300 probe shipping
+expect 1 'could not reach shipping' --timeout 300 fault set shipping unavailable --method ShipOrder
+expect 1 'could not reach shipping' --timeout 300 fault clear shipping
 # an error writes nothing to stdout, even with --json
 "$SAGACTL" --timeout 300 --json report >"$OUT" 2>"$ERR" || true
 [[ -s $OUT ]] && fail "an error wrote to stdout"

@@ -1,0 +1,318 @@
+/* sagactl's internal header: the types its files share and the contracts of
+ * the functions one file offers the others. Not a library: only the sagactl
+ * files include it.
+ *
+ *   sagactl.c        main, the option and verb tables, argument parsing, help
+ *   sagactl_out.c    output: tables, JSON, money, times, status names
+ *   sagactl_rpc.c    calls: the clients of the services, errors, keyed calls
+ *   sagactl_saga.c   the saga verbs: start, get, wait, list, history, retry
+ *   sagactl_admin.c  the admin verbs: stock, deposit, accounts, shipments,
+ *                    fault, probe
+ *   sagactl_report.c report: every service's view, with counts
+ *
+ * Every function runs on sagactl's one thread. Functions that return an
+ * `int` exit code print their error first (stderr, "sagactl: error: ...").
+ * Protobuf lives in these files because they are the CLI's codec: every
+ * reply payload is unpacked with the NULL allocator, checked for NULL and
+ * freed.
+ */
+#ifndef SAGACTL_H
+#define SAGACTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "rpc.h"
+#include "saga.h"
+#include "tls.h"
+#include "valid.h"
+
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
+#include "sagas/v1/stock.pb-c.h"
+
+enum {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_ERROR = 1,
+	CTL_EXIT_USAGE = 2,
+};
+
+#define CTL_POLL_MS          20     /* --wait asks again no sooner than this */
+#define CTL_WAIT_CALL_MS     10000  /* longest wait of one WaitSaga call */
+#define CTL_WAIT_OVERRUN_MS  500    /* a wait gives up at most this late */
+#define CTL_POLL_MIN_CALL_MS 100    /* shortest timeout of one poll */
+#define CTL_LIST_LIMIT_MAX   10000  /* the orchestrator's largest page */
+#define CTL_MAX_ARGS         256    /* positional arguments of one verb */
+#define CTL_FAULT_DELAY_MAX  600000 /* the Admin service's largest delay_ms */
+/* ListStock, ListAccounts and ListShipments return at most this many rows
+ * per call. */
+#define CTL_ROWS_LIMIT_MAX 10000
+
+#define CTL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The services sagactl talks to. */
+typedef enum ctl_svc {
+	CTL_SVC_ORCHESTRATOR = 0,
+	CTL_SVC_STOCK = 1,
+	CTL_SVC_PAYMENT = 2,
+	CTL_SVC_SHIPPING = 3,
+	CTL_SVC_COUNT = 4,
+} ctl_svc;
+
+/* "orchestrator", "stock", "payment", "shipping": the SERVICE arguments and
+ * the names of the URL options. */
+extern const char *const ctl_svc_names[CTL_SVC_COUNT];
+
+/* Every option of every verb; config_load fills the rows of the verb's table. */
+typedef struct ctl_opts {
+	char url[CTL_SVC_COUNT][CONFIG_STR_MAX];
+	int64_t timeout_ms;
+	bool json;
+	char id[CONFIG_STR_MAX];
+	bool wait;
+	int64_t wait_timeout_ms;
+	char state[CONFIG_STR_MAX];
+	int64_t limit;
+	bool attention;
+	bool reservations;
+	bool charges;
+	char method[CONFIG_STR_MAX];
+	int64_t count;
+	int64_t delay_ms;
+	char tls_cert[CONFIG_STR_MAX];
+	char tls_key[CONFIG_STR_MAX];
+	char tls_ca[CONFIG_STR_MAX];
+} ctl_opts;
+
+typedef struct ctl_ctx ctl_ctx;
+
+/* One verb: its option table, its positional arguments and its action. */
+typedef struct ctl_cmd {
+	const char *name;     /* "start", "stock set" */
+	const char *synopsis; /* positional part, for the verb list */
+	const char *brief;    /* one line for the verb list */
+	const char *usage;
+	const char *summary;
+	const config_opt *opts;
+	size_t nopts;
+	const char *const *args; /* names of the positional arguments */
+	int (*run)(ctl_ctx *c, char **args);
+} ctl_cmd;
+
+struct ctl_ctx {
+	ctl_opts o;
+	const ctl_cmd *cmd;
+	rpc_client *client[CTL_SVC_COUNT];
+	tls_conf *tls[CTL_SVC_COUNT]; /* of a tls+tcp:// URL */
+	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
+	                   UNAVAILABLE: its outcome is unknown */
+	bool id_given;  /* --id was on the command line (even as "") */
+	bool own_key;   /* ctl_key made the call's key: nobody else has it */
+};
+
+/* Who used a keyed call's key (StartSaga's saga id, Deposit's deposit id),
+ * from the reply's "new" or "already existed" and the tries it took
+ * (ctl_key_use_of). */
+typedef enum ctl_key_use {
+	CTL_KEY_NEW,   /* this call made it */
+	CTL_KEY_OLD,   /* it existed before this command's only try */
+	CTL_KEY_OURS,  /* it existed at a re-send, and the key was sagactl's own:
+	                  this command's earlier try made it */
+	CTL_KEY_MAYBE, /* it existed at a re-send, and the key was --id: this
+	                  command's earlier try or an earlier call made it */
+} ctl_key_use;
+
+/* ---- sagactl.c: errors and argument parsing ---- */
+
+/* ctl_usage prints a usage error about verb `cmd` (NULL: none) with a hint
+ * to its --help and returns CTL_EXIT_USAGE. */
+int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ctl_error prints "sagactl: error: <message>" and returns CTL_EXIT_ERROR. */
+int ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ctl_parse_int reads a whole number with digits only (no sign, no spaces)
+ * into *out. Returns 0, -EINVAL for bad text or -ERANGE outside min..max. */
+int ctl_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* ctl_parse_name validates CUSTOMER or SKU (`what`); returns 0 or a usage
+ * exit code. */
+int ctl_parse_name(ctl_ctx *c, const char *what, const char *text);
+
+/* ctl_parse_amount reads AMOUNT (a decimal in major units) strictly into
+ * *out (minor units); returns 0 or a usage exit code. */
+int ctl_parse_amount(ctl_ctx *c, const char *text, int64_t *out);
+
+/* ctl_parse_id validates a saga id argument; returns 0 or a usage exit code. */
+int ctl_parse_id(ctl_ctx *c, const char *text);
+
+/* ---- sagactl_out.c: output ---- */
+
+/* ctl_iso_ms writes ms since the epoch as ISO-8601 UTC with milliseconds,
+ * or "-" for 0. Returns buf (at least 32 bytes). */
+char *ctl_iso_ms(int64_t ms, char *buf, size_t len);
+
+/* ctl_money formats minor units as a decimal into buf (32 bytes); returns buf. */
+char *ctl_money(int64_t minor, char *buf);
+
+/* Names of status values ("CHARGED", "RESERVED", "SHIPPED", "SERVING");
+ * "UNSPECIFIED" for unknown values. Static storage. */
+const char *ctl_charge_status_name(int s);
+const char *ctl_reservation_status_name(int s);
+const char *ctl_shipment_status_name(int s);
+const char *ctl_serving_status_name(int s);
+
+/* A table of strings printed as psql does; an allocation failure is sticky
+ * and reported by ctl_table_done, so that callers check once. Initialise
+ * ncols, head and align; the rest zero. */
+typedef struct ctl_table {
+	size_t ncols; /* at most 16 */
+	const char *const *head;
+	const char *align; /* one 'l' or 'r' per column */
+	char **cells;      /* nrows * ncols, malloc'd */
+	size_t nrows;
+	size_t cap;
+	bool oom;
+} ctl_table;
+
+/* ctl_table_row appends one row of t->ncols strings (copied; NULL is ""). */
+void ctl_table_row(ctl_table *t, ...);
+
+/* ctl_table_done prints the table to stdout with a "(N rows)" footer, then
+ * frees it; returns an exit code. */
+int ctl_table_done(ctl_table *t);
+
+/* ctl_truncated_note prints, when `truncated`, that a listing shows only the
+ * newest `shown` rows. */
+void ctl_truncated_note(bool truncated, size_t shown);
+
+/* ctl_json_print writes `j` on one line to stdout and drops the reference.
+ * A NULL `j` (a failed json_pack) is an error. Returns an exit code. */
+int ctl_json_print(json_t *j);
+
+/* ctl_json_append appends `v` (stolen) to array `a`; false when either is
+ * NULL or the append failed. */
+bool ctl_json_append(json_t *a, json_t *v);
+
+/* ctl_saga_json is a saga with its order, the shape shared by start, get,
+ * list and report; a new reference, NULL on failure. */
+json_t *ctl_saga_json(const Sagas__V1__Saga *s);
+
+/* ctl_saga_print prints one saga as aligned lines; `created` is -1 (no
+ * created line: get, wait, retry) or the ctl_key_use of a StartSaga. */
+void ctl_saga_print(const Sagas__V1__Saga *s, int created);
+
+/* ---- sagactl_rpc.c: calls ---- */
+
+/* ctl_call sends one request to `svc` and waits up to `timeout_ms`. On an OK
+ * reply returns 0 with the payload in *res (clear it with rpc_result_clear).
+ * Otherwise prints "sagactl: error: could not <action>: ..." (or "could not reach"
+ * for a transport failure) unless `quiet`, clears *res and returns an exit
+ * code. With `quiet`, a transient failure (no reply, DEADLINE_EXCEEDED,
+ * UNAVAILABLE) returns -1 without printing, for callers that poll. */
+int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    const char *action, int64_t timeout_ms, bool quiet, rpc_result *res);
+
+/* ctl_call_keyed is ctl_call for a call that carries its own idempotency
+ * key: a transient failure (no reply, DEADLINE_EXCEEDED, UNAVAILABLE; rule 3
+ * of saga-semantics.md) is re-sent as it is, up to CTL_KEYED_TRIES tries
+ * 100 ms, 200 ms, ... apart, so that the outcome of a call whose reply was
+ * lost is settled instead of left unknown. *tries is how many were sent.
+ * Returns as ctl_call (after the last try, c->transient says whether the
+ * outcome is still unknown). */
+int ctl_call_keyed(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    const char *action, int64_t timeout_ms, rpc_result *res, int *tries);
+
+/* ctl_key fills `id` with the call's idempotency key: --id when given (it
+ * must be a canonical lowercase UUID), else a new random one, so that the
+ * call is harmless even if it is delivered twice. Returns 0, or the usage
+ * exit code after printing the error. */
+int ctl_key(ctl_ctx *c, char id[VALID_UUID_LEN + 1]);
+
+/* ctl_key_use_of tells who used the key of a keyed call that took `tries`
+ * tries and whose reply said the key was `used_before` (StartSaga's
+ * created false, Deposit's duplicate true). */
+ctl_key_use ctl_key_use_of(const ctl_ctx *c, bool used_before, int tries);
+
+/* ctl_bad_reply reports a reply payload of `svc` that did not decode;
+ * returns CTL_EXIT_ERROR. */
+int ctl_bad_reply(ctl_ctx *c, ctl_svc svc, const char *what);
+
+/* ctl_saga_ok is true when a decoded saga has the parts the CLI prints. */
+bool ctl_saga_ok(const Sagas__V1__Saga *s);
+
+/* ---- sagactl_saga.c: the saga verbs ---- */
+
+/* ctl_list_sagas calls ListSagas. Returns 0 and *out (free it), or an exit
+ * code after printing an error. */
+int ctl_list_sagas(
+    ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out);
+
+/* The verbs' actions: parse args (the verb's positional arguments) and
+ * c->o, call, print; return an exit code. */
+int ctl_start(ctl_ctx *c, char **args);
+int ctl_get(ctl_ctx *c, char **args);
+int ctl_wait_cmd(ctl_ctx *c, char **args);
+int ctl_list(ctl_ctx *c, char **args);
+int ctl_history(ctl_ctx *c, char **args);
+int ctl_retry(ctl_ctx *c, char **args);
+
+/* ---- sagactl_admin.c: the admin verbs ---- */
+
+/* ctl_list_stock calls ListStock: the per-sku summary and, when
+ * `reservations`, at most `limit` reservation rows, newest first. Returns 0
+ * and *out (free it), or an exit code after printing an error. */
+int ctl_list_stock(ctl_ctx *c, bool reservations, int64_t limit, Sagas__V1__ListStockReply **out);
+
+/* ctl_stock_item_json is the shape of one sku in `stock list` and `report`. */
+json_t *ctl_stock_item_json(const Sagas__V1__StockItem *it);
+
+/* ctl_stock_table prints the sku table of `rep`; returns an exit code. */
+int ctl_stock_table(const Sagas__V1__ListStockReply *rep);
+
+/* ctl_list_accounts calls ListAccounts: every account with its aggregates
+ * and, when `charges`, at most `limit` charge rows, newest first. Returns 0
+ * and *out (free it), or an exit code after printing an error. */
+int ctl_list_accounts(ctl_ctx *c, bool charges, int64_t limit, Sagas__V1__ListAccountsReply **out);
+
+/* ctl_accounts_json appends the accounts of `rep` to `accounts` and, when
+ * `charges` is not NULL, its charge rows to `charges`; false on failure. */
+bool ctl_accounts_json(const Sagas__V1__ListAccountsReply *rep, json_t *accounts, json_t *charges);
+
+/* ctl_accounts_tables prints the account table of `rep` and, when
+ * `charges`, its charge rows; returns an exit code. */
+int ctl_accounts_tables(const Sagas__V1__ListAccountsReply *rep, bool charges);
+
+/* ctl_list_shipments calls ListShipments: the count of every shipment and
+ * at most `limit` shipment rows, newest first. Returns 0 and *out (free
+ * it), or an exit code after printing an error. */
+int ctl_list_shipments(ctl_ctx *c, int64_t limit, Sagas__V1__ListShipmentsReply **out);
+
+/* ctl_shipments_json appends the shipment rows of `rep` to `rows`; false on
+ * failure. */
+bool ctl_shipments_json(const Sagas__V1__ListShipmentsReply *rep, json_t *rows);
+
+/* ctl_shipments_table prints the shipment rows of `rep` and the truncation
+ * note; returns an exit code. */
+int ctl_shipments_table(const Sagas__V1__ListShipmentsReply *rep);
+
+int ctl_stock_set(ctl_ctx *c, char **args);
+int ctl_stock_list(ctl_ctx *c, char **args);
+int ctl_deposit(ctl_ctx *c, char **args);
+int ctl_accounts(ctl_ctx *c, char **args);
+int ctl_shipments(ctl_ctx *c, char **args);
+int ctl_fault_set(ctl_ctx *c, char **args);
+int ctl_fault_clear(ctl_ctx *c, char **args);
+int ctl_probe(ctl_ctx *c, char **args);
+
+/* ---- sagactl_report.c ---- */
+
+int ctl_report(ctl_ctx *c, char **args);
+
+#endif

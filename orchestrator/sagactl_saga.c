@@ -1,0 +1,382 @@
+/* sagactl_saga.c: the verbs of the orchestrator's sagas: start, get, wait,
+ * list, history and retry (sagactl.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "sagactl.h"
+
+/* ctl_wait waits until saga `id` is terminal with WaitSaga calls (a long
+ * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator), until
+ * `deadline` (clock_mono_ms) at the latest. Returns 0
+ * with the final reply in *out (free it), or an exit code after printing an
+ * error (an RPC error, or --wait-timeout passed). */
+static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__WaitSagaReply **out)
+{
+	const char *method = "/sagas.v1.Orchestrator/WaitSaga";
+	saga_state last = SAGA_STATE_UNSPECIFIED;
+	bool answered_last = false; /* did the latest call get a reply? */
+	Sagas__V1__WaitSagaRequest req = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
+	req.saga_id = (char *)id;
+	for (;;) {
+		int64_t began = clock_mono_ms(), left = deadline - began;
+		int64_t wait = left < CTL_WAIT_CALL_MS ? left : CTL_WAIT_CALL_MS;
+		req.wait_ms = (int32_t)(wait > 1 ? wait : 1);
+		/* the call's deadline leaves the orchestrator time to answer,
+		 * but never runs far past --wait-timeout when it does not */
+		int64_t t = req.wait_ms
+		    + (c->o.timeout_ms > CTL_POLL_MIN_CALL_MS ? c->o.timeout_ms
+		                                              : CTL_POLL_MIN_CALL_MS);
+		if (t > left + CTL_WAIT_OVERRUN_MS)
+			t = left + CTL_WAIT_OVERRUN_MS;
+		rpc_result res;
+		int rc = ctl_call(
+		    c, CTL_SVC_ORCHESTRATOR, method, &req.base, "wait for saga", t, true, &res);
+		if (rc > 0)
+			return rc;
+		answered_last = rc == 0;
+		if (rc == 0) {
+			Sagas__V1__WaitSagaReply *rep = sagas__v1__wait_saga_reply__unpack(
+			    NULL, res.payload_len, res.payload);
+			rpc_result_clear(&res);
+			if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+				if (rep != NULL)
+					sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
+				return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "WaitSaga");
+			}
+			last = (saga_state)rep->saga->state;
+			if (saga_is_terminal(last)) {
+				*out = rep;
+				return 0;
+			}
+			sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
+		}
+		/* rc < 0: the orchestrator did not answer in time; keep waiting */
+		left = deadline - clock_mono_ms();
+		if (left <= 0 && !answered_last)
+			return ctl_error(
+			    "saga %s: the orchestrator at %s stopped answering while "
+			    "waiting (last seen %s); the saga resumes when it is back, "
+			    "see 'sagactl get %s'",
+			    id, c->o.url[CTL_SVC_ORCHESTRATOR],
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name((saga_state)last),
+			    id);
+		if (left <= 0)
+			return ctl_error("saga %s did not finish within %" PRId64
+			                 " ms (last seen %s); it goes on, see 'sagactl get %s'",
+			    id, c->o.wait_timeout_ms,
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name((saga_state)last),
+			    id);
+		/* an answer that came back at once (the orchestrator holds too
+		 * many waits, or was unreachable): pause before asking again */
+		if (clock_mono_ms() - began < CTL_POLL_MS) {
+			clock_sleep_us((left < CTL_POLL_MS ? left : CTL_POLL_MS) * 1000);
+		}
+	}
+}
+
+int ctl_start(ctl_ctx *c, char **args)
+{
+	int rc;
+	int64_t qty = 0, amount = 0;
+	if ((rc = ctl_parse_name(c, "CUSTOMER", args[0])) != 0
+	    || (rc = ctl_parse_name(c, "SKU", args[1])) != 0)
+		return rc;
+	int err = ctl_parse_int(args[2], 1, VALID_QTY_MAX, &qty);
+	if (err == -ERANGE)
+		return ctl_usage(
+		    c->cmd, "invalid QTY \"%s\": out of range 1..%d", args[2], VALID_QTY_MAX);
+	if (err != 0)
+		return ctl_usage(c->cmd, "invalid QTY \"%s\": expected a whole number 1..%d",
+		    args[2], VALID_QTY_MAX);
+	if ((rc = ctl_parse_amount(c, args[3], &amount)) != 0)
+		return rc;
+	char id[VALID_UUID_LEN + 1];
+	if ((rc = ctl_key(c, id)) != 0)
+		return rc;
+
+	Sagas__V1__Order order = SAGAS__V1__ORDER__INIT;
+	order.customer = args[0];
+	order.sku = args[1];
+	order.qty = (int32_t)qty;
+	order.amount = amount;
+	Sagas__V1__StartSagaRequest req = SAGAS__V1__START_SAGA_REQUEST__INIT;
+	req.saga_id = id;
+	req.order = &order;
+	/* --wait: the StartSaga itself waits for the end (wait_ms), and
+	 * WaitSaga calls go on waiting when that was not long enough */
+	int64_t began = clock_mono_ms();
+	if (c->o.wait)
+		req.wait_ms
+		    = (int32_t)(c->o.wait_timeout_ms < CTL_WAIT_CALL_MS ? c->o.wait_timeout_ms
+		                                                        : CTL_WAIT_CALL_MS);
+	rpc_result res;
+	/* StartSaga is idempotent by saga id, so a transient failure (no reply,
+	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
+	 * reply was lost is settled instead of left unknown */
+	int tries = 0;
+	rc = ctl_call_keyed(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
+	    "start saga", c->o.timeout_ms + req.wait_ms, &res, &tries);
+	if (rc != 0) {
+		/* only when the outcome is unknown: a refusal is final */
+		if (c->transient)
+			fprintf(stderr,
+			    "hint: the saga id was %s; 'sagactl get %s' tells whether it started, "
+			    "and the same command with --id %s retries it safely\n",
+			    id, id, id);
+		return rc;
+	}
+	Sagas__V1__StartSagaReply *rep
+	    = sagas__v1__start_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	Sagas__V1__WaitSagaReply *fin = NULL;
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "StartSaga");
+		goto out_free_rep;
+	}
+	const Sagas__V1__Saga *shown = rep->saga;
+	if (c->o.wait && !saga_is_terminal((saga_state)rep->saga->state)) {
+		rc = ctl_wait(c, rep->saga->saga_id, began + c->o.wait_timeout_ms, &fin);
+		if (rc != 0)
+			goto out_free_rep;
+		shown = fin->saga;
+	}
+	ctl_key_use use = ctl_key_use_of(c, !rep->created, tries);
+	if (c->o.json) {
+		rc = ctl_json_print(json_pack("{s:b, s:i, s:o}", "created",
+		    use == CTL_KEY_NEW || use == CTL_KEY_OURS, "tries", tries, "saga",
+		    ctl_saga_json(shown)));
+	} else {
+		ctl_saga_print(shown, (int)use);
+		rc = CTL_EXIT_OK;
+	}
+	if (fin != NULL)
+		sagas__v1__wait_saga_reply__free_unpacked(fin, NULL);
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__start_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+int ctl_get(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
+	    "get saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaReply *rep
+	    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
+		goto out_free_rep;
+	}
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(rep->saga));
+	} else {
+		ctl_saga_print(rep->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+/* ctl_wait_cmd: `sagactl wait ID`, the --wait of start for a saga that
+ * runs already. */
+int ctl_wait_cmd(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__WaitSagaReply *fin = NULL;
+	rc = ctl_wait(c, args[0], clock_mono_ms() + c->o.wait_timeout_ms, &fin);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(fin->saga));
+	} else {
+		ctl_saga_print(fin->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__wait_saga_reply__free_unpacked(fin, NULL);
+	return rc;
+}
+
+/* ctl_list_sagas calls ListSagas. Returns 0 and *out (free it), or an exit
+ * code after printing an error. */
+int ctl_list_sagas(
+    ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out)
+{
+	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
+	req.state = (Sagas__V1__SagaState)state;
+	req.limit = limit;
+	req.attention_only = attention;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/ListSagas", &req.base,
+	    "list sagas", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__ListSagasReply *rep
+	    = sagas__v1__list_sagas_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "ListSagas");
+	for (size_t i = 0; i < rep->n_sagas; i++) {
+		if (!ctl_saga_ok(rep->sagas[i])) {
+			sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+			return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "ListSagas");
+		}
+	}
+	*out = rep;
+	return 0;
+}
+
+int ctl_list(ctl_ctx *c, char **args)
+{
+	saga_state state = SAGA_STATE_UNSPECIFIED;
+	if (c->o.state[0] != '\0') {
+		state = saga_state_parse(c->o.state);
+		if (state == SAGA_STATE_UNSPECIFIED)
+			return ctl_usage(c->cmd,
+			    "invalid --state \"%s\": expected one of RESERVING, CHARGING, "
+			    "SHIPPING, COMPLETED, REFUNDING, RELEASING, CANCELLED",
+			    c->o.state);
+	}
+	Sagas__V1__ListSagasReply *rep = NULL;
+	int rc = ctl_list_sagas(c, state, (int32_t)c->o.limit, c->o.attention, &rep);
+	if (rc != 0)
+		return rc;
+	if (c->o.json) {
+		json_t *a = json_array();
+		bool ok = a != NULL;
+		for (size_t i = 0; ok && i < rep->n_sagas; i++)
+			ok = ctl_json_append(a, ctl_saga_json(rep->sagas[i]));
+		if (!ok) {
+			json_decref(a);
+			a = NULL;
+		}
+		rc = ctl_json_print(a);
+	} else {
+		static const char *const head[] = {"saga_id", "state", "reason", "customer", "sku",
+		    "qty", "amount", "attention", "updated_at"};
+		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllllrrll"};
+		for (size_t i = 0; i < rep->n_sagas; i++) {
+			const Sagas__V1__Saga *s = rep->sagas[i];
+			char qty[16], amount[32], at[32];
+			snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
+			ctl_table_row(&t, s->saga_id, saga_state_name((saga_state)s->state), s->reason,
+			    s->order->customer, s->order->sku, qty,
+			    ctl_money(s->order->amount, amount), s->attention ? "yes" : "",
+			    ctl_iso_ms(s->updated_unix_ms, at, sizeof at));
+		}
+		rc = ctl_table_done(&t);
+	}
+	if (rep->truncated)
+		fprintf(stderr,
+		    "note: %zu sagas shown, more match: the reply is cut at one frame (about "
+		    "1 MiB); use a smaller --limit or --state\n",
+		    rep->n_sagas);
+	sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+int ctl_history(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaHistoryRequest req = SAGAS__V1__GET_SAGA_HISTORY_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSagaHistory", &req.base,
+	    "get saga history", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaHistoryReply *rep
+	    = sagas__v1__get_saga_history_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSagaHistory");
+	if (c->o.json) {
+		json_t *a = json_array();
+		bool ok = a != NULL;
+		for (size_t i = 0; ok && i < rep->n_entries; i++) {
+			const Sagas__V1__HistoryEntry *e = rep->entries[i];
+			char at[32];
+			ok = ctl_json_append(a,
+			    json_pack("{s:I, s:I, s:s, s:s?, s:s, s:s, s:s}", "version",
+			        (json_int_t)e->version, "at_unix_ms", (json_int_t)e->at_unix_ms,
+			        "at", ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state",
+			        e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
+			            ? NULL /* the start has no state before it */
+			            : saga_state_name((saga_state)e->from_state),
+			        "to_state", saga_state_name((saga_state)e->to_state), "event", e->event,
+			        "reason", e->reason));
+		}
+		if (!ok) {
+			json_decref(a);
+			a = NULL;
+		}
+		rc = ctl_json_print(a);
+	} else {
+		static const char *const head[]
+		    = {"version", "at", "transition", "event", "reason"};
+		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "rllll"};
+		for (size_t i = 0; i < rep->n_entries; i++) {
+			const Sagas__V1__HistoryEntry *e = rep->entries[i];
+			char ver[24], at[32], tr[64];
+			snprintf(ver, sizeof ver, "%" PRId64, (int64_t)e->version);
+			snprintf(tr, sizeof tr, "%s -> %s",
+			    e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
+			        ? "-"
+			        : saga_state_name((saga_state)e->from_state),
+			    saga_state_name((saga_state)e->to_state));
+			ctl_table_row(&t, ver, ctl_iso_ms(e->at_unix_ms, at, sizeof at), tr,
+			    e->event, e->reason);
+		}
+		rc = ctl_table_done(&t);
+	}
+	sagas__v1__get_saga_history_reply__free_unpacked(rep, NULL);
+	return rc;
+}
+
+int ctl_retry(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__RetrySagaRequest req = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
+	req.saga_id = args[0];
+	rpc_result res;
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/RetrySaga", &req.base,
+	    "retry saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__RetrySagaReply *rep
+	    = sagas__v1__retry_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "RetrySaga");
+		goto out_free_rep;
+	}
+	if (c->o.json) {
+		rc = ctl_json_print(ctl_saga_json(rep->saga));
+	} else {
+		ctl_saga_print(rep->saga, -1);
+		rc = CTL_EXIT_OK;
+	}
+out_free_rep:
+	if (rep != NULL)
+		sagas__v1__retry_saga_reply__free_unpacked(rep, NULL);
+	return rc;
+}
