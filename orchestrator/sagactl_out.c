@@ -248,8 +248,8 @@ json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 	const Sagas__V1__Order *o = s->order;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, s:I, "
 	                 "s:s, s:I, s:I}",
-	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason", s->reason,
-	    "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
+	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason",
+	    s->reason, "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
 	    (json_int_t)o->amount, "amount", ctl_money(o->amount, amount), "attention",
 	    (int)s->attention, "version", (json_int_t)s->version, "attempts", (int)s->attempts,
 	    "created_unix_ms", (json_int_t)s->created_unix_ms, "created_at",

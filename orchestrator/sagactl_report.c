@@ -110,8 +110,8 @@ static int ctl_report_human(const ctl_report_data *d, const ctl_summary *m)
 		char qty[16], amount[32];
 		snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
 		ctl_table_row(&t, s->saga_id, s->order->customer, s->order->sku, qty,
-		    ctl_money(s->order->amount, amount), saga_state_name((saga_state)s->state), s->reason,
-		    s->attention ? "yes" : "");
+		    ctl_money(s->order->amount, amount), saga_state_name((saga_state)s->state),
+		    s->reason, s->attention ? "yes" : "");
 	}
 	if (m->truncated)
 		printf("sagas (truncated: the newest %lld only)\n", (long long)m->sagas);

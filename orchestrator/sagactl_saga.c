@@ -61,13 +61,15 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 			    "waiting (last seen %s); the saga resumes when it is back, "
 			    "see 'sagactl get %s'",
 			    id, c->o.url[CTL_SVC_ORCHESTRATOR],
-			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name((saga_state)last),
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply"
+			                                   : saga_state_name((saga_state)last),
 			    id);
 		if (left <= 0)
 			return ctl_error("saga %s did not finish within %" PRId64
 			                 " ms (last seen %s); it goes on, see 'sagactl get %s'",
 			    id, c->o.wait_timeout_ms,
-			    last == SAGA_STATE_UNSPECIFIED ? "no reply" : saga_state_name((saga_state)last),
+			    last == SAGA_STATE_UNSPECIFIED ? "no reply"
+			                                   : saga_state_name((saga_state)last),
 			    id);
 		/* an answer that came back at once (the orchestrator holds too
 		 * many waits, or was unreachable): pause before asking again */
@@ -274,8 +276,8 @@ int ctl_list(ctl_ctx *c, char **args)
 			const Sagas__V1__Saga *s = rep->sagas[i];
 			char qty[16], amount[32], at[32];
 			snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
-			ctl_table_row(&t, s->saga_id, saga_state_name((saga_state)s->state), s->reason,
-			    s->order->customer, s->order->sku, qty,
+			ctl_table_row(&t, s->saga_id, saga_state_name((saga_state)s->state),
+			    s->reason, s->order->customer, s->order->sku, qty,
 			    ctl_money(s->order->amount, amount), s->attention ? "yes" : "",
 			    ctl_iso_ms(s->updated_unix_ms, at, sizeof at));
 		}
@@ -320,8 +322,8 @@ int ctl_history(ctl_ctx *c, char **args)
 			        e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
 			            ? NULL /* the start has no state before it */
 			            : saga_state_name((saga_state)e->from_state),
-			        "to_state", saga_state_name((saga_state)e->to_state), "event", e->event,
-			        "reason", e->reason));
+			        "to_state", saga_state_name((saga_state)e->to_state), "event",
+			        e->event, "reason", e->reason));
 		}
 		if (!ok) {
 			json_decref(a);

@@ -28,7 +28,7 @@ expect() {
 }
 
 printf 'workers = 70\n' >"$TMP/bad.conf"
-for d in orchestratord stockd paymentd; do
+for d in orchestratord stockd paymentd shippingd; do
 	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): \" 5\" is not an integer$" --workers " 5"
 	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): \"\+5\" is not an integer$" --workers +5
 	expect $d 2 "^$d: error: invalid value for workers \(from --workers\): 65 is outside 1\.\.64$" --workers 65

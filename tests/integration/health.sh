@@ -6,7 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
-svcs=(orchestrator stock payment)
+svcs=(orchestrator stock payment shipping)
 ctl stock set H1 3 >/dev/null
 ctl deposit hc 50.00 >/dev/null
 

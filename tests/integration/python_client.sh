@@ -47,6 +47,20 @@ assert_eq "P1 on hand after the release" "7" "$(psql_db sagas_stock "SELECT on_h
 assert_eq "py balance unchanged" "5500" "$(psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'py'")"
 assert_eq "charges" "1" "$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE status = 'CHARGED'")"
 
+# the shipments, from shippingd's admin method (the admin role under TLS)
+ships() {
+  if [ "${STACK_TLS:-0}" = 1 ]; then
+    "$PY" "$STACK_ROOT/clients/python/list_shipments.py" --gen "$gen" --shipping "$SHIPPING_ADMIN_URL" \
+      --tls-cert "$STACK_DIR/certs/admin.crt" --tls-key "$STACK_DIR/certs/admin.key" \
+      --tls-ca "$STACK_DIR/certs/ca-server.crt" "$@"
+  else
+    "$PY" "$STACK_ROOT/clients/python/list_shipments.py" --gen "$gen" --shipping "$SHIPPING_ADMIN_URL" "$@"
+  fi
+}
+out=$(ships --json)
+assert_eq "list_shipments.py: the good order shipped, once" "1 $id py P1 3 SHIPPED" \
+  "$(jq -r '"\(.total) \(.shipments[0].saga_id) \(.shipments[0].customer) \(.shipments[0].sku) \(.shipments[0].qty) \(.shipments[0].status)"' <<<"$out")"
+
 # an error text that quotes a long method name of multi-byte characters is
 # cut at a character boundary (rule: texts on the wire stay UTF-8), so
 # Python's protobuf decodes the reply instead of rejecting it

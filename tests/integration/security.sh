@@ -3,7 +3,7 @@
 # daemons, with certificates made by the test (scripts/make-certs.sh, a
 # rogue CA, an expired certificate). Every refusal is checked three ways:
 # the reply (a refused TLS handshake, PERMISSION_DENIED or
-# FAILED_PRECONDITION), no row changed in any of the three databases, and
+# FAILED_PRECONDITION), no row changed in any of the four databases, and
 # the daemons' own count of refusals when they stop. The same calls with the
 # right role then succeed, with the rows they must write.
 set -euo pipefail
@@ -42,6 +42,7 @@ snapshot() {
     psql_db sagas_payment "SELECT customer, balance FROM accounts ORDER BY customer" &&
     psql_db sagas_payment "SELECT saga_id, amount, status, updated_at FROM charges ORDER BY saga_id" &&
     psql_db sagas_payment "SELECT deposit_id, customer, amount FROM deposits ORDER BY deposit_id" &&
+    psql_db sagas_shipping "SELECT saga_id, customer, sku, qty, status, updated_at FROM shipments ORDER BY saga_id" &&
     psql_db sagas_orchestrator "SELECT saga_id, state, version, updated_at FROM sagas ORDER BY saga_id" &&
     psql_db sagas_orchestrator "SELECT count(*) FROM saga_history"
 }
@@ -87,12 +88,16 @@ for verb in "charge $X ali 10000" "refund $DONE ali 20000"; do
   # shellcheck disable=SC2086
   assert_eq "client certificate at paymentd: $verb" HANDSHAKE_REFUSED "$(cmd "$C" client "$PAYMENT_URL" $verb)"
 done
+assert_eq "no certificate: ShipOrder" HANDSHAKE_REFUSED "$(cmd "" "" "$SHIPPING_URL" ship "$X" ali A1 1)"
+assert_eq "rogue CA: ShipOrder" HANDSHAKE_REFUSED "$(cmd "$STACK_DIR/rogue" orchestrator "$SHIPPING_URL" ship "$X" ali A1 1)"
+assert_eq "client certificate at shippingd" HANDSHAKE_REFUSED "$(cmd "$C" client "$SHIPPING_URL" ship "$X" ali A1 1)"
+assert_eq "client certificate at shippingd's admin listener" HANDSHAKE_REFUSED "$(cmd "$C" client "$SHIPPING_ADMIN_URL" ship "$X" ali A1 1)"
 assert_eq "client certificate at paymentd's admin listener" HANDSHAKE_REFUSED "$(cmd "$C" client "$PAYMENT_ADMIN_URL" refund "$DONE" ali 20000)"
 assert_eq "sagactl says why" 1 "$(as client --stock "$STOCK_ADMIN_URL" stock set A1 1000 | grep -c 'TLS handshake failed')"
 
 # 2. a verified certificate of the wrong role: PERMISSION_DENIED before any
 # handler runs. Counted per daemon, to compare with what each reports.
-denied_stock=0 denied_payment=0 denied_orch=0
+denied_stock=0 denied_payment=0 denied_orch=0 denied_shipping=0
 assert_eq "admin: ReserveStock" PERMISSION_DENIED "$(cmd "$C" admin "$STOCK_ADMIN_URL" reserve "$X" A1 1)"
 assert_eq "admin: ReleaseStock" PERMISSION_DENIED "$(cmd "$C" admin "$STOCK_ADMIN_URL" release "$DONE" A1 2)"
 denied_stock=$((denied_stock + 2))
@@ -106,17 +111,21 @@ denied_stock=$((denied_stock + 3))
 assert_eq "orchestrator: Deposit" 1 "$(as orchestrator --payment "$PAYMENT_URL" deposit mallory 10000000000.00 | grep -c PERMISSION_DENIED)"
 assert_eq "orchestrator: ListAccounts" 1 "$(as orchestrator --payment "$PAYMENT_URL" accounts | grep -c PERMISSION_DENIED)"
 denied_payment=$((denied_payment + 2))
+assert_eq "admin: ShipOrder" PERMISSION_DENIED "$(cmd "$C" admin "$SHIPPING_ADMIN_URL" ship "$X" ali A1 1)"
+assert_eq "orchestrator: ListShipments" 1 "$(as orchestrator --shipping "$SHIPPING_URL" shipments | grep -c PERMISSION_DENIED)"
+denied_shipping=$((denied_shipping + 2))
 # the client role reaches only the orchestrator; whatever it sends there
 # outside its methods is refused by the table before the API sees it
 assert_eq "client: ChargePayment" PERMISSION_DENIED "$(cmd "$C" client "$ORCH_URL" charge "$X" ali 10000)"
 assert_eq "client: RefundPayment" PERMISSION_DENIED "$(cmd "$C" client "$ORCH_URL" refund "$DONE" ali 20000)"
 assert_eq "client: ReserveStock" PERMISSION_DENIED "$(cmd "$C" client "$ORCH_URL" reserve "$X" A1 1)"
 assert_eq "client: ReleaseStock" PERMISSION_DENIED "$(cmd "$C" client "$ORCH_URL" release "$DONE" A1 2)"
+assert_eq "client: ShipOrder" PERMISSION_DENIED "$(cmd "$C" client "$ORCH_URL" ship "$X" ali A1 1)"
 assert_eq "client: Deposit" 1 "$(as client --payment "$ORCH_URL" deposit mallory 100.00 | grep -c PERMISSION_DENIED)"
 assert_eq "client: SetStock" 1 "$(as client --stock "$ORCH_URL" stock set A1 1000 | grep -c PERMISSION_DENIED)"
 assert_eq "client: SetFault" 1 "$(as client --orchestrator "$ORCH_URL" fault set orchestrator drop_reply | grep -c PERMISSION_DENIED)"
 assert_eq "client: RetrySaga" 1 "$(as client --orchestrator "$ORCH_URL" retry "$DONE" | grep -c PERMISSION_DENIED)"
-denied_orch=$((denied_orch + 8))
+denied_orch=$((denied_orch + 9))
 
 # 3. failure injection is off: the admin role itself cannot arm a fault
 assert_eq "admin: SetFault with failure injection off" 1 \
@@ -139,6 +148,10 @@ assert_eq "orchestrator: RefundPayment" OK "$(cmd "$C" orchestrator "$PAYMENT_UR
 assert_eq "the charge and its refund" "1000|REFUNDED" \
   "$(psql_db sagas_payment "SELECT amount || '|' || status FROM charges WHERE saga_id = '$Y'")"
 assert_eq "admin: SetStock" 1 "$(as admin --stock "$STOCK_ADMIN_URL" stock set B2 7 | grep -c 'on hand: 7')"
+assert_eq "orchestrator: ShipOrder" OK "$(cmd "$C" orchestrator "$SHIPPING_URL" ship "$Y" ali A1 1)"
+assert_eq "the shipment" "ali|A1|1|SHIPPED" \
+  "$(psql_db sagas_shipping "SELECT customer || '|' || sku || '|' || qty || '|' || status FROM shipments WHERE saga_id = '$Y'")"
+assert_eq "admin: ListShipments" 1 "$(as admin --shipping "$SHIPPING_ADMIN_URL" shipments | grep -c "$Y")"
 assert_eq "B2 stored" 7 "$(psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = 'B2'")"
 Z=5ec0e000-0000-4000-8000-000000000003
 as client --orchestrator "$ORCH_URL" start ali A1 1 10.00 --id "$Z" --wait >/dev/null
@@ -161,9 +174,10 @@ else
 fi
 assert_eq "the line names the peer" 1 \
   "$(grep -m1 'WARNING: refused /sagas.v1.Payment/' "$STACK_DIR/paymentd.log" | grep -c 'PERMISSION_DENIED (caller.s role admin; allowed: orchestrator) (peer 127.0.0.1:')"
-for d in stockd paymentd orchestratord; do stack_kill "$d"; done
+for d in stockd paymentd shippingd orchestratord; do stack_kill "$d"; done
 count() { grep -o "refused while running: .*" "$STACK_DIR/$1.log" || echo none; }
 assert_eq "stockd counted" "refused while running: 0 calls UNAUTHENTICATED, $denied_stock PERMISSION_DENIED, 0 SetFault with failure injection off" "$(count stockd)"
 assert_eq "paymentd counted" "refused while running: 0 calls UNAUTHENTICATED, $denied_payment PERMISSION_DENIED, 1 SetFault with failure injection off" "$(count paymentd)"
+assert_eq "shippingd counted" "refused while running: 0 calls UNAUTHENTICATED, $denied_shipping PERMISSION_DENIED, 0 SetFault with failure injection off" "$(count shippingd)"
 assert_eq "orchestratord counted" "refused while running: 0 calls UNAUTHENTICATED, $denied_orch PERMISSION_DENIED, 1 SetFault with failure injection off" "$(count orchestratord)"
 finish

@@ -27,6 +27,9 @@ fi
 report=$(ctl report --json | tail -n 1)
 assert_eq "report: charged" "1" "$(jq -r '.summary.charged' <<<"$report")"
 assert_eq "report: A1 on hand" "3" "$(jq -r '.stock[] | select(.sku == "A1") | .on_hand' <<<"$report")"
+assert_eq "report: order 1's shipment, none other" "1 $SEED_SAGA_1" \
+  "$(jq -r '"\(.shipments.total) \([.shipments.shipments[].saga_id] | join(","))"' <<<"$report")"
+assert_eq "report: completed and shipping" "1 0" "$(jq -r '"\(.summary.completed) \(.summary.shipping)"' <<<"$report")"
 assert_eq "report: ali" "300.00" "$(jq -r '.accounts[] | select(.customer == "ali") | .balance' <<<"$report")"
 accounts=$(ctl accounts --json)
 assert_eq "accounts: ali charged once" "1 20000" "$(jq -r '.accounts[] | select(.customer == "ali") | "\(.charged_count) \(.charged_amount_minor)"' <<<"$accounts")"

@@ -13,7 +13,7 @@ commit=
 if command -v git >/dev/null && git -C "$STACK_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
   commit=$(git -C "$STACK_ROOT" rev-parse --short=12 HEAD)
 fi
-for p in orchestratord stockd paymentd sagactl sagabench sagacmd sim; do
+for p in orchestratord stockd paymentd shippingd sagactl sagabench sagacmd sim; do
   set +e; out=$("$SAGA_BIN_DIR/$p" --version 2>&1); rc=$?; set -e
   assert_eq "$p --version: exit code" 0 "$rc"
   # the commit of a checkout with changes ends in -dirty
@@ -22,15 +22,19 @@ for p in orchestratord stockd paymentd sagactl sagabench sagacmd sim; do
 done
 assert_eq "start_order.py --version" "start_order.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/start_order.py" --version 2>&1)"
+assert_eq "list_shipments.py --version" "list_shipments.py $version" \
+  "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
+# each component's schema version (the orchestrator's 2: SHIPPING)
+schema_v() { if [ "$1" = orchestrator ]; then echo 2; else echo 1; fi; }
 stack_start
-for s in orchestrator stock payment; do
+for s in orchestrator stock payment shipping; do
   d=${s}d
   [ "$s" = orchestrator ] && d=orchestratord
   j=$(ctl probe "$s" --json)
   assert_eq "$s: Health reports the build" "$("$SAGA_BIN_DIR/$d" --version)" \
     "$d $(jq -r '"\(.version) (commit \(.commit))"' <<<"$j")"
-  assert_eq "$s: schema version recorded" "1|$("$SAGA_BIN_DIR/$d" --version)" \
+  assert_eq "$s: schema version recorded" "$(schema_v "$s")|$("$SAGA_BIN_DIR/$d" --version)" \
     "$(psql_db "sagas_$s" "SELECT version || '|' || applied_by FROM schema_version WHERE component = '$s'")"
 done
 
@@ -38,26 +42,28 @@ done
 stack_kill orchestratord
 stack_kill stockd
 stack_kill paymentd
-for s in orchestrator stock payment; do
+stack_kill shippingd
+for s in orchestrator stock payment shipping; do
   psql_db "sagas_$s" "UPDATE schema_version SET version = 999, applied_by = 'a later build' WHERE component = '$s'" >/dev/null
 done
 port=$(_stack_free_port)
-run_refused() { # run_refused NAME ARGS...: the daemon must exit 1 quickly
-  local name=$1; shift
+run_refused() { # run_refused NAME VERSION ARGS...: the daemon must exit 1 quickly
+  local name=$1 known=$2; shift 2
   set +e
   timeout 60 "$@" --listen "tcp://127.0.0.1:$port" >"$STACK_DIR/$name.future.log" 2>&1
   local rc=$?
   set -e
   assert_eq "$name against a newer schema: exit code" 1 "$rc"
   assert_eq "$name against a newer schema: the line" yes \
-    "$(grep -q "holds schema version 999 (applied by a later build), newer than the 1 this $name knows: refusing to start" \
+    "$(grep -q "holds schema version 999 (applied by a later build), newer than the $known this $name knows: refusing to start" \
       "$STACK_DIR/$name.future.log" && echo yes || echo "no: $(cat "$STACK_DIR/$name.future.log")")"
 }
-run_refused stockd "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
-run_refused paymentd "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
-run_refused orchestratord "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
-  --stock "$STOCK_URL" --payment "$PAYMENT_URL"
-for s in orchestrator stock payment; do
+run_refused stockd 1 "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
+run_refused paymentd 1 "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
+run_refused shippingd 1 "$SAGA_BIN_DIR/shippingd" --db "$PG_CONN dbname=sagas_shipping"
+run_refused orchestratord 2 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
+  --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL"
+for s in orchestrator stock payment shipping; do
   assert_eq "$s: the newer version is left as it was" "999|a later build" \
     "$(psql_db "sagas_$s" "SELECT version || '|' || applied_by FROM schema_version WHERE component = '$s'")"
 done
@@ -77,14 +83,15 @@ assert_eq "stockd with schema_version a view: the line" yes \
 psql_db sagas_stock "DROP VIEW schema_version; ALTER TABLE sv_real RENAME TO schema_version" >/dev/null
 
 # an unversioned database (as every one was before schema versions): migrated
-for s in orchestrator stock payment; do
+for s in orchestrator stock payment shipping; do
   psql_db "sagas_$s" "DROP TABLE schema_version" >/dev/null
 done
 stack_start_stock
 stack_start_payment
+stack_start_shipping
 stack_start_orchestrator
-for s in orchestrator stock payment; do
-  assert_eq "$s: an unversioned database is recorded at 1" 1 \
+for s in orchestrator stock payment shipping; do
+  assert_eq "$s: an unversioned database is recorded at its version" "$(schema_v "$s")" \
     "$(psql_db "sagas_$s" "SELECT version FROM schema_version WHERE component = '$s'")"
 done
 ctl stock set V1 2 >/dev/null
