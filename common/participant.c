@@ -91,6 +91,11 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
 
+	if (!pkit_service_check(d->kit)) {
+		log_error(
+		    NULL, "could not start: the service description does not match its messages");
+		return 1;
+	}
 	rc = pkit_migrate(d->kit, cfg.db, cfg.db_wait);
 	if (rc != 0) {
 		log_error(NULL,

@@ -96,21 +96,50 @@ typedef struct pkit_sql {
 
 typedef struct pkit_store pkit_store;
 
-/* One saga command method of a service (a step or a compensation). */
+/* One field of a saga command's request, read by name from the decoded
+ * message: a text (a string field, checked as a name: 1..VALID_NAME_MAX
+ * bytes of UTF-8 without control characters) or a number (an int32 or
+ * int64 field, checked to be within min..max). The texts fill args.text
+ * and the numbers args.num, each in the order listed. */
+typedef struct pkit_field {
+	const char *name; /* the protobuf field name: "sku", "qty" */
+	bool text;
+	int64_t min, max; /* numbers only */
+	const char *unit; /* numbers only: "minor units" in the error text, or NULL */
+} pkit_field;
+
+#define PKIT_FIELDS_MAX (PKIT_TEXT_MAX + PKIT_NUM_MAX)
+/* The largest reply message (its C struct) the kit encodes, in bytes. */
+#define PKIT_REPLY_MAX 256
+
+/* One saga command method of a service (a step or a compensation). The kit
+ * decodes its request (`request`, which has a string field saga_id and the
+ * `fields`), and encodes its OK reply (`reply`, whose enum field status is
+ * set to the outcome's reply_status, the field `reply_value` if any to the
+ * row's value after the command, the bool field `reply_created` if any to
+ * whether this call wrote the record). pkit_service_check verifies it all
+ * against the descriptors at start. */
 typedef struct pkit_method {
 	const char *method; /* "/sagas.v1.Stock/ReserveStock" */
 	int op;             /* what args.op it becomes */
 	const char *what;   /* "reserve stock": "could not <what>: ..." */
 	const char *verb;   /* "reserve": the log line of an outcome */
 	const ProtobufCMessageDescriptor *request;
-	/* args fills c->saga_id and c->args from the decoded request `msg`
-	 * (borrowing its strings) and checks them with the pkit_check_*
-	 * helpers; false with the error in `r`. */
-	bool (*args)(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r);
-	/* reply encodes the OK reply of the committed command `c` into `r`
-	 * (rpc_reply_ok). */
-	void (*reply)(const pkit_cmd *c, rpc_reply *r);
+	pkit_field fields[PKIT_FIELDS_MAX];
+	int n_fields;
+	const ProtobufCMessageDescriptor *reply;
+	const char *reply_value;   /* "on_hand", or NULL */
+	const char *reply_created; /* "created", or NULL */
 } pkit_method;
+
+/* A business refusal's message: "could not <what>: <text>", followed by
+ * the command's first text argument in quotes when names_key ("unknown sku
+ * \"A1\""). Tombstones and key mismatches have the kit's own messages. */
+typedef struct pkit_refusal {
+	const char *reason; /* REASON_OUT_OF_STOCK */
+	const char *text;   /* "out of stock" */
+	bool names_key;
+} pkit_refusal;
 
 /* Any other method (admin): called with the worker's store. */
 typedef struct pkit_other_method {
@@ -144,14 +173,13 @@ typedef struct pkit_service {
 	size_t n_methods;
 	const pkit_other_method *others;
 	size_t n_others;
-	/* refusal answers a non-OK outcome of c (c->out.code, .reason) with a
-	 * message (rpc_reply_error); NULL: "could not <what>: <reason>" */
-	void (*refusal)(rpc_reply *r, const pkit_cmd *c, const char *what);
-	/* describe writes the command's arguments for the log line
-	 * ("sku=A1 qty=2") and the row value's name ("on hand") */
-	void (*describe)(const pkit_cmd *c, char *buf, size_t len);
-	const char *value_name;
-	pkit_sql *sql; /* static storage the kit fills at first use */
+	/* the messages of its business refusals (any other reason: "could
+	 * not <what>: <reason>") */
+	const pkit_refusal *refusals;
+	size_t n_refusals;
+	const char *args_name;  /* "sku or qty": what a key mismatch names */
+	const char *value_name; /* "on hand": the row's value in log lines */
+	pkit_sql *sql;          /* static storage the kit fills at first use */
 } pkit_service;
 
 /* ---- the store (pkit_store.c) ----
@@ -162,7 +190,10 @@ typedef struct pkit_service {
  * a business refusal: refusals only come from the decide function. */
 
 /* pkit_migrate connects to `conninfo` (waiting up to wait_ms ms) and applies
- * svc->schema (pg_apply_schema). Returns 0 or a negative enum pg_err. */
+ * the kit's own SQL (common/sql/pkit.sql: the functions saga_check and
+ * saga_unchanged its statements end with) and then svc->schema, as one
+ * script (pg_apply_schema: one transaction, the service's lock and
+ * version). Returns 0, -ENOMEM or a negative enum pg_err. */
 int pkit_migrate(const pkit_service *svc, const char *conninfo, int64_t wait_ms)
     __attribute__((warn_unused_result));
 
@@ -206,6 +237,16 @@ bool pkit_store_may_rerun(pkit_store *s, int rc, bool *rerun_done);
 PGconn *pkit_store_conn(pkit_store *s);
 void pkit_store_learn(pkit_store *s, const char *key, int64_t value);
 
+/* pkit_store_snapshot runs the `n` read-only queries `sql` (an entry may be
+ * NULL: skipped) in one REPEATABLE READ snapshot, so an admin listing's
+ * aggregates agree with its rows; a query whose text holds $1 gets
+ * limit + 1 for it (one row more than asked tells that there are more).
+ * Re-run once after a lost connection. Returns 0 with each res[i] set (the
+ * caller PQclears them; NULL for a skipped query), or a negative enum
+ * pg_err with every res[i] NULL. */
+int pkit_store_snapshot(pkit_store *s, const char *const *sql, int n, int32_t limit, PGresult **res)
+    __attribute__((warn_unused_result));
+
 /* ---- the RPC side (pkit_rpc.c) ---- */
 
 /* PKIT_RPC_OPS(batch) is the rpc_server_ops of a participant whose app is a
@@ -227,18 +268,40 @@ void pkit_handle_batch(
 		.handle_batch = pkit_handle_batch,                                                 \
 	}
 
+/* pkit_service_check verifies a descriptor against its protobuf messages
+ * (every field it names exists with a usable type) and its own limits.
+ * Returns true, or false after logging what is wrong (a bug: the daemon
+ * refuses to start). */
+bool pkit_service_check(const pkit_service *svc);
+
 /* Helpers for a service's decoding (each false with the error in `r`):
  * pkit_unpack decodes `call`'s payload as `desc` and insists on its
  * canonical encoding (valid_pb_exact); returns the message (free with
  * protobuf_c_message_free_unpacked) or NULL. pkit_check_saga_id: a
  * canonical UUID; pkit_check_name: 1..VALID_NAME_MAX bytes of UTF-8 without
  * control characters (field names the field); pkit_check_range: min <= v
- * <= max. */
+ * <= max, the message naming the number's unit ("minor units") unless
+ * unit is NULL. */
 ProtobufCMessage *pkit_unpack(
     const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r);
 bool pkit_check_saga_id(rpc_reply *r, const char *s);
 bool pkit_check_name(rpc_reply *r, const char *field, const char *s);
-bool pkit_check_range(rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max);
+bool pkit_check_range(
+    rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max, const char *unit);
+
+/* pkit_list_request decodes an admin listing request `call` of type
+ * `desc`, whose bool field `include_field` asks for rows and int32 field
+ * "limit" bounds them: 0 means `def`, more than `max` is INVALID_ARGUMENT
+ * bad_field. Returns true with *include and *limit set, or false with the
+ * error in `r`. The fields must exist (a bug otherwise). */
+bool pkit_list_request(const ProtobufCMessageDescriptor *desc, const char *include_field,
+    int32_t def, int32_t max, const rpc_request *call, bool *include, int32_t *limit, rpc_reply *r);
+
+/* pkit_page_fits adds the encoded size of a listing's next `row` to *bytes
+ * (start it at the reply's size without rows, plus 2) and is true while the
+ * reply still fits in RPC_REPLY_BUDGET: rows are added while it does, so a
+ * page of long names cannot pass the frame limit. */
+bool pkit_page_fits(size_t *bytes, const ProtobufCMessage *row);
 
 /* pkit_store_failed answers a store error `rc` of the action `what` ("list
  * stock"): UNAVAILABLE database_unavailable, fault_injected or

@@ -4,7 +4,9 @@
  * after the store committed, and the service's other methods. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdalign.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "participant.h"
 #include "pg.h"
 #include "pkit.h"
+#include "status.h"
 #include "valid.h"
 
 /* ---- validation at the edge ---- */
@@ -57,13 +60,42 @@ bool pkit_check_name(rpc_reply *r, const char *field, const char *s)
 	return false;
 }
 
-bool pkit_check_range(rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max)
+bool pkit_check_range(
+    rpc_reply *r, const char *field, int64_t v, int64_t min, int64_t max, const char *unit)
 {
 	if (v >= min && v <= max)
 		return true;
 	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-	    "invalid %s: %" PRId64 " is outside %" PRId64 "..%" PRId64, field, v, min, max);
+	    "invalid %s: %" PRId64 "%s%s is outside %" PRId64 "..%" PRId64, field, v,
+	    unit ? " " : "", unit ? unit : "", min, max);
 	return false;
+}
+
+bool pkit_list_request(const ProtobufCMessageDescriptor *desc, const char *include_field,
+    int32_t def, int32_t max, const rpc_request *call, bool *include, int32_t *limit, rpc_reply *r)
+{
+	ProtobufCMessage *m = pkit_unpack(desc, call, r);
+	if (m == NULL)
+		return false;
+	const ProtobufCFieldDescriptor *fi
+	    = protobuf_c_message_descriptor_get_field_by_name(desc, include_field);
+	const ProtobufCFieldDescriptor *fl
+	    = protobuf_c_message_descriptor_get_field_by_name(desc, "limit");
+	*include = *(const protobuf_c_boolean *)(const void *)((const char *)m + fi->offset);
+	*limit = *(const int32_t *)(const void *)((const char *)m + fl->offset);
+	protobuf_c_message_free_unpacked(m, NULL);
+	if (!pkit_check_range(r, "limit", *limit, 0, max, NULL))
+		return false;
+	if (*limit == 0)
+		*limit = def;
+	return true;
+}
+
+bool pkit_page_fits(size_t *bytes, const ProtobufCMessage *row)
+{
+	/* tag + length prefix (<= 2 bytes for a row) + the row */
+	*bytes += 3 + protobuf_c_message_get_packed_size(row);
+	return *bytes <= RPC_REPLY_BUDGET;
 }
 
 void pkit_store_failed(rpc_reply *r, int rc, const char *what, const char *saga_id)
@@ -111,9 +143,29 @@ static const pkit_method *pkit_method_of(const pkit_service *v, const char *meth
 	return NULL;
 }
 
-/* pkit_parse decodes and checks `call` of method `m` into *c. Returns false
- * with the error in `r` (and nothing to free) when the payload is
- * malformed or a field is invalid. */
+/* pkit_field_of returns the field `name` of `desc`, or NULL. */
+static const ProtobufCFieldDescriptor *pkit_field_of(
+    const ProtobufCMessageDescriptor *desc, const char *name)
+{
+	return name ? protobuf_c_message_descriptor_get_field_by_name(desc, name) : NULL;
+}
+
+/* pkit_text_at and pkit_num_at read a string or an integer field (types
+ * checked by pkit_service_check). */
+static const char *pkit_text_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	return *(const char *const *)(const void *)((const char *)m + f->offset);
+}
+
+static int64_t pkit_num_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	const void *at = (const char *)m + f->offset;
+	return f->type == PROTOBUF_C_TYPE_INT64 ? *(const int64_t *)at : *(const int32_t *)at;
+}
+
+/* pkit_parse decodes and checks `call` of method `m` into *c: the saga id
+ * and each field of m->fields. Returns false with the error in `r` (and
+ * nothing to free) when the payload is malformed or a field is invalid. */
 static bool pkit_parse(const pkit_method *m, const rpc_request *call, pkit_call *c, rpc_reply *r)
 {
 	memset(c, 0, sizeof *c);
@@ -122,12 +174,77 @@ static bool pkit_parse(const pkit_method *m, const rpc_request *call, pkit_call 
 	if (c->msg == NULL)
 		return false;
 	c->cmd.args.op = m->op;
-	if (!m->args(c->msg, &c->cmd, r)) {
+	c->cmd.saga_id = pkit_text_at(c->msg, pkit_field_of(m->request, "saga_id"));
+	bool ok = pkit_check_saga_id(r, c->cmd.saga_id);
+	for (int i = 0, t = 0, k = 0; ok && i < m->n_fields; i++) {
+		const pkit_field *f = &m->fields[i];
+		const ProtobufCFieldDescriptor *fd = pkit_field_of(m->request, f->name);
+		if (f->text) {
+			c->cmd.args.text[t] = pkit_text_at(c->msg, fd);
+			ok = pkit_check_name(r, f->name, c->cmd.args.text[t++]);
+		} else {
+			c->cmd.args.num[k] = pkit_num_at(c->msg, fd);
+			ok = pkit_check_range(
+			    r, f->name, c->cmd.args.num[k++], f->min, f->max, f->unit);
+		}
+	}
+	if (!ok) {
 		protobuf_c_message_free_unpacked(c->msg, NULL);
 		c->msg = NULL;
-		return false;
 	}
-	return true;
+	return ok;
+}
+
+/* pkit_reply_ok encodes the OK reply of the committed command `c` of
+ * method `m`: status, and the row's value and `created` where the reply has
+ * them. */
+static void pkit_reply_ok(const pkit_method *m, const pkit_cmd *c, rpc_reply *r)
+{
+	_Alignas(max_align_t) char buf[PKIT_REPLY_MAX];
+	ProtobufCMessage *rep = (ProtobufCMessage *)(void *)buf;
+	protobuf_c_message_init(m->reply, rep);
+	const ProtobufCFieldDescriptor *f = pkit_field_of(m->reply, "status");
+	*(int32_t *)(void *)(buf + f->offset) = c->out.reply_status;
+	if ((f = pkit_field_of(m->reply, m->reply_value)) != NULL) {
+		void *at = buf + f->offset;
+		if (f->type == PROTOBUF_C_TYPE_INT64)
+			*(int64_t *)at = c->value;
+		else
+			*(int32_t *)at = (int32_t)c->value;
+	}
+	if ((f = pkit_field_of(m->reply, m->reply_created)) != NULL)
+		*(protobuf_c_boolean *)(void *)(buf + f->offset) = c->out.write_record;
+	rpc_reply_ok(r, rep);
+}
+
+/* pkit_refuse answers a business refusal decided by the service's decide
+ * function (rules 5, 6, and the service's own). */
+static void pkit_refuse(const pkit_service *v, const pkit_call *c, rpc_reply *r)
+{
+	const pkit_outcome *o = &c->cmd.out;
+	const char *what = c->m->what;
+	if (strcmp(o->reason, REASON_TOMBSTONE) == 0) {
+		rpc_reply_error(
+		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
+		return;
+	}
+	if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0) {
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already used with another %s", what, v->args_name);
+		return;
+	}
+	for (size_t i = 0; i < v->n_refusals; i++) {
+		const pkit_refusal *f = &v->refusals[i];
+		if (strcmp(o->reason, f->reason) != 0)
+			continue;
+		if (f->names_key)
+			rpc_reply_error(r, o->code, o->reason, "could not %s: %s \"%s\"", what,
+			    f->text, c->cmd.args.text[0]);
+		else
+			rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, f->text);
+		return;
+	}
+	rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
 }
 
 static void pkit_call_free(pkit_call *c)
@@ -138,13 +255,21 @@ static void pkit_call_free(pkit_call *c)
 }
 
 /* pkit_log_outcome logs a decided command: what changed at info, a
- * duplicate answered from the record at debug. */
+ * duplicate answered from the record at debug. Its arguments are named as
+ * in the request ("sku=A1 qty=2"). */
 static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 {
 	const pkit_outcome *o = &c->cmd.out;
-	char args[160] = "";
-	if (v->describe != NULL)
-		v->describe(&c->cmd, args, sizeof args);
+	char args[PKIT_FIELDS_MAX * (VALID_NAME_MAX + 40)] = "";
+	size_t at = 0;
+	for (int i = 0, t = 0, k = 0; i < c->m->n_fields && at < sizeof args; i++) {
+		const pkit_field *f = &c->m->fields[i];
+		int n = f->text ? snprintf(args + at, sizeof args - at, "%s%s=%s", i ? " " : "",
+		            f->name, c->cmd.args.text[t++])
+		                : snprintf(args + at, sizeof args - at, "%s%s=%" PRId64,
+		                    i ? " " : "", f->name, c->cmd.args.num[k++]);
+		at += n > 0 ? (size_t)n : 0;
+	}
 	char value[64] = "";
 	if (v->rows != NULL)
 		snprintf(value, sizeof value, ", %s %" PRId64, v->value_name, c->cmd.value);
@@ -164,11 +289,9 @@ static void pkit_answer(const pkit_service *v, const pkit_call *c, int rc, rpc_r
 	pkit_log_outcome(v, c);
 	const pkit_outcome *o = &c->cmd.out;
 	if (o->code == RPC_OK)
-		c->m->reply(&c->cmd, r);
-	else if (v->refusal != NULL)
-		v->refusal(r, &c->cmd, c->m->what);
+		pkit_reply_ok(c->m, &c->cmd, r);
 	else
-		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", c->m->what, o->reason);
+		pkit_refuse(v, c, r);
 }
 
 static const pkit_service *pkit_service_of(void *app)
@@ -261,4 +384,49 @@ void pkit_worker_fini(void *app, void *worker)
 	    " fell back to the locking path",
 	    fast, fell_back);
 	pkit_store_close(worker);
+}
+
+/* pkit_check_field is true when `desc` has field `name` of one of the
+ * types allowed; logs otherwise. */
+static bool pkit_check_field(const ProtobufCMessageDescriptor *desc, const char *name, bool text,
+    bool boolean, const char *method)
+{
+	const ProtobufCFieldDescriptor *f = pkit_field_of(desc, name);
+	bool ok = f != NULL && f->label != PROTOBUF_C_LABEL_REPEATED
+	    && (text          ? f->type == PROTOBUF_C_TYPE_STRING
+	            : boolean ? f->type == PROTOBUF_C_TYPE_BOOL
+	                      : f->type == PROTOBUF_C_TYPE_INT32 || f->type == PROTOBUF_C_TYPE_INT64
+	                || f->type == PROTOBUF_C_TYPE_ENUM);
+	if (!ok)
+		log_error(NULL, "%s: %s has no usable field \"%s\"", method, desc->name, name);
+	return ok;
+}
+
+bool pkit_service_check(const pkit_service *v)
+{
+	bool ok = v->n_text >= 0 && v->n_text <= PKIT_TEXT_MAX && v->n_num >= 0
+	    && v->n_num <= PKIT_NUM_MAX && (v->rows == NULL || v->n_text >= 1);
+	if (!ok)
+		log_error(NULL, "service %s: bad column counts", v->name);
+	for (size_t i = 0; ok && i < v->n_methods; i++) {
+		const pkit_method *m = &v->methods[i];
+		int t = 0, k = 0;
+		ok = pkit_check_field(m->request, "saga_id", true, false, m->method)
+		    && pkit_check_field(m->reply, "status", false, false, m->method)
+		    && (m->reply_value == NULL
+		        || pkit_check_field(m->reply, m->reply_value, false, false, m->method))
+		    && (m->reply_created == NULL
+		        || pkit_check_field(m->reply, m->reply_created, false, true, m->method))
+		    && m->reply->sizeof_message <= PKIT_REPLY_MAX && m->n_fields <= PKIT_FIELDS_MAX;
+		for (int j = 0; ok && j < m->n_fields; j++) {
+			const pkit_field *f = &m->fields[j];
+			ok = pkit_check_field(m->request, f->name, f->text, false, m->method);
+			*(f->text ? &t : &k) += 1;
+		}
+		if (ok && (t > PKIT_TEXT_MAX || k > PKIT_NUM_MAX || (v->rows != NULL && t < 1))) {
+			log_error(NULL, "%s: too many or too few fields", m->method);
+			ok = false;
+		}
+	}
+	return ok;
 }

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pg.h"
 #include "pkit.h"
+#include "pkit_sql.h"
 
 /* A command that keeps losing races this many times is answered
  * UNAVAILABLE: the orchestrator retries it later. */
@@ -201,7 +202,20 @@ static const pkit_sql *pkit_sql_of(const pkit_service *v)
 
 int pkit_migrate(const pkit_service *svc, const char *conninfo, int64_t wait_ms)
 {
-	return pg_connect_and_apply_schema(conninfo, wait_ms, &svc->schema);
+	/* the kit's functions first, then the service's schema: one script,
+	 * one transaction, under the service's lock and version */
+	size_t a = strlen(pkit_schema_sql), b = strlen(svc->schema.sql);
+	char *sql = malloc(a + b + 2);
+	if (sql == NULL)
+		return -ENOMEM;
+	memcpy(sql, pkit_schema_sql, a);
+	sql[a] = '\n';
+	memcpy(sql + a + 1, svc->schema.sql, b + 1);
+	pg_schema schema = svc->schema;
+	schema.sql = sql;
+	int rc = pg_connect_and_apply_schema(conninfo, wait_ms, &schema);
+	free(sql);
+	return rc;
 }
 
 int pkit_store_open(pkit_store **out, const pkit_service *svc, const char *conninfo,
@@ -251,6 +265,47 @@ void pkit_store_learn(pkit_store *s, const char *key, int64_t value)
 {
 	if (s->cache != NULL)
 		valcache_learn(s->cache, &key, 1, &value);
+}
+
+/* pkit_try_snapshot is one attempt of pkit_store_snapshot. */
+static int pkit_try_snapshot(
+    pkit_store *s, const char *const *sql, int n, const char *limit, PGresult **res)
+{
+	for (int i = 0; i < n; i++)
+		res[i] = NULL;
+	int rc = pg_run(s->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		const char *p[] = {limit};
+		if (sql[i] != NULL)
+			rc = pg_exec(s->conn, sql[i], strstr(sql[i], "$1") ? 1 : 0, p, &res[i]);
+	}
+	if (rc == 0)
+		rc = pg_commit(s->conn);
+	if (rc != 0) {
+		pg_rollback(s->conn);
+		for (int i = 0; i < n; i++) {
+			PQclear(res[i]);
+			res[i] = NULL;
+		}
+	}
+	return rc;
+}
+
+int pkit_store_snapshot(pkit_store *s, const char *const *sql, int n, int32_t limit, PGresult **res)
+{
+	char lim[16];
+	snprintf(lim, sizeof lim, "%d", (int)limit + 1);
+	int rc = pkit_store_ready(s);
+	bool rerun_done = false;
+	if (rc == 0) {
+		do
+			rc = pkit_try_snapshot(s, sql, n, lim, res);
+		while (pkit_store_may_rerun(s, rc, &rerun_done));
+	} else {
+		for (int i = 0; i < n; i++)
+			res[i] = NULL;
+	}
+	return rc;
 }
 
 void pkit_store_fast_counts(const pkit_store *s, uint64_t *fast, uint64_t *fell_back)

@@ -15,23 +15,14 @@
 #include "store.h"
 #include "valid.h"
 
-bool payment_check_amount(rpc_reply *r, int64_t v)
-{
-	if (v >= 1 && v <= VALID_AMOUNT_MAX)
-		return true;
-	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-	    "invalid amount: %" PRId64 " minor units is outside 1..%lld", v,
-	    (long long)VALID_AMOUNT_MAX);
-	return false;
-}
-
 static void payment_deposit(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
 	Sagas__V1__DepositRequest *req = (Sagas__V1__DepositRequest *)pkit_unpack(
 	    &sagas__v1__deposit_request__descriptor, call, r);
 	if (req == NULL)
 		return;
-	if (!pkit_check_name(r, "customer", req->customer) || !payment_check_amount(r, req->amount))
+	if (!pkit_check_name(r, "customer", req->customer)
+	    || !pkit_check_range(r, "amount", req->amount, 1, VALID_AMOUNT_MAX, "minor units"))
 		goto out_free;
 	if (req->deposit_id[0] != '\0' && !valid_uuid(req->deposit_id)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
@@ -77,20 +68,11 @@ out_free:
 
 static void payment_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__ListAccountsRequest *req = (Sagas__V1__ListAccountsRequest *)pkit_unpack(
-	    &sagas__v1__list_accounts_request__descriptor, call, r);
-	if (req == NULL)
+	bool include;
+	int32_t limit;
+	if (!pkit_list_request(&sagas__v1__list_accounts_request__descriptor, "include_charges",
+	        PAYMENT_LIST_LIMIT_DEFAULT, PAYMENT_LIST_LIMIT_MAX, call, &include, &limit, r))
 		return;
-	bool include = req->include_charges;
-	int32_t limit = req->limit;
-	sagas__v1__list_accounts_request__free_unpacked(req, NULL);
-	if (limit < 0 || limit > PAYMENT_LIST_LIMIT_MAX) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid limit: %" PRId32 " is outside 0..%d", limit, PAYMENT_LIST_LIMIT_MAX);
-		return;
-	}
-	if (limit == 0)
-		limit = PAYMENT_LIST_LIMIT_DEFAULT;
 
 	payment_listing l;
 	int rc = payment_store_list(st, include, limit, &l);
@@ -120,8 +102,6 @@ static void payment_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 	rep.accounts = acct_ptrs;
 	rep.total_charges = l.total_charges;
 	rep.refunded_charges = l.refunded_charges;
-	/* rows are added while the reply stays within its byte budget (a
-	 * page of long customer names could otherwise pass the frame limit) */
 	size_t bytes = sagas__v1__list_accounts_reply__get_packed_size(&rep) + 2;
 	size_t n = 0;
 	for (; n < l.n_charges; n++) {
@@ -131,9 +111,7 @@ static void payment_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 		charges[n].customer = l.charges[n].customer;
 		charges[n].amount = l.charges[n].amount;
 		charges[n].status = (Sagas__V1__ChargeStatus)l.charges[n].status;
-		/* tag + length prefix (<= 2 bytes for a row) + the row */
-		bytes += 3 + sagas__v1__charge__get_packed_size(&charges[n]);
-		if (bytes > RPC_REPLY_BUDGET)
+		if (!pkit_page_fits(&bytes, &charges[n].base))
 			break;
 		charge_ptrs[n] = &charges[n];
 	}

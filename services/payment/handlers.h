@@ -18,10 +18,6 @@
 #define PAYMENT_ADMIN_METHODS 2
 extern const pkit_other_method payment_admin_methods[PAYMENT_ADMIN_METHODS];
 
-/* payment_check_amount is true when `v` minor units is 1..VALID_AMOUNT_MAX;
- * else false with INVALID_ARGUMENT bad_field in `r`. */
-bool payment_check_amount(rpc_reply *r, int64_t v);
-
 /* payment_rpc_ops serves sagas.v1.Payment with `app` a participant_app
  * whose kit is payment_service (PKIT_RPC_OPS). */
 extern const rpc_server_ops payment_rpc_ops;

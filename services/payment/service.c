@@ -1,6 +1,5 @@
 #include "service.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,74 +77,21 @@ static int payment_kit_status_parse(const char *name)
 /* ---- the saga commands: ChargePayment and RefundPayment carry the same
  * fields (saga_id, customer, amount) ---- */
 
-static bool payment_fields(
-    const char *saga_id, const char *customer, int64_t amount, pkit_cmd *c, rpc_reply *r)
-{
-	if (!pkit_check_saga_id(r, saga_id) || !pkit_check_name(r, "customer", customer)
-	    || !payment_check_amount(r, amount))
-		return false;
-	c->saga_id = saga_id;
-	c->args.text[0] = customer;
-	c->args.num[0] = amount;
-	return true;
-}
-
-static bool payment_charge_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ChargePaymentRequest *q = (const Sagas__V1__ChargePaymentRequest *)msg;
-	return payment_fields(q->saga_id, q->customer, q->amount, c, r);
-}
-
-static bool payment_refund_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__RefundPaymentRequest *q = (const Sagas__V1__RefundPaymentRequest *)msg;
-	return payment_fields(q->saga_id, q->customer, q->amount, c, r);
-}
-
-static void payment_charge_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ChargePaymentReply rep = SAGAS__V1__CHARGE_PAYMENT_REPLY__INIT;
-	rep.status = (Sagas__V1__ChargeStatus)c->out.reply_status;
-	rep.balance = c->value;
-	rpc_reply_ok(r, &rep.base);
-}
-
-static void payment_refund_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__RefundPaymentReply rep = SAGAS__V1__REFUND_PAYMENT_REPLY__INIT;
-	rep.status = (Sagas__V1__ChargeStatus)c->out.reply_status;
-	rpc_reply_ok(r, &rep.base);
-}
-
-/* payment_refusal answers a refusal decided by payment_decide(). */
-static void payment_refusal(rpc_reply *r, const pkit_cmd *c, const char *what)
-{
-	const pkit_outcome *o = &c->out;
-	if (strcmp(o->reason, REASON_PAYMENT_DECLINED) == 0)
-		rpc_reply_error(r, o->code, o->reason, "could not %s: insufficient funds", what);
-	else if (strcmp(o->reason, REASON_UNKNOWN_ACCOUNT) == 0)
-		rpc_reply_error(r, o->code, o->reason, "could not %s: unknown account \"%s\"", what,
-		    c->args.text[0]);
-	else if (strcmp(o->reason, REASON_TOMBSTONE) == 0)
-		rpc_reply_error(
-		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
-	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
-		rpc_reply_error(r, o->code, o->reason,
-		    "could not %s: saga id already used with another customer or amount", what);
-	else
-		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
-}
-
-static void payment_describe(const pkit_cmd *c, char *buf, size_t len)
-{
-	snprintf(buf, len, "customer=%s amount=%" PRId64, c->args.text[0], c->args.num[0]);
-}
+#define PAYMENT_FIELDS                                                                             \
+	{{"customer", true, 0, 0, NULL}, {"amount", false, 1, VALID_AMOUNT_MAX, "minor units"}}, 2
 
 static const pkit_method payment_methods[] = {
     {PAYMENT_CHARGE_METHOD, PAYMENT_OP_CHARGE, "charge payment", "charge",
-        &sagas__v1__charge_payment_request__descriptor, payment_charge_args, payment_charge_reply},
+        &sagas__v1__charge_payment_request__descriptor, PAYMENT_FIELDS,
+        &sagas__v1__charge_payment_reply__descriptor, "balance", NULL},
     {PAYMENT_REFUND_METHOD, PAYMENT_OP_REFUND, "refund payment", "refund",
-        &sagas__v1__refund_payment_request__descriptor, payment_refund_args, payment_refund_reply},
+        &sagas__v1__refund_payment_request__descriptor, PAYMENT_FIELDS,
+        &sagas__v1__refund_payment_reply__descriptor, NULL, NULL},
+};
+
+static const pkit_refusal payment_refusals[] = {
+    {REASON_PAYMENT_DECLINED, "insufficient funds", false},
+    {REASON_UNKNOWN_ACCOUNT, "unknown account", true},
 };
 
 static pkit_sql payment_sql;
@@ -173,8 +119,9 @@ const pkit_service payment_service = {
     .n_methods = sizeof payment_methods / sizeof payment_methods[0],
     .others = payment_admin_methods,
     .n_others = PAYMENT_ADMIN_METHODS,
-    .refusal = payment_refusal,
-    .describe = payment_describe,
+    .refusals = payment_refusals,
+    .n_refusals = sizeof payment_refusals / sizeof payment_refusals[0],
+    .args_name = "customer or amount",
     .value_name = "balance",
     .sql = &payment_sql,
 };

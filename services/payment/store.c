@@ -17,55 +17,6 @@
 #include "service.h"
 #include "valid.h"
 
-int payment_store_migrate(const char *conninfo, int64_t wait_ms)
-{
-	return pkit_migrate(&payment_service, conninfo, wait_ms);
-}
-
-int payment_store_open(payment_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)
-{
-	return pkit_store_open(out, &payment_service, conninfo, wait_ms, cache);
-}
-
-void payment_store_close(payment_store *s)
-{
-	pkit_store_close(s);
-}
-
-void payment_store_fast_counts(const payment_store *s, uint64_t *fast, uint64_t *fast_failed)
-{
-	pkit_store_fast_counts(s, fast, fast_failed);
-}
-
-int payment_store_apply_batch(payment_store *s, payment_batch_cmd *cmds, size_t n)
-{
-	if (n == 0 || n > RPC_BATCH_MAX)
-		return -EINVAL;
-	pkit_cmd k[RPC_BATCH_MAX];
-	for (size_t i = 0; i < n; i++) {
-		k[i] = (pkit_cmd) {.saga_id = cmds[i].saga_id};
-		payment_args_of(&cmds[i].cmd, &k[i].args);
-	}
-	int rc = pkit_store_apply(s, k, n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		payment_outcome_of(&k[i].out, &cmds[i].out);
-		cmds[i].balance = k[i].value;
-	}
-	return rc;
-}
-
-int payment_store_apply(payment_store *s, const char *saga_id, const payment_cmd *cmd,
-    payment_outcome *out, int64_t *balance)
-{
-	payment_batch_cmd one = {.saga_id = saga_id, .cmd = *cmd};
-	int rc = payment_store_apply_batch(s, &one, 1);
-	if (rc == 0) {
-		*out = one.out;
-		*balance = one.balance;
-	}
-	return rc;
-}
-
 /* The keyed Deposit as one statement (its own transaction): the record of an
  * earlier call with the same deposit_id, or the add (guarded by the cap)
  * with its record. Columns: duplicate, customer, amount, balance. No row:
@@ -166,52 +117,33 @@ void payment_listing_free(payment_listing *l)
 	memset(l, 0, sizeof *l);
 }
 
-/* payment_store_try_list is one attempt of payment_store_list. */
-static int payment_store_try_list(
-    payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
+int payment_store_list(payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
 {
-	PGresult *accts = NULL, *totals = NULL, *charges = NULL;
 	memset(out, 0, sizeof *out);
-	/* one snapshot, so accounts, totals and charges agree */
-	int rc = pg_run(
-	    pkit_store_conn(s), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
-	if (rc != 0)
-		return rc;
+	if (limit < 0 || limit > PAYMENT_LIST_LIMIT_MAX)
+		return -EINVAL;
 	/* The aggregates are computed by the database over every row, so they
 	 * stay exact and small however many sagas were recorded. A sum past
 	 * bigint (thousands of maximal charges) is clamped rather than failing
 	 * the listing. Byte order (COLLATE "C") so the listing does not depend
-	 * on the database's locale. */
-	rc = pg_exec(pkit_store_conn(s),
+	 * on the database's locale. One snapshot, so accounts, totals and
+	 * charges agree. */
+	const char *sql[] = {
 	    "SELECT a.customer, a.balance, coalesce(c.n, 0), "
 	    "least(coalesce(c.total, 0), 9223372036854775807)::bigint "
 	    "FROM accounts a LEFT JOIN (SELECT customer, count(*) AS n, sum(amount) AS total "
 	    "FROM charges WHERE status = 'CHARGED' GROUP BY customer) c "
 	    "ON c.customer = a.customer ORDER BY a.customer COLLATE \"C\"",
-	    0, NULL, &accts);
+	    "SELECT count(*), count(*) FILTER (WHERE status = 'REFUNDED') FROM charges",
+	    include_charges ? "SELECT saga_id, customer, amount, status FROM charges "
+	                      "ORDER BY created_at DESC, saga_id LIMIT $1::int"
+	                    : NULL,
+	};
+	PGresult *res[3];
+	int rc = pkit_store_snapshot(s, sql, 3, limit, res);
 	if (rc != 0)
-		goto out_rollback;
-	rc = pg_exec(pkit_store_conn(s),
-	    "SELECT count(*), count(*) FILTER (WHERE status = 'REFUNDED') FROM charges", 0, NULL,
-	    &totals);
-	if (rc != 0)
-		goto out_rollback;
-	if (include_charges) {
-		/* one row more than asked tells whether there are more */
-		char lim[16];
-		snprintf(lim, sizeof lim, "%" PRId32, limit + 1);
-		const char *p[] = {lim};
-		rc = pg_exec(pkit_store_conn(s),
-		    "SELECT saga_id, customer, amount, status FROM charges "
-		    "ORDER BY created_at DESC, saga_id LIMIT $1::int",
-		    1, p, &charges);
-		if (rc != 0)
-			goto out_rollback;
-	}
-	rc = pg_commit(pkit_store_conn(s));
-	if (rc != 0)
-		goto out_rollback;
-
+		return rc;
+	PGresult *accts = res[0], *totals = res[1], *charges = res[2];
 	int na = PQntuples(accts), nc = charges ? PQntuples(charges) : 0;
 	if (nc > limit) {
 		nc = limit;
@@ -244,27 +176,9 @@ static int payment_store_try_list(
 		c->status = payment_status_parse(PQgetvalue(charges, i, 3));
 	}
 	out->n_charges = (size_t)nc;
-	goto out_clear;
-out_rollback:
-	pg_rollback(pkit_store_conn(s));
 out_clear:
 	PQclear(accts);
 	PQclear(totals);
 	PQclear(charges);
-	return rc;
-}
-
-int payment_store_list(payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
-{
-	memset(out, 0, sizeof *out);
-	if (limit < 0 || limit > PAYMENT_LIST_LIMIT_MAX)
-		return -EINVAL;
-	int rc = pkit_store_ready(s);
-	if (rc != 0)
-		return rc;
-	bool rerun_done = false;
-	do
-		rc = payment_store_try_list(s, include_charges, limit, out);
-	while (pkit_store_may_rerun(s, rc, &rerun_done));
 	return rc;
 }

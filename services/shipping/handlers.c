@@ -12,17 +12,11 @@
 
 static void shipping_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__ListShipmentsRequest *req = (Sagas__V1__ListShipmentsRequest *)pkit_unpack(
-	    &sagas__v1__list_shipments_request__descriptor, call, r);
-	if (req == NULL)
+	bool include;
+	int32_t limit;
+	if (!pkit_list_request(&sagas__v1__list_shipments_request__descriptor, "include_shipments",
+	        SHIPPING_LIST_LIMIT_DEFAULT, SHIPPING_LIST_LIMIT_MAX, call, &include, &limit, r))
 		return;
-	bool include = req->include_shipments;
-	int32_t limit = req->limit;
-	sagas__v1__list_shipments_request__free_unpacked(req, NULL);
-	if (!pkit_check_range(r, "limit", limit, 0, SHIPPING_LIST_LIMIT_MAX))
-		return;
-	if (limit == 0)
-		limit = SHIPPING_LIST_LIMIT_DEFAULT;
 
 	shipping_listing l;
 	int rc = shipping_store_list(st, include, limit, &l);
@@ -38,7 +32,6 @@ static void shipping_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 	}
 	Sagas__V1__ListShipmentsReply rep = SAGAS__V1__LIST_SHIPMENTS_REPLY__INIT;
 	rep.total = l.total;
-	/* rows are added while the reply stays within its byte budget */
 	size_t bytes = sagas__v1__list_shipments_reply__get_packed_size(&rep) + 2;
 	size_t n = 0;
 	for (; n < l.n_rows; n++) {
@@ -50,9 +43,7 @@ static void shipping_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 		rows[n].qty = l.rows[n].qty;
 		rows[n].status = (Sagas__V1__ShipmentStatus)l.rows[n].status;
 		rows[n].created_unix_ms = l.rows[n].created_ms;
-		/* tag + length prefix (<= 2 bytes for a row) + the row */
-		bytes += 3 + sagas__v1__shipment__get_packed_size(&rows[n]);
-		if (bytes > RPC_REPLY_BUDGET)
+		if (!pkit_page_fits(&bytes, &rows[n].base))
 			break;
 		ptrs[n] = &rows[n];
 	}

@@ -1,6 +1,5 @@
 #include "service.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,50 +63,12 @@ static int shipping_kit_status_parse(const char *name)
 
 /* ---- the saga command ---- */
 
-static bool shipping_ship_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ShipOrderRequest *q = (const Sagas__V1__ShipOrderRequest *)msg;
-	if (!pkit_check_saga_id(r, q->saga_id) || !pkit_check_name(r, "customer", q->customer)
-	    || !pkit_check_name(r, "sku", q->sku)
-	    || !pkit_check_range(r, "qty", q->qty, 1, VALID_QTY_MAX))
-		return false;
-	c->saga_id = q->saga_id;
-	c->args.text[0] = q->customer;
-	c->args.text[1] = q->sku;
-	c->args.num[0] = q->qty;
-	return true;
-}
-
-static void shipping_ship_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ShipOrderReply rep = SAGAS__V1__SHIP_ORDER_REPLY__INIT;
-	rep.status = (Sagas__V1__ShipmentStatus)c->out.reply_status;
-	rep.created = c->out.write_record;
-	rpc_reply_ok(r, &rep.base);
-}
-
-/* shipping_refusal answers a refusal decided by shipping_decide(): only
- * the same saga id with other arguments. */
-static void shipping_refusal(rpc_reply *r, const pkit_cmd *c, const char *what)
-{
-	const pkit_outcome *o = &c->out;
-	if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
-		rpc_reply_error(r, o->code, o->reason,
-		    "could not %s: saga id already shipped with another customer, sku or qty",
-		    what);
-	else
-		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
-}
-
-static void shipping_describe(const pkit_cmd *c, char *buf, size_t len)
-{
-	snprintf(buf, len, "customer=%s sku=%s qty=%" PRId64, c->args.text[0], c->args.text[1],
-	    c->args.num[0]);
-}
-
 static const pkit_method shipping_methods[] = {
     {SHIPPING_SHIP_METHOD, SHIPPING_OP_SHIP, "ship order", "ship",
-        &sagas__v1__ship_order_request__descriptor, shipping_ship_args, shipping_ship_reply},
+        &sagas__v1__ship_order_request__descriptor,
+        {{"customer", true, 0, 0, NULL}, {"sku", true, 0, 0, NULL},
+            {"qty", false, 1, VALID_QTY_MAX, NULL}},
+        3, &sagas__v1__ship_order_reply__descriptor, NULL, "created"},
 };
 
 static pkit_sql shipping_sql;
@@ -133,7 +94,6 @@ const pkit_service shipping_service = {
     .n_methods = sizeof shipping_methods / sizeof shipping_methods[0],
     .others = shipping_admin_methods,
     .n_others = SHIPPING_ADMIN_METHODS,
-    .refusal = shipping_refusal,
-    .describe = shipping_describe,
+    .args_name = "customer, sku or qty",
     .sql = &shipping_sql,
 };

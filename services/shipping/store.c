@@ -17,35 +17,24 @@ void shipping_listing_free(shipping_listing *l)
 	memset(l, 0, sizeof *l);
 }
 
-/* shipping_store_try_list is one attempt of shipping_store_list. */
-static int shipping_store_try_list(
-    shipping_store *s, bool include_rows, int32_t limit, shipping_listing *out)
+int shipping_store_list(shipping_store *s, bool include_rows, int32_t limit, shipping_listing *out)
 {
-	PGconn *conn = pkit_store_conn(s);
-	PGresult *count = NULL, *rows = NULL;
 	memset(out, 0, sizeof *out);
+	if (limit < 0 || limit > SHIPPING_LIST_LIMIT_MAX)
+		return -EINVAL;
 	/* one snapshot, so the count agrees with the rows listed */
-	int rc = pg_run(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
+	const char *sql[] = {
+	    "SELECT count(*) FROM shipments",
+	    include_rows ? "SELECT saga_id, customer, sku, qty, status,"
+	                   " (extract(epoch FROM created_at) * 1000)::bigint FROM shipments"
+	                   " ORDER BY created_at DESC, saga_id LIMIT $1::int"
+	                 : NULL,
+	};
+	PGresult *res[2];
+	int rc = pkit_store_snapshot(s, sql, 2, limit, res);
 	if (rc != 0)
 		return rc;
-	rc = pg_exec(conn, "SELECT count(*) FROM shipments", 0, NULL, &count);
-	if (rc == 0 && include_rows) {
-		/* one row more than asked tells whether there are more */
-		char lim[16];
-		snprintf(lim, sizeof lim, "%" PRId32, limit + 1);
-		const char *p[] = {lim};
-		rc = pg_exec(conn,
-		    "SELECT saga_id, customer, sku, qty, status,"
-		    " (extract(epoch FROM created_at) * 1000)::bigint FROM shipments"
-		    " ORDER BY created_at DESC, saga_id LIMIT $1::int",
-		    1, p, &rows);
-	}
-	if (rc == 0)
-		rc = pg_commit(conn);
-	if (rc != 0) {
-		pg_rollback(conn);
-		goto out_clear;
-	}
+	PGresult *count = res[0], *rows = res[1];
 	out->total = pg_get_i64(count, 0, 0);
 	int n = rows ? PQntuples(rows) : 0;
 	if (n > limit) {
@@ -70,20 +59,5 @@ static int shipping_store_try_list(
 out_clear:
 	PQclear(count);
 	PQclear(rows);
-	return rc;
-}
-
-int shipping_store_list(shipping_store *s, bool include_rows, int32_t limit, shipping_listing *out)
-{
-	memset(out, 0, sizeof *out);
-	if (limit < 0 || limit > SHIPPING_LIST_LIMIT_MAX)
-		return -EINVAL;
-	int rc = pkit_store_ready(s);
-	if (rc != 0)
-		return rc;
-	bool rerun_done = false;
-	do
-		rc = shipping_store_try_list(s, include_rows, limit, out);
-	while (pkit_store_may_rerun(s, rc, &rerun_done));
 	return rc;
 }

@@ -21,7 +21,7 @@ static void stock_set(pkit_store *st, const rpc_request *call, rpc_reply *r)
 	if (req == NULL)
 		return;
 	if (!pkit_check_name(r, "sku", req->sku)
-	    || !pkit_check_range(r, "on_hand", req->on_hand, 0, VALID_AMOUNT_MAX))
+	    || !pkit_check_range(r, "on_hand", req->on_hand, 0, VALID_AMOUNT_MAX, NULL))
 		goto out_free;
 	int rc = stock_store_set(st, req->sku, req->on_hand);
 	if (rc != 0) {
@@ -38,17 +38,11 @@ out_free:
 
 static void stock_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__ListStockRequest *req = (Sagas__V1__ListStockRequest *)pkit_unpack(
-	    &sagas__v1__list_stock_request__descriptor, call, r);
-	if (req == NULL)
+	bool include;
+	int32_t limit;
+	if (!pkit_list_request(&sagas__v1__list_stock_request__descriptor, "include_reservations",
+	        STOCK_LIST_LIMIT_DEFAULT, STOCK_LIST_LIMIT_MAX, call, &include, &limit, r))
 		return;
-	bool include = req->include_reservations;
-	int32_t limit = req->limit;
-	sagas__v1__list_stock_request__free_unpacked(req, NULL);
-	if (!pkit_check_range(r, "limit", limit, 0, STOCK_LIST_LIMIT_MAX))
-		return;
-	if (limit == 0)
-		limit = STOCK_LIST_LIMIT_DEFAULT;
 
 	stock_listing l;
 	int rc = stock_store_list(st, include, limit, &l);
@@ -76,8 +70,6 @@ static void stock_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 	}
 	rep.n_items = l.n_items;
 	rep.items = item_ptrs;
-	/* rows are added while the reply stays within its byte budget (a
-	 * page of long skus could otherwise pass the frame limit) */
 	size_t bytes = sagas__v1__list_stock_reply__get_packed_size(&rep) + 2;
 	size_t n = 0;
 	for (; n < l.n_reservations; n++) {
@@ -87,9 +79,7 @@ static void stock_list(pkit_store *st, const rpc_request *call, rpc_reply *r)
 		recs[n].sku = l.reservations[n].sku;
 		recs[n].qty = l.reservations[n].qty;
 		recs[n].status = (Sagas__V1__ReservationStatus)l.reservations[n].status;
-		/* tag + length prefix (<= 2 bytes for a row) + the row */
-		bytes += 3 + sagas__v1__reservation__get_packed_size(&recs[n]);
-		if (bytes > RPC_REPLY_BUDGET)
+		if (!pkit_page_fits(&bytes, &recs[n].base))
 			break;
 		rec_ptrs[n] = &recs[n];
 	}

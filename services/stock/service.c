@@ -1,6 +1,5 @@
 #include "service.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,74 +74,20 @@ static int stock_kit_status_parse(const char *name)
 /* ---- the saga commands: ReserveStock and ReleaseStock carry the same
  * fields (saga_id, sku, qty) ---- */
 
-static bool stock_fields(
-    const char *saga_id, const char *sku, int32_t qty, pkit_cmd *c, rpc_reply *r)
-{
-	if (!pkit_check_saga_id(r, saga_id) || !pkit_check_name(r, "sku", sku)
-	    || !pkit_check_range(r, "qty", qty, 1, VALID_QTY_MAX))
-		return false;
-	c->saga_id = saga_id;
-	c->args.text[0] = sku;
-	c->args.num[0] = qty;
-	return true;
-}
-
-static bool stock_reserve_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ReserveStockRequest *q = (const Sagas__V1__ReserveStockRequest *)msg;
-	return stock_fields(q->saga_id, q->sku, q->qty, c, r);
-}
-
-static bool stock_release_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ReleaseStockRequest *q = (const Sagas__V1__ReleaseStockRequest *)msg;
-	return stock_fields(q->saga_id, q->sku, q->qty, c, r);
-}
-
-static void stock_reserve_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ReserveStockReply rep = SAGAS__V1__RESERVE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)c->out.reply_status;
-	rep.on_hand = c->value;
-	rpc_reply_ok(r, &rep.base);
-}
-
-static void stock_release_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ReleaseStockReply rep = SAGAS__V1__RELEASE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)c->out.reply_status;
-	rpc_reply_ok(r, &rep.base);
-}
-
-/* stock_refusal answers a refusal decided by stock_decide(). */
-static void stock_refusal(rpc_reply *r, const pkit_cmd *c, const char *what)
-{
-	const pkit_outcome *o = &c->out;
-	if (strcmp(o->reason, REASON_OUT_OF_STOCK) == 0)
-		rpc_reply_error(r, o->code, o->reason, "could not %s: out of stock", what);
-	else if (strcmp(o->reason, REASON_UNKNOWN_SKU) == 0)
-		rpc_reply_error(r, o->code, o->reason, "could not %s: unknown sku \"%s\"", what,
-		    c->args.text[0]);
-	else if (strcmp(o->reason, REASON_TOMBSTONE) == 0)
-		rpc_reply_error(
-		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
-	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
-		rpc_reply_error(r, o->code, o->reason,
-		    "could not %s: saga id already used with another sku or qty", what);
-	else
-		rpc_reply_error(r, o->code, o->reason, "could not %s: %s", what, o->reason);
-}
-
-static void stock_describe(const pkit_cmd *c, char *buf, size_t len)
-{
-	snprintf(buf, len, "sku=%s qty=%" PRId64, c->args.text[0], c->args.num[0]);
-}
+#define STOCK_FIELDS {{"sku", true, 0, 0, NULL}, {"qty", false, 1, VALID_QTY_MAX, NULL}}, 2
 
 static const pkit_method stock_methods[] = {
     {STOCK_RESERVE_METHOD, STOCK_OP_RESERVE, "reserve stock", "reserve",
-        &sagas__v1__reserve_stock_request__descriptor, stock_reserve_args, stock_reserve_reply},
+        &sagas__v1__reserve_stock_request__descriptor, STOCK_FIELDS,
+        &sagas__v1__reserve_stock_reply__descriptor, "on_hand", NULL},
     {STOCK_RELEASE_METHOD, STOCK_OP_RELEASE, "release stock", "release",
-        &sagas__v1__release_stock_request__descriptor, stock_release_args, stock_release_reply},
+        &sagas__v1__release_stock_request__descriptor, STOCK_FIELDS,
+        &sagas__v1__release_stock_reply__descriptor, NULL, NULL},
+};
+
+static const pkit_refusal stock_refusals[] = {
+    {REASON_OUT_OF_STOCK, "out of stock", false},
+    {REASON_UNKNOWN_SKU, "unknown sku", true},
 };
 
 static pkit_sql stock_sql;
@@ -170,8 +115,9 @@ const pkit_service stock_service = {
     .n_methods = sizeof stock_methods / sizeof stock_methods[0],
     .others = stock_admin_methods,
     .n_others = STOCK_ADMIN_METHODS,
-    .refusal = stock_refusal,
-    .describe = stock_describe,
+    .refusals = stock_refusals,
+    .n_refusals = sizeof stock_refusals / sizeof stock_refusals[0],
+    .args_name = "sku or qty",
     .value_name = "on hand",
     .sql = &stock_sql,
 };

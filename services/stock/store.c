@@ -16,55 +16,6 @@
 #include "rpc.h"
 #include "service.h"
 
-int stock_store_migrate(const char *conninfo, int64_t wait_ms)
-{
-	return pkit_migrate(&stock_service, conninfo, wait_ms);
-}
-
-int stock_store_open(stock_store **out, const char *conninfo, int64_t wait_ms, valcache *cache)
-{
-	return pkit_store_open(out, &stock_service, conninfo, wait_ms, cache);
-}
-
-void stock_store_close(stock_store *s)
-{
-	pkit_store_close(s);
-}
-
-void stock_store_fast_counts(const stock_store *s, uint64_t *fast, uint64_t *fast_failed)
-{
-	pkit_store_fast_counts(s, fast, fast_failed);
-}
-
-int stock_store_apply_batch(stock_store *s, stock_batch_cmd *cmds, size_t n)
-{
-	if (n == 0 || n > RPC_BATCH_MAX)
-		return -EINVAL;
-	pkit_cmd k[RPC_BATCH_MAX];
-	for (size_t i = 0; i < n; i++) {
-		k[i] = (pkit_cmd) {.saga_id = cmds[i].saga_id};
-		stock_args_of(&cmds[i].cmd, &k[i].args);
-	}
-	int rc = pkit_store_apply(s, k, n);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		stock_outcome_of(&k[i].out, &cmds[i].out);
-		cmds[i].on_hand = k[i].value;
-	}
-	return rc;
-}
-
-int stock_store_apply(
-    stock_store *s, const char *saga_id, const stock_cmd *cmd, stock_outcome *out, int64_t *on_hand)
-{
-	stock_batch_cmd one = {.saga_id = saga_id, .cmd = *cmd};
-	int rc = stock_store_apply_batch(s, &one, 1);
-	if (rc == 0) {
-		*out = one.out;
-		*on_hand = one.on_hand;
-	}
-	return rc;
-}
-
 int stock_store_set(stock_store *s, const char *sku, int64_t on_hand)
 {
 	int rc = pkit_store_ready(s);
@@ -94,45 +45,29 @@ void stock_listing_free(stock_listing *l)
 	memset(l, 0, sizeof *l);
 }
 
-/* stock_store_try_list is one attempt of stock_store_list. */
-static int stock_store_try_list(
-    stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
+int stock_store_list(stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
 {
-	PGresult *items = NULL, *recs = NULL;
 	memset(out, 0, sizeof *out);
-	/* one snapshot, so the sums agree with the rows listed */
-	int rc = pg_run(
-	    pkit_store_conn(s), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
-	if (rc != 0)
-		return rc;
+	if (limit < 0 || limit > STOCK_LIST_LIMIT_MAX)
+		return -EINVAL;
 	/* The summary is aggregated by the database over every row, so it
 	 * stays exact and small however many sagas were recorded. Byte order
 	 * (COLLATE "C") so the listing does not depend on the database's
 	 * locale. */
-	rc = pg_exec(pkit_store_conn(s),
+	const char *sql[] = {
 	    "SELECT s.sku, s.on_hand, coalesce(r.n, 0), coalesce(r.q, 0) "
 	    "FROM stock s LEFT JOIN (SELECT sku, count(*) AS n, sum(qty) AS q "
 	    "FROM reservations WHERE status = 'RESERVED' GROUP BY sku) r ON r.sku = s.sku "
 	    "ORDER BY s.sku COLLATE \"C\"",
-	    0, NULL, &items);
+	    include_reservations ? "SELECT saga_id, sku, qty, status FROM reservations "
+	                           "ORDER BY created_at DESC, saga_id LIMIT $1::int"
+	                         : NULL,
+	};
+	PGresult *res[2];
+	int rc = pkit_store_snapshot(s, sql, 2, limit, res);
 	if (rc != 0)
-		goto out_rollback;
-	if (include_reservations) {
-		/* one row more than asked tells whether there are more */
-		char lim[16];
-		snprintf(lim, sizeof lim, "%" PRId32, limit + 1);
-		const char *p[] = {lim};
-		rc = pg_exec(pkit_store_conn(s),
-		    "SELECT saga_id, sku, qty, status FROM reservations "
-		    "ORDER BY created_at DESC, saga_id LIMIT $1::int",
-		    1, p, &recs);
-		if (rc != 0)
-			goto out_rollback;
-	}
-	rc = pg_commit(pkit_store_conn(s));
-	if (rc != 0)
-		goto out_rollback;
-
+		return rc;
+	PGresult *items = res[0], *recs = res[1];
 	int ni = PQntuples(items), nr = recs ? PQntuples(recs) : 0;
 	if (nr > limit) {
 		nr = limit;
@@ -161,26 +96,8 @@ static int stock_store_try_list(
 		r->status = stock_status_parse(PQgetvalue(recs, i, 3));
 	}
 	out->n_reservations = (size_t)nr;
-	goto out_clear;
-out_rollback:
-	pg_rollback(pkit_store_conn(s));
 out_clear:
 	PQclear(items);
 	PQclear(recs);
-	return rc;
-}
-
-int stock_store_list(stock_store *s, bool include_reservations, int32_t limit, stock_listing *out)
-{
-	memset(out, 0, sizeof *out);
-	if (limit < 0 || limit > STOCK_LIST_LIMIT_MAX)
-		return -EINVAL;
-	int rc = pkit_store_ready(s);
-	if (rc != 0)
-		return rc;
-	bool rerun_done = false;
-	do
-		rc = stock_store_try_list(s, include_reservations, limit, out);
-	while (pkit_store_may_rerun(s, rc, &rerun_done));
 	return rc;
 }

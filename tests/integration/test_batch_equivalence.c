@@ -27,8 +27,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
-#include "../../services/payment/store.h"
-#include "../../services/stock/store.h"
+#include "eq_stores.h"
 #include "rpc.h"
 #include "status.h"
 

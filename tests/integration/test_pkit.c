@@ -180,55 +180,17 @@ static void toy_decide(
 }
 
 /* The toy borrows sagas.v1.ReserveStockRequest and ReleaseStockRequest
- * (saga_id, sku, qty) as its requests: sku is the key, qty is n. */
-static bool toy_fields(const char *saga_id, const char *key, int32_t n, pkit_cmd *c, rpc_reply *r)
-{
-	if (!pkit_check_saga_id(r, saga_id) || !pkit_check_name(r, "key", key)
-	    || !pkit_check_range(r, "n", n, 1, VALID_QTY_MAX))
-		return false;
-	c->saga_id = saga_id;
-	c->args.text[0] = key;
-	c->args.num[0] = n;
-	return true;
-}
-
-static bool toy_take_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ReserveStockRequest *q = (const Sagas__V1__ReserveStockRequest *)msg;
-	return toy_fields(q->saga_id, q->sku, q->qty, c, r);
-}
-
-static bool toy_giveback_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ReleaseStockRequest *q = (const Sagas__V1__ReleaseStockRequest *)msg;
-	return toy_fields(q->saga_id, q->sku, q->qty, c, r);
-}
-
-static void toy_take_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ReserveStockReply rep = SAGAS__V1__RESERVE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)c->out.reply_status;
-	rep.on_hand = c->value;
-	(void)rpc_reply_ok(r, &rep.base);
-}
-
-static void toy_giveback_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ReleaseStockReply rep = SAGAS__V1__RELEASE_STOCK_REPLY__INIT;
-	rep.status = (Sagas__V1__ReservationStatus)c->out.reply_status;
-	(void)rpc_reply_ok(r, &rep.base);
-}
-
-static void toy_describe(const pkit_cmd *c, char *buf, size_t len)
-{
-	snprintf(buf, len, "key=%s n=%" PRId64, c->args.text[0], c->args.num[0]);
-}
+ * (saga_id, sku, qty) as its requests, and their replies: sku is the key,
+ * qty is n. */
+#define TOY_FIELDS {{"sku", true, 0, 0, NULL}, {"qty", false, 1, VALID_QTY_MAX, NULL}}, 2
 
 static const pkit_method toy_methods[] = {
     {TOY_TAKE_METHOD, TOY_OP_TAKE, "take units", "take",
-        &sagas__v1__reserve_stock_request__descriptor, toy_take_args, toy_take_reply},
+        &sagas__v1__reserve_stock_request__descriptor, TOY_FIELDS,
+        &sagas__v1__reserve_stock_reply__descriptor, "on_hand", NULL},
     {TOY_GIVEBACK_METHOD, TOY_OP_GIVEBACK, "give units back", "give back",
-        &sagas__v1__release_stock_request__descriptor, toy_giveback_args, toy_giveback_reply},
+        &sagas__v1__release_stock_request__descriptor, TOY_FIELDS,
+        &sagas__v1__release_stock_reply__descriptor, NULL, NULL},
 };
 
 static pkit_sql toy_sql;
@@ -254,7 +216,7 @@ static const pkit_service toy_service = {
     .status_parse = toy_status_parse,
     .methods = toy_methods,
     .n_methods = sizeof toy_methods / sizeof toy_methods[0],
-    .describe = toy_describe,
+    .args_name = "key or n",
     .value_name = "units",
     .sql = &toy_sql,
 };
@@ -310,32 +272,13 @@ static void notes_decide(
 	out->reply_status = NOTE_NOTED;
 }
 
-/* Notes borrow sagas.v1.ShipOrderRequest: customer is who, sku is what
- * (qty is checked and not kept). */
-static bool notes_args(const ProtobufCMessage *msg, pkit_cmd *c, rpc_reply *r)
-{
-	const Sagas__V1__ShipOrderRequest *q = (const Sagas__V1__ShipOrderRequest *)msg;
-	if (!pkit_check_saga_id(r, q->saga_id) || !pkit_check_name(r, "who", q->customer)
-	    || !pkit_check_name(r, "what", q->sku)
-	    || !pkit_check_range(r, "qty", q->qty, 1, VALID_QTY_MAX))
-		return false;
-	c->saga_id = q->saga_id;
-	c->args.text[0] = q->customer;
-	c->args.text[1] = q->sku;
-	return true;
-}
-
-static void notes_reply(const pkit_cmd *c, rpc_reply *r)
-{
-	Sagas__V1__ShipOrderReply rep = SAGAS__V1__SHIP_ORDER_REPLY__INIT;
-	rep.status = (Sagas__V1__ShipmentStatus)c->out.reply_status;
-	rep.created = c->out.write_record;
-	(void)rpc_reply_ok(r, &rep.base);
-}
-
+/* Notes borrow sagas.v1.ShipOrderRequest and its reply: customer is who,
+ * sku is what (qty is checked and not kept). */
 static const pkit_method notes_methods[] = {
-    {NOTE_METHOD, NOTE_OP, "note", "note", &sagas__v1__ship_order_request__descriptor, notes_args,
-        notes_reply},
+    {NOTE_METHOD, NOTE_OP, "note", "note", &sagas__v1__ship_order_request__descriptor,
+        {{"customer", true, 0, 0, NULL}, {"sku", true, 0, 0, NULL},
+            {"qty", false, 1, VALID_QTY_MAX, NULL}},
+        3, &sagas__v1__ship_order_reply__descriptor, NULL, "created"},
 };
 
 static pkit_sql notes_sql;
@@ -1453,6 +1396,32 @@ static void test_no_rows(void **state)
 	assert_int_equal(notes_rows_seen, 0);
 }
 
+/* 11. the descriptors are checked against their messages: the toys pass;
+ * a field the request lacks, a reply field of the wrong type, or more texts
+ * than the kit holds are refused (a daemon then refuses to start) */
+static void test_service_check(void **state)
+{
+	(void)state;
+	assert_true(pkit_service_check(&toy_service));
+	assert_true(pkit_service_check(&notes_service));
+	pkit_method m = toy_methods[0];
+	pkit_service v = toy_service;
+	v.methods = &m;
+	v.n_methods = 1;
+	m.fields[0].name = "nope";
+	assert_false(pkit_service_check(&v));
+	m = toy_methods[0];
+	m.reply_value = "status"; /* an enum: a number, allowed */
+	assert_true(pkit_service_check(&v));
+	m.reply_created = "on_hand"; /* not a bool */
+	assert_false(pkit_service_check(&v));
+	m = toy_methods[0];
+	m.fields[1] = (pkit_field) {"sku", true, 0, 0, NULL};
+	m.fields[2] = (pkit_field) {"sku", true, 0, 0, NULL};
+	m.n_fields = 3; /* three texts */
+	assert_false(pkit_service_check(&v));
+}
+
 int main(void)
 {
 	/* warnings only: the injected faults and lost races log at WARNING */
@@ -1468,6 +1437,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_lock_order, fault_teardown),
 	    cmocka_unit_test_teardown(test_reply_after_commit, fault_teardown),
 	    cmocka_unit_test_teardown(test_no_rows, fault_teardown),
+	    cmocka_unit_test(test_service_check),
 	};
 	return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

@@ -42,31 +42,5 @@ ALTER TABLE deposits ADD COLUMN IF NOT EXISTS applied_by uuid;
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
 CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);
 
--- saga_check(ok, what): fails the statement (and the transaction) unless
--- ok. A write that must change exactly the rows the daemon decided on ends
--- with it, so the COMMIT sent behind it in the same pipeline never commits
--- a partial write (store.c).
-CREATE OR REPLACE FUNCTION saga_check(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_check failed: %', what USING ERRCODE = 'P0001';
-	END IF;
-	RETURN 1;
-END
-$$;
-
--- saga_unchanged(ok, what): fails the statement (and the transaction) with
--- serialization_failure unless ok. The one-round-trip path (store.c,
--- docs/architecture.md) ends with it: its writes were decided on cached
--- values, and a row that no longer holds them is a lost race, which the
--- daemon answers by taking the locking path (logged at DEBUG, not ERROR).
-CREATE OR REPLACE FUNCTION saga_unchanged(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_unchanged failed: %', what USING ERRCODE = '40001';
-	END IF;
-	RETURN 1;
-END
-$$;
+-- saga_check and saga_unchanged, which the kit's statements end with, come
+-- from the kit (common/sql/pkit.sql), applied before this file.

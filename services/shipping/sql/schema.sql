@@ -20,29 +20,5 @@ CREATE TABLE IF NOT EXISTS shipments (
 -- ListShipments' newest-first page.
 CREATE INDEX IF NOT EXISTS shipments_newest ON shipments (created_at DESC, saga_id);
 
--- saga_check(ok, what): fails the statement (and the transaction) unless
--- ok. A write that must change exactly the rows the daemon decided on ends
--- with it, so the COMMIT sent behind it in the same pipeline never commits
--- a partial write (common/pkit_store.c).
-CREATE OR REPLACE FUNCTION saga_check(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_check failed: %', what USING ERRCODE = 'P0001';
-	END IF;
-	RETURN 1;
-END
-$$;
-
--- saga_unchanged(ok, what): fails the statement with serialization_failure
--- unless ok: the end of the one-round-trip path (common/pkit_store.c), a
--- lost race that the daemon answers by taking the locking path.
-CREATE OR REPLACE FUNCTION saga_unchanged(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_unchanged failed: %', what USING ERRCODE = '40001';
-	END IF;
-	RETURN 1;
-END
-$$;
+-- saga_check and saga_unchanged, which the kit's statements end with, come
+-- from the kit (common/sql/pkit.sql), applied before this file.

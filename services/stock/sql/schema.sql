@@ -27,31 +27,5 @@ CREATE INDEX IF NOT EXISTS reservations_live_by_sku
 -- ListStock's newest-first page of reservations.
 CREATE INDEX IF NOT EXISTS reservations_newest ON reservations (created_at DESC, saga_id);
 
--- saga_check(ok, what): fails the statement (and the transaction) unless
--- ok. A write that must change exactly the rows the daemon decided on ends
--- with it, so the COMMIT sent behind it in the same pipeline never commits
--- a partial write (store.c).
-CREATE OR REPLACE FUNCTION saga_check(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_check failed: %', what USING ERRCODE = 'P0001';
-	END IF;
-	RETURN 1;
-END
-$$;
-
--- saga_unchanged(ok, what): fails the statement (and the transaction) with
--- serialization_failure unless ok. The one-round-trip path (store.c,
--- docs/architecture.md) ends with it: its writes were decided on cached
--- values, and a row that no longer holds them is a lost race, which the
--- daemon answers by taking the locking path (logged at DEBUG, not ERROR).
-CREATE OR REPLACE FUNCTION saga_unchanged(ok boolean, what text) RETURNS integer
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF ok IS NOT TRUE THEN
-		RAISE EXCEPTION 'saga_unchanged failed: %', what USING ERRCODE = '40001';
-	END IF;
-	RETURN 1;
-END
-$$;
+-- saga_check and saga_unchanged, which the kit's statements end with, come
+-- from the kit (common/sql/pkit.sql), applied before this file.
