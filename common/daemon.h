@@ -1,4 +1,4 @@
-/* daemon: process plumbing shared by the three daemons. Signal handlers only
+/* daemon: process plumbing shared by the daemons. Signal handlers only
  * set a flag (house style); the main loop polls daemon_should_stop(). */
 #ifndef SAGA_DAEMON_H
 #define SAGA_DAEMON_H

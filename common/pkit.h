@@ -4,9 +4,10 @@
  *
  * A service brings its schema (a records table keyed by saga id, and
  * optionally a table of rows with one int64 value each, such as a sku's
- * units or an account's balance), its pure decide function, and the
- * decoding of its requests and encoding of its replies. The kit does the
- * rest, the same for every service:
+ * units or an account's balance), its pure decide function, and a
+ * description of its messages (which request fields are the command's
+ * arguments, which reply fields take its outcome). The kit does the rest,
+ * the same for every service:
  *   - one idempotency record per saga id; a duplicate is answered from it
  *     (saga-semantics.md rule 2), a compensation that comes first leaves a
  *     tombstone (rule 5), the same key with other arguments is refused
@@ -147,7 +148,7 @@ typedef struct pkit_other_method {
 	void (*fn)(pkit_store *st, const rpc_request *call, rpc_reply *r);
 } pkit_other_method;
 
-/* A participant, described once (services/<name>/kit.c). */
+/* A participant, described once (services/<name>/service.c). */
 typedef struct pkit_service {
 	const char *name; /* "stock": statement names and logs */
 	pg_schema schema; /* its database (the embedded sql/schema.sql) */

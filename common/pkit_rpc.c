@@ -255,8 +255,9 @@ static void pkit_call_free(pkit_call *c)
 }
 
 /* pkit_log_outcome logs a decided command: what changed at info, a
- * duplicate answered from the record at debug. Its arguments are named as
- * in the request ("sku=A1 qty=2"). */
+ * duplicate answered from the record at debug, a key mismatch (a caller's
+ * bug or a forged call: rule 6) at warning. Its arguments are named as in
+ * the request ("sku=A1 qty=2"). */
 static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 {
 	const pkit_outcome *o = &c->cmd.out;
@@ -273,9 +274,12 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 	char value[64] = "";
 	if (v->rows != NULL)
 		snprintf(value, sizeof value, ", %s %" PRId64, v->value_name, c->cmd.value);
-	log_msg(o->write_record ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG, c->cmd.saga_id,
-	    "%s %s: %s%s%s%s%s", c->m->verb, args, v->status_name(o->reply_status),
-	    *o->reason ? " " : "", o->reason, value, o->write_record ? "" : " (from record)");
+	enum log_level lvl = o->write_record              ? LOG_LEVEL_INFO
+	    : strcmp(o->reason, REASON_KEY_MISMATCH) == 0 ? LOG_LEVEL_WARN
+	                                                  : LOG_LEVEL_DEBUG;
+	log_msg(lvl, c->cmd.saga_id, "%s %s: %s%s%s%s%s", c->m->verb, args,
+	    v->status_name(o->reply_status), *o->reason ? " " : "", o->reason, value,
+	    o->write_record ? "" : " (from record)");
 }
 
 /* pkit_answer fills the reply of an applied command: store error `rc`, or

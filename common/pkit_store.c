@@ -83,7 +83,10 @@ static void sql_insert(char *b, size_t len, bool *ok, const pkit_service *v)
 	sql_cols(b, len, ok, v, ", ");
 	sql_add(b, len, ok, ") SELECT * FROM ");
 	sql_unnest(b, len, ok, v, 1);
-	sql_add(b, len, ok, " RETURNING 1)");
+	/* in key order: two transactions inserting the same new saga ids
+	 * wait on each other's index entries in one order, never in a cycle
+	 * (a service without rows has no row lock taken before) */
+	sql_add(b, len, ok, " ORDER BY 1 RETURNING 1)");
 }
 
 /* pkit_sql_build writes the four statements of `v` into v->sql. The rows

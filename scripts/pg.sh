@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster in a folder of its own, on a free loopback
-# port, with the three databases of the project.
+# port, with the four databases of the project.
 #   scripts/pg.sh start DIR [PORT]   initdb (if needed) and start; prints PORT
 #   scripts/pg.sh stop DIR           stop (fast) if running
 # initdb refuses to run as root: as root the cluster belongs to Debian's

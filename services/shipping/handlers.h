@@ -1,6 +1,6 @@
 /* handlers: the shipping participant's RPC methods (sagas.v1.Shipping): the
  * saga command through the participant kit (service.c, common/pkit.h), the
- * admin method here. The only shipping files that touch protobuf.
+ * admin method here. With service.c, the only shipping files that touch protobuf.
  */
 #ifndef SAGA_SHIPPING_HANDLERS_H
 #define SAGA_SHIPPING_HANDLERS_H

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # with_stack.sh CMD...: runs CMD against a fresh stack (PostgreSQL and the
-# three daemons); CMD sees ORCH_URL, STOCK_URL, PAYMENT_URL, PG_PORT.
+# four daemons); CMD sees ORCH_URL, STOCK_URL, PAYMENT_URL, SHIPPING_URL, PG_PORT.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start

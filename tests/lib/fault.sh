@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Helpers of the fault tests (tests/fault/): the fixture of the fault issue
 # (stock X = 10, account c1 = 100.00, saga S orders 2 x X for 30.00), reads
-# of the three databases, and the invariants of saga-semantics.md.
+# of the four databases, and the invariants of saga-semantics.md.
 # Needs tests/lib/stack.sh.
 
 # Fast timers so that deadlines and retries happen within seconds.
