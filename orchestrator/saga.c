@@ -304,6 +304,13 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	if (ev->kind == SAGA_EV_TRANSIENT
 	    || (ev->kind == SAGA_EV_REFUSED && saga_is_retried_forever(s->state))) {
 		saga_retry(s, now_ms, rand, p, out);
+		/* a refused retriable step shows why on its row (sagactl get,
+		 * list --attention) until a try succeeds: a refusal is not
+		 * healed by waiting, an operator has to act (docs/operations.md);
+		 * a compensation's row keeps the reason it cancels for */
+		if (ev->kind == SAGA_EV_REFUSED && saga_is_retriable(s->state))
+			saga_set_reason(
+			    &out->next, saga_refusal_reason(ev->reason, "ship_refused"));
 		return;
 	}
 	out->state_changed = true;
@@ -340,7 +347,8 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	case SAGA_STATE_RELEASING:
 		saga_enter(&out->next, SAGA_STATE_CANCELLED, now_ms, p);
 		break;
-	case SAGA_STATE_SHIPPING: /* only a success gets here */
+	case SAGA_STATE_SHIPPING:                /* only a success gets here */
+		saga_set_reason(&out->next, ""); /* a refusal seen before is over */
 		saga_enter(&out->next, SAGA_STATE_COMPLETED, now_ms, p);
 		break;
 	case SAGA_STATE_UNSPECIFIED:

@@ -9,6 +9,10 @@
 #   log line), and keeps retrying;
 # - once shippingd is back it completes, with exactly one shipment; nothing
 #   was refunded or released.
+# Then a ShipOrder refused for good (a shipment already recorded under the
+# saga id with other arguments): the saga is flagged with the reason on its
+# row (sagactl list --attention shows key_mismatch), never refunded; the
+# operator removes the stray shipment and the saga completes by itself.
 source "$(dirname "$0")/head.inc"
 ATTENTION_AFTER=3
 ORCH_FLAGS="$FAST_ORCH --attention-after $ATTENTION_AFTER"
@@ -63,5 +67,25 @@ assert_eq "charge" "CHARGED" "$(charge "$S")"
 assert_eq "reservation" "RESERVED" "$(reservation "$S")"
 assert_eq "c1" "7000" "$(balance c1)"
 assert_eq "X" "8" "$(on_hand X)"
+K=5a9a5a9a-0000-4000-8000-000000000002
+psql_db sagas_shipping "INSERT INTO shipments (saga_id, customer, sku, qty, status)
+  VALUES ('$K', 'mallory', 'X', 1, 'SHIPPED')" >/dev/null
+ctl start c1 X 1 10.00 --id "$K" >/dev/null
+_k_flagged() { [ "$(psql_db sagas_orchestrator "SELECT attention || reason FROM sagas WHERE saga_id = '$K'")" = tkey_mismatch ]; }
+wait_until 30 _k_flagged || true
+assert_eq "refused for good: flagged, the reason on the row" "SHIPPING|key_mismatch|true" \
+  "$(psql_db sagas_orchestrator "SELECT state || '|' || reason || '|' || attention FROM sagas WHERE saga_id = '$K'")"
+assert_eq "sagactl list --attention names it" "key_mismatch" \
+  "$(ctl list --attention --json | jq -r --arg k "$K" '[.. | objects | select(.saga_id? == $k) | .reason] | first')"
+assert_eq "K still charged" "CHARGED" "$(charge "$K")"
+assert_eq "still nothing refunded" "0" "$(log_count paymentd 'refund customer=')"
+# the operator's remedy (docs/operations.md): remove the stray shipment
+psql_db sagas_shipping "DELETE FROM shipments WHERE saga_id = '$K'" >/dev/null
+wait_state "$K" COMPLETED 30
+assert_eq "K" "COMPLETED|" "$(saga_state "$K")"
+assert_eq "K shipped as ordered" "c1:X:1:SHIPPED" \
+  "$(psql_db sagas_shipping "SELECT customer || ':' || sku || ':' || qty || ':' || status FROM shipments WHERE saga_id = '$K'")"
+assert_eq "c1 after K" "6000" "$(balance c1)"
+assert_eq "X after K" "7" "$(on_hand X)"
 check_invariants "X:10" "c1:10000"
 finish

@@ -159,7 +159,13 @@ static void test_shipping_failures_retried(void **st)
 			int64_t delay = d.next.next_attempt_ms - (NOW + 60000 * n);
 			int64_t ceiling = n == 1 ? 50 : 100;
 			assert_true(delay >= 1 && delay <= ceiling);
-			assert_string_equal(d.next.reason, ""); /* no reason to cancel */
+			/* never a reason to cancel; a refusal shows on the row
+			 * (an unexpected reason as ship_refused) */
+			const char *want = cases[i].kind == SAGA_EV_TRANSIENT ? ""
+			    : strcmp(cases[i].reason, REASON_KEY_MISMATCH) == 0
+			    ? REASON_KEY_MISMATCH
+			    : "ship_refused";
+			assert_string_equal(d.next.reason, want);
 			assert_string_equal(d.event_name, "transient");
 			s = d.next;
 		}
@@ -206,6 +212,12 @@ static void test_shipping_attention(void **st)
 		s = d.next;
 	}
 	assert_int_equal(s.attempts, 23);
+	/* the refusal's reason stays through transient tries, and a success
+	 * completes the saga with no reason */
+	assert_string_equal(s.reason, REASON_KEY_MISMATCH);
+	d = run(&s, SAGA_EV_SUCCESS, SAGA_CMD_SHIP_ORDER, "", NOW + 30);
+	assert_int_equal(d.next.state, SAGA_STATE_COMPLETED);
+	assert_string_equal(d.next.reason, "");
 }
 
 /* SHIPPING has no step deadline: a DEADLINE event is ignored, whenever it
