@@ -71,18 +71,35 @@ bool pkit_check_range(
 	return false;
 }
 
+/* pkit_field_of returns the field `name` of `desc`, or NULL. */
+static const ProtobufCFieldDescriptor *pkit_field_of(
+    const ProtobufCMessageDescriptor *desc, const char *name)
+{
+	return name ? protobuf_c_message_descriptor_get_field_by_name(desc, name) : NULL;
+}
+
+/* pkit_text_at and pkit_num_at read a string or an integer field (types
+ * checked by pkit_service_check). */
+static const char *pkit_text_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	return *(const char *const *)(const void *)((const char *)m + f->offset);
+}
+
+static int64_t pkit_num_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	const void *at = (const char *)m + f->offset;
+	return f->type == PROTOBUF_C_TYPE_INT64 ? *(const int64_t *)at : *(const int32_t *)at;
+}
+
 bool pkit_list_request(const ProtobufCMessageDescriptor *desc, const char *include_field,
     int32_t def, int32_t max, const rpc_request *call, bool *include, int32_t *limit, rpc_reply *r)
 {
 	ProtobufCMessage *m = pkit_unpack(desc, call, r);
 	if (m == NULL)
 		return false;
-	const ProtobufCFieldDescriptor *fi
-	    = protobuf_c_message_descriptor_get_field_by_name(desc, include_field);
-	const ProtobufCFieldDescriptor *fl
-	    = protobuf_c_message_descriptor_get_field_by_name(desc, "limit");
+	const ProtobufCFieldDescriptor *fi = pkit_field_of(desc, include_field);
 	*include = *(const protobuf_c_boolean *)(const void *)((const char *)m + fi->offset);
-	*limit = *(const int32_t *)(const void *)((const char *)m + fl->offset);
+	*limit = (int32_t)pkit_num_at(m, pkit_field_of(desc, "limit"));
 	protobuf_c_message_free_unpacked(m, NULL);
 	if (!pkit_check_range(r, "limit", *limit, 0, max, NULL))
 		return false;
@@ -141,26 +158,6 @@ static const pkit_method *pkit_method_of(const pkit_service *v, const char *meth
 		if (strcmp(v->methods[i].method, method) == 0)
 			return &v->methods[i];
 	return NULL;
-}
-
-/* pkit_field_of returns the field `name` of `desc`, or NULL. */
-static const ProtobufCFieldDescriptor *pkit_field_of(
-    const ProtobufCMessageDescriptor *desc, const char *name)
-{
-	return name ? protobuf_c_message_descriptor_get_field_by_name(desc, name) : NULL;
-}
-
-/* pkit_text_at and pkit_num_at read a string or an integer field (types
- * checked by pkit_service_check). */
-static const char *pkit_text_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
-{
-	return *(const char *const *)(const void *)((const char *)m + f->offset);
-}
-
-static int64_t pkit_num_at(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
-{
-	const void *at = (const char *)m + f->offset;
-	return f->type == PROTOBUF_C_TYPE_INT64 ? *(const int64_t *)at : *(const int32_t *)at;
 }
 
 /* pkit_parse decodes and checks `call` of method `m` into *c: the saga id
