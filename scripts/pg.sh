@@ -18,7 +18,8 @@ as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=scripts/ports.sh
+. "$(dirname "$0")/ports.sh"
 
 case "$cmd" in
 start)
@@ -31,14 +32,7 @@ start)
   fi
   port=${3:-}
   if [ -z "$port" ]; then
-    # below the kernel's ephemeral port range, which outgoing connections use
-    lo=32768
-    [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
-    [ "$lo" -gt 12000 ] || lo=32768
-    for _ in $(seq 1 50); do
-      p=$((10000 + RANDOM % (lo - 10000)))
-      if port_free "$p"; then port=$p; break; fi
-    done
+    port=$(free_port) # claimed for $SAGAS_PORT_OWNER (scripts/ports.sh)
   fi
   opts="-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c max_connections=200"
   [ "${PG_FAST:-0}" = 1 ] && opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"

@@ -31,21 +31,13 @@ STACK_DIR=""
 STACK_PIDS=()
 declare -A STACK_PID_OF
 
-_stack_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Ports are drawn below the kernel's ephemeral range (outgoing connections
-# take ports from it, so a port free now could be taken before we bind).
-_stack_free_port() {
-  local p lo=32768
-  [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
-  [ "$lo" -gt 12000 ] || lo=32768
-  for _ in $(seq 1 100); do
-    p=$((10000 + RANDOM % (lo - 10000)))
-    if _stack_port_free "$p"; then echo "$p"; return 0; fi
-  done
-  echo "stack: no free port found" >&2
-  return 1
-}
+# Ports: free and claimed for this test (scripts/ports.sh), so tests running
+# at once never draw the same one; released by stack_stop.
+export SAGAS_PORT_OWNER=${SAGAS_PORT_OWNER:-$$}
+# shellcheck source=scripts/ports.sh
+. "$STACK_ROOT/scripts/ports.sh"
+_stack_port_free() { port_free "$1"; }
+_stack_free_port() { free_port; }
 
 # wait_until TIMEOUT_S CMD...: polls CMD every 50 ms until it succeeds;
 # fails after TIMEOUT_S seconds. The way tests wait (never a fixed sleep).
@@ -224,7 +216,22 @@ stack_stop() {
   trap - EXIT INT TERM
   local pid
   for pid in "${STACK_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${STACK_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # A daemon ends itself within its --stop-timeout (15 s) of SIGTERM; one
+  # still there after 30 s is named, its log shown, and killed, so a hang
+  # names its culprit instead of timing the whole test out.
+  local name deadline=$((SECONDS + 30))
+  for pid in "${STACK_PIDS[@]}"; do
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+    if kill -0 "$pid" 2>/dev/null; then
+      for name in "${!STACK_PID_OF[@]}"; do
+        [ "${STACK_PID_OF[$name]}" = "$pid" ] || continue
+        echo "stack: $name (pid $pid) did not stop within 30 s of SIGTERM; killed. Its log:" >&2
+        [ -n "$STACK_DIR" ] && tail -20 "$STACK_DIR/$name.log" >&2
+      done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
   STACK_PIDS=()
   if [ -n "$STACK_DIR" ]; then
     bash "$STACK_ROOT/scripts/pg.sh" stop "$STACK_DIR/pg"
@@ -235,6 +242,7 @@ stack_stop() {
     fi
     STACK_DIR=""
   fi
+  ports_release
 }
 
 # psql_db DB SQL: one value (or rows) from a database of this stack.
