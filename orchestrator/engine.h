@@ -22,6 +22,8 @@
 
 typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
+	const char *instance;      /* this orchestratord's name (orch_instance_name):
+	                              the lease owner it writes; borrowed */
 	const char *stock_url;     /* nng URL of the stock daemon */
 	const char *payment_url;   /* nng URL of the payment daemon */
 	const char *shipping_url;  /* nng URL of the shipping daemon */

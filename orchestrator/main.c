@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
 
 #include "api.h"
 #include "authz.h"
@@ -145,6 +147,25 @@ static const config_opt orch_opts[] = {
     OPT("log-level", "SAGA_ORCHESTRATOR_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
+
+/* orch_instance_name writes this process's name into buf (n bytes, 64 is
+ * enough): "<host>/<pid>/<8 hex digits of a random UUID>", unique among the
+ * orchestrators sharing a database even when a restarted container has the
+ * same host name and pid. It is the lease owner the engines write on the
+ * sagas they claim (sagas.lease_owner) and the name the waits' notifications
+ * compare (docs/architecture.md, "Several orchestrators"). */
+static void orch_instance_name(char *buf, size_t n)
+{
+	char host[32] = "";
+	if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+		strcpy(host, "orchestratord");
+	host[sizeof host - 1] = '\0';
+	uuid_t u;
+	char hex[UUID_STR_LEN];
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, hex);
+	snprintf(buf, n, "%s/%ld/%.8s", host, (long)getpid(), hex);
+}
 
 /* The database probe behind sagas.v1.Health/Check (NOT_SERVING while the
  * database is unreachable). */
@@ -334,8 +355,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	static char instance[64];
+	orch_instance_name(instance, sizeof instance);
 	engine_config ec = {
 	    .db = c.db,
+	    .instance = instance,
 	    .stock_url = c.stock,
 	    .payment_url = c.payment,
 	    .shipping_url = c.shipping,
@@ -381,6 +405,7 @@ int main(int argc, char **argv)
 		}
 	}
 	api a = {.db = c.db,
+	    .instance = instance,
 	    .db_wait_ms = c.db_wait,
 	    .engs = engs,
 	    .n_engines = n_engines,
@@ -409,8 +434,8 @@ int main(int argc, char **argv)
 		health_db_close(orch_health);
 		return 1;
 	}
-	log_info(NULL, "orchestratord listening on %s (stock %s, payment %s, shipping %s)%s",
-	    c.net.listen, c.stock, c.payment, c.shipping,
+	log_info(NULL, "orchestratord %s listening on %s (stock %s, payment %s, shipping %s)%s",
+	    instance, c.net.listen, c.stock, c.payment, c.shipping,
 	    c.duplicate_delivery ? ", delivering every command twice" : "");
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
