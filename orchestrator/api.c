@@ -282,7 +282,7 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		return;
 	bool created = false;
 	int rc;
-	API_DB(a, w, rc, store_insert_saga(w->conn, &row, &created, &stored));
+	API_DB(a, w, rc, store_insert_saga(w->conn, &row, a->instance, &created, &stored));
 	saga_row submit;
 	size_t nsubmit = 0;
 	api_answer_start(a, w, call, &row, wait_ms, rc, created, &stored, reply, &submit, &nsubmit);
@@ -643,14 +643,16 @@ static void api_handle_batch(
 	}
 	if (ns == 1) {
 		int rc;
-		API_DB(a, w, rc, store_insert_saga(w->conn, &rows[0], &created[0], &stored[0]));
+		API_DB(a, w, rc,
+		    store_insert_saga(w->conn, &rows[0], a->instance, &created[0], &stored[0]));
 		/* created[0] is set only when the insert ran (the fuzz target
 		 * found it read unset when the database was away) */
 		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc,
 		    rc == 0 && created[0], &stored[0], &replies[start_at[0]], submit, &nsubmit);
 	} else if (ns > 1) {
 		int rc;
-		API_DB(a, w, rc, store_insert_sagas(w->conn, rows, ns, created, stored));
+		API_DB(
+		    a, w, rc, store_insert_sagas(w->conn, rows, ns, a->instance, created, stored));
 		log_hold(); /* the "started" lines in one write */
 		for (size_t k = 0; k < ns; k++)
 			api_answer_start(a, w, &calls[start_at[k]], &rows[k], waits_ms[k], rc,

@@ -45,7 +45,8 @@ struct engine {
 	rpc_client *payment;
 	rpc_client *shipping;
 	nng_thread *thread;
-	uint64_t rng; /* engine thread only */
+	uint64_t rng;    /* engine thread only */
+	uint64_t fenced; /* engine thread only: transitions refused by rule 10 */
 
 	nng_mtx *mtx; /* guards everything below */
 	nng_cv *cv;
@@ -304,6 +305,17 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 	log_hold(); /* the batch's lines in one write */
 	for (size_t i = 0; i < n; i++) {
 		const saga_row *b = &rows[i];
+		if (ups[i].fenced) {
+			/* rule 10: the saga was claimed since this decision's row was
+			 * read (this process was frozen or cut off past its lease);
+			 * the holder of the new claim drives it */
+			e->fenced++;
+			log_info(b->saga_id,
+			    "transition refused: fenced (the saga was claimed again since epoch "
+			    "%lld; its new holder drives it): dropped (%llu fenced so far)",
+			    (long long)b->epoch, (unsigned long long)e->fenced);
+			continue;
+		}
 		if (!ups[i].applied) {
 			log_debug(b->saga_id, "lost a race at version %lld: dropped",
 			    (long long)b->version);
@@ -409,8 +421,9 @@ static bool engine_sweep(engine *e)
 	const saga_policy *pol = &e->cfg.policy;
 	int64_t lease = saga_first_lease_ms(pol);
 	int64_t young = lease / 2;
-	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, rows, &n)
-	              : store_claim_due(e->conn, now, pol, now - young, limit, rows, &n);
+	const char *me = e->cfg.instance ? e->cfg.instance : "";
+	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, me, rows, &n)
+	              : store_claim_due(e->conn, now, pol, now - young, limit, me, rows, &n);
 	if (rc != 0) {
 		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
 		return false;

@@ -20,7 +20,7 @@
 #define SAGA_COLS                                                                                  \
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
-	    "created_at") ", " MS("updated_at")
+	    "created_at") ", " MS("updated_at") ", epoch"
 
 static void store_read_row(const PGresult *r, int i, saga_row *out)
 {
@@ -39,6 +39,7 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->s.step_deadline_ms = pg_get_i64(r, i, 11);
 	out->created_ms = pg_get_i64(r, i, 12);
 	out->updated_ms = pg_get_i64(r, i, 13);
+	out->epoch = pg_get_i64(r, i, 14);
 }
 
 /* The statements of the API and the engine, prepared once per session
@@ -49,7 +50,8 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ", " TS("$8") ")"
+    "    step_deadline, lease_owner) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ","
+    "    " TS("$8") ", $9)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -64,8 +66,8 @@ static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms)),"
     " ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline) SELECT saga_id, state, customer, sku, qty, amount,"
-    "    " TS("next_ms") ", " TS("deadline_ms") " FROM v"
+    "    step_deadline, lease_owner) SELECT saga_id, state, customer, sku, qty, amount,"
+    "    " TS("next_ms") ", " TS("deadline_ms") ", $9 FROM v"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -102,20 +104,21 @@ static int store_insert_history(PGconn *conn, const char *saga_id, int64_t versi
 	    6, p);
 }
 
-int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row *existing)
+int store_insert_saga(
+    PGconn *conn, const saga_row *row, const char *owner, bool *created, saga_row *existing)
 {
 	char qty[16], amount[24], next[24], deadline[24];
 	snprintf(qty, sizeof qty, "%" PRId32, row->qty);
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[8] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
-	    qty, amount, next, deadline};
+	const char *p[9] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
+	    qty, amount, next, deadline, owner};
 	PGresult *r = NULL;
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
-	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 8, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 9, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -179,8 +182,8 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 	return 0;
 }
 
-int store_insert_sagas(
-    PGconn *conn, const saga_row *rows, size_t n, bool *created, saga_row *stored)
+int store_insert_sagas(PGconn *conn, const saga_row *rows, size_t n, const char *owner,
+    bool *created, saga_row *stored)
 {
 	if (n == 0 || n > RPC_BATCH_MAX)
 		return -EINVAL;
@@ -199,11 +202,12 @@ int store_insert_sagas(
 		pg_array_add_i64(&cols[C_NEXT], w->s.next_attempt_ms);
 		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
 	}
-	const char *p[C_N];
+	const char *p[C_N + 1];
 	int rc = pg_arrays_close(cols, C_N, p);
+	p[C_N] = owner;
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N + 1, p, &r);
 	pg_arrays_free(cols, C_N);
 	if (rc != 0)
 		return rc;
@@ -369,6 +373,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"    AND next_attempt_at <= " TS("$1") also                                \
 	"  ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)"                   \
 	" UPDATE sagas SET"                                                        \
+	"  epoch = epoch + 1, lease_owner = $7,"                                    \
 	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " STORE_LEASE " END," \
 	"  retry_at = CASE WHEN attempts > 0 AND NOT " STORE_TERMINAL " THEN"      \
 	"    " STORE_LEASE " END, finished = " STORE_TERMINAL                      \
@@ -385,7 +390,7 @@ static const pg_stmt STORE_CLAIM_DEADLINES = {
 /* clang-format on */
 
 static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, const saga_policy *pol,
-    int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
+    int64_t created_before_ms, int limit, const char *owner, saga_row *rows, size_t *n)
 {
 	char now[24], rt[24], lim[16], before[24], max[24], grace[24];
 	int64_t first = pol->request_timeout_ms > 0 ? pol->request_timeout_ms : 1;
@@ -396,10 +401,10 @@ static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, const 
 	snprintf(max, sizeof max, "%" PRId64,
 	    pol->request_timeout_max_ms > first ? pol->request_timeout_max_ms : first);
 	snprintf(grace, sizeof grace, "%" PRId64, pol->lease_grace_ms);
-	const char *p[6] = {now, rt, lim, before, max, grace};
+	const char *p[7] = {now, rt, lim, before, max, grace, owner};
 	PGresult *r = NULL;
 	*n = 0;
-	int rc = pg_exec_stmt(conn, stmt, 6, p, &r);
+	int rc = pg_exec_stmt(conn, stmt, 7, p, &r);
 	if (rc != 0)
 		return rc;
 	int count = PQntuples(r);
@@ -411,16 +416,17 @@ static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, const 
 }
 
 int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n)
+    int limit, const char *owner, saga_row *rows, size_t *n)
 {
-	return store_claim(conn, &STORE_CLAIM_DUE, now_ms, pol, created_before_ms, limit, rows, n);
+	return store_claim(
+	    conn, &STORE_CLAIM_DUE, now_ms, pol, created_before_ms, limit, owner, rows, n);
 }
 
 int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
-    int64_t created_before_ms, int limit, saga_row *rows, size_t *n)
+    int64_t created_before_ms, int limit, const char *owner, saga_row *rows, size_t *n)
 {
 	return store_claim(
-	    conn, &STORE_CLAIM_DEADLINES, now_ms, pol, created_before_ms, limit, rows, n);
+	    conn, &STORE_CLAIM_DEADLINES, now_ms, pol, created_before_ms, limit, owner, rows, n);
 }
 
 /* store_finished is the `finished` column of the row `u` writes: true in a
@@ -444,14 +450,15 @@ static const char *store_retry_ms(const store_update *u, char buf[24])
 static int store_apply_one(PGconn *conn, store_update *u)
 {
 	const saga_row *b = u->before;
-	char attempts[16], next[24], deadline[24], version[24], retry[24];
+	char attempts[16], next[24], deadline[24], version[24], retry[24], epoch[24];
 	snprintf(attempts, sizeof attempts, "%" PRId32, u->next.attempts);
 	snprintf(next, sizeof next, "%" PRId64, u->next.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
-	const char *p[10] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
+	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
+	const char *p[11] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
 	    u->next.attention ? "true" : "false", next, deadline, version,
-	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry)};
+	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry), epoch};
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
@@ -460,8 +467,8 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	              "finished = $9, retry_at = " TS(
 	                  "$10") ", "
 	                         "version = version + 1, updated_at = now() "
-	                         "WHERE saga_id = $1 AND version = $8",
-	    10, p, &r);
+	                         "WHERE saga_id = $1 AND version = $8 AND epoch = $11",
+	    11, p, &r);
 	if (rc != 0)
 		return rc;
 	u->applied = strcmp(PQcmdTuples(r), "1") == 0;
@@ -491,6 +498,7 @@ enum {
 	SB_EVENT,
 	SB_FINISHED,
 	SB_RETRY,
+	SB_EPOCH,
 	SB_COLS
 };
 
@@ -509,16 +517,16 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "WITH u AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
     "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
-    "    $10::text[], $11::boolean[], $12::bigint[]) WITH ORDINALITY"
+    "    $10::text[], $11::boolean[], $12::bigint[], $13::bigint[]) WITH ORDINALITY"
     "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
-    "      from_state, event, finished, retry_ms, idx)),"
+    "      from_state, event, finished, retry_ms, epoch, idx)),"
     " upd AS ("
     "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = u.attempts,"
     "    attention = u.attention, next_attempt_at = " TSC("u.next_ms") ","
     "    step_deadline = " TSC("u.deadline_ms") ","
     "    finished = u.finished, retry_at = " TSC("u.retry_ms") ","
     "    version = s.version + 1, updated_at = now()"
-    "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver"
+    "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver AND s.epoch = u.epoch"
     /* the same key as an array: an index scan under any cached plan */
     "    AND s.saga_id = ANY($1::uuid[])"
     "  RETURNING u.idx, " MS("s.updated_at") " AS updated_ms),"
@@ -538,7 +546,7 @@ static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
     "    step_deadline = " TSC("$7::bigint") ","
     "    finished = $11::boolean, retry_at = " TSC("$12::bigint") ","
     "    version = version + 1, updated_at = now()"
-    "  WHERE saga_id = $1::uuid AND version = $8::bigint"
+    "  WHERE saga_id = $1::uuid AND version = $8::bigint AND epoch = $13::bigint"
     "  RETURNING " MS("updated_at") " AS updated_ms),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -560,15 +568,16 @@ static const char *store_update_event(const store_update *u)
 static int store_apply_single(PGconn *conn, store_update *u)
 {
 	const saga_row *b = u->before;
-	char attempts[16], next[24], deadline[24], version[24], retry[24];
+	char attempts[16], next[24], deadline[24], version[24], retry[24], epoch[24];
 	snprintf(attempts, sizeof attempts, "%" PRId32, u->next.attempts);
 	snprintf(next, sizeof next, "%" PRId64, u->next.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
-	const char *p[SB_COLS]
-	    = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
-	        u->next.attention ? "t" : "f", next, deadline, version, saga_state_name(b->s.state),
-	        store_update_event(u), store_finished(u) ? "t" : "f", store_retry_ms(u, retry)};
+	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
+	const char *p[SB_COLS] = {b->saga_id, saga_state_name(u->next.state), u->next.reason,
+	    attempts, u->next.attention ? "t" : "f", next, deadline, version,
+	    saga_state_name(b->s.state), store_update_event(u), store_finished(u) ? "t" : "f",
+	    store_retry_ms(u, retry), epoch};
 	PGresult *r = NULL;
 	int rc = pg_exec_stmt(conn, &STORE_APPLY_ONE, SB_COLS, p, &r);
 	if (rc != 0)
@@ -602,6 +611,7 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 		char retry[24];
 		pg_array_add(&cols[SB_FINISHED], store_finished(u) ? "t" : "f");
 		pg_array_add(&cols[SB_RETRY], store_retry_ms(u, retry));
+		pg_array_add_i64(&cols[SB_EPOCH], b->epoch);
 	}
 	const char *p[SB_COLS];
 	int rc = pg_arrays_close(cols, SB_COLS, p);
@@ -634,12 +644,50 @@ static bool store_has_duplicates(const store_update *ups, size_t n)
 	return false;
 }
 
-int store_apply(PGconn *conn, store_update *ups, size_t n)
+/* store_mark_fenced sets `fenced` on the updates of `ups` that did not
+ * apply because their saga's claim epoch is no longer the one they were
+ * decided under (another claim took the saga: rule 10), from one read of
+ * those sagas' epochs. Runs only when some update did not apply (a takeover
+ * or a duplicated reply: rare), after the commit. Returns 0 or a pg_err
+ * code; on error the flags stay false (the updates were refused either way). */
+static int store_mark_fenced(PGconn *conn, store_update *ups, size_t n)
 {
+	pg_buf ids;
+	pg_arrays_open(&ids, 1);
+	size_t refused = 0;
 	for (size_t i = 0; i < n; i++)
-		ups[i].applied = false;
-	if (n == 0)
+		if (!ups[i].applied) {
+			pg_array_add(&ids, ups[i].before->saga_id);
+			refused++;
+		}
+	if (refused == 0) {
+		pg_arrays_free(&ids, 1);
 		return 0;
+	}
+	const char *p[1];
+	int rc = pg_arrays_close(&ids, 1, p);
+	PGresult *r = NULL;
+	if (rc == 0)
+		rc = pg_exec(conn,
+		    "SELECT saga_id::text, epoch FROM sagas WHERE saga_id = ANY($1::uuid[])", 1, p,
+		    &r);
+	pg_arrays_free(&ids, 1);
+	if (rc != 0)
+		return rc;
+	for (int k = 0; k < PQntuples(r); k++) {
+		const char *id = PQgetvalue(r, k, 0);
+		int64_t epoch = pg_get_i64(r, k, 1);
+		for (size_t i = 0; i < n; i++)
+			if (!ups[i].applied && strcmp(ups[i].before->saga_id, id) == 0)
+				ups[i].fenced = epoch != ups[i].before->epoch;
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* store_apply_unfenced is store_apply without the fenced flags. */
+static int store_apply_unfenced(PGconn *conn, store_update *ups, size_t n)
+{
 	if (!store_has_duplicates(ups, n)) {
 		/* one statement is one transaction: no BEGIN/COMMIT round trips */
 		int rc
@@ -667,6 +715,26 @@ out_clear:
 	for (size_t i = 0; i < n; i++)
 		ups[i].applied = false;
 	return rc;
+}
+
+int store_apply(PGconn *conn, store_update *ups, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ups[i].applied = false;
+		ups[i].fenced = false;
+	}
+	if (n == 0)
+		return 0;
+	int rc = store_apply_unfenced(conn, ups, n);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (!ups[i].applied) {
+			if (store_mark_fenced(conn, ups, n) != 0)
+				log_warn(NULL, "could not read the epochs of refused transitions");
+			break;
+		}
+	return 0;
 }
 
 int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out)

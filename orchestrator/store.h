@@ -24,6 +24,8 @@ typedef struct saga_row {
 	int32_t qty;
 	int64_t amount; /* minor units */
 	int64_t version;
+	int64_t epoch; /* the fencing epoch of the claim this row was read under
+	                  (sagas.epoch: 1 at the start, +1 at every claim) */
 	int64_t created_ms;
 	int64_t updated_ms;
 } saga_row;
@@ -37,21 +39,25 @@ typedef struct store_history_entry {
 	int64_t at_ms;
 } store_history_entry;
 
-/* One version-checked change of a saga row (rule 7). */
+/* One version- and epoch-checked change of a saga row (rules 7 and 10). */
 typedef struct store_update {
-	const saga_row *before; /* the row as read; its version is the check */
+	const saga_row *before; /* the row as read; its version and epoch are the
+	                           checks */
 	saga next;              /* the row after the decision */
 	bool state_changed;     /* append a history row for the transition */
 	bool attention_raised;  /* append a history row "attention" */
 	const char *event;      /* history event name */
-	bool applied;           /* out: false when the version check failed */
+	bool applied;           /* out: false when a check failed */
+	bool fenced;            /* out: not applied because the saga was claimed
+	                           since (its epoch moved on: rule 10) */
 	int64_t updated_ms;     /* out: the row's updated_at as written (ms since
 	                           the epoch, as GetSaga reports it); 0 when unknown */
 } store_update;
 
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
- * with every change of the schema. 2: state SHIPPING (issue 19). */
-#define STORE_SCHEMA_VERSION 2
+ * with every change of the schema. 2: state SHIPPING (issue 19). 3: the
+ * claim's fencing epoch and lease owner (issue 20: several orchestrators). */
+#define STORE_SCHEMA_VERSION 3
 
 /* store_apply_schema creates or updates the tables (sql/schema.sql) under an
  * advisory lock, so several orchestrators may start at once, and records
@@ -59,11 +65,13 @@ typedef struct store_update {
  * PG_ERR_SCHEMA_NEWER when the database holds a newer schema (logged). */
 int store_apply_schema(PGconn *conn);
 
-/* store_insert_saga inserts `row` (version 1) and its "started" history row
+/* store_insert_saga inserts `row` (version 1, epoch 1, lease owner `owner`:
+ * the orchestrator that starts it holds it) and its "started" history row
  * in one transaction. When the saga id exists already, nothing is written,
  * *created is false and *existing holds the stored row (duplicates of
  * StartSaga serialise on the primary key). */
-int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row *existing);
+int store_insert_saga(
+    PGconn *conn, const saga_row *row, const char *owner, bool *created, saga_row *existing);
 
 /* store_insert_sagas is store_insert_saga for `n` sagas (1..RPC_BATCH_MAX)
  * in one statement, so one transaction and one commit for StartSagas that
@@ -75,8 +83,8 @@ int store_insert_saga(PGconn *conn, const saga_row *row, bool *created, saga_row
  * insert statement succeeds, even when reading the existing ones then fails:
  * a caller that answers an error leaves them to the sweep (their lease
  * ends) and to the client, which retries with the same saga id. */
-int store_insert_sagas(
-    PGconn *conn, const saga_row *rows, size_t n, bool *created, saga_row *stored);
+int store_insert_sagas(PGconn *conn, const saga_row *rows, size_t n, const char *owner,
+    bool *created, saga_row *stored);
 
 /* store_get_sagas reads the sagas `ids` (n canonical UUIDs, may repeat) in
  * one statement. Sets found[i] and, when found, out[i]. Returns 0, -ENOMEM
@@ -105,17 +113,20 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * meanwhile. Sagas on their first try (attempts 0) are looked for only among
  * those created before created_before_ms: the caller passes a time before
  * which none of them can be due (engine.c: now - saga_first_lease_ms / 2).
+ * Each claimed row's fencing epoch is raised by one and its lease owner set
+ * to `owner` (this orchestrator's name), so a write decided under an
+ * earlier claim, by whoever held it, is refused (rule 10).
  * Fills rows[0..*n) (rows holds `limit`). Returns 0 or a pg_err code.
  * The version is not changed: a claim is not a transition. */
 int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_t created_before_ms,
-    int limit, saga_row *rows, size_t *n);
+    int limit, const char *owner, saga_row *rows, size_t *n);
 
 /* store_claim_deadlines is store_claim_due restricted to sagas whose
  * step_deadline <= now_ms: the sweep claims them even when there is no room
  * under --max-inflight, to write their deadline transitions (rule 4) on
  * time. Same arguments, returns and ownership. */
 int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
-    int64_t created_before_ms, int limit, saga_row *rows, size_t *n);
+    int64_t created_before_ms, int limit, const char *owner, saga_row *rows, size_t *n);
 
 /* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
  * attention flag and attempt count, bumps its version (a reply in flight is
@@ -124,10 +135,15 @@ int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
  * terminal one. */
 int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out);
 
-/* store_apply writes `n` updates in ONE transaction (group commit): each a
- * version-checked UPDATE (a lost race sets applied = false and writes
- * nothing for that saga) plus its history row. On any database error the
- * whole transaction is rolled back and every applied flag is false. */
+/* store_apply writes `n` updates in ONE transaction (group commit): each an
+ * UPDATE conditional on the version (rule 7) and the fencing epoch (rule 10)
+ * its row was read with (a failed check sets applied = false and writes
+ * nothing for that saga) plus its history row. Updates refused because
+ * the saga was claimed since (by another orchestrator, or by this one's
+ * sweep after the lease ended) also get fenced = true, from one read after
+ * the commit that runs only when something was refused. On any database
+ * error the whole transaction is rolled back and every applied flag is
+ * false. */
 int store_apply(PGconn *conn, store_update *ups, size_t n);
 
 #endif

@@ -123,6 +123,27 @@ BEGIN
 END
 $$;
 
+-- Several orchestrators (schema version 3, issue 20; docs/saga-semantics.md
+-- rule 10): a saga is driven by one orchestrator at a time, the holder of
+-- its claim. `epoch` is the claim's fencing epoch: 1 when StartSaga writes
+-- the row (its orchestrator holds it), raised by one by every claim of the
+-- sweep; every transition is written only WHERE epoch = the epoch its
+-- writer read, so an orchestrator that was frozen past its lease, or cut
+-- off from the database, and wakes up changes nothing. `lease_owner` names
+-- the orchestrator that wrote the claim (orchestratord's instance name;
+-- for operators and tests: `sagactl get`). Neither is indexed, so a claim
+-- stays a HOT update. Adding a column with a constant default does not
+-- rewrite the table; done only when missing (the lock blocks readers).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'epoch' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN epoch bigint NOT NULL DEFAULT 1,
+                          ADD COLUMN lease_owner text;
+    END IF;
+END
+$$;
+
 -- The history of every saga, keyed by (saga_id, version): every row is
 -- written in the statement that writes the saga row it follows (store.c),
 -- so the saga exists; there is no foreign key, whose check on every insert

@@ -6,7 +6,11 @@
  * next_attempt_at must be what the C function gives for the row as it was,
  * to the millisecond, under several policies. Also dbclock (rule T1): after
  * dbclock_sync, dbclock_now_ms agrees with clock_timestamp() within the
- * round trip of the read. */
+ * round trip of the read. And the fencing epoch (rule 10): a claim raises
+ * it and names its owner, and a transition decided under an earlier claim
+ * is refused (applied false, fenced true) with nothing written, through
+ * each of store_apply's three paths (one update, a batch, a batch with a
+ * saga twice). */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,7 +85,7 @@ static void put_saga(
 	row->s = saga_start(now - 60000, &p);
 	bool created = false;
 	saga_row existing;
-	assert_int_equal(store_insert_saga(c, row, &created, &existing), 0);
+	assert_int_equal(store_insert_saga(c, row, "A", &created, &existing), 0);
 	assert_true(created);
 	char sql[512];
 	snprintf(sql, sizeof sql,
@@ -130,7 +134,7 @@ static void test_claim_lease_matches_rule(void **state)
 				}
 		saga_row claimed[N];
 		size_t got = 0;
-		assert_int_equal(store_claim_due(c, now, pol, now, N, claimed, &got), 0);
+		assert_int_equal(store_claim_due(c, now, pol, now, N, "B", claimed, &got), 0);
 		assert_int_equal(got, n);
 		for (size_t k = 0; k < got; k++) {
 			const saga_row *before = NULL;
@@ -181,10 +185,125 @@ static void test_dbclock_agrees(void **state)
 	}
 }
 
+/* sql_text is the one value `sql` returns, in a static buffer. */
+static const char *sql_text(PGconn *c, const char *sql)
+{
+	static char out[256];
+	PGresult *r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	snprintf(out, sizeof out, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return out;
+}
+
+/* fenced_write: two sagas started by "A" (epoch 1) and claimed by "B" (epoch
+ * 2); A's transitions, decided on the rows it read at epoch 1, are refused
+ * and flagged fenced through the path `n_ups` and `dup` pick; B's, on the
+ * claimed rows, apply. The rows and their history say exactly that. */
+static void fenced_write(PGconn *c, int n_ups, bool dup)
+{
+	sql_ok(c, "DELETE FROM sagas");
+	int64_t now = clock_wall_ms();
+	saga_row a_rows[2], claimed[4];
+	for (int i = 0; i < 2; i++) {
+		put_saga(c, &a_rows[i], SAGA_STATE_RESERVING, 0, 60000, now);
+		a_rows[i].epoch = 1;
+		a_rows[i].version = 1;
+		a_rows[i].s.step_deadline_ms = now + 60000;
+	}
+	assert_string_equal(sql_text(c,
+	                        "SELECT string_agg(DISTINCT lease_owner || '/' || epoch, ',') "
+	                        "FROM sagas"),
+	    "A/1");
+	saga_policy pol = {.step_timeout_ms = 60000,
+	    .request_timeout_ms = 1000,
+	    .request_timeout_max_ms = 1000,
+	    .lease_grace_ms = 1000};
+	size_t got = 0;
+	assert_int_equal(store_claim_due(c, now, &pol, now, 4, "B", claimed, &got), 0);
+	assert_int_equal(got, 2);
+	for (size_t k = 0; k < got; k++)
+		assert_int_equal(claimed[k].epoch, 2);
+	assert_string_equal(sql_text(c,
+	                        "SELECT string_agg(DISTINCT lease_owner || '/' || epoch, ',') "
+	                        "FROM sagas"),
+	    "B/2");
+	/* A wakes up with a reply for each: RESERVED, so CHARGING */
+	store_update ups[3];
+	memset(ups, 0, sizeof ups);
+	int n = 0;
+	for (int i = 0; i < n_ups; i++) {
+		ups[n].before = &a_rows[i];
+		ups[n].next = a_rows[i].s;
+		ups[n].next.state = SAGA_STATE_CHARGING;
+		ups[n].state_changed = true;
+		ups[n].event = "stock_reserved";
+		n++;
+	}
+	if (dup) { /* a duplicated reply in the same batch: the transaction path */
+		ups[n] = ups[0];
+		n++;
+	}
+	assert_int_equal(store_apply(c, ups, (size_t)n), 0);
+	for (int i = 0; i < n; i++) {
+		assert_false(ups[i].applied);
+		assert_true(ups[i].fenced);
+	}
+	assert_string_equal(sql_text(c,
+	                        "SELECT count(*) FILTER (WHERE state = 'RESERVING' AND "
+	                        "version = 1) || '/' || count(*) FROM sagas"),
+	    "2/2");
+	assert_string_equal(sql_text(c,
+	                        "SELECT count(*) FROM saga_history WHERE version > 1 AND saga_id "
+	                        "IN (SELECT saga_id FROM sagas)"),
+	    "0");
+	/* B's transitions, on the rows it claimed, apply */
+	for (int i = 0; i < (int)got; i++) {
+		memset(&ups[i], 0, sizeof ups[i]);
+		ups[i].before = &claimed[i];
+		ups[i].next = claimed[i].s;
+		ups[i].next.state = SAGA_STATE_CHARGING;
+		ups[i].state_changed = true;
+		ups[i].event = "stock_reserved";
+	}
+	assert_int_equal(store_apply(c, ups, got), 0);
+	for (size_t i = 0; i < got; i++) {
+		assert_true(ups[i].applied);
+		assert_false(ups[i].fenced);
+	}
+	assert_string_equal(sql_text(c,
+	                        "SELECT count(*) FILTER (WHERE state = 'CHARGING' AND "
+	                        "version = 2 AND epoch = 2) FROM sagas"),
+	    "2");
+	/* a lost version race with the same epoch is refused, not fenced */
+	memset(&ups[0], 0, sizeof ups[0]);
+	ups[0].before = &claimed[0];
+	ups[0].next = claimed[0].s;
+	ups[0].next.state = SAGA_STATE_RELEASING;
+	ups[0].state_changed = true;
+	ups[0].event = "stock_out";
+	assert_int_equal(store_apply(c, ups, 1), 0);
+	assert_false(ups[0].applied);
+	assert_false(ups[0].fenced);
+	sql_ok(c, "DELETE FROM sagas");
+}
+
+static void test_fencing_epoch(void **state)
+{
+	PGconn *c = *state;
+	fenced_write(c, 1, false); /* one update: STORE_APPLY_ONE */
+	fenced_write(c, 2, false); /* a batch: STORE_APPLY_BATCH */
+	fenced_write(c, 1, true);  /* a saga twice: one statement per update */
+	printf("fencing: transitions decided under an earlier claim were refused and flagged, "
+	       "on all three write paths\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_claim_lease_matches_rule),
+	    cmocka_unit_test(test_fencing_epoch),
 	    cmocka_unit_test(test_dbclock_agrees),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
