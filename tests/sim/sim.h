@@ -54,6 +54,8 @@ typedef struct sim_row {
 	bool exists;
 	saga s;
 	int64_t version;
+	int64_t epoch;      /* the claim's fencing epoch (rule 10): 1 at the start,
+	                       +1 at every claim of the sweep */
 	int64_t created_ms; /* the database's clock at the insert (created_at) */
 } sim_row;
 
@@ -85,6 +87,8 @@ typedef struct sim_msg {
 	uint64_t seq;  /* tie-break between equal delivery times */
 	bool forged;   /* sent by an attacker with `roles`, not the orchestrator:
 	                  its reply goes nowhere (docs/security.md) */
+	bool stalled;  /* a reply that reached a frozen orchestrator, decided on
+	                  when it wakes (sim_faults.stall); stalls once */
 	unsigned roles;
 } sim_msg;
 
@@ -99,6 +103,10 @@ typedef struct sim_faults {
 	double orch_crash_send; /* the orchestrator crashes after commit, before send */
 	double db_fail;         /* an orchestrator commit fails: nothing written */
 	double dup_reply;       /* the engine queues a reply twice */
+	double stall;           /* the orchestrator holding a reply freezes past
+	                           the saga's lease (SIGSTOP, a pause, cut off
+	                           from the database) while another one's sweep
+	                           claims the saga; it decides when it wakes */
 	int64_t crash_every_ms; /* mean time between random crashes; 0 = none */
 } sim_faults;
 
@@ -170,6 +178,7 @@ typedef struct sim_world {
 	int64_t forge_every_ms;
 	int64_t next_forge_ms;
 	uint32_t forged_refused; /* forged commands the roles table refused */
+	uint32_t fenced;         /* transitions refused by their epoch (rule 10) */
 
 	/* ghost state for the checks: effects applied per (saga, command) */
 	uint8_t effects[SIM_MAX_SAGAS][SAGA_CMD_LAST + 1];

@@ -246,9 +246,10 @@ typedef struct sim_view {
 	int32_t attempts_sat;
 } sim_view;
 
-/* sim_hash_row hashes a row; `cur` is the current version of the saga's
- * row when `r` is a call's snapshot of it (0: `r` is the row itself). */
-static uint64_t sim_hash_row_v(const sim_row *r, int64_t now, const sim_view *v, int64_t cur)
+/* sim_hash_row hashes a row; `cur` is the saga's current row when `r` is a
+ * call's snapshot of it (NULL: `r` is the row itself); the abstract view
+ * keeps only whether the snapshot's version and epoch are still current. */
+static uint64_t sim_hash_row_v(const sim_row *r, int64_t now, const sim_view *v, const sim_row *cur)
 {
 	uint64_t h = sim_mix(1, r->exists);
 	h = sim_mix(h, (uint64_t)r->s.state);
@@ -261,15 +262,17 @@ static uint64_t sim_hash_row_v(const sim_row *r, int64_t now, const sim_view *v,
 	h = sim_mix(h, sim_rel_at(r->s.step_deadline_ms, now, v->abstract));
 	h = sim_mix(h, sim_rel_at(r->s.next_attempt_ms, now, v->abstract));
 	if (!v->abstract)
-		return sim_mix(h, (uint64_t)r->version);
-	return sim_mix(h, cur == 0 ? 0 : (r->version == cur ? 1 : 2));
+		return sim_mix(sim_mix(h, (uint64_t)r->version), (uint64_t)r->epoch);
+	if (cur == NULL)
+		return sim_mix(h, 0);
+	return sim_mix(h, r->version != cur->version ? 2 : r->epoch != cur->epoch ? 3 : 1);
 }
 
 static uint64_t sim_hash_call_v(const sim_world *w, const sim_call *c, const sim_view *v)
 {
 	uint64_t h = sim_mix(2, (uint64_t)c->saga);
 	h = sim_mix(h, (uint64_t)c->cmd);
-	h = sim_mix(h, sim_hash_row_v(&c->row, w->now, v, w->rows[c->saga].version));
+	h = sim_mix(h, sim_hash_row_v(&c->row, w->now, v, &w->rows[c->saga]));
 	return sim_mix(h, sim_rel_at(c->expire_ms, w->now, v->abstract));
 }
 
@@ -281,7 +284,7 @@ static uint64_t sim_hash_v(const sim_world *w, const sim_view *v)
 		h = sim_mix(h, w->up[n]);
 	for (int i = 0; i < w->nsagas; i++) {
 		h = sim_mix(h, w->started[i]);
-		h = sim_mix(h, sim_hash_row_v(&w->rows[i], now, v, 0));
+		h = sim_mix(h, sim_hash_row_v(&w->rows[i], now, v, NULL));
 		h = sim_mix(h, (uint64_t)w->srec[i].status);
 		h = sim_mix(h, (uint64_t)w->prec[i].status);
 		h = sim_mix(h, (uint64_t)w->shrec[i].status);

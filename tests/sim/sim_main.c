@@ -180,7 +180,7 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 static int sim_run_random(const sim_opts *o)
 {
 	uint64_t violations = 0, steps = 0, sim_ms = 0, sagas = 0, completed = 0, cancelled = 0;
-	uint64_t first_bad = 0, replays = 0, forged = 0, attacked = 0;
+	uint64_t first_bad = 0, replays = 0, forged = 0, attacked = 0, fenced = 0, frozen = 0;
 	int64_t worst_end_ms = 0; /* longest time from calm to every saga ended */
 	bool single = o->first == o->last;
 	sim_world *w = malloc(sizeof *w);
@@ -215,6 +215,8 @@ static int sim_run_random(const sim_opts *o)
 		sagas += (uint64_t)w->nsagas;
 		forged += w->forged_refused;
 		attacked += w->forge_every_ms > 0;
+		fenced += w->fenced;
+		frozen += w->faults.stall > 0;
 		for (int i = 0; i < w->nsagas; i++) {
 			completed += w->rows[i].s.state == SAGA_STATE_COMPLETED;
 			cancelled += w->rows[i].s.state == SAGA_STATE_CANCELLED;
@@ -244,10 +246,11 @@ static int sim_run_random(const sim_opts *o)
 	       " violations; %" PRIu64 " steps, %" PRIu64 " sagas (%" PRIu64 " completed, %" PRIu64
 	       " cancelled), %.1f simulated s, every saga ended within %.1f s of calm, %" PRIu64
 	       " replays identical, %" PRIu64 " forged commands refused in %" PRIu64
-	       " seeds with an attacker, %.2f s wall\n",
+	       " seeds with an attacker, %" PRIu64 " stale transitions fenced in %" PRIu64
+	       " seeds with a frozen orchestrator, %.2f s wall\n",
 	    o->first, o->last, o->last - o->first + 1, sim_rules_break_name(), violations, steps,
 	    sagas, completed, cancelled, (double)sim_ms / 1000.0, (double)worst_end_ms / 1000.0,
-	    replays, forged, attacked, wall);
+	    replays, forged, attacked, fenced, frozen, wall);
 	if (violations > 0)
 		printf("sim: first failing seed %" PRIu64 "\n", first_bad);
 	free(w);

@@ -5,8 +5,9 @@
 
 static sim_break sim_rules_broken_v = SIM_BREAK_NONE;
 
-static const char *const sim_break_names[] = {"none", "tombstone", "refund", "lease",
-    "fixed_timeout", "local_clock", "absolute_deadline", "no_authz", "compensate_after_pivot"};
+static const char *const sim_break_names[]
+    = {"none", "tombstone", "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline",
+        "no_authz", "compensate_after_pivot", "no_fencing"};
 #define SIM_BREAKS (sizeof sim_break_names / sizeof sim_break_names[0])
 
 bool sim_rules_set_break(const char *name)

@@ -38,11 +38,14 @@ typedef enum sim_break {
 	                                         transient) refunds and releases,
 	                                         as a timed-out charge does (what
 	                                         rule 3 forbids after the pivot) */
+	SIM_BREAK_NO_FENCING = 9,             /* transitions are checked by version
+	                                         only, not by the claim's epoch
+	                                         (what rule 10 adds) */
 } sim_break;
 
 /* sim_rules_set_break selects a broken variant by name ("tombstone",
  * "refund", "lease", "fixed_timeout", "local_clock", "absolute_deadline",
- * "no_authz", "compensate_after_pivot");
+ * "no_authz", "compensate_after_pivot", "no_fencing");
  * returns false for an unknown name, and for every name in a
  * build without SAGA_SIM_BREAK. Not thread-safe (the simulator has one
  * thread). */

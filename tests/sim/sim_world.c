@@ -235,6 +235,11 @@ void sim_world_random(sim_world *w, uint64_t seed, int nsagas)
 	f->db_fail = sim_chance(w, 0.5) ? 0.05 * (double)sim_range(w, 0, 100) / 100 : 0;
 	f->dup_reply = sim_chance(w, 0.3) ? 0.10 * (double)sim_range(w, 0, 100) / 100 : 0;
 	f->crash_every_ms = sim_chance(w, 0.6) ? sim_range(w, 500, 8000) : 0;
+	/* a frozen orchestrator in a third of the seeds, drawn from the seed
+	 * apart from the stream above, so the other faults of a seed are as
+	 * they were before this one existed */
+	uint64_t st = (seed ^ 0x57a115ULL) * 0x9e3779b97f4a7c15ULL;
+	f->stall = (st >> 33) % 3 == 0 ? 0.02 + 0.10 * (double)((st >> 13) % 101) / 100 : 0;
 	w->calm = false;
 	w->calm_at_ms = 20000;
 	w->next_fault_ms = f->crash_every_ms ? sim_range(w, 0, f->crash_every_ms) : INT64_MAX;
@@ -466,6 +471,22 @@ static void orch_commit(sim_world *w, orch_pending *pend, int n, bool crash_afte
 			    p->saga, p->before.version, row->version);
 			continue;
 		}
+		/* rule 10: only the holder of the saga's current claim writes
+		 * (store.c: WHERE epoch = the writer's) */
+		if (row->epoch != p->before.epoch) {
+			if (!sim_rules_broken(SIM_BREAK_NO_FENCING)) {
+				sim_trace(w,
+				    "orch: saga %d transition fenced: decided under epoch %" PRId64
+				    ", claimed since (epoch %" PRId64 ")",
+				    p->saga, p->before.epoch, row->epoch);
+				w->fenced++;
+				continue;
+			}
+			sim_violation(w,
+			    "saga %d: a transition decided under claim epoch %" PRId64
+			    " was written while epoch %" PRId64 " holds the saga (rule 10)",
+			    p->saga, p->before.epoch, row->epoch);
+		}
 		*row = p->after;
 		p->applied = true;
 		if (p->after.s.state == SAGA_STATE_SHIPPING)
@@ -501,6 +522,7 @@ void sim_start_saga(sim_world *w, int i)
 	/* written leased */
 	row->s.next_attempt_ms = sim_rules_lease_until_ms(&row->s, now, &w->timing.policy);
 	row->version = 1;
+	row->epoch = 1;           /* its orchestrator holds it (rule 10) */
 	row->created_ms = w->now; /* created_at: the database's clock */
 	const sim_order *o = &w->orders[i];
 	sim_trace(w, "orch: start saga %d: %s %d x %s, %" PRId64, i,
@@ -543,6 +565,7 @@ void sim_sweep(sim_world *w, bool crash_after_commit)
 		 * sends, never past the deadline: rule T5); the version stays */
 		sim_row *r = &w->rows[order[k]];
 		r->s.next_attempt_ms = sim_rules_lease_until_ms(&r->s, now, &w->timing.policy);
+		r->epoch++; /* a claim fences out the writes of earlier ones (rule 10) */
 		claimed[k] = w->rows[order[k]];
 	}
 	orch_pending pend[SIM_MAX_SAGAS];
@@ -871,6 +894,33 @@ void sim_deliver(sim_world *w, int m, int fault)
 
 /* --- the random-mode scheduler --- */
 
+/* sim_stall freezes the orchestrator that holds the call reply `m`
+ * completes, as SIGSTOP would: the reply is decided on only when it wakes,
+ * past the end of the saga's lease plus up to 3 s, and the call's timeout
+ * does not fire meanwhile (its timers are frozen too). Meanwhile the sweep,
+ * standing for the other orchestrators, may claim the saga (rule 10 says
+ * the sleeper's write is then refused). Returns false (nothing done) when
+ * the reply's call is gone. */
+static bool sim_stall(sim_world *w, int m)
+{
+	int c = 0;
+	while (c < SIM_MAX_CALLS && !(w->calls[c].used && w->calls[c].id == w->msgs[m].call))
+		c++;
+	if (!w->up[SIM_ORCH] || c == SIM_MAX_CALLS)
+		return false;
+	const sim_row *row = &w->rows[w->calls[c].saga];
+	int64_t lease_end = row->s.next_attempt_ms - (orch_now(w) - w->now);
+	int64_t wake = (lease_end > w->now ? lease_end : w->now) + sim_range(w, 1, 3000);
+	w->msgs[m].stalled = true;
+	w->msgs[m].at_ms = wake;
+	w->msgs[m].seq = ++w->seq;
+	if (w->calls[c].expire_ms <= wake)
+		w->calls[c].expire_ms = wake + 1;
+	sim_trace(w, "orch: frozen with the %s reply of saga %d until t=%" PRId64,
+	    saga_command_name(w->msgs[m].cmd), w->msgs[m].saga, wake);
+	return true;
+}
+
 void sim_make_calm(sim_world *w)
 {
 	w->calm = true;
@@ -976,6 +1026,9 @@ bool sim_step(sim_world *w)
 		int fault = 0;
 		if (!w->calm && !w->explore && !w->msgs[idx].forged) {
 			const sim_faults *f = &w->faults;
+			if (w->msgs[idx].reply && !w->msgs[idx].stalled && f->stall > 0
+			    && sim_chance(w, f->stall) && sim_stall(w, idx))
+				break;
 			if (w->msgs[idx].reply) {
 				if (sim_chance(w, f->orch_crash_send))
 					fault = 2;
