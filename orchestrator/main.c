@@ -21,6 +21,7 @@
 #include "health.h"
 #include "log.h"
 #include "pg.h"
+#include "report.h"
 #include "rpc.h"
 #include "store.h"
 #include "tls.h"
@@ -28,6 +29,8 @@
 
 /* The default of --request-timeout-max when --request-timeout is shorter. */
 #define ORCH_REQUEST_TIMEOUT_MAX_MS 30000
+/* report.c: a saga past its step deadline by this much is not being moved */
+#define ORCH_REPORT_OVERDUE_MS 10000
 
 typedef struct orch_config {
 	daemon_net net;
@@ -45,6 +48,7 @@ typedef struct orch_config {
 	int64_t backoff_cap;
 	int64_t attention_after;
 	int64_t sweep_interval;
+	int64_t report_interval;
 	int64_t batch;
 	int64_t send_batch;
 	int64_t max_inflight;
@@ -112,6 +116,11 @@ static const config_opt orch_opts[] = {
         "N"),
     OPT("sweep-interval", "SAGA_ORCHESTRATOR_SWEEP_INTERVAL_MS", CONFIG_INT, "100", 1, 60000,
         sweep_interval, "how often due retries, deadlines and unfinished sagas are looked for",
+        "MS"),
+    OPT("report-interval", "SAGA_ORCHESTRATOR_REPORT_INTERVAL_MS", CONFIG_INT, "60000", 0, 86400000,
+        report_interval,
+        "how often one of the orchestrators sharing the database (elected) logs the sagas "
+        "needing attention or past their deadline by 10 s; 0 = never",
         "MS"),
     OPT("batch", "SAGA_ORCHESTRATOR_BATCH", CONFIG_INT, "256", 1, 10000, batch,
         "most saga transitions written in one transaction", "N"),
@@ -437,7 +446,12 @@ int main(int argc, char **argv)
 	log_info(NULL, "orchestratord %s listening on %s (stock %s, payment %s, shipping %s)%s",
 	    instance, c.net.listen, c.stock, c.payment, c.shipping,
 	    c.duplicate_delivery ? ", delivering every command twice" : "");
+	report *rep = NULL;
+	if (c.report_interval > 0
+	    && report_start(&rep, c.db, c.report_interval, ORCH_REPORT_OVERDUE_MS) != 0)
+		log_warn(NULL, "could not start the report of stuck sagas");
 	daemon_wait_for_stop(100);
+	report_stop(rep);
 	log_info(NULL, "shutting down");
 	if (daemon_stop_watchdog(c.stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");

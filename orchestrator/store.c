@@ -737,6 +737,25 @@ int store_apply(PGconn *conn, store_update *ups, size_t n)
 	return 0;
 }
 
+int store_stuck_counts(PGconn *conn, int64_t overdue_ms, int64_t *attention, int64_t *overdue)
+{
+	char ms[24];
+	snprintf(ms, sizeof ms, "%" PRId64, overdue_ms);
+	const char *p[1] = {ms};
+	PGresult *r = NULL;
+	int rc = pg_exec(conn,
+	    "SELECT count(*) FILTER (WHERE attention), count(*) FILTER (WHERE step_deadline < "
+	    "clock_timestamp() - $1::bigint * interval '1 millisecond') FROM sagas "
+	    "WHERE (NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL",
+	    1, p, &r);
+	if (rc != 0)
+		return rc;
+	*attention = pg_get_i64(r, 0, 0);
+	*overdue = pg_get_i64(r, 0, 1);
+	PQclear(r);
+	return 0;
+}
+
 int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out)
 {
 	char now[24];

@@ -135,6 +135,14 @@ int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
  * terminal one. */
 int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out);
 
+/* store_stuck_counts counts the unfinished sagas flagged for attention
+ * (*attention) and those whose step deadline passed more than overdue_ms
+ * ms ago, by the database's clock (*overdue): the sweep writes a deadline's
+ * transition within an interval, so these are sagas no orchestrator is
+ * moving. Reads every unfinished saga (the indexes sagas_open and
+ * sagas_retry): elected work (report.c). Returns 0 or a pg_err code. */
+int store_stuck_counts(PGconn *conn, int64_t overdue_ms, int64_t *attention, int64_t *overdue);
+
 /* store_apply writes `n` updates in ONE transaction (group commit): each an
  * UPDATE conditional on the version (rule 7) and the fencing epoch (rule 10)
  * its row was read with (a failed check sets applied = false and writes

@@ -137,6 +137,25 @@ stack_start_orchestrator() {
     --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
 }
 
+# stack_start_orchestrator2: a second orchestratord ("orchestratord2", its
+# log orchestratord2.log) on the same database and participants as the
+# first, with the same flags, listening on $ORCH2_URL (a port of its own,
+# drawn at the first call and kept across restarts). Several orchestrators:
+# docs/architecture.md.
+stack_start_orchestrator2() {
+  local common
+  if [ -z "${ORCH2_PORT:-}" ]; then
+    ORCH2_PORT=$(_stack_free_port)
+    ORCH2_URL="${ORCH_URL%:*}:$ORCH2_PORT"
+    export ORCH2_PORT ORCH2_URL
+  fi
+  mapfile -t common < <(_stack_common_flags orchestratord)
+  # shellcheck disable=SC2086
+  _stack_daemon orchestratord2 "$ORCH2_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
+    --listen "$ORCH2_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" \
+    --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
+}
+
 stack_start_stock() {
   local common
   mapfile -t common < <(_stack_common_flags stockd)

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Fault 20: several orchestrators and participant replicas (issue 20;
+# docs/saga-semantics.md rule 10). Two orchestratord (A, B) on one
+# database, two stockd and two paymentd on theirs; 2,000 sagas at C=64
+# through both orchestrators (sagabench takes the list), a fifth of them
+# declined or out of stock. Meanwhile:
+#   - at a third: kill -9 A; B's sweep takes over every saga A held (the
+#     time it took is printed, against lease + one sweep); A restarts 2 s
+#     later;
+#   - at two thirds: SIGSTOP B for three leases, then SIGCONT: the
+#     transitions B had decided before it froze are refused (fenced; their
+#     count printed, at least one when B held sagas with replies due);
+#   - kill -9 one stockd replica (the other serves on).
+# At the end, exact values: every saga terminal; sagabench's invariants
+# (stock and money to the unit); each COMPLETED saga has one RESERVED, one
+# CHARGED and one shipment row, each CANCELLED saga none; no saga's history
+# has two rows with one version.
+source "$(dirname "$0")/head.inc"
+N=2000
+# fast leases: a first try's lease is --request-timeout + 1 s of grace
+ORCH_FLAGS="--request-timeout 500 --sweep-interval 100 --req-resend 0"
+LEASE_MS=1500
+SWEEP_MS=100
+STACK_REPLICAS=2 stack_start
+stack_start_orchestrator2
+instance() { # NAME: the instance name of a running orchestratord, from its log
+  sed -n 's/.*orchestratord \([^ ]*\) listening on.*/\1/p' "$STACK_DIR/$1.log" | tail -1
+}
+A=$(instance orchestratord)
+B=$(instance orchestratord2)
+echo "orchestrators: A=$A B=$B"
+
+finished() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE finished"; }
+_finished_at_least() { [ "$(finished)" -ge "$1" ]; }
+held_by() { # INSTANCE: unfinished sagas it holds
+  psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE NOT finished AND lease_owner = '$1'"
+}
+_none_held_by() { [ "$(held_by "$1")" = 0 ]; }
+
+"$SAGA_BIN_DIR/sagabench" -o "$ORCH_URL,$ORCH2_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" \
+  --no-progress -n "$N" -c 64 -m 0.2 -t 170 --json >"$STACK_DIR/bench.json" \
+  2>"$STACK_DIR/bench.err" &
+bench=$!
+
+# --- a third: A killed -----------------------------------------------------
+wait_until 120 _finished_at_least $((N / 3))
+held_a=$(held_by "$A")
+kill -KILL "${STACK_PID_OF[orchestratord]}"
+killed_at=$(date +%s%3N)
+wait "${STACK_PID_OF[orchestratord]}" 2>/dev/null || true
+unset "STACK_PID_OF[orchestratord]"
+echo "A killed holding $held_a unfinished sagas"
+wait_until 60 _none_held_by "$A"
+took=$(($(date +%s%3N) - killed_at))
+echo "takeover: B held every saga A had left within $took ms (lease $LEASE_MS ms + one sweep $SWEEP_MS ms)"
+stack_start_orchestrator # A again, a new instance on the same address
+
+# --- the stock replica -----------------------------------------------------
+kill -KILL "${STACK_PID_OF[stockd2]}"
+wait "${STACK_PID_OF[stockd2]}" 2>/dev/null || true
+unset "STACK_PID_OF[stockd2]"
+echo "stockd2 killed"
+
+# --- two thirds: B frozen for three leases ----------------------------------
+wait_until 120 _finished_at_least $((2 * N / 3))
+held_b=$(held_by "$B")
+kill -STOP "${STACK_PID_OF[orchestratord2]}"
+sleep "$((3 * LEASE_MS / 1000)).$((3 * LEASE_MS % 1000))" # the freeze itself, not a wait for anything
+kill -CONT "${STACK_PID_OF[orchestratord2]}"
+echo "B frozen for $((3 * LEASE_MS)) ms holding $held_b unfinished sagas"
+
+# --- the end ------------------------------------------------------------------
+rc=0
+wait "$bench" || rc=$?
+assert_eq "sagabench exit code (its invariants: stock and money to the unit)" 0 "$rc"
+[ "$rc" = 0 ] || tail -20 "$STACK_DIR/bench.err" >&2
+wait_all_terminal 120 || true
+assert_eq "sagas" "$N" "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas")"
+assert_eq "unfinished sagas" 0 \
+  "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")"
+completed=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED' ORDER BY 1" | tr '\n' ' ')
+assert_eq "RESERVED rows are exactly the COMPLETED sagas, one each" "$completed" \
+  "$(psql_db sagas_stock "SELECT saga_id FROM reservations WHERE status = 'RESERVED' ORDER BY 1" | tr '\n' ' ')"
+assert_eq "CHARGED rows are exactly the COMPLETED sagas, one each" "$completed" \
+  "$(psql_db sagas_payment "SELECT saga_id FROM charges WHERE status = 'CHARGED' ORDER BY 1" | tr '\n' ' ')"
+assert_eq "shipments are exactly the COMPLETED sagas, one each" "$completed" \
+  "$(psql_db sagas_shipping "SELECT saga_id FROM shipments ORDER BY 1" | tr '\n' ' ')"
+assert_eq "history rows sharing a saga and a version" 0 \
+  "$(psql_db sagas_orchestrator "SELECT count(*) FROM (SELECT saga_id, version FROM saga_history GROUP BY 1, 2 HAVING count(*) > 1) d")"
+assert_eq "every saga's history starts at version 1 and ends at its row's version" 0 \
+  "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas s WHERE (SELECT min(version) FROM saga_history h WHERE h.saga_id = s.saga_id) <> 1 OR (SELECT max(version) FROM saga_history h WHERE h.saga_id = s.saga_id) > s.version")"
+fenced=$(log_count orchestratord2 "transition refused: fenced")
+echo "B's stale transitions refused after SIGCONT: $fenced (B held $held_b sagas when frozen)"
+if [ "$held_b" -gt 0 ]; then
+  assert_eq "B's stale writes were refused (at least one)" yes "$([ "$fenced" -ge 1 ] && echo yes || echo "no ($fenced)")"
+fi
+echo "outcomes: $(psql_db sagas_orchestrator "SELECT string_agg(state || ':' || n, ' ') FROM (SELECT state, count(*) n FROM sagas GROUP BY 1 ORDER BY 1) c")"
+finish
