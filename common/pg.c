@@ -152,6 +152,8 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 		PGconn *conn = PQconnectdb(conninfo);
 		if (conn != NULL && PQstatus(conn) == CONNECTION_OK
 		    && !pg_session_is_standby(conn)) {
+			if (conn == pg_read_only_conn) /* new, where a dropped one was */
+				pg_read_only_conn = NULL;
 			pg_session_setup(conn);
 			return conn;
 		}
@@ -193,7 +195,15 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 		rc = PG_ERR_CONNECTION;
 	if (state != NULL && strcmp(state, "25006") == 0) {
 		pg_read_only_conn = conn; /* on a standby: pg_ensure makes it again */
-		log_warn(NULL,
+		/* at most one WARNING per thread every 10 s: a server that stays
+		 * read-only (and takes new sessions: no target_session_attrs)
+		 * fails every sweep */
+		static _Thread_local int64_t warned_ms;
+		int64_t now = clock_mono_ms();
+		bool loud = warned_ms == 0 || now - warned_ms >= 10000;
+		if (loud)
+			warned_ms = now;
+		log_msg(loud ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, NULL,
 		    "the database session is read-only (SQLSTATE 25006: a standby, or a "
 		    "server set read-only): reconnecting to find the primary");
 	}

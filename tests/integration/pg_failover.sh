@@ -14,6 +14,9 @@
 # - StartSagas are acknowledged again after the failover;
 # and it prints the time from the primary's death to the first saga that
 # finished after it.
+# `--any-server`: the conninfo lacks target_session_attrs, so libpq takes
+# the standby too; the daemons refuse a session on a hot standby themselves
+# (pg_session_is_standby) and the outcome must be the same.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/stack.sh"
@@ -26,8 +29,10 @@ pg_pair() {
     "$STACK_DIR/pg-standby")
   PG_PORT=$PG_PRIMARY_PORT
   PG_CONN="host=127.0.0.1,127.0.0.1 port=$PG_PRIMARY_PORT,$PG_STANDBY_PORT user=postgres"
-  PG_CONN="$PG_CONN target_session_attrs=read-write connect_timeout=5"
+  PG_CONN="$PG_CONN connect_timeout=5"
+  [ "$MODE" = --any-server ] || PG_CONN="$PG_CONN target_session_attrs=read-write"
 }
+MODE=${1:-}
 STACK_PG_SETUP=pg_pair
 # quick retries; a step deadline well past the failover
 ORCH_FLAGS="--step-timeout 20000 --request-timeout 2000 --backoff-base 20 --backoff-cap 500 --sweep-interval 50"
