@@ -389,13 +389,31 @@ out_rollback:
 	return rc;
 }
 
+bool pg_schema_try_again(int rc, int64_t until_ms, const char *what)
+{
+	int64_t left = until_ms - clock_mono_ms();
+	if (rc != PG_ERR_CONNECTION || left <= 0)
+		return false;
+	log_warn(NULL,
+	    "could not apply the %s schema: database connection lost (a failover?); trying "
+	    "again for up to %lld ms",
+	    what, (long long)left);
+	clock_sleep_us((left < PG_SCHEMA_RETRY_MS ? left : PG_SCHEMA_RETRY_MS) * 1000);
+	return true;
+}
+
 int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
 {
-	PGconn *conn = pg_connect(conninfo, wait_ms);
-	if (conn == NULL)
-		return PG_ERR_CONNECTION;
-	int rc = pg_apply_schema(conn, s);
-	PQfinish(conn);
+	int64_t until = clock_mono_ms() + wait_ms;
+	int rc;
+	do {
+		int64_t left = until - clock_mono_ms();
+		PGconn *conn = pg_connect(conninfo, left > 0 ? left : 0);
+		if (conn == NULL)
+			return PG_ERR_CONNECTION;
+		rc = pg_apply_schema(conn, s);
+		PQfinish(conn);
+	} while (pg_schema_try_again(rc, until, s->what));
 	return rc;
 }
 

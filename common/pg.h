@@ -121,8 +121,19 @@ typedef struct pg_schema {
  * the version is recorded. Returns 0 or an enum pg_err. */
 int pg_apply_schema(PGconn *conn, const pg_schema *s) __attribute__((warn_unused_result));
 
+/* pg_schema_try_again decides, after an apply of the schema of component
+ * `what` ("stock", ...) that returned `rc`, whether to apply it once more on a new connection: true
+ * only for PG_ERR_CONNECTION (the server died or turned out read-only mid-apply: a failover) while
+ * the monotonic time `until_ms` is ahead, after a WARNING and a pause of PG_SCHEMA_RETRY_MS (cut at
+ * until_ms). */
+#define PG_SCHEMA_RETRY_MS 500
+bool pg_schema_try_again(int rc, int64_t until_ms, const char *what);
+
 /* pg_connect_and_apply_schema is pg_apply_schema on a connection of its own,
- * made with pg_connect (waiting up to wait_ms) and closed afterwards. */
+ * made with pg_connect and closed afterwards; a connection lost meanwhile
+ * (pg_schema_try_again) is made again and the schema applied again (it is
+ * idempotent), all within wait_ms. Returns as pg_apply_schema, or
+ * PG_ERR_CONNECTION when no connection was made in time. */
 int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
     __attribute__((warn_unused_result));
 

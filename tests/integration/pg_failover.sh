@@ -48,7 +48,7 @@ ctl deposit c1 100000.00 >/dev/null
 
 # client K: StartSaga after StartSaga (1 x A1 for 1.00, ids of its own)
 # until told to stop; an answered one is appended to `acked` with the time
-# (ms) of its answer, a refused one to `refused`, its error to client.err.
+# (ms) of its answer, a refused one to `refused`, its error to client-errors.log.
 # Three run at once, so that several sagas are on their way at the crash.
 ACKED=$STACK_DIR/acked REFUSED=$STACK_DIR/refused
 : >"$ACKED"
@@ -60,7 +60,7 @@ client() {
     [ "$i" -lt 5000 ]; do
     i=$((i + 1))
     id=$(printf 'fa11fa11-%04d-4000-8000-%012d' "$k" "$i")
-    if ctl --timeout 10000 start c1 A1 1 1.00 --id "$id" >/dev/null 2>>"$STACK_DIR/client.err"; then
+    if ctl --timeout 10000 start c1 A1 1 1.00 --id "$id" >/dev/null 2>>"$STACK_DIR/client-errors.log"; then
       echo "$id $(date +%s%3N)" >>"$ACKED"
     else
       echo "$id" >>"$REFUSED"
@@ -129,10 +129,11 @@ echo "final states: $(psql_db sagas_orchestrator \
   "SELECT string_agg(state || CASE WHEN reason <> '' THEN '(' || reason || ')' ELSE '' END || ':' || n, ' ') FROM (SELECT state, reason, count(*) AS n FROM sagas GROUP BY 1, 2 ORDER BY 1, 2) g")"
 check_invariants "A1:$STOCK0" "c1:$MONEY0"
 
-# StartSaga refused only as UNAVAILABLE while there was no primary
-echo "StartSaga errors: $(sort "$STACK_DIR/client.err" | uniq -c | sed 's/^ *//' | paste -sd';' -)"
-assert_eq "StartSaga errors other than UNAVAILABLE" "0" \
-  "$(grep -vc "UNAVAILABLE" "$STACK_DIR/client.err" || true)"
+# StartSaga refused only as UNAVAILABLE while there was no primary (each
+# refusal is an error line and a hint line naming the id to retry with)
+echo "StartSaga errors: $(grep '^sagactl: error' "$STACK_DIR/client-errors.log" | sed 's/saga id [0-9a-f-]*/saga id .../' | sort | uniq -c | sed 's/^ *//' | paste -sd';' -)"
+assert_eq "StartSaga errors other than UNAVAILABLE (database_unavailable)" "0" \
+  "$(grep '^sagactl: error' "$STACK_DIR/client-errors.log" | grep -vc "UNAVAILABLE (database_unavailable)" || true)"
 
 # each daemon reconnected, to the new primary
 for d in orchestratord stockd paymentd shippingd; do
@@ -174,5 +175,31 @@ _started() { ctl start c1 A1 1 1.00 --id "$R"; }
 wait_until 60 _started || give_up "StartSaga $R once the server is writable"
 wait_state "$R" COMPLETED 60 || true
 assert_eq "saga $R after the read-only spell" "COMPLETED|" "$(saga_state "$R")"
+
+# ---- a start on a read-only server: stockd restarted, given this server
+# alone (no target_session_attrs: libpq takes it), while it is read-only.
+# Its schema apply fails with 25006; stockd tries again within --db-wait
+# instead of exiting, and starts once the server takes writes.
+stack_kill stockd
+pg_setting on
+wait_until 30 _read_only_is on || give_up "the server read-only again"
+_flip_when_refused() {
+  wait_until 60 grep -qF "could not apply the stock schema: database connection lost" \
+    "$STACK_DIR/stockd.log" || return 1
+  pg_setting off
+}
+_flip_when_refused &
+FLIPPER=$!
+PG_CONN_ALL=$PG_CONN
+PG_CONN="host=127.0.0.1 port=$PG_STANDBY_PORT user=postgres"
+STOCK_FLAGS="--db-wait 60000"
+stack_start_stock || give_up "stockd started on a server read-only at first"
+PG_CONN=$PG_CONN_ALL
+wait "$FLIPPER" && flipped=yes || flipped=no
+assert_eq "stockd's schema apply refused while read-only, then tried again" "yes" "$flipped"
+R2=fa11fa11-9999-4000-8000-000000000002
+ctl start c1 A1 1 1.00 --id "$R2" >/dev/null
+wait_state "$R2" COMPLETED 60 || true
+assert_eq "saga $R2 after stockd's start" "COMPLETED|" "$(saga_state "$R2")"
 check_invariants "A1:$STOCK0" "c1:$MONEY0"
 finish
