@@ -2,8 +2,8 @@
 # PostgreSQL failover (issue 20; docs/operations.md, "PostgreSQL failover"):
 # a primary and its SYNCHRONOUS standby (scripts/pg-standby.sh; fsync and
 # synchronous_commit on), the four daemons given both as one multi-host
-# conninfo with target_session_attrs=read-write. A client starts sagas one
-# after the other and records every id whose StartSaga was answered; the
+# conninfo with target_session_attrs=read-write. Three clients start sagas
+# one after the other and record every id whose StartSaga was answered; the
 # primary is crashed (pg_ctl stop -m immediate) mid-run and the standby
 # promoted. Then:
 # - every acknowledged saga is on the new primary and ends COMPLETED or
@@ -13,7 +13,10 @@
 # - each daemon logged its reconnection, to the new primary's port;
 # - StartSagas are acknowledged again after the failover;
 # and it prints the time from the primary's death to the first saga that
-# finished after it.
+# finished after it. Then the new primary is made read-only for a while
+# (SQLSTATE 25006 on the open sessions: StartSaga UNAVAILABLE, then the saga
+# completes), and stockd is restarted while it is (its schema apply is
+# tried again until the server is writable).
 # `--any-server`: the conninfo lacks target_session_attrs, so libpq takes
 # the standby too; the daemons refuse a session on a hot standby themselves
 # (pg_session_is_standby) and the outcome must be the same.
