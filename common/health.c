@@ -158,6 +158,17 @@ static bool health_db_connect(health_db *h, int64_t deadline)
 		health_db_fail(h, "could not connect");
 		return false;
 	}
+	pg_log_notices(h->conn);
+	/* a standby answers SELECT 1 but refuses every write of the daemon
+	 * (a conninfo without target_session_attrs=read-write, or a failover
+	 * not finished): not SERVING */
+	if (pg_session_is_standby(h->conn)) {
+		snprintf(h->why, sizeof h->why, "the server at %s:%s is a standby (read-only)",
+		    PQhost(h->conn), PQport(h->conn));
+		PQfinish(h->conn);
+		h->conn = NULL;
+		return false;
+	}
 	return true;
 }
 

@@ -35,12 +35,15 @@ void health_serve(void *ctx, const rpc_request *call, rpc_reply *reply);
  * the last result at once). */
 typedef struct health_db health_db;
 
-/* health_db_open makes a probe of `conninfo` (libpq keyword/value or URI;
- * copied). It does not connect yet. Returns 0, or -ENOMEM. */
+/* health_db_open makes a probe of `conninfo` (libpq keyword/value or URI,
+ * several hosts allowed; copied). It does not connect yet. Returns 0, or
+ * -ENOMEM. */
 int health_db_open(health_db **out, const char *conninfo) __attribute__((warn_unused_result));
 
 /* health_db_check is true when the database answered SELECT 1 within
- * HEALTH_DB_TIMEOUT_MS (at most HEALTH_DB_CACHE_MS ago). Logs each change. */
+ * HEALTH_DB_TIMEOUT_MS (at most HEALTH_DB_CACHE_MS ago) on a server that is
+ * not a standby (pg_session_is_standby: the daemons could not write there).
+ * Logs each change. */
 bool health_db_check(health_db *h);
 
 /* health_db_close closes the connection and frees the probe. NULL is

@@ -44,13 +44,36 @@ int pg_classify(const char *sqlstate)
 		return PG_ERR_UNIQUE;
 	if (!strcmp(sqlstate, "23514"))
 		return PG_ERR_CHECK;
+	/* 25006 read_only_sql_transaction: the session is on a standby (a
+	 * failover demoted its server, or a conninfo without
+	 * target_session_attrs=read-write chose one): not a bad statement but
+	 * the wrong server, so the session is dropped (pg_fail) and made
+	 * again, which finds the primary (docs/operations.md, "PostgreSQL
+	 * failover") */
 	if (!strncmp(sqlstate, "08", 2) || !strcmp(sqlstate, "57P01") || !strcmp(sqlstate, "57P02")
-	    || !strcmp(sqlstate, "57P03"))
+	    || !strcmp(sqlstate, "57P03") || !strcmp(sqlstate, "25006"))
 		return PG_ERR_CONNECTION;
 	return PG_ERR_OTHER;
 }
 
+/* pg_notice logs a server's notice (a WARNING such as "terminating
+ * connection due to immediate shutdown command", as a failover's primary
+ * sends) as one line of the daemon's log, instead of libpq's default of
+ * raw text on stderr. */
+static void pg_notice(void *arg, const char *message)
+{
+	(void)arg;
+	char text[512];
+	log_warn(NULL, "database: %s", pg_one_line(message, text, sizeof text));
+}
+
+void pg_log_notices(PGconn *conn)
+{
+	PQsetNoticeProcessor(conn, pg_notice, NULL);
+}
+
 /* pg_session_setup sets what every session of the daemons relies on:
+ * - its notices into the log (pg_log_notices);
  * - a consistent clock and text output (UTC, no NOTICEs);
  * - no sequential scans where an index can serve (enable_seqscan = off).
  *   Every statement of the daemons reads or writes rows by key, most of
@@ -70,6 +93,7 @@ int pg_classify(const char *sqlstate)
  *   write by key, so the generic plan is the plan a custom one would be. */
 static void pg_session_setup(PGconn *conn)
 {
+	pg_log_notices(conn);
 	PGresult *r = PQexec(conn,
 	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off; "
 	    "SET plan_cache_mode = force_generic_plan");
@@ -107,6 +131,18 @@ bool pg_conninfo_ok(const char *conninfo, char *why, size_t len)
 	return false;
 }
 
+bool pg_session_is_standby(const PGconn *conn)
+{
+	const char *hs = PQparameterStatus(conn, "in_hot_standby");
+	return hs != NULL && strcmp(hs, "on") == 0;
+}
+
+/* The connection of this thread whose session was found on a read-only
+ * server (SQLSTATE 25006, pg_fail): pg_ensure makes it again although
+ * libpq still calls it CONNECTION_OK. One per thread is enough, as each
+ * thread owns its connection (house style). */
+static _Thread_local const PGconn *pg_read_only_conn;
+
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 {
 	int64_t until = clock_mono_ms() + wait_ms;
@@ -114,11 +150,22 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 	char why[512];
 	for (bool first = true;; first = false) {
 		PGconn *conn = PQconnectdb(conninfo);
-		if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
+		if (conn != NULL && PQstatus(conn) == CONNECTION_OK
+		    && !pg_session_is_standby(conn)) {
+			if (conn == pg_read_only_conn) /* new, where a dropped one was */
+				pg_read_only_conn = NULL;
 			pg_session_setup(conn);
 			return conn;
 		}
-		pg_one_line(conn ? PQerrorMessage(conn) : "out of memory", why, sizeof why);
+		/* a standby (a conninfo without target_session_attrs=read-write,
+		 * or a failover not finished) cannot take the daemons' writes:
+		 * a failed try, as libpq's read-write check makes it */
+		if (conn != NULL && PQstatus(conn) == CONNECTION_OK)
+			snprintf(why, sizeof why,
+			    "the server at %s:%s is a standby (read-only), not the primary",
+			    PQhost(conn), PQport(conn));
+		else
+			pg_one_line(conn ? PQerrorMessage(conn) : "out of memory", why, sizeof why);
 		PQfinish(conn);
 		int64_t left = until - clock_mono_ms();
 		if (left <= 0) {
@@ -146,6 +193,20 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	int rc = pg_classify(state);
 	if (PQstatus(conn) != CONNECTION_OK)
 		rc = PG_ERR_CONNECTION;
+	if (state != NULL && strcmp(state, "25006") == 0) {
+		pg_read_only_conn = conn; /* on a standby: pg_ensure makes it again */
+		/* at most one WARNING per thread every 10 s: a server that stays
+		 * read-only (and takes new sessions: no target_session_attrs)
+		 * fails every sweep */
+		static _Thread_local int64_t warned_ms;
+		int64_t now = clock_mono_ms();
+		bool loud = warned_ms == 0 || now - warned_ms >= 10000;
+		if (loud)
+			warned_ms = now;
+		log_msg(loud ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, NULL,
+		    "the database session is read-only (SQLSTATE 25006: a standby, or a "
+		    "server set read-only): reconnecting to find the primary");
+	}
 	char text[512];
 	pg_one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), text, sizeof text);
 	log_msg(rc == PG_ERR_OTHER ? LOG_LEVEL_ERROR : LOG_LEVEL_DEBUG, NULL,
@@ -196,13 +257,19 @@ void pg_rollback(PGconn *conn)
 
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 {
-	if (*conn != NULL && PQstatus(*conn) == CONNECTION_OK)
+	bool read_only = *conn != NULL && *conn == pg_read_only_conn;
+	if (*conn != NULL && PQstatus(*conn) == CONNECTION_OK && !read_only)
 		return true;
+	if (read_only)
+		pg_read_only_conn = NULL;
 	if (*conn != NULL) {
+		/* libpq tries every host of a multi-host conninfo again, in order,
+		 * with its target_session_attrs */
 		PQreset(*conn);
-		if (PQstatus(*conn) == CONNECTION_OK) {
+		if (PQstatus(*conn) == CONNECTION_OK && !pg_session_is_standby(*conn)) {
 			pg_session_setup(*conn);
-			log_info(NULL, "reconnected to database");
+			log_info(
+			    NULL, "reconnected to database at %s:%s", PQhost(*conn), PQport(*conn));
 			return true;
 		}
 		PQfinish(*conn);
@@ -210,7 +277,7 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 	}
 	*conn = pg_connect(conninfo, wait_ms);
 	if (*conn != NULL)
-		log_info(NULL, "reconnected to database");
+		log_info(NULL, "reconnected to database at %s:%s", PQhost(*conn), PQport(*conn));
 	return *conn != NULL;
 }
 
@@ -298,6 +365,8 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s)
 	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
 		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 		rc = PQstatus(conn) == CONNECTION_OK ? pg_classify(state) : PG_ERR_CONNECTION;
+		if (state != NULL && strcmp(state, "25006") == 0)
+			pg_read_only_conn = conn; /* on a standby: made again */
 		log_error(NULL, "could not apply %s schema: %s", s->what,
 		    res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
 		goto out_rollback;
@@ -320,13 +389,31 @@ out_rollback:
 	return rc;
 }
 
+bool pg_schema_try_again(int rc, int64_t until_ms, const char *what)
+{
+	int64_t left = until_ms - clock_mono_ms();
+	if (rc != PG_ERR_CONNECTION || left <= 0)
+		return false;
+	log_warn(NULL,
+	    "could not apply the %s schema: database connection lost (a failover?); trying "
+	    "again for up to %lld ms",
+	    what, (long long)left);
+	clock_sleep_us((left < PG_SCHEMA_RETRY_MS ? left : PG_SCHEMA_RETRY_MS) * 1000);
+	return true;
+}
+
 int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
 {
-	PGconn *conn = pg_connect(conninfo, wait_ms);
-	if (conn == NULL)
-		return PG_ERR_CONNECTION;
-	int rc = pg_apply_schema(conn, s);
-	PQfinish(conn);
+	int64_t until = clock_mono_ms() + wait_ms;
+	int rc;
+	do {
+		int64_t left = until - clock_mono_ms();
+		PGconn *conn = pg_connect(conninfo, left > 0 ? left : 0);
+		if (conn == NULL)
+			return PG_ERR_CONNECTION;
+		rc = pg_apply_schema(conn, s);
+		PQfinish(conn);
+	} while (pg_schema_try_again(rc, until, s->what));
 	return rc;
 }
 

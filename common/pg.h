@@ -16,8 +16,10 @@ enum pg_err {
 	                                retry the whole transaction */
 	PG_ERR_UNIQUE = -1002,       /* 23505 unique_violation */
 	PG_ERR_CHECK = -1003,        /* 23514 check_violation */
-	PG_ERR_CONNECTION = -1004,   /* class 08, 57P01..57P03, or a broken
-	                                connection: transient, reconnect */
+	PG_ERR_CONNECTION = -1004,   /* class 08, 57P01..57P03, 25006 (a
+	                                read-only session: its server is a
+	                                standby), or a broken connection:
+	                                transient, reconnect */
 	PG_ERR_OTHER = -1005,        /* anything else: a bug or bad data */
 	PG_ERR_INJECTED = -1006,     /* a failure-injection point (fault.h) failed
 	                                the transaction before COMMIT */
@@ -49,12 +51,27 @@ const char *pg_one_line(const char *m, char *out, size_t len);
  * so the daemons refuse it at start as a bad option (exit 2). */
 bool pg_conninfo_ok(const char *conninfo, char *why, size_t len);
 
-/* pg_connect opens a connection to `conninfo` (libpq keyword/value or URI),
- * retrying with backoff (50 ms doubling to 1 s) for up to `wait_ms` ms
- * (the last sleep is cut to end at the deadline, and one more try is made
- * there). With wait_ms >= PG_CONNECT_WARN_WAIT_MS the first failure is
- * logged at WARNING with its reason. Returns the connection (caller owns it,
- * PQfinish) or NULL after logging the last error. */
+/* pg_log_notices sends the notices of `conn`'s server (what passes the
+ * session's client_min_messages) to the log, one WARNING line each, instead
+ * of libpq's raw stderr. pg_connect and pg_ensure do it for theirs. */
+void pg_log_notices(PGconn *conn);
+
+/* pg_session_is_standby is true when `conn`'s server said it is a hot
+ * standby (parameter in_hot_standby, reported by PostgreSQL 14 and later;
+ * false for older servers, whose read-only sessions show as SQLSTATE 25006
+ * instead). The daemons only write, so such a session is of no use to them
+ * (docs/operations.md, "PostgreSQL failover"). */
+bool pg_session_is_standby(const PGconn *conn);
+
+/* pg_connect opens a connection to `conninfo` (libpq keyword/value or URI;
+ * several hosts, host=a,b port=p,q, are tried in order by libpq, which with
+ * target_session_attrs=read-write skips standbys), retrying with backoff
+ * (50 ms doubling to 1 s) for up to `wait_ms` ms (the last sleep is cut to
+ * end at the deadline, and one more try is made there). A session that
+ * lands on a standby (pg_session_is_standby) counts as a failed try.
+ * With wait_ms >= PG_CONNECT_WARN_WAIT_MS the first failure is logged at
+ * WARNING with its reason. Returns the connection (caller owns it, PQfinish)
+ * or NULL after logging the last error. */
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms);
 
 /* pg_exec runs `sql` with `nparams` text parameters (NULL entries are SQL
@@ -74,9 +91,13 @@ int pg_begin(PGconn *conn) __attribute__((warn_unused_result));
 int pg_commit(PGconn *conn) __attribute__((warn_unused_result));
 void pg_rollback(PGconn *conn);
 
-/* pg_ensure reconnects `*conn` when its connection is bad (PQreset, then a
- * fresh pg_connect with `conninfo` for up to wait_ms). Returns true when the
- * connection is usable afterwards. */
+/* pg_ensure reconnects `*conn` when its connection is bad, or when a
+ * statement on it failed with SQLSTATE 25006 (its server is a standby: a
+ * failover, docs/operations.md "PostgreSQL failover"): PQreset (libpq tries
+ * every host of the conninfo again), then, if that failed or found a
+ * standby, a fresh pg_connect with `conninfo` for up to wait_ms. A
+ * reconnection is logged at LOG with the host and port reached. Returns
+ * true when the connection is usable afterwards. */
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
 
 /* A database's schema, as the program that applies it knows it. */
@@ -100,8 +121,19 @@ typedef struct pg_schema {
  * the version is recorded. Returns 0 or an enum pg_err. */
 int pg_apply_schema(PGconn *conn, const pg_schema *s) __attribute__((warn_unused_result));
 
+/* pg_schema_try_again decides, after an apply of the schema of component
+ * `what` ("stock", ...) that returned `rc`, whether to apply it once more on a new connection: true
+ * only for PG_ERR_CONNECTION (the server died or turned out read-only mid-apply: a failover) while
+ * the monotonic time `until_ms` is ahead, after a WARNING and a pause of PG_SCHEMA_RETRY_MS (cut at
+ * until_ms). */
+#define PG_SCHEMA_RETRY_MS 500
+bool pg_schema_try_again(int rc, int64_t until_ms, const char *what);
+
 /* pg_connect_and_apply_schema is pg_apply_schema on a connection of its own,
- * made with pg_connect (waiting up to wait_ms) and closed afterwards. */
+ * made with pg_connect and closed afterwards; a connection lost meanwhile
+ * (pg_schema_try_again) is made again and the schema applied again (it is
+ * idempotent), all within wait_ms. Returns as pg_apply_schema, or
+ * PG_ERR_CONNECTION when no connection was made in time. */
 int pg_connect_and_apply_schema(const char *conninfo, int64_t wait_ms, const pg_schema *s)
     __attribute__((warn_unused_result));
 

@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "authz.h"
+#include "clock.h"
 #include "config.h"
 #include "daemon.h"
 #include "daemon_net.h"
@@ -346,10 +347,20 @@ int main(int argc, char **argv)
 	probes[2] = (orch_probe) {"shippingd", c.shipping, shipping_tls};
 	orch_probe_links(probes, 3);
 
-	PGconn *conn = pg_connect(c.db, c.db_wait);
-	if (conn == NULL)
-		return 1;
-	rc = store_apply_schema(conn);
+	/* a connection lost while applying the schema (a failover at start)
+	 * is made again, within --db-wait (pg_schema_try_again) */
+	int64_t db_until = clock_mono_ms() + c.db_wait;
+	PGconn *conn;
+	for (;;) {
+		int64_t left = db_until - clock_mono_ms();
+		conn = pg_connect(c.db, left > 0 ? left : 0);
+		if (conn == NULL)
+			return 1;
+		rc = store_apply_schema(conn);
+		if (!pg_schema_try_again(rc, db_until, "orchestrator"))
+			break;
+		PQfinish(conn);
+	}
 	/* the database's clock before the first saga is stored (rule T1);
 	 * without it, this host's wall clock until the engine's first sweep */
 	if (rc == 0 && dbclock_sync(conn) != 0)

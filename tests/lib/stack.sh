@@ -24,6 +24,11 @@
 # (every role on one listener) and the *_ADMIN_URL are the *_URL.
 # STACK_FAULTS=1: the daemons start with --enable-fault-injection (tests
 # that arm faults; off otherwise, as in production).
+# STACK_PG_SETUP=FUNCTION: a shell function run instead of starting the one
+# cluster ($STACK_DIR/pg, scripts/pg.sh), e.g. a primary and its standby
+# (tests/integration/pg_failover.sh). It must set PG_PORT (the server that
+# psql_db reads) and PG_CONN (the daemons' conninfo, before " dbname=...").
+# stack_stop stops every cluster in a folder $STACK_DIR/pg*.
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAGA_BIN_DIR=${SAGA_BIN_DIR:-$STACK_ROOT/build/bin}
@@ -198,8 +203,12 @@ stack_start() {
   chmod 755 "$STACK_DIR"
   trap stack_stop EXIT
   trap 'stack_stop; exit 130' INT TERM
-  PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
-  PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
+  if [ -n "${STACK_PG_SETUP:-}" ]; then
+    "$STACK_PG_SETUP" || return 1
+  else
+    PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
+    PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
+  fi
   ORCH_PORT=$(_stack_free_port); STOCK_PORT=$(_stack_free_port); PAYMENT_PORT=$(_stack_free_port)
   SHIPPING_PORT=$(_stack_free_port)
   STACK_CTL_TLS=()
@@ -253,7 +262,10 @@ stack_stop() {
   done
   STACK_PIDS=()
   if [ -n "$STACK_DIR" ]; then
-    bash "$STACK_ROOT/scripts/pg.sh" stop "$STACK_DIR/pg"
+    local d
+    for d in "$STACK_DIR"/pg*/; do
+      if [ -d "$d" ]; then bash "$STACK_ROOT/scripts/pg.sh" stop "${d%/}"; fi
+    done
     if [ "${KEEP_STACK:-0}" = 1 ]; then
       echo "stack: kept $STACK_DIR" >&2
     else
