@@ -81,7 +81,7 @@ static void put_saga(
 	row->s = saga_start(now - 60000, &p);
 	bool created = false;
 	saga_row existing;
-	assert_int_equal(store_insert_saga(c, row, &created, &existing), 0);
+	assert_int_equal(store_insert_saga(c, row, NULL, &created, &existing), 0);
 	assert_true(created);
 	char sql[512];
 	snprintf(sql, sizeof sql,
