@@ -182,10 +182,10 @@ out_free:
 /* api_hold_wait holds `call` until saga `row` (not terminal) finishes, for
  * at most wait_ms ms and never past the call's deadline less the margin
  * (waits.h answers it as `as` says). With `recheck`, after the call is
- * registered, the row is marked as waited for by any instance and read in
+ * registered, the row is marked as waited for by this instance and read in
  * the same statement (store_mark_waiter): an end committed before the mark
- * is answered here, one committed after it is NOTIFYed to every instance
- * (listen.h), so a saga another orchestrator ends is answered too. Without
+ * is answered here, one another orchestrator commits after it is NOTIFYed
+ * (listen.h), and one this instance's engine commits is reported by it. Without
  * it (a StartSaga that just inserted its row with waiter = this instance)
  * nothing is read or written.
  * Returns true when the call was taken (held, or answered through its
@@ -211,7 +211,7 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 	if (recheck) {
 		saga_row again;
 		int rc;
-		API_DB(a, w, rc, store_mark_waiter(w->conn, row->saga_id, &again));
+		API_DB(a, w, rc, store_mark_waiter(w->conn, row->saga_id, a->instance, &again));
 		if (rc == 0 && saga_is_terminal(again.s.state)
 		    && waits_take(a->waits, ticket, row->saga_id))
 			waits_reply(h, &again, true, as);

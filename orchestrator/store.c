@@ -94,10 +94,13 @@ static const pg_stmt STORE_GET_SAGA = {"saga_get_saga",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"};
 static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])"};
-/* WaitSaga: someone on some instance waits for this saga's end (waiter
- * '*', schema.sql), and the row as it is now. */
+/* WaitSaga: instance $2 waits for this saga's end (schema.sql, waiter):
+ * its name when nobody else waits, else '*' (anyone), and the row as it is
+ * now. */
 static const pg_stmt STORE_MARK_WAITER = {"saga_mark_waiter",
-    "UPDATE sagas SET waiter = '*' WHERE saga_id = $1 RETURNING " SAGA_COLS};
+    "UPDATE sagas SET waiter = CASE WHEN waiter IS NULL OR waiter = $2::text"
+    "  THEN coalesce($2::text, '*') ELSE '*' END"
+    " WHERE saga_id = $1 RETURNING " SAGA_COLS};
 /* clang-format on */
 
 int store_apply_schema(PGconn *conn)
@@ -170,11 +173,11 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
 	return rc;
 }
 
-int store_mark_waiter(PGconn *conn, const char *saga_id, saga_row *out)
+int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out)
 {
 	PGresult *r = NULL;
-	const char *p[1] = {saga_id};
-	int rc = pg_exec_stmt(conn, &STORE_MARK_WAITER, 1, p, &r);
+	const char *p[2] = {saga_id, instance};
+	int rc = pg_exec_stmt(conn, &STORE_MARK_WAITER, 2, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 0)

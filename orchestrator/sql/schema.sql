@@ -125,8 +125,8 @@ $$;
 
 -- waiter (schema version 3, issue 20): who waits for this saga's end on
 -- another orchestrator sharing the database. NULL: nobody (the hot path);
--- an instance's name: a StartSaga with wait_ms on that instance; '*': a
--- WaitSaga, on any instance. The write that ends the saga NOTIFYs channel
+-- an instance's name: a StartSaga with wait_ms or a WaitSaga on that
+-- instance; '*': calls on several instances. The write that ends the saga NOTIFYs channel
 -- saga_finished (payload: the saga id) in its own statement when waiter is
 -- set and is not the writer's own name (store.c), so the instance holding
 -- the call answers it (listen.c). No index reads it, so setting it keeps

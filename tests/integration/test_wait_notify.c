@@ -5,7 +5,8 @@
  * each of the three paths of store_apply (one update, a batch, and the
  * statement-per-update path of a batch with a saga twice), never for a
  * transition that does not end the saga, and only at commit. Also
- * store_mark_waiter and the waiter column written by both inserts. */
+ * store_mark_waiter (this instance's name, or '*' once several instances
+ * wait) and the waiter column written by both inserts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,13 +151,22 @@ static void test_single(void **state)
 	new_saga(f, &mine, "A");
 	new_saga(f, &other, "B");
 	new_saga(f, &any, NULL);
-	saga_row marked;
-	assert_int_equal(store_mark_waiter(f->c, any.saga_id, &marked), 0);
+	saga_row marked, waited_here;
+	/* a WaitSaga on A, then one on C: several instances, '*' */
+	assert_int_equal(store_mark_waiter(f->c, any.saga_id, "A", &marked), 0);
+	assert_string_equal(waiter_of(f, any.saga_id), "A");
+	assert_int_equal(store_mark_waiter(f->c, any.saga_id, "A", &marked), 0);
+	assert_string_equal(waiter_of(f, any.saga_id), "A");
+	assert_int_equal(store_mark_waiter(f->c, any.saga_id, "C", &marked), 0);
 	assert_string_equal(marked.saga_id, any.saga_id);
 	assert_int_equal(marked.version, any.version);
 	assert_string_equal(waiter_of(f, any.saga_id), "*");
-	saga_row *rows[4] = {&none, &mine, &other, &any};
-	for (int i = 0; i < 4; i++) {
+	/* a WaitSaga on A, the writer: answered in-process, no NOTIFY */
+	new_saga(f, &waited_here, NULL);
+	assert_int_equal(store_mark_waiter(f->c, waited_here.saga_id, "A", &marked), 0);
+	assert_string_equal(waiter_of(f, waited_here.saga_id), "A");
+	saga_row *rows[5] = {&none, &mine, &other, &any, &waited_here};
+	for (int i = 0; i < 5; i++) {
 		store_update u;
 		end_of(&u, rows[i], SAGA_STATE_CANCELLED);
 		assert_int_equal(store_apply(f->c, &u, 1, "A"), 0);
@@ -273,7 +283,10 @@ static void test_inserts(void **state)
 	}
 	saga_row out;
 	assert_int_equal(
-	    store_mark_waiter(f->c, "99999999-9999-4999-8999-999999999999", &out), -ENOENT);
+	    store_mark_waiter(f->c, "99999999-9999-4999-8999-999999999999", "A", &out), -ENOENT);
+	/* unnamed: anyone */
+	assert_int_equal(store_mark_waiter(f->c, rows[0].saga_id, NULL, &out), 0);
+	assert_string_equal(waiter_of(f, rows[0].saga_id), "*");
 }
 
 int main(void)

@@ -12,8 +12,8 @@
 #      refused, and the saga ends in that gap (its NOTIFY is lost for B):
 #      once B's listener is back, it re-reads the waited-for sagas and
 #      answers the wait.
-#   4. The seed lab and 20 sagas run on one orchestrator send no
-#      notification at all.
+#   4. The seed lab, 20 sagas and a WaitSaga on the orchestrator that
+#      drives the saga send no notification at all.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 source "$(dirname "$0")/../lib/seed_lab.sh"
@@ -67,6 +67,8 @@ ctl deposit poor 1.00 >/dev/null
 json_id() { jq -r .saga.saga_id; } # of start --json
 waiter_of() { psql_db sagas_orchestrator "SELECT coalesce(waiter, 'NULL') FROM sagas WHERE saga_id = '$1'"; }
 waiter_is() { [ "$(waiter_of "$1")" = "$2" ]; }
+# name_of NAME: the instance name an orchestratord logged at its start
+name_of() { grep -o 'orchestratord [^ ]* listening on' "$STACK_DIR/$1.log" | cut -d' ' -f2; }
 # last_at ID: ms since the epoch of the saga's last history row
 last_at() {
   psql_db sagas_orchestrator "SELECT (extract(epoch from max(at)) * 1000)::bigint
@@ -93,7 +95,16 @@ for i in $(seq 1 10); do
 done
 all_finished() { [ "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE NOT finished")" = 0 ]; }
 wait_until 30 all_finished
-assert_eq "hot path: notifications after the seed lab and 20 sagas" "0" "$(notes)"
+# a WaitSaga on the instance that drives the saga: answered in-process
+kill -STOP "$stock_pid"
+id0=$(ctl start wc W1 1 1.00 --json | json_id)
+ctl wait "$id0" --json --wait-timeout 50000 >"$STACK_DIR/w0.json" 2>&1 &
+w0=$!
+wait_until 20 waiter_is "$id0" "$(name_of "$A")"
+kill -CONT "$stock_pid"
+wait "$w0"
+assert_eq "hot path: a wait on the driving instance" "COMPLETED" "$(jq -r .state "$STACK_DIR/w0.json")"
+assert_eq "hot path: notifications after the seed lab, 20 sagas and a local wait" "0" "$(notes)"
 assert_eq "hot path: no saga is marked '*'" "0" \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE waiter = '*'")"
 
@@ -102,7 +113,7 @@ kill -STOP "$stock_pid"
 id1=$(ctl start wc W1 1 10.00 --json | json_id)
 ctl_on "$B" wait "$id1" --json --wait-timeout 50000 >"$STACK_DIR/w1.json" 2>&1 &
 w1=$!
-wait_until 20 waiter_is "$id1" '*' # B holds the call and marked the row
+wait_until 20 waiter_is "$id1" "$(name_of "$B")" # B holds the call and marked the row
 assert_eq "case 1: still running while stockd is stopped" "RESERVING" \
   "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$id1'")"
 kill -CONT "$stock_pid"
@@ -123,8 +134,7 @@ id2=$(json_id <"$STACK_DIR/s2.json")
 assert_eq "case 2: the StartSaga answers the final state" "COMPLETED|true" \
   "$(jq -r '"\(.saga.state)|\(.created)"' "$STACK_DIR/s2.json")"
 assert_eq "case 2: answered within 2 s of the end" yes "$(within_2s "$t2" "$(last_at "$id2")")"
-c_name=$(grep -o 'orchestratord [^ ]* listening on' "$STACK_DIR/orch_c.log" | cut -d' ' -f2)
-assert_eq "case 2: the waiter is C's name (no WaitSaga marked it)" "$c_name" "$(waiter_of "$id2")"
+assert_eq "case 2: the waiter is C's name" "$(name_of orch_c)" "$(waiter_of "$id2")"
 assert_eq "case 2: one notification more, for that saga" "2|1" "$(notes)|$(notes "$id2")"
 stack_kill orch_c
 wait_until 30 listeners_are 2
@@ -134,7 +144,7 @@ kill -STOP "$stock_pid"
 id3=$(ctl start poor W1 1 10.00 --json | json_id)
 ctl_on "$B" wait "$id3" --json --wait-timeout 50000 >"$STACK_DIR/w3.json" 2>&1 &
 w3=$!
-wait_until 20 waiter_is "$id3" '*'
+wait_until 20 waiter_is "$id3" "$(name_of "$B")"
 pg_postgres "ALTER DATABASE sagas_orchestrator ALLOW_CONNECTIONS false" >/dev/null
 pg_postgres "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
               WHERE application_name = 'orchestratord-listen'" >/dev/null
@@ -160,7 +170,7 @@ kill -STOP "$stock_pid"
 id4=$(ctl_on "$B" start wc W1 1 10.00 --json | json_id)
 ctl wait "$id4" --json --wait-timeout 50000 >"$STACK_DIR/w4.json" 2>&1 &
 w4=$!
-wait_until 20 waiter_is "$id4" '*'
+wait_until 20 waiter_is "$id4" "$(name_of "$A")"
 kill -CONT "$stock_pid"
 wait "$w4"
 t4=$(now_ms)
