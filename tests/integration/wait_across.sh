@@ -19,7 +19,7 @@ source "$(dirname "$0")/../lib/stack.sh"
 source "$(dirname "$0")/../lib/seed_lab.sh"
 # long step deadlines: stockd is stopped (SIGSTOP) for a while below, and
 # the sagas must not be cancelled by a deadline meanwhile
-ORCH_FLAGS="--step-timeout 60000"
+export ORCH_FLAGS="--step-timeout 60000"
 stack_start
 stack_start_orchestrator_as orch_b
 A=orchestratord B=orch_b
@@ -89,7 +89,7 @@ trap 'kill -CONT "$stock_pid" 2>/dev/null || true; stop_notes; stack_stop' EXIT
 seed_lab_seed
 seed_lab_orders >/dev/null
 seed_lab_assert
-for i in $(seq 1 10); do
+for _ in $(seq 1 10); do
   ctl start wc W1 1 1.00 --wait --json >/dev/null         # waits on the instance that drives it
   ctl_on "$B" start wc W1 1 1.00 --json >/dev/null        # nobody waits
 done
