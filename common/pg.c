@@ -143,6 +143,18 @@ bool pg_session_is_standby(const PGconn *conn)
  * thread owns its connection (house style). */
 static _Thread_local const PGconn *pg_read_only_conn;
 
+PGconn *pg_connect_once(const char *conninfo, char *why, size_t len)
+{
+	PGconn *conn = PQconnectdb(conninfo);
+	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
+		pg_session_setup(conn);
+		return conn;
+	}
+	pg_one_line(conn ? PQerrorMessage(conn) : "out of memory", why, len);
+	PQfinish(conn);
+	return NULL;
+}
+
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 {
 	int64_t until = clock_mono_ms() + wait_ms;

@@ -74,6 +74,13 @@ bool pg_session_is_standby(const PGconn *conn);
  * or NULL after logging the last error. */
 PGconn *pg_connect(const char *conninfo, int64_t wait_ms);
 
+/* pg_connect_once is one try of pg_connect, silent: the connection (set
+ * up as pg_connect's, caller owns it, PQfinish), or NULL with libpq's
+ * reason, on one line, in `why` (len bytes). For a caller that retries on
+ * its own schedule and logs once per outage (the orchestrator's listener,
+ * which must stay able to stop between tries). */
+PGconn *pg_connect_once(const char *conninfo, char *why, size_t len);
+
 /* pg_exec runs `sql` with `nparams` text parameters (NULL entries are SQL
  * NULL) and returns 0 with *out set (caller PQclear()s it; out may be NULL
  * to discard), or a negative enum pg_err after logging the server message at

@@ -181,8 +181,13 @@ out_free:
 
 /* api_hold_wait holds `call` until saga `row` (not terminal) finishes, for
  * at most wait_ms ms and never past the call's deadline less the margin
- * (waits.h answers it as `as` says). With `recheck` the saga is read again
- * after the call is registered, for an end committed since `row` was read.
+ * (waits.h answers it as `as` says). With `recheck`, after the call is
+ * registered, the row is marked as waited for by this instance and read in
+ * the same statement (store_mark_waiter): an end committed before the mark
+ * is answered here, one another orchestrator commits after it is NOTIFYed
+ * (listen.h), and one this instance's engine commits is reported by it. Without
+ * it (a StartSaga that just inserted its row with waiter = this instance)
+ * nothing is read or written.
  * Returns true when the call was taken (held, or answered through its
  * token): the handler's own reply is then dropped. False when it could not
  * be held (no time left): the caller answers at once. */
@@ -206,7 +211,7 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 	if (recheck) {
 		saga_row again;
 		int rc;
-		API_DB(a, w, rc, store_get_saga(w->conn, row->saga_id, &again));
+		API_DB(a, w, rc, store_mark_waiter(w->conn, row->saga_id, a->instance, &again));
 		if (rc == 0 && saga_is_terminal(again.s.state)
 		    && waits_take(a->waits, ticket, row->saga_id))
 			waits_reply(h, &again, true, as);
@@ -282,7 +287,11 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		return;
 	bool created = false;
 	int rc;
-	API_DB(a, w, rc, store_insert_saga(w->conn, &row, a->instance, &created, &stored));
+	/* a StartSaga that waits names this instance as the waiter: the end is
+	 * NOTIFYed only when another instance writes it (store_apply) */
+	API_DB(a, w, rc,
+	    store_insert_saga(
+	        w->conn, &row, a->instance, wait_ms > 0 ? a->instance : NULL, &created, &stored));
 	saga_row submit;
 	size_t nsubmit = 0;
 	api_answer_start(a, w, call, &row, wait_ms, rc, created, &stored, reply, &submit, &nsubmit);
@@ -361,8 +370,9 @@ static void api_answer_wait(
 }
 
 /* api_wait_saga serves WaitSaga: at once for a finished saga, otherwise
- * the call is held in the registry (waits.h) until the engine reports the
- * saga finished or the wait runs out. */
+ * the call is held in the registry (waits.h) until the saga finishes (the
+ * local engine reports it, or another orchestrator's end is NOTIFYed to
+ * listen.h; api_hold_wait marks the row first) or the wait runs out. */
 static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
 	Sagas__V1__WaitSagaRequest *req
@@ -641,18 +651,23 @@ static void api_handle_batch(
 			api_handle(app, worker, &calls[i], &replies[i]);
 		}
 	}
+	/* the StartSagas that wait name this instance (api_start_saga) */
+	const char *waiters[RPC_BATCH_MAX];
+	for (size_t k = 0; k < ns; k++)
+		waiters[k] = waits_ms[k] > 0 ? a->instance : NULL;
 	if (ns == 1) {
 		int rc;
 		API_DB(a, w, rc,
-		    store_insert_saga(w->conn, &rows[0], a->instance, &created[0], &stored[0]));
+		    store_insert_saga(
+		        w->conn, &rows[0], a->instance, waiters[0], &created[0], &stored[0]));
 		/* created[0] is set only when the insert ran (the fuzz target
 		 * found it read unset when the database was away) */
 		api_answer_start(a, w, &calls[start_at[0]], &rows[0], waits_ms[0], rc,
 		    rc == 0 && created[0], &stored[0], &replies[start_at[0]], submit, &nsubmit);
 	} else if (ns > 1) {
 		int rc;
-		API_DB(
-		    a, w, rc, store_insert_sagas(w->conn, rows, ns, a->instance, created, stored));
+		API_DB(a, w, rc,
+		    store_insert_sagas(w->conn, rows, waiters, ns, a->instance, created, stored));
 		log_hold(); /* the "started" lines in one write */
 		for (size_t k = 0; k < ns; k++)
 			api_answer_start(a, w, &calls[start_at[k]], &rows[k], waits_ms[k], rc,

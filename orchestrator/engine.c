@@ -293,7 +293,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		ups[i] = pend[i].up;
 		ups[i].before = &rows[i];
 	}
-	int rc = engine_db_ok(e) ? store_apply(e->conn, ups, n) : PG_ERR_CONNECTION;
+	int rc
+	    = engine_db_ok(e) ? store_apply(e->conn, ups, n, e->cfg.instance) : PG_ERR_CONNECTION;
 	if (rc != 0) {
 		/* nothing written: the leases end and the sweep retries, and the
 		 * participants answer the re-sent commands from their records */

@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "fault.h"
 #include "health.h"
+#include "listen.h"
 #include "log.h"
 #include "pg.h"
 #include "report.h"
@@ -411,6 +412,14 @@ int main(int argc, char **argv)
 	}
 	ec.on_finished = orch_finished;
 	ec.on_finished_arg = wt;
+	/* the ends of sagas other orchestrators write, for the calls waiting
+	 * here (listen.h); the local engines' ends come through on_finished */
+	listener *ls = NULL;
+	if (listener_start(&ls, c.db, wt) != 0) {
+		log_error(NULL, "could not start: could not start the listener");
+		waits_free(wt);
+		return 1;
+	}
 	/* max-inflight is shared out among the engines */
 	engine *engs[16] = {NULL};
 	int n_engines = (int)c.engines;
@@ -420,6 +429,7 @@ int main(int argc, char **argv)
 		if (rc != 0) {
 			log_error(NULL, "could not start the engine: error %d", rc);
 			orch_engines_stop(engs, i);
+			listener_stop(ls);
 			waits_free(wt);
 			return 1;
 		}
@@ -436,6 +446,7 @@ int main(int argc, char **argv)
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		orch_engines_stop(engs, n_engines);
+		listener_stop(ls);
 		waits_free(wt);
 		return 1;
 	}
@@ -450,6 +461,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.net.listen, rc);
 		orch_engines_stop(engs, n_engines);
+		listener_stop(ls);
 		waits_free(wt);
 		health_db_close(orch_health);
 		return 1;
@@ -469,6 +481,7 @@ int main(int argc, char **argv)
 	waits_close(wt); /* answers the waiting calls while the server still runs */
 	daemon_net_stop(srv);
 	orch_engines_stop(engs, n_engines);
+	listener_stop(ls); /* it answers through wt */
 	waits_free(wt);
 	health_db_close(orch_health);
 	tls_conf_free(stock_tls);

@@ -17,6 +17,24 @@
 #define TS(p)                                                                                      \
 	"(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
 
+/* The waits of several orchestrators (issue 20, schema.sql "waiter"): the
+ * write that ends a saga somebody waits for on another instance NOTIFYs
+ * channel saga_finished with the saga id, in the same statement, so at its
+ * commit. STORE_NOTIFY_IF(t, w) is true, in the RETURNING of the UPDATE (the
+ * row as written), when the row finished and its waiter is set and is not
+ * the writer `w` (a text parameter: the writer's instance name; NULL: any
+ * waiter); `t` qualifies the columns ("s." or ""). Sagas
+ * nobody waits for (waiter NULL, the hot path), and those the instance
+ * that waits for them ends itself (engine on_finished answers), send
+ * nothing: a NOTIFY serialises committing transactions on a global lock.
+ * STORE_NOTIFY(cond, id) is the output column that sends it: the final
+ * SELECT of a statement is always run for every row (a CTE that nothing
+ * reads would not be), and CASE calls pg_notify only when cond is true. */
+#define STORE_NOTIFY_IF(t, w)                                                                      \
+	"(" t "finished AND " t "waiter IS NOT NULL AND " t "waiter IS DISTINCT FROM " w ")"
+#define STORE_NOTIFY(cond, id)                                                                     \
+	"CASE WHEN " cond " THEN pg_notify('" STORE_NOTIFY_CHANNEL "', " id "::text) END"
+
 #define SAGA_COLS                                                                                  \
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
@@ -50,8 +68,8 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ","
-    "    " TS("$8") ", $9)"
+    "    step_deadline, lease_owner, waiter) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ","
+    "    " TS("$8") ", $10, $9)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -62,12 +80,12 @@ static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
 static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "WITH v AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::integer[],"
-    "    $6::bigint[], $7::bigint[], $8::bigint[])"
-    "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms)),"
+    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])"
+    "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms, waiter)),"
     " ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner) SELECT saga_id, state, customer, sku, qty, amount,"
-    "    " TS("next_ms") ", " TS("deadline_ms") ", $9 FROM v"
+    "    step_deadline, lease_owner, waiter) SELECT saga_id, state, customer, sku, qty, amount,"
+    "    " TS("next_ms") ", " TS("deadline_ms") ", $10, waiter FROM v"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -77,6 +95,13 @@ static const pg_stmt STORE_GET_SAGA = {"saga_get_saga",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"};
 static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])"};
+/* WaitSaga: instance $2 waits for this saga's end (schema.sql, waiter):
+ * its name when nobody else waits, else '*' (anyone), and the row as it is
+ * now. */
+static const pg_stmt STORE_MARK_WAITER = {"saga_mark_waiter",
+    "UPDATE sagas SET waiter = CASE WHEN waiter IS NULL OR waiter = $2::text"
+    "  THEN coalesce($2::text, '*') ELSE '*' END"
+    " WHERE saga_id = $1 RETURNING " SAGA_COLS};
 /* clang-format on */
 
 int store_apply_schema(PGconn *conn)
@@ -104,21 +129,21 @@ static int store_insert_history(PGconn *conn, const char *saga_id, int64_t versi
 	    6, p);
 }
 
-int store_insert_saga(
-    PGconn *conn, const saga_row *row, const char *owner, bool *created, saga_row *existing)
+int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, const char *waiter,
+    bool *created, saga_row *existing)
 {
 	char qty[16], amount[24], next[24], deadline[24];
 	snprintf(qty, sizeof qty, "%" PRId32, row->qty);
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[9] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
-	    qty, amount, next, deadline, owner};
+	const char *p[10] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
+	    qty, amount, next, deadline, waiter, owner};
 	PGresult *r = NULL;
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
-	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 9, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 10, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -145,6 +170,21 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
 	} else {
 		store_read_row(r, 0, out);
 	}
+	PQclear(r);
+	return rc;
+}
+
+int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out)
+{
+	PGresult *r = NULL;
+	const char *p[2] = {saga_id, instance};
+	int rc = pg_exec_stmt(conn, &STORE_MARK_WAITER, 2, p, &r);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) == 0)
+		rc = -ENOENT;
+	else
+		store_read_row(r, 0, out);
 	PQclear(r);
 	return rc;
 }
@@ -182,12 +222,23 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 	return 0;
 }
 
-int store_insert_sagas(PGconn *conn, const saga_row *rows, size_t n, const char *owner,
-    bool *created, saga_row *stored)
+int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *waiters, size_t n,
+    const char *owner, bool *created, saga_row *stored)
 {
 	if (n == 0 || n > RPC_BATCH_MAX)
 		return -EINVAL;
-	enum { C_ID, C_STATE, C_CUSTOMER, C_SKU, C_QTY, C_AMOUNT, C_NEXT, C_DEADLINE, C_N };
+	enum {
+		C_ID,
+		C_STATE,
+		C_CUSTOMER,
+		C_SKU,
+		C_QTY,
+		C_AMOUNT,
+		C_NEXT,
+		C_DEADLINE,
+		C_WAITER,
+		C_N
+	};
 	pg_buf cols[C_N];
 	pg_arrays_open(cols, C_N);
 	for (size_t i = 0; i < n; i++) {
@@ -201,9 +252,15 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, size_t n, const char 
 		pg_array_add_i64(&cols[C_AMOUNT], w->amount);
 		pg_array_add_i64(&cols[C_NEXT], w->s.next_attempt_ms);
 		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
+		pg_array_add(&cols[C_WAITER], waiters ? waiters[i] : NULL);
 	}
 	const char *p[C_N + 1];
 	int rc = pg_arrays_close(cols, C_N, p);
+	bool any_waiter = false;
+	for (size_t i = 0; waiters != NULL && i < n; i++)
+		any_waiter = any_waiter || waiters[i] != NULL;
+	if (!any_waiter)
+		p[C_WAITER] = NULL; /* unnest pads a NULL array with NULLs */
 	p[C_N] = owner;
 	PGresult *r = NULL;
 	if (rc == 0)
@@ -447,7 +504,7 @@ static const char *store_retry_ms(const store_update *u, char buf[24])
 	return buf;
 }
 
-static int store_apply_one(PGconn *conn, store_update *u)
+static int store_apply_one(PGconn *conn, store_update *u, const char *writer)
 {
 	const saga_row *b = u->before;
 	char attempts[16], next[24], deadline[24], version[24], retry[24], epoch[24];
@@ -456,9 +513,9 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
 	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
-	const char *p[11] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
+	const char *p[12] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
 	    u->next.attention ? "true" : "false", next, deadline, version,
-	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry), epoch};
+	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry), epoch, writer};
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
@@ -467,14 +524,23 @@ static int store_apply_one(PGconn *conn, store_update *u)
 	              "finished = $9, retry_at = " TS(
 	                  "$10") ", "
 	                         "version = version + 1, updated_at = now() "
-	                         "WHERE saga_id = $1 AND version = $8 AND epoch = $11",
-	    11, p, &r);
+	                         "WHERE saga_id = $1 AND version = $8 AND epoch = $11"
+	                         /* waits elsewhere (STORE_NOTIFY_IF) */
+	                         " RETURNING " STORE_NOTIFY_IF("", "$12::text"),
+	    12, p, &r);
 	if (rc != 0)
 		return rc;
 	u->applied = strcmp(PQcmdTuples(r), "1") == 0;
+	bool notify = u->applied && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
 	if (!u->applied)
 		return 0; /* rule 7: a lost race writes nothing */
+	/* in this transaction: delivered at its commit (a rare path: duplicated
+	 * replies, and a waiter elsewhere) */
+	if (notify)
+		rc = pg_run(conn, "SELECT pg_notify('" STORE_NOTIFY_CHANNEL "', $1)", 1, p);
+	if (rc != 0)
+		return rc;
 	if (u->state_changed)
 		rc = store_insert_history(conn, b->saga_id, b->version + 1, b->s.state,
 		    u->next.state, u->event, u->next.reason);
@@ -501,6 +567,10 @@ enum {
 	SB_EPOCH,
 	SB_COLS
 };
+/* After the columns, one scalar parameter: the writer's instance name
+ * (STORE_NOTIFY_IF). */
+#define SB_WRITER SB_COLS
+#define SB_PARAMS (SB_COLS + 1)
 
 #define TSC(c) "(CASE WHEN " c " = 0 THEN NULL ELSE to_timestamp(" c " / 1000.0) END)"
 
@@ -529,12 +599,13 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver AND s.epoch = u.epoch"
     /* the same key as an array: an index scan under any cached plan */
     "    AND s.saga_id = ANY($1::uuid[])"
-    "  RETURNING u.idx, " MS("s.updated_at") " AS updated_ms),"
+    "  RETURNING u.idx, " MS("s.updated_at") " AS updated_ms,"
+    "    s.saga_id, " STORE_NOTIFY_IF("s.", "$14::text") " AS notify),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
     "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
-    " SELECT idx, updated_ms FROM upd"};
+    " SELECT idx, updated_ms, " STORE_NOTIFY("notify", "saga_id") " FROM upd"};
 
 /* One transition (the batch of one saga, as at low load): the same writes
  * with scalar parameters, so the plan is two index scans by key, without
@@ -547,12 +618,13 @@ static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
     "    finished = $11::boolean, retry_at = " TSC("$12::bigint") ","
     "    version = version + 1, updated_at = now()"
     "  WHERE saga_id = $1::uuid AND version = $8::bigint AND epoch = $13::bigint"
-    "  RETURNING " MS("updated_at") " AS updated_ms),"
+    "  RETURNING " MS("updated_at") " AS updated_ms,"
+    "    " STORE_NOTIFY_IF("", "$14::text") " AS notify),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT $1::uuid, $8::bigint + 1, $9, $2, $10, $3 FROM upd"
     "  WHERE $10::text IS NOT NULL)"
-    " SELECT updated_ms FROM upd"};
+    " SELECT updated_ms, " STORE_NOTIFY("notify", "$1") " FROM upd"};
 
 /* clang-format on */
 
@@ -565,7 +637,7 @@ static const char *store_update_event(const store_update *u)
 /* store_apply_single writes one update with STORE_APPLY_ONE: one statement,
  * one implicit transaction. Returns as pg_exec; sets u->applied and
  * u->updated_ms. */
-static int store_apply_single(PGconn *conn, store_update *u)
+static int store_apply_single(PGconn *conn, store_update *u, const char *writer)
 {
 	const saga_row *b = u->before;
 	char attempts[16], next[24], deadline[24], version[24], retry[24], epoch[24];
@@ -574,12 +646,12 @@ static int store_apply_single(PGconn *conn, store_update *u)
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
 	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
-	const char *p[SB_COLS] = {b->saga_id, saga_state_name(u->next.state), u->next.reason,
+	const char *p[SB_PARAMS] = {b->saga_id, saga_state_name(u->next.state), u->next.reason,
 	    attempts, u->next.attention ? "t" : "f", next, deadline, version,
 	    saga_state_name(b->s.state), store_update_event(u), store_finished(u) ? "t" : "f",
-	    store_retry_ms(u, retry), epoch};
+	    store_retry_ms(u, retry), epoch, writer};
 	PGresult *r = NULL;
-	int rc = pg_exec_stmt(conn, &STORE_APPLY_ONE, SB_COLS, p, &r);
+	int rc = pg_exec_stmt(conn, &STORE_APPLY_ONE, SB_PARAMS, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -590,7 +662,7 @@ static int store_apply_single(PGconn *conn, store_update *u)
 	return 0;
 }
 
-static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
+static int store_apply_batch(PGconn *conn, store_update *ups, size_t n, const char *writer)
 {
 	pg_buf cols[SB_COLS];
 	pg_arrays_open(cols, SB_COLS);
@@ -613,11 +685,12 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n)
 		pg_array_add(&cols[SB_RETRY], store_retry_ms(u, retry));
 		pg_array_add_i64(&cols[SB_EPOCH], b->epoch);
 	}
-	const char *p[SB_COLS];
+	const char *p[SB_PARAMS];
 	int rc = pg_arrays_close(cols, SB_COLS, p);
+	p[SB_WRITER] = writer;
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = pg_exec_stmt(conn, &STORE_APPLY_BATCH, SB_COLS, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_APPLY_BATCH, SB_PARAMS, p, &r);
 	pg_arrays_free(cols, SB_COLS);
 	if (rc != 0)
 		return rc;
@@ -686,12 +759,12 @@ static int store_mark_fenced(PGconn *conn, store_update *ups, size_t n)
 }
 
 /* store_apply_unfenced is store_apply without the fenced flags. */
-static int store_apply_unfenced(PGconn *conn, store_update *ups, size_t n)
+static int store_apply_unfenced(PGconn *conn, store_update *ups, size_t n, const char *writer)
 {
 	if (!store_has_duplicates(ups, n)) {
 		/* one statement is one transaction: no BEGIN/COMMIT round trips */
-		int rc
-		    = n == 1 ? store_apply_single(conn, &ups[0]) : store_apply_batch(conn, ups, n);
+		int rc = n == 1 ? store_apply_single(conn, &ups[0], writer)
+		                : store_apply_batch(conn, ups, n, writer);
 		if (rc != 0)
 			for (size_t i = 0; i < n; i++)
 				ups[i].applied = false;
@@ -701,7 +774,7 @@ static int store_apply_unfenced(PGconn *conn, store_update *ups, size_t n)
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		rc = store_apply_one(conn, &ups[i]);
+		rc = store_apply_one(conn, &ups[i], writer);
 		if (rc != 0)
 			goto out_rollback;
 	}
@@ -717,7 +790,7 @@ out_clear:
 	return rc;
 }
 
-int store_apply(PGconn *conn, store_update *ups, size_t n)
+int store_apply(PGconn *conn, store_update *ups, size_t n, const char *writer)
 {
 	for (size_t i = 0; i < n; i++) {
 		ups[i].applied = false;
@@ -725,7 +798,7 @@ int store_apply(PGconn *conn, store_update *ups, size_t n)
 	}
 	if (n == 0)
 		return 0;
-	int rc = store_apply_unfenced(conn, ups, n);
+	int rc = store_apply_unfenced(conn, ups, n, writer);
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++)

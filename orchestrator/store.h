@@ -56,8 +56,14 @@ typedef struct store_update {
 
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
  * with every change of the schema. 2: state SHIPPING (issue 19). 3: the
- * claim's fencing epoch and lease owner (issue 20: several orchestrators). */
+ * claim's fencing epoch and lease owner, and sagas.waiter (the waits of
+ * several orchestrators) (issue 20). */
 #define STORE_SCHEMA_VERSION 3
+
+/* The channel the end of a saga that somebody waits for on another
+ * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
+ * listen.h LISTENs). */
+#define STORE_NOTIFY_CHANNEL "saga_finished"
 
 /* store_apply_schema creates or updates the tables (sql/schema.sql) under an
  * advisory lock, so several orchestrators may start at once, and records
@@ -69,9 +75,12 @@ int store_apply_schema(PGconn *conn);
  * the orchestrator that starts it holds it) and its "started" history row
  * in one transaction. When the saga id exists already, nothing is written,
  * *created is false and *existing holds the stored row (duplicates of
- * StartSaga serialise on the primary key). */
-int store_insert_saga(
-    PGconn *conn, const saga_row *row, const char *owner, bool *created, saga_row *existing);
+ * StartSaga serialise on the primary key). `waiter` is the new row's
+ * sagas.waiter (borrowed): NULL when nobody waits for its end, the
+ * inserting instance's name for a StartSaga with wait_ms (store_apply
+ * NOTIFYs its end when another instance writes it). */
+int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, const char *waiter,
+    bool *created, saga_row *existing);
 
 /* store_insert_sagas is store_insert_saga for `n` sagas (1..RPC_BATCH_MAX)
  * in one statement, so one transaction and one commit for StartSagas that
@@ -82,9 +91,11 @@ int store_insert_saga(
  * The new sagas are committed once the
  * insert statement succeeds, even when reading the existing ones then fails:
  * a caller that answers an error leaves them to the sweep (their lease
- * ends) and to the client, which retries with the same saga id. */
-int store_insert_sagas(PGconn *conn, const saga_row *rows, size_t n, const char *owner,
-    bool *created, saga_row *stored);
+ * ends) and to the client, which retries with the same saga id.
+ * waiters[i] is rows[i]'s sagas.waiter as in store_insert_saga (waiters
+ * NULL: none has one); borrowed. `owner` as in store_insert_saga. */
+int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *waiters, size_t n,
+    const char *owner, bool *created, saga_row *stored);
 
 /* store_get_sagas reads the sagas `ids` (n canonical UUIDs, may repeat) in
  * one statement. Sets found[i] and, when found, out[i]. Returns 0, -ENOMEM
@@ -93,6 +104,19 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 
 /* store_get_saga reads one saga. Returns -ENOENT when there is none. */
 int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
+
+/* store_mark_waiter records that a call on instance `instance` (its name,
+ * borrowed; NULL: unnamed) waits for saga `saga_id` and reads the row in
+ * the same statement into *out. sagas.waiter becomes `instance` when
+ * nobody or only this instance waited, else '*' (several instances wait):
+ * an end written by any other instance is then NOTIFYed (store_apply),
+ * and one this instance writes is answered in-process (engine
+ * on_finished), so a single orchestrator never pays a NOTIFY. The caller
+ * registers its waiting call (waits_add) BEFORE this: an end committed
+ * before the mark is in *out (terminal), one committed after it is
+ * NOTIFYed, so none is missed. One write per call (WaitSaga is rare).
+ * Returns 0, -ENOENT for an unknown saga, or a negative enum pg_err. */
+int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out);
 
 /* store_list_sagas returns up to `limit` sagas, newest first, in `state`
  * (UNSPECIFIED: all), only flagged ones when attention_only. *rows is
@@ -151,7 +175,11 @@ int store_stuck_counts(PGconn *conn, int64_t overdue_ms, int64_t *attention, int
  * sweep after the lease ended) also get fenced = true, from one read after
  * the commit that runs only when something was refused. On any database
  * error the whole transaction is rolled back and every applied flag is
- * false. */
-int store_apply(PGconn *conn, store_update *ups, size_t n);
+ * false. `writer` is the writing instance's name (borrowed; NULL: none):
+ * an update that ends a saga whose sagas.waiter is set and differs from it
+ * NOTIFYs STORE_NOTIFY_CHANNEL with the saga id in the same transaction
+ * (at its commit); the others, the hot path, send nothing and cost no
+ * statement more. */
+int store_apply(PGconn *conn, store_update *ups, size_t n, const char *writer);
 
 #endif

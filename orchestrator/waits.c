@@ -228,6 +228,39 @@ void waits_finished(waits *w, const saga_row *row)
 	}
 }
 
+bool waits_has(waits *w, const char *saga_id)
+{
+	nng_mtx_lock(w->mtx);
+	waits_saga *s = NULL;
+	HASH_FIND_STR(w->by_saga, saga_id, s);
+	nng_mtx_unlock(w->mtx);
+	return s != NULL;
+}
+
+int waits_ids(waits *w, char (**ids)[VALID_UUID_LEN + 1], size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	nng_mtx_lock(w->mtx);
+	size_t count = HASH_COUNT(w->by_saga);
+	int rc = 0;
+	if (count > 0) {
+		*ids = malloc(count * sizeof **ids);
+		if (*ids == NULL) {
+			rc = -ENOMEM;
+		} else {
+			waits_saga *s, *tmp;
+			HASH_ITER(hh, w->by_saga, s, tmp)
+			{
+				memcpy((*ids)[*n], s->saga_id, sizeof s->saga_id);
+				(*n)++;
+			}
+		}
+	}
+	nng_mtx_unlock(w->mtx);
+	return rc;
+}
+
 void waits_pipe_closed(waits *w, uint32_t pipe)
 {
 	nng_mtx_lock(w->mtx);

@@ -2,10 +2,11 @@
  *
  * A WaitSaga for an unfinished saga is held (rpc_hold) and registered here
  * by saga id; the engine reports every saga that reaches COMPLETED or
- * CANCELLED (waits_finished), which answers its waiting calls at once with
- * the terminal row, and a timer thread answers the calls whose wait ran out
- * with the row as read when they began (finished = false). Each waiting
- * call is answered exactly once. Thread-safe.
+ * CANCELLED (waits_finished), and so does the listener (listen.h) for the
+ * ones another orchestrator ended, which answers its waiting calls at once
+ * with the terminal row (a second report of the same end finds none left), and a timer thread
+ * answers the calls whose wait ran out with the row as read when they began (finished = false).
+ * Each waiting call is answered exactly once. Thread-safe.
  */
 #ifndef SAGA_WAITS_H
 #define SAGA_WAITS_H
@@ -48,8 +49,23 @@ int waits_add(waits *w, rpc_held *h, const saga_row *row, int64_t deadline_ms, c
 bool waits_take(waits *w, uint64_t ticket, const char *saga_id);
 
 /* waits_finished answers every call waiting for `row->saga_id` with `row`
- * (a terminal saga, as committed). Called by the engine after the commit. */
+ * (a terminal saga, as committed) and forgets them, so each is answered
+ * once however often the end is reported. Called by the engine after the
+ * commit, and by the listener (listen.h) for ends other orchestrators
+ * wrote. */
 void waits_finished(waits *w, const saga_row *row);
+
+/* waits_has is true when a call waits for saga `saga_id` now (the
+ * listener reads only those sagas whose end was NOTIFYed). */
+bool waits_has(waits *w, const char *saga_id);
+
+/* waits_ids copies the ids of every saga some call waits for now into a
+ * malloc'd array of (VALID_UUID_LEN + 1)-byte strings, *ids (caller frees;
+ * NULL when none), and their number into *n. Returns 0 or -ENOMEM. The
+ * listener re-reads them after a reconnection, when NOTIFYs may have been
+ * lost. */
+int waits_ids(waits *w, char (**ids)[VALID_UUID_LEN + 1], size_t *n)
+    __attribute__((warn_unused_result));
 
 /* waits_pipe_closed notes that the client connection `pipe` closed: its
  * waiting calls are dropped by the timer thread soon after (their contexts

@@ -144,6 +144,23 @@ BEGIN
 END
 $$;
 
+-- waiter (schema version 3, issue 20): who waits for this saga's end on
+-- another orchestrator sharing the database. NULL: nobody (the hot path);
+-- an instance's name: a StartSaga with wait_ms or a WaitSaga on that
+-- instance; '*': calls on several instances. The write that ends the saga NOTIFYs channel
+-- saga_finished (payload: the saga id) in its own statement when waiter is
+-- set and is not the writer's own name (store.c), so the instance holding
+-- the call answers it (listen.c). No index reads it, so setting it keeps
+-- updates HOT. Added only when missing (ALTER TABLE blocks reads).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'waiter' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN waiter text;
+    END IF;
+END
+$$;
+
 -- The history of every saga, keyed by (saga_id, version): every row is
 -- written in the statement that writes the saga row it follows (store.c),
 -- so the saga exists; there is no foreign key, whose check on every insert

@@ -22,7 +22,7 @@ ORCH_FLAGS="--request-timeout 500 --sweep-interval 100 --req-resend 0"
 LEASE_MS=1500
 SWEEP_MS=100
 STACK_REPLICAS=2 stack_start
-stack_start_orchestrator2
+stack_start_orchestrator_as orchestratord2
 instance() { # NAME: the instance name of a running orchestratord, from its log
   sed -n 's/.*orchestratord \([^ ]*\) listening on.*/\1/p' "$STACK_DIR/$1.log" | tail -1
 }
@@ -37,7 +37,7 @@ held_by() { # INSTANCE: unfinished sagas it holds
 }
 _none_held_by() { [ "$(held_by "$1")" = 0 ]; }
 
-"$SAGA_BIN_DIR/sagabench" -o "$ORCH_URL,$ORCH2_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" \
+"$SAGA_BIN_DIR/sagabench" -o "$ORCH_URL,${STACK_URL_OF[orchestratord2]}" -s "$STOCK_URL" -p "$PAYMENT_URL" \
   --no-progress -n "$N" -c 64 -m 0.2 -t 170 --json >"$STACK_DIR/bench.json" \
   2>"$STACK_DIR/bench.err" &
 bench=$!

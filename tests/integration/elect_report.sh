@@ -14,7 +14,7 @@ set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 ORCH_FLAGS="--report-interval 200"
 stack_start
-stack_start_orchestrator2
+stack_start_orchestrator_as orchestratord2
 psql_db sagas_orchestrator "
   INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, attention, next_attempt_at, retry_at, attempts)
   VALUES ('e1ec7000-0000-4000-8000-000000000001', 'RELEASING', 'c1', 'X', 1, 100, true,

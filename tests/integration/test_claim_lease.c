@@ -85,7 +85,7 @@ static void put_saga(
 	row->s = saga_start(now - 60000, &p);
 	bool created = false;
 	saga_row existing;
-	assert_int_equal(store_insert_saga(c, row, "A", &created, &existing), 0);
+	assert_int_equal(store_insert_saga(c, row, "A", NULL, &created, &existing), 0);
 	assert_true(created);
 	char sql[512];
 	snprintf(sql, sizeof sql,
@@ -245,7 +245,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		ups[n] = ups[0];
 		n++;
 	}
-	assert_int_equal(store_apply(c, ups, (size_t)n), 0);
+	assert_int_equal(store_apply(c, ups, (size_t)n, "A"), 0);
 	for (int i = 0; i < n; i++) {
 		assert_false(ups[i].applied);
 		assert_true(ups[i].fenced);
@@ -267,7 +267,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		ups[i].state_changed = true;
 		ups[i].event = "stock_reserved";
 	}
-	assert_int_equal(store_apply(c, ups, got), 0);
+	assert_int_equal(store_apply(c, ups, got, "B"), 0);
 	for (size_t i = 0; i < got; i++) {
 		assert_true(ups[i].applied);
 		assert_false(ups[i].fenced);
@@ -283,7 +283,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 	ups[0].next.state = SAGA_STATE_RELEASING;
 	ups[0].state_changed = true;
 	ups[0].event = "stock_out";
-	assert_int_equal(store_apply(c, ups, 1), 0);
+	assert_int_equal(store_apply(c, ups, 1, "B"), 0);
 	assert_false(ups[0].applied);
 	assert_false(ups[0].fenced);
 	sql_ok(c, "DELETE FROM sagas");

@@ -142,23 +142,36 @@ stack_start_orchestrator() {
     --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
 }
 
-# stack_start_orchestrator2: a second orchestratord ("orchestratord2", its
-# log orchestratord2.log) on the same database and participants as the
-# first, with the same flags, listening on $ORCH2_URL (a port of its own,
-# drawn at the first call and kept across restarts). Several orchestrators:
-# docs/architecture.md.
-stack_start_orchestrator2() {
-  local common
-  if [ -z "${ORCH2_PORT:-}" ]; then
-    ORCH2_PORT=$(_stack_free_port)
-    ORCH2_URL="${ORCH_URL%:*}:$ORCH2_PORT"
-    export ORCH2_PORT ORCH2_URL
-  fi
-  mapfile -t common < <(_stack_common_flags orchestratord)
+# stack_start_orchestrator_as NAME [FLAGS...]: one more orchestratord on
+# the stack's database and participants (several orchestrators, issue 20),
+# on a port of its own, with ORCH_FLAGS, ORCH_WRAP, STACK_TLS and
+# STACK_FAULTS as the first one, then FLAGS (a later flag wins: e.g.
+# --stock URL). Its log is $STACK_DIR/NAME.log, its pid
+# ${STACK_PID_OF[NAME]} (stack_kill NAME), its URL ${STACK_URL_OF[NAME]}
+# and ${STACK_ADMIN_URL_OF[NAME]}; `ctl_on NAME ARGS...` is sagactl
+# against it.
+declare -A STACK_URL_OF STACK_ADMIN_URL_OF
+stack_start_orchestrator_as() {
+  local name=$1; shift
+  local port scheme=tcp common
+  port=$(_stack_free_port)
+  [ "${STACK_TLS:-0}" = 1 ] && scheme=tls+tcp
+  STACK_URL_OF[$name]="$scheme://127.0.0.1:$port"
+  STACK_ADMIN_URL_OF[$name]=${STACK_URL_OF[$name]}
+  [ "${STACK_TLS:-0}" = 1 ] && STACK_ADMIN_URL_OF[$name]="$scheme://127.0.0.1:$(_stack_free_port)"
+  mapfile -t common < <(ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]} _stack_common_flags orchestratord)
   # shellcheck disable=SC2086
-  _stack_daemon orchestratord2 "$ORCH2_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
-    --listen "$ORCH2_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" \
-    --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
+  _stack_daemon "$name" "$port" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
+    --listen "${STACK_URL_OF[$name]}" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
+    --shipping "$SHIPPING_URL" --db "$PG_CONN dbname=sagas_orchestrator" \
+    ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-} "$@"
+}
+
+# ctl_on NAME ARGS...: ctl against the orchestratord NAME started by
+# stack_start_orchestrator_as (the participants as ctl's).
+ctl_on() {
+  local name=$1; shift
+  ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]:?ctl_on: no orchestrator $name} ctl "$@"
 }
 
 stack_start_stock() {
