@@ -224,6 +224,7 @@ stack_start() {
       urls+="${urls:+,}${STACK_URL_OF[$name]}"
       admins+="${admins:+,}${STACK_ADMIN_URL_OF[$name]}"
     done
+    # shellcheck disable=SC2034 # the *_PORT: replica 1's, for the tests
     case $base in
     stockd) STOCK_PORT=${STACK_PORT_OF[stockd]} STOCK_URL=$urls STOCK_ADMIN_URL=$admins ;;
     paymentd) PAYMENT_PORT=${STACK_PORT_OF[paymentd]} PAYMENT_URL=$urls PAYMENT_ADMIN_URL=$admins ;;
