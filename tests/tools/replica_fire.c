@@ -30,7 +30,8 @@
 #define FIRE_MAX_N       10000
 #define FIRE_ROUNDS      50
 
-/* One command in flight: the copy `copy` of saga `i` on client `cl`. */
+/* One command: saga `i` on client `cl` (a copy of its own), and its
+ * answer once it came. */
 typedef struct fire_call {
 	int cl, i;
 	int code;   /* -1: not answered yet / to send again */
@@ -47,6 +48,9 @@ typedef struct fire_state {
 static fire_state st;
 static const char *verbs[FIRE_MAX_CLIENTS];
 
+/* fire_done is the rpc_done_fn of every call: records the answer of the
+ * fire_call `arg` (its code, and the reply's status when OK) and wakes the
+ * main thread after the last one of a round. */
 static void fire_done(void *arg, const rpc_result *res)
 {
 	fire_call *c = arg;
@@ -69,7 +73,8 @@ static void fire_done(void *arg, const rpc_result *res)
 	nng_mtx_unlock(st.mtx);
 }
 
-/* fire_send sends call `c` (saga id `id`) with verb `v` on `cl`. */
+/* fire_send sends call `c` (saga id `id`) with verb `v` on `cl`, its
+ * answer to fire_done. Returns 0 or a negative errno (rpc_call_async). */
 static int fire_send(
     rpc_client *cl, const char *v, const char *id, const char *name, long long amount, fire_call *c)
 {
@@ -93,6 +98,7 @@ static int fire_send(
 	    &m.base, 10000, fire_done, c);
 }
 
+/* fire_cmp orders the tally's lines (qsort). */
 static int fire_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
