@@ -11,7 +11,8 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 fire=$SAGA_BIN_DIR/replica_fire
-STACK_REPLICAS=2 stack_start
+# debug: the replicas log each race they lost (and retried)
+STOCK_FLAGS="--log-level debug" PAYMENT_FLAGS="--log-level debug" STACK_REPLICAS=2 stack_start
 
 stock2="${STACK_URL_OF[stockd]},${STACK_URL_OF[stockd2]}"
 pay2="${STACK_URL_OF[paymentd]},${STACK_URL_OF[paymentd2]}"
@@ -34,15 +35,23 @@ pay_rows() {
     FROM charges WHERE saga_id::text LIKE '$1%' GROUP BY status ORDER BY status) t"
 }
 copies=$((2 * COPIES)) # per saga id: COPIES at each of the two replicas
+# fire_ ARGS...: replica_fire, its "resent" line (commands answered
+# UNAVAILABLE or lost, sent again) echoed to the test's log
+fire_() {
+  local o
+  o=$("$fire" "$@")
+  echo "replica_fire $2: $(grep '^resent' <<<"$o")" >&2
+  echo "$o"
+}
 
 # 1. the step at both replicas: each saga reserves / charges once
 A=5a1e0001-0000-4000-8000-
-out=$("$fire" "$stock2" reserve "$A" 1 "$N" "$COPIES" R1 "$QTY")
+out=$(fire_ "$stock2" reserve "$A" 1 "$N" "$COPIES" R1 "$QTY")
 assert_eq "every ReserveStock copy answered OK RESERVED" "reserve OK 1 $((N * copies))" \
   "$(grep -v '^resent' <<<"$out")"
 assert_eq "one RESERVED record per saga id" "RESERVED=$N" "$(stock_rows 5a1e0001)"
 assert_eq "on hand: reserved once per saga" "$((ON_HAND - N * QTY))" "$(on_hand)"
-out=$("$fire" "$pay2" charge "$A" 1 "$N" "$COPIES" rc "$AMOUNT")
+out=$(fire_ "$pay2" charge "$A" 1 "$N" "$COPIES" rc "$AMOUNT")
 assert_eq "every ChargePayment copy answered OK CHARGED" "charge OK 1 $((N * copies))" \
   "$(grep -v '^resent' <<<"$out")"
 assert_eq "one CHARGED record per saga id" "CHARGED=$N" "$(pay_rows 5a1e0001)"
@@ -50,18 +59,18 @@ assert_eq "balance: charged once per saga" "$((BALANCE - N * AMOUNT))" "$(balanc
 
 # 2. the compensations of half of them at both replicas: given back once
 H=$((N / 2))
-out=$("$fire" "$stock2" release "$A" 1 "$H" "$COPIES" R1 "$QTY")
+out=$(fire_ "$stock2" release "$A" 1 "$H" "$COPIES" R1 "$QTY")
 assert_eq "every ReleaseStock copy answered OK RELEASED" "release OK 4 $((H * copies))" \
   "$(grep -v '^resent' <<<"$out")"
 assert_eq "released once" "RELEASED=$H,RESERVED=$((N - H))" "$(stock_rows 5a1e0001)"
 assert_eq "on hand: given back once per release" "$((ON_HAND - (N - H) * QTY))" "$(on_hand)"
-out=$("$fire" "$pay2" refund "$A" 1 "$H" "$COPIES" rc "$AMOUNT")
+out=$(fire_ "$pay2" refund "$A" 1 "$H" "$COPIES" rc "$AMOUNT")
 assert_eq "every RefundPayment copy answered OK REFUNDED" "refund OK 4 $((H * copies))" \
   "$(grep -v '^resent' <<<"$out")"
 assert_eq "refunded once" "CHARGED=$((N - H)),REFUNDED=$H" "$(pay_rows 5a1e0001)"
 assert_eq "balance: refunded once per refund" "$((BALANCE - (N - H) * AMOUNT))" "$(balance)"
 # ...and the step again after its compensation: answered from the record
-out=$("$fire" "$stock2" reserve "$A" 1 "$H" 1 R1 "$QTY")
+out=$(fire_ "$stock2" reserve "$A" 1 "$H" 1 R1 "$QTY")
 assert_eq "a late ReserveStock copy is answered as recorded" "reserve OK 1 $((H * 2))" \
   "$(grep -v '^resent' <<<"$out")"
 assert_eq "and moves nothing" "$((ON_HAND - (N - H) * QTY))" "$(on_hand)"
@@ -72,7 +81,7 @@ assert_eq "and moves nothing" "$((ON_HAND - (N - H) * QTY))" "$(on_hand)"
 # reserve copy ABORTED); never units or money kept
 B=5a1e0002-0000-4000-8000-
 before_stock=$(on_hand) before_money=$(balance)
-out=$("$fire" "$stock2" release,reserve "$B" 1 "$N" "$COPIES" R1 "$QTY")
+out=$(fire_ "$stock2" release,reserve "$B" 1 "$N" "$COPIES" R1 "$QTY")
 rows=$(stock_rows 5a1e0002)
 released=$(sed -n 's/.*RELEASED=\([0-9]*\).*/\1/p' <<<"$rows")
 tomb=$(sed -n 's/.*TOMBSTONE=\([0-9]*\).*/\1/p' <<<"$rows")
@@ -86,7 +95,7 @@ expect=""
 [ "${released:-0}" -gt 0 ] && expect+="reserve OK 1 $((released * COPIES))"$'\n'
 assert_eq "each copy answered as its saga's record says" "$(LC_ALL=C sort <<<"${expect%$'\n'}")" \
   "$(grep -v '^resent' <<<"$out")"
-out=$("$fire" "$pay2" refund,charge "$B" 1 "$N" "$COPIES" rc "$AMOUNT")
+out=$(fire_ "$pay2" refund,charge "$B" 1 "$N" "$COPIES" rc "$AMOUNT")
 rows=$(pay_rows 5a1e0002)
 refunded=$(sed -n 's/.*REFUNDED=\([0-9]*\).*/\1/p' <<<"$rows")
 tomb=$(sed -n 's/.*TOMBSTONE=\([0-9]*\).*/\1/p' <<<"$rows")
@@ -108,4 +117,12 @@ assert_eq "on hand + live reservations = the start" "$ON_HAND" "$(psql_db sagas_
 assert_eq "balance + live charges = the deposit" "$BALANCE" "$(psql_db sagas_payment \
   "SELECT a.balance + coalesce((SELECT sum(amount) FROM charges WHERE status = 'CHARGED'), 0)
    FROM accounts a WHERE customer = 'rc'")"
+# the copies did race across the processes: transactions that lost to the
+# other replica's (its record committed first) were retried, as logged
+races() { grep -c 'lost a race' "$STACK_DIR/$1.log" || true; }
+echo "races lost and retried: stockd $(races stockd), stockd2 $(races stockd2)," \
+  "paymentd $(races paymentd), paymentd2 $(races paymentd2)"
+assert_eq "the copies raced (some transaction lost and was retried)" "yes" \
+  "$([ $(($(races stockd) + $(races stockd2) + $(races paymentd) + $(races paymentd2))) -gt 0 ] &&
+    echo yes || echo no)"
 finish
