@@ -167,6 +167,8 @@ static void usage(FILE *f)
 	    "  -s, --stock URL         stockd (env SAGA_STOCK_URL, default tcp://127.0.0.1:7102)\n"
 	    "  -p, --payment URL       paymentd (env SAGA_PAYMENT_URL, default "
 	    "tcp://127.0.0.1:7103)\n"
+	    "                          each URL may be a comma-separated list: the\n"
+	    "                          replicas of that daemon (docs/operations.md)\n"
 	    "  --tls-cert FILE, --tls-key FILE, --tls-ca FILE\n"
 	    "                          for tls+tcp:// URLs: a certificate of the admin role\n"
 	    "                          (it sets stock and deposits) and the CA of the daemons'\n"
@@ -393,9 +395,16 @@ static void parse_args(int argc, char **argv)
 	}
 	if (opt.rate > 0 && !c_given)
 		opt.c = 10000;
-	for (const char **u = (const char *[]) {opt.orch, opt.stock, opt.payment, NULL}; *u; u++)
-		if (!rpc_url_ok(*u))
-			die(2, "invalid URL \"%s\" (want tcp://host:port, ipc://path, ...)", *u);
+	/* each may be a comma-separated list (replicas); every entry is
+	 * checked, and the error names the bad one */
+	for (const char **u = (const char *[]) {opt.orch, opt.stock, opt.payment, NULL}; *u; u++) {
+		rpc_urls l;
+		char err[1024];
+		int bad = rpc_urls_parse(&l, *u, err, sizeof err);
+		rpc_urls_free(&l);
+		if (bad != 0)
+			die(2, "invalid URL %s", err);
+	}
 	if (opt.poll_ms <= 0) {
 		double p = (double)opt.c / 16.0;
 		opt.poll_ms = p < 1 ? 1 : p > 10 ? 10 : p;
@@ -752,20 +761,21 @@ static bool starts_with(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
-/* bench_open opens a client of `url` (connecting now), with a TLS
- * configuration from the --tls-* files in *tls for a tls+tcp:// URL.
+/* bench_open opens a client of `list` (one URL or a comma-separated list
+ * of replicas', already checked; connecting now), parsed into *u (the
+ * caller frees it with rpc_urls_free after closing the client) with a TLS
+ * configuration from the --tls-* files for each tls+tcp:// entry.
  * Returns 0 or a negative errno. */
-static int bench_open(rpc_client **out, const char *url, tls_conf **tls)
+static int bench_open(rpc_client **out, const char *list, rpc_urls *u)
 {
 	rpc_client_opts co = {.connect_now = true};
-	if (tls_url(url)) {
-		char err[512];
-		tls_files f = {.cert = opt.tls_cert, .key = opt.tls_key, .ca = opt.tls_ca};
-		if (tls_client_new(tls, url, &f, err, sizeof err) != 0)
-			die(2, "%s: %s", url, err);
-		co.tls = *tls;
-	}
-	return rpc_client_open(out, url, &co);
+	char err[1024];
+	if (rpc_urls_parse(u, list, err, sizeof err) != 0)
+		die(2, "invalid URL %s", err);
+	tls_files f = {.cert = opt.tls_cert, .key = opt.tls_key, .ca = opt.tls_ca};
+	if (rpc_urls_tls_entry(u) != NULL && rpc_urls_tls(u, &f, err, sizeof err) != 0)
+		die(2, "%s: %s", list, err);
+	return rpc_client_open_urls(out, u, &co);
 }
 
 int main(int argc, char **argv)
@@ -784,7 +794,7 @@ int main(int argc, char **argv)
 	snprintf(tag, sizeof tag, "bench-%08x", run_hi);
 
 	rpc_client *stock = NULL, *pay = NULL;
-	tls_conf *tls[3] = {NULL, NULL, NULL};
+	static rpc_urls tls[3]; /* the parsed lists, with their TLS configurations */
 	int rc;
 	if ((rc = bench_open(&orch_client, opt.orch, &tls[0])) != 0)
 		die(3, "cannot reach orchestratord at %s: %s", opt.orch, strerror(-rc));
@@ -1217,7 +1227,7 @@ int main(int argc, char **argv)
 	rpc_client_close(stock);
 	rpc_client_close(pay);
 	for (int i = 0; i < 3; i++)
-		tls_conf_free(tls[i]);
+		rpc_urls_free(&tls[i]);
 	free(lat);
 	free(clat);
 	free(sku_need);

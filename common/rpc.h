@@ -260,6 +260,10 @@ typedef struct rpc_client_opts {
 	                      -ECONNREFUSED when nothing listens (the CLI) */
 	tls_conf *tls;     /* for a TLS URL (tls_client_new); borrowed until
 	                      rpc_client_close; NULL for a plain one */
+	bool failover;     /* with resend_ms 0 and two or more URLs
+	                      (rpc_client_open_urls): a request whose
+	                      connection closes is re-sent at once on another
+	                      one; only for idempotent requests */
 } rpc_client_opts;
 
 /* The outcome of one call. A transport failure (no connection, timeout,
@@ -276,6 +280,57 @@ typedef struct rpc_result {
 
 typedef struct rpc_client rpc_client;
 
+/* ---- URL lists: the replicas of one service ----
+ * A service may run as several processes on one database (replicas,
+ * docs/operations.md "Replicas"); its callers take a comma-separated list
+ * of their URLs ("tcp://127.0.0.1:5001,tcp://127.0.0.1:5002") and dial
+ * them all from one REQ socket (rpc_client_open_urls). */
+
+/* The most URLs in one list. */
+#define RPC_URLS_MAX 16
+
+/* A parsed list of URLs, each with its TLS configuration. */
+typedef struct rpc_urls {
+	size_t n;                    /* 1..RPC_URLS_MAX */
+	char *url[RPC_URLS_MAX];     /* each NUL-terminated, inside buf */
+	tls_conf *tls[RPC_URLS_MAX]; /* rpc_urls_tls: for each TLS entry, else NULL */
+	char *buf;                   /* malloc'd copy of the list */
+} rpc_urls;
+
+/* rpc_urls_parse splits `list` at commas (spaces around an entry are
+ * dropped) into *out, which the caller frees with rpc_urls_free (also after
+ * a failure). Every entry must pass rpc_url_ok and appear once. Returns 0,
+ * -ENOMEM, or -EINVAL with `err` (len bytes) naming the bad entry without
+ * a prefix: "\"foo\": expected tls+tcp://HOST:PORT, tcp://HOST:PORT or
+ * ipc://PATH" for a single URL, "\"foo\" (entry 2 of 3): ..." in a list;
+ * the reasons are that one, "empty", "the same URL as entry N" and "N URLs:
+ * at most 16". */
+int rpc_urls_parse(rpc_urls *out, const char *list, char *err, size_t len)
+    __attribute__((warn_unused_result));
+
+/* rpc_urls_tls_entry returns the first TLS entry of `u` (tls_url), or
+ * NULL when there is none. Borrowed from `u`. */
+const char *rpc_urls_tls_entry(const rpc_urls *u);
+
+/* rpc_urls_all_tls is true when every entry of `u` is a TLS URL. */
+bool rpc_urls_all_tls(const rpc_urls *u);
+
+/* rpc_urls_tls makes u->tls[i] for each TLS entry with tls_client_new(`f`)
+ * (each its own: the server's name is its URL's host). Returns 0, or a
+ * negative errno with `err` (len bytes) "<url> (entry i of n): <reason>"
+ * (just "<reason>" for a single URL); the ones made stay in `u` for
+ * rpc_urls_free. */
+int rpc_urls_tls(rpc_urls *u, const tls_files *f, char *err, size_t len)
+    __attribute__((warn_unused_result));
+
+/* rpc_urls_free frees the list's copy and its TLS configurations and
+ * zeroes *u; a zeroed or NULL `u` is ignored. */
+void rpc_urls_free(rpc_urls *u);
+
+/* rpc_urls_text writes the list back as "a,b" into buf (len bytes; cut
+ * short when it does not fit), for logs. Returns buf. */
+const char *rpc_urls_text(const rpc_urls *u, char *buf, size_t len);
+
 /* rpc_url_ok is true when `url` has a scheme nng can listen on or dial
  * (tcp, tcp4, tcp6, ipc, inproc, abstract, ws) and something after it. */
 bool rpc_url_ok(const char *url);
@@ -288,6 +343,28 @@ bool rpc_url_ok(const char *url);
  * nothing listens and -EACCES when the TLS handshake was refused). */
 int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
     __attribute__((warn_unused_result));
+
+/* rpc_client_open_urls is rpc_client_open for the replicas of one service:
+ * one REQ socket with a dialer for each entry of `u` (borrowed for the
+ * call; each dialer with u->tls[i], opts->tls is ignored), so that calls
+ * are spread over the replicas that are connected (nng's REQ sends each
+ * request on the next idle connection) and none go to one that is down.
+ With opts->failover, two or more entries and opts->resend_ms 0,
+ * NNG_OPT_REQ_RESENDTIME is set to RPC_FAILOVER_RESEND_MS: nng 1.5.2 then
+ * re-sends a request whose connection closed (its replica died) at once on
+ * another connection, where with resend off it fails the call
+ * (NNG_ECONNRESET: UNAVAILABLE, the caller retries); the time is longer
+ * than any call's timeout, so a live connection never gets a resend. With connect_now, each entry
+ is dialed synchronously and those
+ * that fail are dialed again in the background: it fails only when none
+ * connected (-ECONNREFUSED, or -EACCES when a TLS handshake was refused).
+ * Returns 0 and *out, or a negative errno as rpc_client_open. */
+int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_opts *opts)
+    __attribute__((warn_unused_result));
+
+/* The resend time of a list's REQ socket (rpc_client_open_urls), in ms:
+ * a day, longer than any call waits. */
+#define RPC_FAILOVER_RESEND_MS (24 * 3600 * 1000)
 
 /* rpc_client_close closes the socket (calls in flight complete with
  * UNAVAILABLE) and frees the client. NULL is ignored. */

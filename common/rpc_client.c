@@ -77,19 +77,73 @@ static void rpc_client_free(rpc_client *c)
 	free(c);
 }
 
-int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
+/* rpc_client_dial starts a dialer of `url` (with `tls`, NULL for a plain
+ * URL) on c's socket: synchronously when `now`. Returns 0 or an nng error. */
+static int rpc_client_dial(rpc_client *c, const char *url, tls_conf *tls, bool now)
 {
+	nng_dialer d = NNG_DIALER_INITIALIZER;
+	int rv = nng_dialer_create(&d, c->sock, url);
+	if (rv == 0 && tls != NULL)
+		rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls_conf_nng(tls));
+	if (rv == 0 && tls != NULL)
+		rv = nng_dialer_set_bool(d, NNG_OPT_TCP_NODELAY, true);
+	if (rv == 0)
+		rv = nng_dialer_start(d, now ? 0 : NNG_FLAG_NONBLOCK);
+	if (rv != 0)
+		nng_dialer_close(d); /* an invalid id (never created) is ignored */
+	return rv;
+}
+
+/* rpc_client_dial_all starts a dialer for each entry of `u`. Without
+ * connect_now each dials in the background. With it, each is dialed now,
+ * those that fail again in the background, and the result is the first
+ * failure when none connected (a refused TLS handshake before any other
+ * one: it says the most). Returns 0 or an nng error; *refused is true when
+ * that error is a refused TLS handshake. */
+static int rpc_client_dial_all(rpc_client *c, const rpc_urls *u, bool *refused)
+{
+	bool now = c->opts.connect_now;
+	int first = 0;
+	size_t up = 0;
+	*refused = false;
+	for (size_t i = 0; i < u->n; i++) {
+		int rv = rpc_client_dial(c, u->url[i], u->tls[i], now);
+		if (rv == 0) {
+			up++;
+			continue;
+		}
+		/* a TLS server that refuses the client's certificate (or its
+		 * lack of one) may close the connection in the handshake
+		 * instead of sending an alert */
+		bool tls_refused = u->tls[i] != NULL && rv == NNG_ECONNSHUT;
+		if (first == 0 || (tls_refused && !*refused)) {
+			first = rv;
+			*refused = tls_refused;
+		}
+		if (!now) /* the CLI reports it itself */
+			log_error(NULL, "could not dial %s: %s", u->url[i], nng_strerror(rv));
+		else if (u->n > 1)
+			/* a replica that is down now: it joins when it is back */
+			(void)rpc_client_dial(c, u->url[i], u->tls[i], false);
+	}
+	return up > 0 ? 0 : first;
+}
+
+int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_opts *opts)
+{
+	if (u->n == 0 || u->n > RPC_URLS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < u->n; i++)
+		if (tls_url(u->url[i]) != (u->tls[i] != NULL))
+			return -EINVAL; /* a TLS URL needs its configuration, a plain one none */
 	rpc_client *c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return -ENOMEM;
 	if (opts)
 		c->opts = *opts;
+	c->opts.tls = NULL;
 	if (c->opts.max_msg == 0)
 		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
-	if (tls_url(url) != (c->opts.tls != NULL)) {
-		free(c); /* a TLS URL needs its configuration, a plain one none */
-		return -EINVAL;
-	}
 	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
 		rpc_client_free(c);
 		return -ENOMEM;
@@ -99,27 +153,20 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 		rpc_client_free(c);
 		return rpc_errno(rv);
 	}
-	/* REQ resends every 60 s by default; make it explicit (house style) */
-	nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
-	    c->opts.resend_ms > 0 ? (nng_duration)c->opts.resend_ms : NNG_DURATION_INFINITE);
+	/* REQ resends every 60 s by default; make it explicit (house style).
+	 * A list's socket gets a resend time longer than any call waits: nng
+	 * then moves the requests of a connection that closed to another one
+	 * at once (rpc.h, rpc_client_open_urls) */
+	nng_duration resend = c->opts.resend_ms > 0 ? (nng_duration)c->opts.resend_ms
+	    : u->n > 1 && c->opts.failover          ? (nng_duration)RPC_FAILOVER_RESEND_MS
+	                                            : NNG_DURATION_INFINITE;
+	nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, resend);
 	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, c->opts.max_msg);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 1000);
-	nng_dialer d;
-	rv = nng_dialer_create(&d, c->sock, url);
-	if (rv == 0 && c->opts.tls != NULL)
-		rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls_conf_nng(c->opts.tls));
-	if (rv == 0 && c->opts.tls != NULL)
-		rv = nng_dialer_set_bool(d, NNG_OPT_TCP_NODELAY, true);
-	if (rv == 0)
-		rv = nng_dialer_start(d, c->opts.connect_now ? 0 : NNG_FLAG_NONBLOCK);
+	bool refused = false;
+	rv = rpc_client_dial_all(c, u, &refused);
 	if (rv != 0) {
-		if (!c->opts.connect_now) /* the CLI reports it itself */
-			log_error(NULL, "could not dial %s: %s", url, nng_strerror(rv));
-		/* a TLS server that refuses the client's certificate (or its
-		 * lack of one) may close the connection in the handshake
-		 * instead of sending an alert */
-		bool refused = c->opts.tls != NULL && rv == NNG_ECONNSHUT;
 		nng_close(c->sock);
 		rpc_client_free(c);
 		return refused ? -EACCES : rpc_errno(rv);
@@ -133,6 +180,14 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
 	}
 	*out = c;
 	return 0;
+}
+
+int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *opts)
+{
+	if (url == NULL)
+		return -EINVAL;
+	rpc_urls u = {.n = 1, .url = {(char *)url}, .tls = {opts ? opts->tls : NULL}};
+	return rpc_client_open_urls(out, &u, opts);
 }
 
 void rpc_client_close(rpc_client *c)

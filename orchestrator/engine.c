@@ -590,18 +590,19 @@ int engine_start(engine **out, const engine_config *cfg)
 		rc = PG_ERR_CONNECTION;
 		goto out_cv;
 	}
-	rpc_client_opts o = {.resend_ms = cfg->resend_ms,
-	    .duplicate = cfg->duplicate_delivery,
-	    .tls = cfg->stock_tls};
-	rc = rpc_client_open(&e->stock, cfg->stock_url, &o);
+	/* one socket per participant, dialing each of its replicas: nng
+	 * spreads the commands over those connected (rpc_client_open_urls) */
+	/* every command is idempotent by saga id (saga-semantics.md rule 2),
+	 * so one in flight to a replica that dies may go to another at once */
+	rpc_client_opts o
+	    = {.resend_ms = cfg->resend_ms, .duplicate = cfg->duplicate_delivery, .failover = true};
+	rc = rpc_client_open_urls(&e->stock, cfg->stock, &o);
 	if (rc != 0)
 		goto out_conn;
-	o.tls = cfg->payment_tls;
-	rc = rpc_client_open(&e->payment, cfg->payment_url, &o);
+	rc = rpc_client_open_urls(&e->payment, cfg->payment, &o);
 	if (rc != 0)
 		goto out_stock;
-	o.tls = cfg->shipping_tls;
-	rc = rpc_client_open(&e->shipping, cfg->shipping_url, &o);
+	rc = rpc_client_open_urls(&e->shipping, cfg->shipping, &o);
 	if (rc != 0)
 		goto out_payment;
 	rc = nng_thread_create(&e->thread, engine_main, e) == 0 ? 0 : -ENOMEM;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rpc.h"
 #include "saga.h"
 #include "tls.h"
 #include "store.h"
@@ -24,14 +25,12 @@ typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
 	const char *instance;      /* this orchestratord's name (orch_instance_name):
 	                              the lease owner it writes; borrowed */
-	const char *stock_url;     /* nng URL of the stock daemon */
-	const char *payment_url;   /* nng URL of the payment daemon */
-	const char *shipping_url;  /* nng URL of the shipping daemon */
-	tls_conf *stock_tls;       /* for a tls+tcp:// stock_url (its client
-	                              certificate: the orchestrator role's);
-	                              NULL for a plain one; borrowed */
-	tls_conf *payment_tls;     /* the same for payment_url */
-	tls_conf *shipping_tls;    /* the same for shipping_url */
+	const rpc_urls *stock;     /* the stock daemon's replicas: their URLs and,
+	                              for tls+tcp:// ones, the client TLS
+	                              configuration (the orchestrator role's
+	                              certificate); borrowed for the lifetime */
+	const rpc_urls *payment;   /* the same for the payment daemon */
+	const rpc_urls *shipping;  /* the same for the shipping daemon */
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	int64_t resend_ms;         /* NNG_OPT_REQ_RESENDTIME, 0 = off */
 	int64_t sweep_interval_ms; /* how often due rows are looked for */

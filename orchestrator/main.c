@@ -77,11 +77,15 @@ static const config_opt orch_opts[] = {
         "the config file)",
         "CONNINFO"),
     OPT("stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0, stock,
-        "nng URL of the stock daemon", "URL"),
+        "nng URL of the stock daemon, or a comma-separated list of its replicas' URLs "
+        "(commands are spread over those up; docs/operations.md)",
+        "URL[,URL...]"),
     OPT("payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0, payment,
-        "nng URL of the payment daemon", "URL"),
+        "nng URL of the payment daemon, or a comma-separated list of its replicas' URLs",
+        "URL[,URL...]"),
     OPT("shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0, shipping,
-        "nng URL of the shipping daemon", "URL"),
+        "nng URL of the shipping daemon, or a comma-separated list of its replicas' URLs",
+        "URL[,URL...]"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
         participant_cert,
         "the certificate (PEM) the orchestrator shows the participants on tls+tcp:// links "
@@ -202,25 +206,31 @@ static void orch_finished(void *arg, const saga_row *row)
 	waits_finished(arg, row);
 }
 
-/* orch_participant_tls makes the client configuration for a participant's
- * tls+tcp:// URL into *out (NULL for a plain URL). Returns 0, or 2 after
- * printing what is wrong. */
-static int orch_participant_tls(tls_conf **out, const orch_config *c, const char *url)
+/* orch_participant_urls parses the URL list `list` of option `opt` into *u
+ * and makes the client configuration of each tls+tcp:// entry. Returns 0,
+ * or 2 after printing what is wrong, naming the bad entry (*u is then for
+ * rpc_urls_free). */
+static int orch_participant_urls(
+    rpc_urls *u, const orch_config *c, const char *opt, const char *list)
 {
-	*out = NULL;
-	if (!tls_url(url))
+	char err[1024];
+	if (rpc_urls_parse(u, list, err, sizeof err) != 0) {
+		config_error("invalid value for %s: %s\n", opt, err);
+		return 2;
+	}
+	const char *tls = rpc_urls_tls_entry(u);
+	if (tls == NULL)
 		return 0;
 	if (!c->participant_cert[0] || !c->participant_key[0] || !c->participant_ca[0]) {
 		config_error("%s is a TLS URL, which needs --participant-tls-cert, "
 		             "--participant-tls-key and --participant-tls-ca (docs/security.md)\n",
-		    url);
+		    tls);
 		return 2;
 	}
 	tls_files f
 	    = {.cert = c->participant_cert, .key = c->participant_key, .ca = c->participant_ca};
-	char err[512];
-	if (tls_client_new(out, url, &f, err, sizeof err) != 0) {
-		config_error("could not set up TLS for %s: %s\n", url, err);
+	if (rpc_urls_tls(u, &f, err, sizeof err) != 0) {
+		config_error("could not set up TLS for %s: %s\n", u->n == 1 ? tls : opt, err);
 		return 2;
 	}
 	return 0;
@@ -259,7 +269,8 @@ static void *orch_probe_link(void *arg)
 	return NULL;
 }
 
-/* orch_probe_links starts orch_probe_link for each TLS participant URL. */
+/* orch_probe_links starts orch_probe_link for each TLS participant URL
+ * (each replica's). */
 static void orch_probe_links(orch_probe *probes, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -315,38 +326,35 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("orchestratord", level);
-	const struct {
-		const char *name, *url;
-	} links[] = {{"stock", c.stock}, {"payment", c.payment}, {"shipping", c.shipping}};
-	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
-		if (!rpc_url_ok(links[i].url)) {
-			config_error("invalid value for %s: \"%s\" is not a tls+tcp://HOST:PORT, "
-			             "tcp://HOST:PORT or ipc://PATH URL\n",
-			    links[i].name, links[i].url);
-			return 2;
-		}
 	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
 		return 2;
-	tls_conf *stock_tls = NULL, *payment_tls = NULL, *shipping_tls = NULL;
-	if (orch_participant_tls(&stock_tls, &c, c.stock) != 0
-	    || orch_participant_tls(&payment_tls, &c, c.payment) != 0
-	    || orch_participant_tls(&shipping_tls, &c, c.shipping) != 0) {
-		tls_conf_free(stock_tls);
-		tls_conf_free(payment_tls);
-		return 2;
-	}
-	if (!tls_url(c.stock) || !tls_url(c.payment) || !tls_url(c.shipping))
+	/* each participant's replicas; every entry of a list passes the rules
+	 * a single URL does (docs/security.md) */
+	static rpc_urls links[3];
+	static const char *const link_opts[3] = {"stock", "payment", "shipping"};
+	static const char *const link_daemons[3] = {"stockd", "paymentd", "shippingd"};
+	const char *link_lists[3] = {c.stock, c.payment, c.shipping};
+	for (int i = 0; i < 3; i++)
+		if (orch_participant_urls(&links[i], &c, link_opts[i], link_lists[i]) != 0) {
+			for (int k = 0; k <= i; k++)
+				rpc_urls_free(&links[k]);
+			return 2;
+		}
+	if (!rpc_urls_all_tls(&links[0]) || !rpc_urls_all_tls(&links[1])
+	    || !rpc_urls_all_tls(&links[2]))
 		log_warn(NULL,
 		    "the links to the participants (%s, %s, %s) are not all TLS: use tls+tcp:// "
 		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
 		    "for anything but a laptop (docs/security.md)",
 		    c.stock, c.payment, c.shipping);
 	daemon_install_signals();
-	static orch_probe probes[3];
-	probes[0] = (orch_probe) {"stockd", c.stock, stock_tls};
-	probes[1] = (orch_probe) {"paymentd", c.payment, payment_tls};
-	probes[2] = (orch_probe) {"shippingd", c.shipping, shipping_tls};
-	orch_probe_links(probes, 3);
+	static orch_probe probes[3 * RPC_URLS_MAX];
+	int n_probes = 0;
+	for (int i = 0; i < 3; i++)
+		for (size_t k = 0; k < links[i].n; k++)
+			probes[n_probes++]
+			    = (orch_probe) {link_daemons[i], links[i].url[k], links[i].tls[k]};
+	orch_probe_links(probes, n_probes);
 
 	/* a connection lost while applying the schema (a failover at start)
 	 * is made again, within --db-wait (pg_schema_try_again) */
@@ -381,12 +389,9 @@ int main(int argc, char **argv)
 	engine_config ec = {
 	    .db = c.db,
 	    .instance = instance,
-	    .stock_url = c.stock,
-	    .payment_url = c.payment,
-	    .shipping_url = c.shipping,
-	    .stock_tls = stock_tls,
-	    .payment_tls = payment_tls,
-	    .shipping_tls = shipping_tls,
+	    .stock = &links[0],
+	    .payment = &links[1],
+	    .shipping = &links[2],
 	    .policy =
 	        {
 	            .step_timeout_ms = c.step_timeout,
@@ -484,9 +489,8 @@ int main(int argc, char **argv)
 	listener_stop(ls); /* it answers through wt */
 	waits_free(wt);
 	health_db_close(orch_health);
-	tls_conf_free(stock_tls);
-	tls_conf_free(payment_tls);
-	tls_conf_free(shipping_tls);
+	for (int i = 0; i < 3; i++)
+		rpc_urls_free(&links[i]);
 	log_info(NULL, "stopped");
 	return 0;
 }

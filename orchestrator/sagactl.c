@@ -35,13 +35,20 @@ const char *const ctl_svc_names[CTL_SVC_COUNT] = {"orchestrator", "stock", "paym
 
 #define CTL_OPT_GLOBAL                                                                             \
 	{"orchestrator", "SAGA_ORCHESTRATOR_URL", CONFIG_STR, "tcp://127.0.0.1:7101", 0, 0,        \
-	    offsetof(ctl_opts, url[CTL_SVC_ORCHESTRATOR]), "orchestrator URL", "URL"},             \
+	    offsetof(ctl_opts, url[CTL_SVC_ORCHESTRATOR]),                                         \
+	    "orchestrator URL, or a comma-separated list of several orchestrators' URLs",          \
+	    "URL[,URL...]"},                                                                       \
 	    {"stock", "SAGA_STOCK_URL", CONFIG_STR, "tcp://127.0.0.1:7102", 0, 0,                  \
-	        offsetof(ctl_opts, url[CTL_SVC_STOCK]), "stock service URL", "URL"},               \
+	        offsetof(ctl_opts, url[CTL_SVC_STOCK]),                                            \
+	        "stock service URL (or a comma-separated list of its replicas')", "URL[,URL...]"}, \
 	    {"payment", "SAGA_PAYMENT_URL", CONFIG_STR, "tcp://127.0.0.1:7103", 0, 0,              \
-	        offsetof(ctl_opts, url[CTL_SVC_PAYMENT]), "payment service URL", "URL"},           \
+	        offsetof(ctl_opts, url[CTL_SVC_PAYMENT]),                                          \
+	        "payment service URL (or a comma-separated list of its replicas')",                \
+	        "URL[,URL...]"},                                                                   \
 	    {"shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0,            \
-	        offsetof(ctl_opts, url[CTL_SVC_SHIPPING]), "shipping service URL", "URL"},         \
+	        offsetof(ctl_opts, url[CTL_SVC_SHIPPING]),                                         \
+	        "shipping service URL (or a comma-separated list of its replicas')",               \
+	        "URL[,URL...]"},                                                                   \
 	    {"timeout", NULL, CONFIG_INT, "5000", 1, 3600000, offsetof(ctl_opts, timeout_ms),      \
 	        "timeout of each call", "MS"},                                                     \
 	    {"tls-cert", "SAGACTL_TLS_CERT", CONFIG_STR, "", 0, 0, offsetof(ctl_opts, tls_cert),   \
@@ -514,7 +521,7 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 		rc = ctl_error("could not write the output: %s", strerror(errno));
 	for (int i = 0; i < CTL_SVC_COUNT; i++) {
 		rpc_client_close(c.client[i]);
-		tls_conf_free(c.tls[i]);
+		rpc_urls_free(&c.urls[i]);
 	}
 out_free:
 	free(orig);

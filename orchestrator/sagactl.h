@@ -109,7 +109,9 @@ struct ctl_ctx {
 	ctl_opts o;
 	const ctl_cmd *cmd;
 	rpc_client *client[CTL_SVC_COUNT];
-	tls_conf *tls[CTL_SVC_COUNT]; /* of a tls+tcp:// URL */
+	rpc_urls urls[CTL_SVC_COUNT]; /* the parsed --orchestrator, --stock, ...:
+	                                 one URL or a list of replicas', each
+	                                 tls+tcp:// one with its TLS configuration */
 	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
 	                   UNAVAILABLE: its outcome is unknown */
 	bool id_given;  /* --id was on the command line (even as "") */

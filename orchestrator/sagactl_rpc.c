@@ -20,32 +20,34 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	if (c->client[svc] != NULL)
 		return c->client[svc];
 	const char *url = c->o.url[svc];
-	if (!rpc_url_ok(url)) {
-		*rc = ctl_usage(c->cmd,
-		    "invalid --%s URL \"%s\": expected tls+tcp://HOST:PORT, tcp://HOST:PORT or "
-		    "ipc://PATH",
-		    ctl_svc_names[svc], url);
+	rpc_urls *u = &c->urls[svc];
+	char why[1024];
+	rpc_urls_free(u); /* a failed earlier try's */
+	if (rpc_urls_parse(u, url, why, sizeof why) != 0) {
+		/* every entry of a list is checked as a single URL is, and the
+		 * error names the bad one */
+		*rc = ctl_usage(c->cmd, "invalid --%s URL %s", ctl_svc_names[svc], why);
 		return NULL;
 	}
-	if (tls_url(url)) {
-		char err[512];
+	const char *tls = rpc_urls_tls_entry(u);
+	if (tls != NULL) {
 		tls_files f = {.cert = c->o.tls_cert, .key = c->o.tls_key, .ca = c->o.tls_ca};
 		if (!c->o.tls_ca[0]) {
 			*rc = ctl_usage(c->cmd,
 			    "--%s %s is a TLS URL: give --tls-ca (and --tls-cert, --tls-key for a "
 			    "role; docs/security.md)",
-			    ctl_svc_names[svc], url);
+			    ctl_svc_names[svc], tls);
 			return NULL;
 		}
-		if (tls_client_new(&c->tls[svc], url, &f, err, sizeof err) != 0) {
-			*rc = ctl_usage(c->cmd, "%s", err);
+		if (rpc_urls_tls(u, &f, why, sizeof why) != 0) {
+			*rc = ctl_usage(c->cmd, "%s", why);
 			return NULL;
 		}
 	}
 	/* no nng resend: sagactl re-sends only the calls that carry their own
 	 * idempotency key (StartSaga's saga id, Deposit's deposit id), itself */
-	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true, .tls = c->tls[svc]};
-	int err = rpc_client_open(&c->client[svc], url, &opts);
+	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true};
+	int err = rpc_client_open_urls(&c->client[svc], u, &opts);
 	if (err == -ECONNREFUSED) {
 		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
 		    ctl_svc_names[svc], url, ctl_svc_daemons[svc]);
@@ -68,7 +70,7 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 		c->client[svc] = NULL;
 		return NULL;
 	}
-	if (err == -EIO && !tls_url(url)) {
+	if (err == -EIO && tls == NULL) {
 		*rc = ctl_error("could not open a connection to %s at %s: the connection failed "
 		                "(is it a tls+tcp:// listener? docs/security.md)",
 		    ctl_svc_names[svc], url);

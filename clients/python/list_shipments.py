@@ -48,7 +48,8 @@ def main():
     p = argparse.ArgumentParser(description="List the shipments of the shipping daemon.")
     p.add_argument("--shipping",
                    default=os.environ.get("SAGA_SHIPPING_URL", "tcp://127.0.0.1:7104"),
-                   help="shipping daemon URL, its admin listener under mutual TLS "
+                   help="shipping daemon URL, its admin listener under mutual TLS, or a "
+                        "comma-separated list of its replicas' "
                         "(default %(default)s) [env SAGA_SHIPPING_URL]")
     p.add_argument("--gen", default=None,
                    help="folder of the generated *_pb2 modules (default $SAGAS_PY_GEN or "
@@ -67,6 +68,11 @@ def main():
     p.add_argument("--version", action="version",
                    version=f"list_shipments.py {sagas_client.__version__}")
     a = p.parse_args()
+    try:
+        sagas_client.parse_urls(a.shipping)
+    except ValueError as e:  # the same words as sagactl's
+        print("error: invalid --shipping URL %s" % e, file=sys.stderr)
+        return 2
 
     try:
         sagas_client.use_generated(a.gen)

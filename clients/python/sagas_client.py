@@ -68,6 +68,40 @@ class RpcError(Exception):
         return self.transport or self.code in TRANSIENT
 
 
+# ---- URL lists ----
+
+# The schemes a URL may have, as the C tools accept (common/rpc_client.c,
+# rpc_url_ok), and the most URLs in one list (rpc.h, RPC_URLS_MAX).
+_SCHEMES = ("tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://",
+            "tls+tcp://", "tls+tcp4://", "tls+tcp6://")
+URLS_MAX = 16
+
+
+def parse_urls(urls):
+    """Splits a comma-separated list of URLs ("tcp://a:1,tcp://b:2": several
+    orchestrators, or the replicas of one daemon) or takes a list of them;
+    spaces around an entry are dropped. Every entry must have a known
+    scheme and something after it, and appear once. Returns the list, or
+    raises ValueError naming the bad entry as the C tools do:
+    '"foo" (entry 2 of 2): expected tls+tcp://HOST:PORT, tcp://HOST:PORT or
+    ipc://PATH' (just '"foo": ...' for a single URL)."""
+    items = urls.split(",") if isinstance(urls, str) else list(urls)
+    items = [u.strip(" \t") for u in items]
+    n = len(items)
+    if n > URLS_MAX:
+        raise ValueError('"%s": %d URLs: at most %d' % (",".join(items), n, URLS_MAX))
+    for i, u in enumerate(items):
+        where = '"%s"' % u if n == 1 else '"%s" (entry %d of %d)' % (u, i + 1, n)
+        if u == "" and n > 1:
+            raise ValueError("%s: empty" % where)
+        if not any(u.startswith(s) and len(u) > len(s) for s in _SCHEMES):
+            raise ValueError("%s: expected tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH"
+                             % where)
+        if u in items[:i]:
+            raise ValueError("%s: the same URL as entry %d" % (where, items.index(u) + 1))
+    return items
+
+
 # ---- libnng through ctypes ----
 
 class _Socket(ctypes.Structure):
@@ -83,6 +117,7 @@ _NNG_TLS_AUTH_MODE_REQUIRED = 2
 
 
 _NNG_FLAG_ALLOC = 1
+_NNG_FLAG_NONBLOCK = 2
 _NNG_ETIMEDOUT = 5
 _NNG_ECONNREFUSED = 6
 _NNG_ECONNSHUT = 31
@@ -159,6 +194,15 @@ def _tls_config(url, cert, key, ca):
 class Client:
     """One REQ socket dialed to one daemon; one call at a time.
 
+    `url` may be a comma-separated list (or a list) of URLs: several
+    orchestrators, or the replicas of one daemon (docs/operations.md,
+    "Replicas"). Each is checked (parse_urls: ValueError naming the bad
+    entry) and dialed from the same socket, which sends each call on one of
+    those connected; the client fails to open only when none answers (one
+    that is down now is dialed again in the background and joins when it is
+    back). A call whose connection closes fails (UNAVAILABLE, transport):
+    retry it with the same saga id, and it goes to another one.
+
     A tls+tcp:// URL needs tls_ca (the CA of the daemons' certificates) and,
     to call anything but Health, tls_cert and tls_key: a certificate of the
     role the methods need (the client role for the Orchestrator service, the
@@ -166,17 +210,18 @@ class Client:
 
     def __init__(self, url, timeout_ms=5000, tls_cert=None, tls_key=None, tls_ca=None):
         from sagas.v1 import rpc_pb2  # noqa: F401 (fails early without generated code)
-        self.url = url
+        urls = parse_urls(url)
+        self.url = ",".join(urls)
         self.timeout_ms = timeout_ms
         self._ids = itertools.count(1)
         self._sock = _Socket()
         lib = _nng()
-        tls = url.startswith("tls+")
-        if tls and not tls_ca:
+        tls_urls = [u for u in urls if u.startswith("tls+")]
+        if tls_urls and not tls_ca:
             raise ValueError("%s is a TLS URL: give the CA of the daemons' certificates "
                              "(tls_ca; --tls-ca) and a certificate of the role the methods "
                              "need, client for start_order.py, admin for list_shipments.py "
-                             "(tls_cert, tls_key; --tls-cert, --tls-key)" % url)
+                             "(tls_cert, tls_key; --tls-cert, --tls-key)" % tls_urls[0])
         if bool(tls_cert) != bool(tls_key):
             raise ValueError("tls_cert and tls_key go together")
         rv = lib.nng_req0_open(ctypes.byref(self._sock))
@@ -184,28 +229,43 @@ class Client:
             raise OSError("nng_req0_open: %s" % _strerror(rv))
         # never resend by itself: callers retry, with the same saga id
         lib.nng_setopt_ms(self._sock, b"req:resend-time", -1)
-        dialer = _Dialer()
-        cfg = None
-        rv = lib.nng_dialer_create(ctypes.byref(dialer), self._sock, url.encode())
-        if rv == 0 and tls:
+        failed = []  # (url, tls, nng error) of the dials that failed now
+        for u in urls:
             try:
-                cfg = _tls_config(url, tls_cert, tls_key, tls_ca)
+                rv = self._dial(u, tls_cert, tls_key, tls_ca, 0)
             except Exception:
                 lib.nng_close(self._sock)
                 raise
-            rv = lib.nng_dialer_set_ptr(dialer, b"tls-config", cfg)
-        if rv == 0:
-            rv = lib.nng_dialer_start(dialer, 0)
-        if cfg is not None:
-            lib.nng_tls_config_free(cfg)  # the dialer keeps its own reference
-        if rv != 0:
+            if rv != 0:
+                failed.append((u, u.startswith("tls+"), rv))
+        if len(failed) == len(urls):
             lib.nng_close(self._sock)
+            u, tls, rv = failed[0]
             why = _strerror(rv)
             if tls and rv in (_NNG_ECONNSHUT, _NNG_ECRYPTO, _NNG_EPEERAUTH):
                 why += (" (the TLS handshake failed: does the daemon trust the CA of the "
                         "client certificate, and tls_ca the daemon's certificate?)")
             raise RpcError(UNAVAILABLE, "transport",
-                           "could not reach %s: %s" % (url, why), transport=True)
+                           "could not reach %s: %s" % (u, why), transport=True)
+        for u, _, _ in failed:
+            # down now: dialed again in the background, joins when it is back
+            self._dial(u, tls_cert, tls_key, tls_ca, _NNG_FLAG_NONBLOCK)
+
+    def _dial(self, url, tls_cert, tls_key, tls_ca, flags):
+        """Starts a dialer of `url` on the socket (now, or in the background
+        with _NNG_FLAG_NONBLOCK); returns 0 or the nng error."""
+        lib = _nng()
+        dialer = _Dialer()
+        cfg = None
+        rv = lib.nng_dialer_create(ctypes.byref(dialer), self._sock, url.encode())
+        if rv == 0 and url.startswith("tls+"):
+            cfg = _tls_config(url, tls_cert, tls_key, tls_ca)
+            rv = lib.nng_dialer_set_ptr(dialer, b"tls-config", cfg)
+        if rv == 0:
+            rv = lib.nng_dialer_start(dialer, flags)
+        if cfg is not None:
+            lib.nng_tls_config_free(cfg)  # the dialer keeps its own reference
+        return rv
 
     def close(self):
         if self._sock is not None:

@@ -31,7 +31,8 @@ def main():
     p = argparse.ArgumentParser(description="Start an order saga and wait for its end.")
     p.add_argument("--orchestrator",
                    default=os.environ.get("SAGA_ORCHESTRATOR_URL", "tcp://127.0.0.1:7101"),
-                   help="orchestrator URL (default %(default)s) [env SAGA_ORCHESTRATOR_URL]")
+                   help="orchestrator URL, or a comma-separated list of several orchestrators' URLs "
+                        "(default %(default)s) [env SAGA_ORCHESTRATOR_URL]")
     p.add_argument("--gen", default=None,
                    help="folder of the generated *_pb2 modules (default $SAGAS_PY_GEN or "
                         "build/python)")
@@ -53,6 +54,11 @@ def main():
     p.add_argument("qty", type=int)
     p.add_argument("amount_minor", type=int)
     a = p.parse_args()
+    try:
+        sagas_client.parse_urls(a.orchestrator)
+    except ValueError as e:  # the same words as sagactl's
+        print("error: invalid --orchestrator URL %s" % e, file=sys.stderr)
+        return 2
 
     try:
         sagas_client.use_generated(a.gen)

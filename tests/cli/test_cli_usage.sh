@@ -56,7 +56,7 @@ expect 0 'retry ID' --help
 expect 0 'fault set SERVICE KIND' --help
 expect 0 'fault clear SERVICE' --help
 expect 0 'shipments .*admin: shipments' --help
-expect 0 '--shipping URL .*tcp://127\.0\.0\.1:7104.*SAGA_SHIPPING_URL' --help
+expect 0 '--shipping URL\[,URL\.\.\.\] .*tcp://127\.0\.0\.1:7104.*SAGA_SHIPPING_URL' --help
 
 # no verb, unknown verb
 expect 2 'missing verb'
@@ -173,6 +173,18 @@ expect 2 'invalid --payment URL "foo"' fault clear payment --payment foo
 
 # a bad URL is a usage error
 expect 2 'invalid --orchestrator URL "foo"' --orchestrator foo get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+# a list of URLs (several orchestrators, a participant's replicas): each
+# entry is checked as a single URL is, and the error names the bad one
+expect 2 'invalid --orchestrator URL "foo" \(entry 2 of 2\): expected tls\+tcp://HOST:PORT' \
+	--orchestrator tcp://127.0.0.1:1,foo get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+expect 2 'invalid --orchestrator URL "" \(entry 1 of 2\): empty' \
+	--orchestrator ,tcp://127.0.0.1:1 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+expect 2 'invalid --stock URL "tcp://127.0.0.1:1" \(entry 2 of 2\): the same URL as entry 1' \
+	--stock tcp://127.0.0.1:1,tcp://127.0.0.1:1 stock list
+expect 2 '--orchestrator tls\+tcp://127\.0\.0\.1:2 is a TLS URL: give --tls-ca' \
+	--orchestrator tcp://127.0.0.1:1,tls+tcp://127.0.0.1:2 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+SAGA_ORCHESTRATOR_URL=tcp://127.0.0.1:1,bar expect 2 'invalid --orchestrator URL "bar" \(entry 2 of 2\)' \
+	get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 
 # unreachable services: exit 1 after --timeout with a clear message; global
 # options before or after the verb; the environment gives the default URL

@@ -61,6 +61,19 @@ SAGA_STOCK_WORKERS=" 3" expect stockd 2 '^stockd: error: invalid value for worke
 expect orchestratord 2 '^orchestratord: error: request-timeout-max \(2000\) is below request-timeout \(3000\): .* raise request-timeout-max to at least 3000, or set it to 0' \
 	--request-timeout 3000 --request-timeout-max 2000
 expect orchestratord 1 'could not connect' --request-timeout 40000 --db "host=127.0.0.1 port=1" --db-wait 0
+# a participant's replicas (a comma-separated list): each entry passes the
+# rules of a single URL, and the error names the bad one (docs/operations.md,
+# "Replicas")
+expect orchestratord 2 '^orchestratord: error: invalid value for stock: "foo" \(entry 2 of 2\): expected tls\+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH$' \
+	--stock tcp://127.0.0.1:1,foo
+expect orchestratord 2 '^orchestratord: error: invalid value for payment: "" \(entry 2 of 3\): empty$' \
+	--payment "tcp://127.0.0.1:1,,tcp://127.0.0.1:2"
+expect orchestratord 2 '^orchestratord: error: invalid value for shipping: "tcp://127\.0\.0\.1:1" \(entry 2 of 2\): the same URL as entry 1$' \
+	--shipping "tcp://127.0.0.1:1, tcp://127.0.0.1:1"
+expect orchestratord 2 '^orchestratord: error: tls\+tcp://127\.0\.0\.1:2 is a TLS URL, which needs --participant-tls-cert' \
+	--stock "tcp://127.0.0.1:1,tls+tcp://127.0.0.1:2"
+expect orchestratord 2 '^orchestratord: error: invalid value for stock: "tcp://127.0.0.1:1,.*": 17 URLs: at most 16$' \
+	--stock "$(printf 'tcp://127.0.0.1:%d,' $(seq 1 16))tcp://127.0.0.1:99"
 if [[ $failures -ne 0 ]]; then
 	echo "$failures failure(s)" >&2
 	exit 1

@@ -97,4 +97,20 @@ err=$("$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" --orchestra
 set -e
 assert_eq "unreachable: exit code" "1" "$rc"
 assert_eq "unreachable: says so" "1" "$(grep -c 'could not reach' <<<"$err")"
+
+# a list of orchestrator URLs (issue 20): one that is down is skipped, the
+# order goes to one that is up; a bad entry is refused, named
+dead="${ORCH_URL%:*}:$(_stack_free_port)"
+out=$("$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" \
+  --orchestrator "$dead,$ORCH_URL" py P1 1 100)
+assert_eq "order through a list whose first entry is down" "COMPLETED" \
+  "$(awk '$1 == "state" {print $2}' <<<"$out")"
+set +e
+err=$("$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" \
+  --orchestrator "$ORCH_URL,tcp//x" py P1 1 100 2>&1); rc=$?
+set -e
+assert_eq "bad list entry: exit code" "2" "$rc"
+assert_eq "bad list entry: named" \
+  'error: invalid --orchestrator URL "tcp//x" (entry 2 of 2): expected tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH' \
+  "$err"
 finish

@@ -29,12 +29,22 @@
 # (tests/integration/pg_failover.sh). It must set PG_PORT (the server that
 # psql_db reads) and PG_CONN (the daemons' conninfo, before " dbname=...").
 # stack_stop stops every cluster in a folder $STACK_DIR/pg*.
+# STACK_REPLICAS=N (default 1): N processes of each participant on its one
+# database (docs/operations.md, "Replicas"), each on its own port, named
+# stockd, stockd2, ... (their logs $STACK_DIR/NAME.log, their pids
+# ${STACK_PID_OF[NAME]}, their URLs ${STACK_URL_OF[NAME]}); STOCK_URL,
+# PAYMENT_URL and SHIPPING_URL (and the *_ADMIN_URL) are then the
+# comma-separated lists the orchestrator and sagactl take.
+# stack_start_stock [I] (and _payment, _shipping) starts replica I again
+# (default 1) after stack_kill.
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAGA_BIN_DIR=${SAGA_BIN_DIR:-$STACK_ROOT/build/bin}
 STACK_DIR=""
 STACK_PIDS=()
 declare -A STACK_PID_OF
+# per daemon name (stockd, stockd2, ...): its port, URL and admin URL
+declare -A STACK_PORT_OF STACK_URL_OF STACK_ADMIN_URL_OF
 
 # Ports: free and claimed for this test (scripts/ports.sh), so tests running
 # at once never draw the same one; released by stack_stop.
@@ -73,18 +83,17 @@ tls_flags() {
     "--tls-key $STACK_DIR/certs/$1.key"
 }
 
-# _stack_common_flags NAME: the flags every daemon NAME gets from
-# STACK_TLS and STACK_FAULTS.
+# _stack_common_flags NAME [ADMIN_URL]: the flags every daemon NAME
+# (orchestratord, stockd, paymentd, shippingd) gets from STACK_TLS and
+# STACK_FAULTS; a participant's replica gets its own ADMIN_URL.
 _stack_common_flags() {
   local name=$1 c="$STACK_DIR/certs"
   [ "${STACK_FAULTS:-0}" = 1 ] && printf '%s\n' --enable-fault-injection
   [ "${STACK_TLS:-0}" = 1 ] || return 0
-  local admin_url role_ca
+  local admin_url role_ca=ca-orchestrator
   case $name in
   orchestratord) admin_url=$ORCH_ADMIN_URL role_ca=ca-client ;;
-  stockd) admin_url=$STOCK_ADMIN_URL role_ca=ca-orchestrator ;;
-  paymentd) admin_url=$PAYMENT_ADMIN_URL role_ca=ca-orchestrator ;;
-  shippingd) admin_url=$SHIPPING_ADMIN_URL role_ca=ca-orchestrator ;;
+  *) admin_url=$2 ;;
   esac
   printf '%s\n' --admin-listen "$admin_url" --tls-cert "$c/$name.crt" --tls-key "$c/$name.key" \
     --tls-ca "$c/$role_ca.crt" --admin-tls-ca "$c/ca-admin.crt"
@@ -150,7 +159,6 @@ stack_start_orchestrator() {
 # ${STACK_PID_OF[NAME]} (stack_kill NAME), its URL ${STACK_URL_OF[NAME]}
 # and ${STACK_ADMIN_URL_OF[NAME]}; `ctl_on NAME ARGS...` is sagactl
 # against it.
-declare -A STACK_URL_OF STACK_ADMIN_URL_OF
 stack_start_orchestrator_as() {
   local name=$1; shift
   local port scheme=tcp common
@@ -174,29 +182,34 @@ ctl_on() {
   ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]:?ctl_on: no orchestrator $name} ctl "$@"
 }
 
-stack_start_stock() {
-  local common
-  mapfile -t common < <(_stack_common_flags stockd)
+# _stack_replica_name BASE I: the name of replica I of daemon BASE
+# (stockd, stockd2, ...).
+_stack_replica_name() {
+  if [ "$2" = 1 ]; then echo "$1"; else echo "$1$2"; fi
+}
+
+# _stack_start_participant BASE I DBNAME WRAP FLAGS: starts replica I of
+# participant BASE on database DBNAME.
+_stack_start_participant() {
+  local base=$1 i=$2 db=$3 wrap=$4 flags=$5 name common
+  name=$(_stack_replica_name "$base" "$i")
+  mapfile -t common < <(_stack_common_flags "$base" "${STACK_ADMIN_URL_OF[$name]}")
   # shellcheck disable=SC2086
-  _stack_daemon stockd "$STOCK_PORT" ${STOCK_WRAP:-} "$SAGA_BIN_DIR/stockd" --listen "$STOCK_URL" \
-    --db "$PG_CONN dbname=sagas_stock" ${common[@]+"${common[@]}"} ${STOCK_FLAGS:-}
+  _stack_daemon "$name" "${STACK_PORT_OF[$name]}" $wrap "$SAGA_BIN_DIR/$base" \
+    --listen "${STACK_URL_OF[$name]}" --db "$PG_CONN dbname=$db" ${common[@]+"${common[@]}"} $flags
+}
+
+stack_start_stock() {
+  _stack_start_participant stockd "${1:-1}" sagas_stock "${STOCK_WRAP:-}" "${STOCK_FLAGS:-}"
 }
 
 stack_start_payment() {
-  local common
-  mapfile -t common < <(_stack_common_flags paymentd)
-  # shellcheck disable=SC2086
-  _stack_daemon paymentd "$PAYMENT_PORT" ${PAYMENT_WRAP:-} "$SAGA_BIN_DIR/paymentd" --listen "$PAYMENT_URL" \
-    --db "$PG_CONN dbname=sagas_payment" ${common[@]+"${common[@]}"} ${PAYMENT_FLAGS:-}
+  _stack_start_participant paymentd "${1:-1}" sagas_payment "${PAYMENT_WRAP:-}" "${PAYMENT_FLAGS:-}"
 }
 
 stack_start_shipping() {
-  local common
-  mapfile -t common < <(_stack_common_flags shippingd)
-  # shellcheck disable=SC2086
-  _stack_daemon shippingd "$SHIPPING_PORT" ${SHIPPING_WRAP:-} "$SAGA_BIN_DIR/shippingd" \
-    --listen "$SHIPPING_URL" --db "$PG_CONN dbname=sagas_shipping" ${common[@]+"${common[@]}"} \
-    ${SHIPPING_FLAGS:-}
+  _stack_start_participant shippingd "${1:-1}" sagas_shipping "${SHIPPING_WRAP:-}" \
+    "${SHIPPING_FLAGS:-}"
 }
 
 # stack_kill NAME [SIGNAL]: signals a daemon (default TERM) and waits for it.
@@ -222,34 +235,50 @@ stack_start() {
     PG_PORT=$(PG_FAST=${PG_FAST:-1} bash "$STACK_ROOT/scripts/pg.sh" start "$STACK_DIR/pg")
     PG_CONN="host=127.0.0.1 port=$PG_PORT user=postgres"
   fi
-  ORCH_PORT=$(_stack_free_port); STOCK_PORT=$(_stack_free_port); PAYMENT_PORT=$(_stack_free_port)
-  SHIPPING_PORT=$(_stack_free_port)
+  ORCH_PORT=$(_stack_free_port)
   STACK_CTL_TLS=()
+  local scheme=tcp
   if [ "${STACK_TLS:-0}" = 1 ]; then
     bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/certs" >/dev/null
-    local scheme=tls+tcp
+    scheme=tls+tcp
     ORCH_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
-    STOCK_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
-    PAYMENT_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
-    SHIPPING_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
     read -ra STACK_CTL_TLS <<<"$(tls_flags admin)"
-  else
-    local scheme=tcp
   fi
   ORCH_URL="$scheme://127.0.0.1:$ORCH_PORT"
-  STOCK_URL="$scheme://127.0.0.1:$STOCK_PORT"
-  PAYMENT_URL="$scheme://127.0.0.1:$PAYMENT_PORT"
-  SHIPPING_URL="$scheme://127.0.0.1:$SHIPPING_PORT"
-  if [ "${STACK_TLS:-0}" != 1 ]; then
-    ORCH_ADMIN_URL=$ORCH_URL STOCK_ADMIN_URL=$STOCK_URL PAYMENT_ADMIN_URL=$PAYMENT_URL
-    SHIPPING_ADMIN_URL=$SHIPPING_URL
-  fi
+  [ "${STACK_TLS:-0}" = 1 ] || ORCH_ADMIN_URL=$ORCH_URL
+  # each participant's replicas: a port, a URL and an admin URL each; the
+  # *_URL and *_ADMIN_URL are their lists
+  local base i name port urls admins
+  for base in stockd paymentd shippingd; do
+    urls="" admins=""
+    for i in $(seq 1 "${STACK_REPLICAS:-1}"); do
+      name=$(_stack_replica_name "$base" "$i")
+      port=$(_stack_free_port)
+      STACK_PORT_OF[$name]=$port
+      STACK_URL_OF[$name]="$scheme://127.0.0.1:$port"
+      if [ "${STACK_TLS:-0}" = 1 ]; then
+        STACK_ADMIN_URL_OF[$name]="$scheme://127.0.0.1:$(_stack_free_port)"
+      else
+        STACK_ADMIN_URL_OF[$name]=${STACK_URL_OF[$name]}
+      fi
+      urls+="${urls:+,}${STACK_URL_OF[$name]}"
+      admins+="${admins:+,}${STACK_ADMIN_URL_OF[$name]}"
+    done
+    # shellcheck disable=SC2034 # the *_PORT: replica 1's, for the tests
+    case $base in
+    stockd) STOCK_PORT=${STACK_PORT_OF[stockd]} STOCK_URL=$urls STOCK_ADMIN_URL=$admins ;;
+    paymentd) PAYMENT_PORT=${STACK_PORT_OF[paymentd]} PAYMENT_URL=$urls PAYMENT_ADMIN_URL=$admins ;;
+    shippingd) SHIPPING_PORT=${STACK_PORT_OF[shippingd]} SHIPPING_URL=$urls SHIPPING_ADMIN_URL=$admins ;;
+    esac
+  done
   export ORCH_URL STOCK_URL PAYMENT_URL SHIPPING_URL ORCH_ADMIN_URL STOCK_ADMIN_URL \
     PAYMENT_ADMIN_URL SHIPPING_ADMIN_URL
   export PG_PORT PG_CONN STACK_DIR
-  stack_start_stock
-  stack_start_payment
-  stack_start_shipping
+  for i in $(seq 1 "${STACK_REPLICAS:-1}"); do
+    stack_start_stock "$i"
+    stack_start_payment "$i"
+    stack_start_shipping "$i"
+  done
   stack_start_orchestrator
 }
 
