@@ -2,8 +2,12 @@
 # Fault 20: several orchestrators and participant replicas (issue 20;
 # docs/saga-semantics.md rule 10). Two orchestratord (A, B) on one
 # database, two stockd and two paymentd on theirs; 2,000 sagas at C=64
-# through both orchestrators (sagabench takes the list), a fifth of them
-# declined or out of stock. Meanwhile:
+# through both orchestrators (sagabench takes the list), started at 200 a
+# second (so that the faults below fall in the middle of the run), a fifth
+# of them declined or out of stock. Before each orchestrator fault, both
+# paymentd are paused (SIGSTOP) for 300 ms, so that every orchestrator
+# holds the sagas whose ChargePayment is then unanswered (at 200 a second,
+# a saga takes a few ms and there would be none to take over). Meanwhile:
 #   - at a third: kill -9 A; B's sweep takes over every saga A held (the
 #     time it took is printed, against lease + one sweep); A restarts 2 s
 #     later;
@@ -38,14 +42,19 @@ held_by() { # INSTANCE: unfinished sagas it holds
 _none_held_by() { [ "$(held_by "$1")" = 0 ]; }
 
 "$SAGA_BIN_DIR/sagabench" -o "$ORCH_URL,${STACK_URL_OF[orchestratord2]}" -s "$STOCK_URL" -p "$PAYMENT_URL" \
-  --no-progress -n "$N" -c 64 -m 0.2 -t 170 --json >"$STACK_DIR/bench.json" \
+  --no-progress -n "$N" -c 64 -r 200 -m 0.2 -t 170 --json >"$STACK_DIR/bench.json" \
   2>"$STACK_DIR/bench.err" &
 bench=$!
 
+payments() { kill "-$1" "${STACK_PID_OF[paymentd]}" "${STACK_PID_OF[paymentd2]}"; }
+
 # --- a third: A killed -----------------------------------------------------
 wait_until 120 _finished_at_least $((N / 3))
+payments STOP
+sleep 0.3 # the pause itself: ChargePayments pile up unanswered
 held_a=$(held_by "$A")
 kill -KILL "${STACK_PID_OF[orchestratord]}"
+payments CONT
 killed_at=$(date +%s%3N)
 wait "${STACK_PID_OF[orchestratord]}" 2>/dev/null || true
 unset "STACK_PID_OF[orchestratord]"
@@ -63,8 +72,11 @@ echo "stockd2 killed"
 
 # --- two thirds: B frozen for three leases ----------------------------------
 wait_until 120 _finished_at_least $((2 * N / 3))
+payments STOP
+sleep 0.3
 held_b=$(held_by "$B")
 kill -STOP "${STACK_PID_OF[orchestratord2]}"
+payments CONT # their replies wait in B's socket
 sleep "$((3 * LEASE_MS / 1000)).$((3 * LEASE_MS % 1000))" # the freeze itself, not a wait for anything
 kill -CONT "${STACK_PID_OF[orchestratord2]}"
 echo "B frozen for $((3 * LEASE_MS)) ms holding $held_b unfinished sagas"
@@ -78,13 +90,18 @@ wait_all_terminal 120 || true
 assert_eq "sagas" "$N" "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas")"
 assert_eq "unfinished sagas" 0 \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")"
-completed=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED' ORDER BY 1" | tr '\n' ' ')
+# the id sets compared by their count and digest (2,000 ids are too many to print)
+ids() { # DB SQL: "count digest" of the ids it returns, in order
+  psql_db "$1" "SELECT count(*) || ' ' || md5(coalesce(string_agg(saga_id::text, ',' ORDER BY saga_id::text), '')) FROM ($2) i"
+}
+completed=$(ids sagas_orchestrator "SELECT saga_id FROM sagas WHERE state = 'COMPLETED'")
+echo "COMPLETED sagas (count digest): $completed"
 assert_eq "RESERVED rows are exactly the COMPLETED sagas, one each" "$completed" \
-  "$(psql_db sagas_stock "SELECT saga_id FROM reservations WHERE status = 'RESERVED' ORDER BY 1" | tr '\n' ' ')"
+  "$(ids sagas_stock "SELECT saga_id FROM reservations WHERE status = 'RESERVED'")"
 assert_eq "CHARGED rows are exactly the COMPLETED sagas, one each" "$completed" \
-  "$(psql_db sagas_payment "SELECT saga_id FROM charges WHERE status = 'CHARGED' ORDER BY 1" | tr '\n' ' ')"
+  "$(ids sagas_payment "SELECT saga_id FROM charges WHERE status = 'CHARGED'")"
 assert_eq "shipments are exactly the COMPLETED sagas, one each" "$completed" \
-  "$(psql_db sagas_shipping "SELECT saga_id FROM shipments ORDER BY 1" | tr '\n' ' ')"
+  "$(ids sagas_shipping "SELECT saga_id FROM shipments")"
 assert_eq "history rows sharing a saga and a version" 0 \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM (SELECT saga_id, version FROM saga_history GROUP BY 1, 2 HAVING count(*) > 1) d")"
 assert_eq "every saga's history starts at version 1 and ends at its row's version" 0 \
