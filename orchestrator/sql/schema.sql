@@ -123,17 +123,25 @@ BEGIN
 END
 $$;
 
--- Several orchestrators (schema version 3, issue 20; docs/saga-semantics.md
--- rule 10): a saga is driven by one orchestrator at a time, the holder of
--- its claim. `epoch` is the claim's fencing epoch: 1 when StartSaga writes
--- the row (its orchestrator holds it), raised by one by every claim of the
--- sweep; every transition is written only WHERE epoch = the epoch its
--- writer read, so an orchestrator that was frozen past its lease, or cut
--- off from the database, and wakes up changes nothing. `lease_owner` names
--- the orchestrator that wrote the claim (orchestratord's instance name;
--- for operators and tests: `sagactl get`). Neither is indexed, so a claim
--- stays a HOT update. Adding a column with a constant default does not
--- rewrite the table; done only when missing (the lock blocks readers).
+-- Several orchestrators (schema version 3, issue 20; docs/architecture.md):
+-- - `epoch`, the claim's fencing epoch (docs/saga-semantics.md rule 10): 1
+--   when StartSaga writes the row (its orchestrator holds it), raised by
+--   one by every claim of the sweep; every transition is written only
+--   WHERE epoch = the epoch its writer read, so an orchestrator that was
+--   frozen past its lease, or cut off from the database, and wakes up
+--   changes nothing;
+-- - `lease_owner`, the name of the orchestrator that wrote the claim
+--   (orchestratord's instance name; for operators and tests);
+-- - `waiter`, who waits for this saga's end on another orchestrator. NULL:
+--   nobody (the hot path); an instance's name: a StartSaga with wait_ms or
+--   a WaitSaga on that instance; '*': calls on several instances. The
+--   write that ends the saga NOTIFYs channel saga_finished (payload: the
+--   saga id) in its own statement when waiter is set and is not the
+--   writer's own name (store.c), so the instance holding the call answers
+--   it (listen.c).
+-- None is indexed, so claims and waits stay HOT updates. Adding columns
+-- with a constant default or none does not rewrite the table; done only
+-- when missing (ALTER TABLE blocks even reads of sagas).
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
@@ -141,19 +149,6 @@ BEGIN
         ALTER TABLE sagas ADD COLUMN epoch bigint NOT NULL DEFAULT 1,
                           ADD COLUMN lease_owner text;
     END IF;
-END
-$$;
-
--- waiter (schema version 3, issue 20): who waits for this saga's end on
--- another orchestrator sharing the database. NULL: nobody (the hot path);
--- an instance's name: a StartSaga with wait_ms or a WaitSaga on that
--- instance; '*': calls on several instances. The write that ends the saga NOTIFYs channel
--- saga_finished (payload: the saga id) in its own statement when waiter is
--- set and is not the writer's own name (store.c), so the instance holding
--- the call answers it (listen.c). No index reads it, so setting it keeps
--- updates HOT. Added only when missing (ALTER TABLE blocks reads).
-DO $$
-BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
                    AND attname = 'waiter' AND NOT attisdropped) THEN
         ALTER TABLE sagas ADD COLUMN waiter text;

@@ -26,39 +26,15 @@
 #include "clock.h"
 #include "dbclock.h"
 #include "pg.h"
+#include "pgtest.h"
 #include "saga.h"
 #include "store.h"
 
 #define DB_NAME "claim_lease_check"
 
-static PGconn *connect_to(const char *db)
-{
-	const char *port = getenv("PG_PORT");
-	assert_non_null(port);
-	char ci[256];
-	snprintf(ci, sizeof ci, "host=127.0.0.1 port=%s user=postgres dbname=%s", port, db);
-	PGconn *c = PQconnectdb(ci);
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("connect %s: %s", db, PQerrorMessage(c));
-	return c;
-}
-
-static void sql_ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	ExecStatusType st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
-}
-
 static int setup(void **state)
 {
-	PGconn *admin = connect_to("postgres");
-	sql_ok(admin, "DROP DATABASE IF EXISTS " DB_NAME);
-	sql_ok(admin, "CREATE DATABASE " DB_NAME);
-	PQfinish(admin);
-	PGconn *c = connect_to(DB_NAME);
+	PGconn *c = pgtest_fresh_db(DB_NAME);
 	assert_int_equal(store_apply_schema(c), 0);
 	*state = c;
 	return 0;
@@ -96,7 +72,7 @@ static void put_saga(
 	    " / 1000.0) END WHERE saga_id = '%s'",
 	    saga_state_name(st), attempts, now - 10, attempts, now - 10, deadline_in,
 	    now + deadline_in, row->saga_id);
-	sql_ok(c, sql);
+	pgtest_exec(c, sql);
 	row->s.state = st;
 	row->s.attempts = attempts;
 	row->s.step_deadline_ms = deadline_in == 0 ? 0 : now + deadline_in;
@@ -154,7 +130,7 @@ static void test_claim_lease_matches_rule(void **state)
 				cut++;
 			checked++;
 		}
-		sql_ok(c, "DELETE FROM sagas");
+		pgtest_exec(c, "DELETE FROM sagas");
 	}
 	printf("claim_lease: %zu claimed rows leased as saga_lease_until_ms says (%zu cut at "
 	       "their step deadline)\n",
@@ -185,25 +161,13 @@ static void test_dbclock_agrees(void **state)
 	}
 }
 
-/* sql_text is the one value `sql` returns, in a static buffer. */
-static const char *sql_text(PGconn *c, const char *sql)
-{
-	static char out[256];
-	PGresult *r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-		fail_msg("%s: %s", sql, PQerrorMessage(c));
-	snprintf(out, sizeof out, "%s", PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return out;
-}
-
 /* fenced_write: two sagas started by "A" (epoch 1) and claimed by "B" (epoch
  * 2); A's transitions, decided on the rows it read at epoch 1, are refused
  * and flagged fenced through the path `n_ups` and `dup` pick; B's, on the
  * claimed rows, apply. The rows and their history say exactly that. */
 static void fenced_write(PGconn *c, int n_ups, bool dup)
 {
-	sql_ok(c, "DELETE FROM sagas");
+	pgtest_exec(c, "DELETE FROM sagas");
 	int64_t now = clock_wall_ms();
 	saga_row a_rows[2], claimed[4];
 	for (int i = 0; i < 2; i++) {
@@ -212,7 +176,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		a_rows[i].version = 1;
 		a_rows[i].s.step_deadline_ms = now + 60000;
 	}
-	assert_string_equal(sql_text(c,
+	assert_string_equal(pgtest_text(c,
 	                        "SELECT string_agg(DISTINCT lease_owner || '/' || epoch, ',') "
 	                        "FROM sagas"),
 	    "A/1");
@@ -225,7 +189,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 	assert_int_equal(got, 2);
 	for (size_t k = 0; k < got; k++)
 		assert_int_equal(claimed[k].epoch, 2);
-	assert_string_equal(sql_text(c,
+	assert_string_equal(pgtest_text(c,
 	                        "SELECT string_agg(DISTINCT lease_owner || '/' || epoch, ',') "
 	                        "FROM sagas"),
 	    "B/2");
@@ -250,11 +214,11 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		assert_false(ups[i].applied);
 		assert_true(ups[i].fenced);
 	}
-	assert_string_equal(sql_text(c,
+	assert_string_equal(pgtest_text(c,
 	                        "SELECT count(*) FILTER (WHERE state = 'RESERVING' AND "
 	                        "version = 1) || '/' || count(*) FROM sagas"),
 	    "2/2");
-	assert_string_equal(sql_text(c,
+	assert_string_equal(pgtest_text(c,
 	                        "SELECT count(*) FROM saga_history WHERE version > 1 AND saga_id "
 	                        "IN (SELECT saga_id FROM sagas)"),
 	    "0");
@@ -272,7 +236,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		assert_true(ups[i].applied);
 		assert_false(ups[i].fenced);
 	}
-	assert_string_equal(sql_text(c,
+	assert_string_equal(pgtest_text(c,
 	                        "SELECT count(*) FILTER (WHERE state = 'CHARGING' AND "
 	                        "version = 2 AND epoch = 2) FROM sagas"),
 	    "2");
@@ -286,7 +250,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 	assert_int_equal(store_apply(c, ups, 1, "B"), 0);
 	assert_false(ups[0].applied);
 	assert_false(ups[0].fenced);
-	sql_ok(c, "DELETE FROM sagas");
+	pgtest_exec(c, "DELETE FROM sagas");
 }
 
 static void test_fencing_epoch(void **state)

@@ -20,6 +20,7 @@
 #include <libpq-fe.h>
 
 #include "pg.h"
+#include "pgtest.h"
 #include "saga.h"
 #include "store.h"
 
@@ -30,38 +31,13 @@ typedef struct fixture {
 	PGconn *lis; /* LISTENs */
 } fixture;
 
-static PGconn *connect_to(const char *db)
-{
-	const char *port = getenv("PG_PORT");
-	assert_non_null(port);
-	char ci[256];
-	snprintf(ci, sizeof ci, "host=127.0.0.1 port=%s user=postgres dbname=%s", port, db);
-	PGconn *c = PQconnectdb(ci);
-	if (PQstatus(c) != CONNECTION_OK)
-		fail_msg("connect %s: %s", db, PQerrorMessage(c));
-	return c;
-}
-
-static void sql_ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	ExecStatusType st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
-}
-
 static int setup(void **state)
 {
-	PGconn *admin = connect_to("postgres");
-	sql_ok(admin, "DROP DATABASE IF EXISTS " DB_NAME);
-	sql_ok(admin, "CREATE DATABASE " DB_NAME);
-	PQfinish(admin);
 	fixture *f = calloc(1, sizeof *f);
-	f->c = connect_to(DB_NAME);
+	f->c = pgtest_fresh_db(DB_NAME);
 	assert_int_equal(store_apply_schema(f->c), 0);
-	f->lis = connect_to(DB_NAME);
-	sql_ok(f->lis, "LISTEN " STORE_NOTIFY_CHANNEL);
+	f->lis = pgtest_connect(DB_NAME);
+	pgtest_exec(f->lis, "LISTEN " STORE_NOTIFY_CHANNEL);
 	*state = f;
 	return 0;
 }
@@ -80,7 +56,7 @@ static int teardown(void **state)
  * `max`, each VALID_UUID_LEN + 1) and returns how many there were. */
 static int notes(fixture *f, char (*ids)[VALID_UUID_LEN + 1], int max)
 {
-	sql_ok(f->lis, "SELECT 1");
+	pgtest_exec(f->lis, "SELECT 1");
 	assert_int_equal(PQconsumeInput(f->lis), 1);
 	int n = 0;
 	PGnotify *nt;
@@ -242,18 +218,18 @@ static void test_commit_only(void **state)
 	saga_row a, b;
 	new_saga(f, &a, "*");
 	new_saga(f, &b, "*");
-	sql_ok(f->c, "BEGIN");
+	pgtest_exec(f->c, "BEGIN");
 	store_update u;
 	end_of(&u, &a, SAGA_STATE_CANCELLED);
 	assert_int_equal(store_apply(f->c, &u, 1, "A"), 0);
 	assert_int_equal(notes(f, ids, 8), 0);
-	sql_ok(f->c, "ROLLBACK");
+	pgtest_exec(f->c, "ROLLBACK");
 	assert_int_equal(notes(f, ids, 8), 0);
-	sql_ok(f->c, "BEGIN");
+	pgtest_exec(f->c, "BEGIN");
 	end_of(&u, &b, SAGA_STATE_CANCELLED);
 	assert_int_equal(store_apply(f->c, &u, 1, "A"), 0);
 	assert_int_equal(notes(f, ids, 8), 0);
-	sql_ok(f->c, "COMMIT");
+	pgtest_exec(f->c, "COMMIT");
 	assert_int_equal(notes(f, ids, 8), 1);
 	assert_string_equal(ids[0], b.saga_id);
 }
