@@ -89,6 +89,8 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	m->updated_unix_ms = row->updated_ms;
 	m->step_deadline_unix_ms = row->s.step_deadline_ms;
 	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
+	m->epoch = row->epoch;
+	m->lease_owner = row->lease_owner;
 }
 
 int codec_reply_start(rpc_reply *r, const saga_row *row, bool created, bool finished)

@@ -401,8 +401,10 @@ static void ctl_print_help(FILE *out)
 	    "  "
 	    "\"sku\",\"qty\",\"amount_minor\",\"amount\",\"attention\",\"version\",\"attempts\",\n"
 	    "  \"created_unix_ms\",\"created_at\",\"updated_unix_ms\",\"updated_at\",\n"
-	    "  \"step_deadline_unix_ms\",\"next_attempt_unix_ms\"}; money as integer minor units\n"
-	    "  (*_minor) and as a decimal string.\n\n"
+	    "  \"step_deadline_unix_ms\",\"next_attempt_unix_ms\",\"epoch\",\"lease_owner\"}; "
+	    "money as\n"
+	    "  integer minor units"
+	    " (*_minor) and as a decimal string.\n\n"
 	    "exit status: 0 success, 1 error (RPC error, unreachable service, --wait timeout),\n"
 	    "2 usage error. Run 'sagactl VERB --help' for a verb's arguments and options.\n",
 	    "-h, --help", "show this help and exit");

@@ -247,7 +247,7 @@ json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 	char amount[32], created[32], updated[32];
 	const Sagas__V1__Order *o = s->order;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, s:I, "
-	                 "s:s, s:I, s:I}",
+	                 "s:s, s:I, s:I, s:I, s:s}",
 	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason",
 	    s->reason, "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
 	    (json_int_t)o->amount, "amount", ctl_money(o->amount, amount), "attention",
@@ -257,7 +257,8 @@ json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 	    (json_int_t)s->updated_unix_ms, "updated_at",
 	    ctl_iso_ms(s->updated_unix_ms, updated, sizeof updated), "step_deadline_unix_ms",
 	    (json_int_t)s->step_deadline_unix_ms, "next_attempt_unix_ms",
-	    (json_int_t)s->next_attempt_unix_ms);
+	    (json_int_t)s->next_attempt_unix_ms, "epoch", (json_int_t)s->epoch, "lease_owner",
+	    s->lease_owner);
 }
 
 /* ctl_truncated_note says that a listing shows only the newest rows. */
@@ -289,6 +290,8 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
 	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
 	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
+	printf("lease_owner   %s (epoch %" PRId64 ")\n", s->lease_owner[0] ? s->lease_owner : "-",
+	    (int64_t)s->epoch);
 	if (created == CTL_KEY_NEW)
 		printf("created       yes\n");
 	else if (created == CTL_KEY_OLD)

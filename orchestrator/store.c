@@ -38,7 +38,7 @@
 #define SAGA_COLS                                                                                  \
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
-	    "created_at") ", " MS("updated_at") ", epoch"
+	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, '')"
 
 static void store_read_row(const PGresult *r, int i, saga_row *out)
 {
@@ -58,6 +58,7 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->created_ms = pg_get_i64(r, i, 12);
 	out->updated_ms = pg_get_i64(r, i, 13);
 	out->epoch = pg_get_i64(r, i, 14);
+	snprintf(out->lease_owner, sizeof out->lease_owner, "%s", PQgetvalue(r, i, 15));
 }
 
 /* The statements of the API and the engine, prepared once per session

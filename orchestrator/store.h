@@ -24,8 +24,10 @@ typedef struct saga_row {
 	int32_t qty;
 	int64_t amount; /* minor units */
 	int64_t version;
-	int64_t epoch; /* the fencing epoch of the claim this row was read under
-	                  (sagas.epoch: 1 at the start, +1 at every claim) */
+	int64_t epoch;        /* the fencing epoch of the claim this row was read under
+	                         (sagas.epoch: 1 at the start, +1 at every claim) */
+	char lease_owner[64]; /* sagas.lease_owner: the orchestrator that wrote
+	                         the claim ("" when none is recorded) */
 	int64_t created_ms;
 	int64_t updated_ms;
 } saga_row;

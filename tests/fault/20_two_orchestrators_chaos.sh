@@ -111,5 +111,10 @@ echo "B's stale transitions refused after SIGCONT: $fenced (B held $held_b sagas
 if [ "$held_b" -gt 0 ]; then
   assert_eq "B's stale writes were refused (at least one)" yes "$([ "$fenced" -ge 1 ] && echo yes || echo "no ($fenced)")"
 fi
+# what an operator sees: sagactl get names the claim's holder and epoch
+taken=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE epoch > 1 ORDER BY saga_id LIMIT 1")
+assert_eq "sagactl get: lease_owner and epoch, as stored" \
+  "$(psql_db sagas_orchestrator "SELECT lease_owner || ' ' || epoch FROM sagas WHERE saga_id = '$taken'")" \
+  "$(ctl get "$taken" --json | jq -r '.lease_owner + " " + (.epoch | tostring)')"
 echo "outcomes: $(psql_db sagas_orchestrator "SELECT string_agg(state || ':' || n, ' ') FROM (SELECT state, count(*) n FROM sagas GROUP BY 1 ORDER BY 1) c")"
 finish
