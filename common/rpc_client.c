@@ -41,6 +41,8 @@ struct rpc_client {
 	atomic_uint_fast64_t next_id;
 	nng_mtx *mtx; /* guards everything below and every rpc_pending's timer fields */
 	nng_cv *cv;
+	nng_cv *up_cv; /* signalled when a connection comes up */
+	long pipes_up; /* connections that came up since the socket opened */
 	nng_thread *timer;
 	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
 	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
@@ -70,6 +72,8 @@ static void rpc_timer_main(void *arg);
 
 static void rpc_client_free(rpc_client *c)
 {
+	if (c->up_cv)
+		nng_cv_free(c->up_cv);
 	if (c->cv)
 		nng_cv_free(c->cv);
 	if (c->mtx)
@@ -100,9 +104,45 @@ static int rpc_client_dial(rpc_client *c, const char *url, tls_conf *tls, bool n
  * failure when none connected (a refused TLS handshake before any other
  * one: it says the most). Returns 0 or an nng error; *refused is true when
  * that error is a refused TLS handshake. */
+/* rpc_client_pipe_up counts a connection that came up (nng's pipe
+ * callback, on one of its threads). */
+static void rpc_client_pipe_up(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	(void)p;
+	(void)ev;
+	rpc_client *c = arg;
+	nng_mtx_lock(c->mtx);
+	c->pipes_up++;
+	nng_cv_wake(c->up_cv);
+	nng_mtx_unlock(c->mtx);
+}
+
+/* rpc_client_dial_any dials every entry of `u` in the background at once
+ * and waits up to connect_wait_ms for the first connection. Returns 0, an
+ * nng error of a dialer that could not start, or NNG_ETIMEDOUT. */
+static int rpc_client_dial_any(rpc_client *c, const rpc_urls *u)
+{
+	int rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, rpc_client_pipe_up, c);
+	for (size_t i = 0; rv == 0 && i < u->n; i++)
+		rv = rpc_client_dial(c, u->url[i], u->tls[i], false);
+	if (rv != 0)
+		return rv;
+	int64_t wait = c->opts.connect_wait_ms > 0 ? c->opts.connect_wait_ms : RPC_CONNECT_WAIT_MS;
+	nng_time until = nng_clock() + (nng_time)wait;
+	nng_mtx_lock(c->mtx);
+	while (c->pipes_up == 0 && nng_cv_until(c->up_cv, until) != NNG_ETIMEDOUT)
+		;
+	bool up = c->pipes_up > 0;
+	nng_mtx_unlock(c->mtx);
+	return up ? 0 : NNG_ETIMEDOUT;
+}
+
 static int rpc_client_dial_all(rpc_client *c, const rpc_urls *u, bool *refused)
 {
 	bool now = c->opts.connect_now;
+	*refused = false;
+	if (now && u->n > 1)
+		return rpc_client_dial_any(c, u);
 	int first = 0;
 	size_t up = 0;
 	*refused = false;
@@ -144,7 +184,8 @@ int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_o
 	c->opts.tls = NULL;
 	if (c->opts.max_msg == 0)
 		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
-	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
+	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0
+	    || nng_cv_alloc(&c->up_cv, c->mtx) != 0) {
 		rpc_client_free(c);
 		return -ENOMEM;
 	}
