@@ -32,12 +32,16 @@ static void report_round(report *r)
 		log_warn(NULL, "report: could not count stuck sagas: %s", pg_err_name(rc));
 		return;
 	}
-	if (attention > 0 || overdue > 0)
+	if (attention > 0)
+		log_warn(NULL, "report: %lld saga%s need%s attention (sagactl list --attention)",
+		    (long long)attention, attention == 1 ? "" : "s", attention == 1 ? "s" : "");
+	if (overdue > 0)
 		log_warn(NULL,
-		    "report: %lld sagas need attention (sagactl list --attention), %lld are past "
-		    "their step deadline by more than %lld ms (no orchestrator is moving them: "
-		    "are they all down, or behind?)",
-		    (long long)attention, (long long)overdue, (long long)r->overdue_ms);
+		    "report: %lld saga%s past %s step deadline by more than %lld ms: no "
+		    "orchestrator is moving %s (are they all down, or far behind?)",
+		    (long long)overdue, overdue == 1 ? " is" : "s are",
+		    overdue == 1 ? "its" : "their", (long long)r->overdue_ms,
+		    overdue == 1 ? "it" : "them");
 }
 
 static void *report_main(void *arg)

@@ -22,9 +22,11 @@ psql_db sagas_orchestrator "
   INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at, step_deadline)
   VALUES ('e1ec7000-0000-4000-8000-000000000002', 'CHARGING', 'c1', 'X', 1, 100,
           now() + interval '1 hour', now() - interval '1 minute');" >/dev/null
-LINE="report: 1 sagas need attention (sagactl list --attention), 1 are past their step deadline"
+LINE="report: 1 saga needs attention (sagactl list --attention)"
+LINE2="report: 1 saga is past its step deadline by more than 10000 ms: no orchestrator is moving it"
 log_count() { grep -cF -- "$2" "$STACK_DIR/$1.log" || true; }
 reports() { grep -cF -- "$LINE" "$STACK_DIR/$1.log" || true; }
+reports2() { grep -cF -- "$LINE2" "$STACK_DIR/$1.log" || true; }
 _reported() { [ "$(reports "$1")" -ge "${2:-1}" ]; }
 _one_reports() { _reported orchestratord 2 || _reported orchestratord2 2; }
 wait_until 30 _one_reports
@@ -32,6 +34,9 @@ if _reported orchestratord 2; then leader=orchestratord other=orchestratord2; el
 echo "leader: $leader"
 assert_eq "the leader says it leads" 1 "$(log_count "$leader" "now leading the report of stuck sagas")"
 assert_eq "the other reports nothing" 0 "$(reports "$other")"
+assert_eq "the leader reports the overdue saga too" yes \
+  "$([ "$(reports2 "$leader")" -ge 1 ] && echo yes || echo no)"
+assert_eq "the other reports no overdue saga" 0 "$(reports2 "$other")"
 assert_eq "the other says once that another process leads" 1 \
   "$(log_count "$other" "another process leads the report of stuck sagas")"
 
