@@ -159,6 +159,11 @@ wait_healthy() {
   done
 }
 running() { podman inspect --format '{{.State.Running}}' "$(cname "$1")" 2>/dev/null; }
+# A command in a service's container: `podman exec`, not `docker-compose
+# exec`: an exec session made through the API keeps its conmon 5 minutes,
+# whose cleanup then mounts the overlay store again after the teardown
+# unmounted it.
+in_svc() { local s=$1; shift; podman exec "$(cname "$s")" "$@"; }
 for s in postgres "${daemons[@]}"; do wait_healthy "$s"; done
 say "every service healthy (${#daemons[@]} daemons)"
 
@@ -172,7 +177,7 @@ check() { # NAME EXPECTED ACTUAL
 # ---- roles: each reaches its own database and nothing else (one exec: every
 # container start costs seconds here)
 # shellcheck disable=SC2016
-roles=$(dc exec -T postgres bash -c '
+roles=$(in_svc postgres bash -c '
   for d in orchestrator stock payment shipping; do
     v=SAGA_${d^^}_DB_PASSWORD
     for db in sagas_orchestrator sagas_stock sagas_payment sagas_shipping postgres template1; do
@@ -199,7 +204,7 @@ orch_name() {
 # one query on the orchestrators' database, as their role; one row a line
 orch_sql() {
   # shellcheck disable=SC2016
-  dc exec -T postgres bash -c 'PGPASSWORD=$SAGA_ORCHESTRATOR_DB_PASSWORD psql -X -q -t -A \
+  in_svc postgres bash -c 'PGPASSWORD=$SAGA_ORCHESTRATOR_DB_PASSWORD psql -X -q -t -A \
     -v ON_ERROR_STOP=1 -h 127.0.0.1 -U saga_orchestrator -d sagas_orchestrator -c "$1"' _ "$1"
 }
 # SAGA_ID...: "ID=lease_owner" of each, in the order given, one line
@@ -274,7 +279,7 @@ say "seed lab final state as expected"
 # key or a CA's (docs/security.md); a second replica the same files as its
 # first
 held=$(for s in "${daemons[@]}"; do
-  echo "$s: $(podman exec "$(cname "$s")" ls /certs | tr '\n' ' ')"
+  echo "$s: $(in_svc "$s" ls /certs | tr '\n' ' ')"
 done)
 declare -A files=(
   [stock]="ca-admin.crt ca-orchestrator.crt stockd.crt stockd.key "
