@@ -33,13 +33,38 @@ dcc --env-file "$pwfile" -f compose.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml -f tests/compose/override.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml --profile cli config --services | grep -qx sagactl
-# only the orchestrator's API is ever published, and only with publish.yaml
+# only the orchestrators' API is ever published, and only with publish.yaml
 published=$(dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config |
-  awk '/^  [a-z]+:$/ {svc=$1} /^    ports:/ {print svc}' | tr -d ':' | tr '\n' ' ')
-if [ "$published" != "orchestrator " ]; then
-  echo "compose_config: FAIL: published services: '$published' (expected only orchestrator)" >&2
+  awk '/^  [a-z0-9_-]+:$/ {svc=$1} /^    ports:/ {print svc}' | tr -d ':' | tr '\n' ' ')
+if [ "$published" != "orchestrator orchestrator2 " ]; then
+  echo "compose_config: FAIL: published services: '$published' (expected only orchestrator and orchestrator2)" >&2
   exit 1
 fi
+# the second of each service is its first one merged in: the same settings
+# and environment (only the name differs), and the orchestrators and sagactl
+# name both of each
+cfg=$(dcc --env-file "$pwfile" -f compose.yaml --profile cli config)
+svc_cfg() { # SERVICE: its block of `config`, without its name
+  awk -v s="  $1:" '$0 == s {on=1; next} on && !/^    / {on=0} on' <<<"$cfg"
+}
+for s in stock payment shipping orchestrator; do
+  [ -n "$(svc_cfg "$s")" ] || { echo "compose_config: FAIL: no service $s" >&2; exit 1; }
+  if [ "$(svc_cfg "$s")" != "$(svc_cfg "${s}2")" ]; then
+    echo "compose_config: FAIL: ${s}2 differs from $s:" >&2
+    diff <(svc_cfg "$s") <(svc_cfg "${s}2") >&2 || true
+    exit 1
+  fi
+done
+for want in "SAGA_STOCK_URL: tls+tcp://stock:7102,tls+tcp://stock2:7102" \
+  "SAGA_PAYMENT_URL: tls+tcp://payment:7103,tls+tcp://payment2:7103" \
+  "SAGA_SHIPPING_URL: tls+tcp://shipping:7104,tls+tcp://shipping2:7104"; do
+  n=$(grep -cxF "      $want" <<<"$cfg" || true)
+  [ "$n" = 2 ] || { echo "compose_config: FAIL: '$want' in $n services (expected the two orchestrators)" >&2; exit 1; }
+done
+grep -qxF "      SAGA_ORCHESTRATOR_URL: tls+tcp://orchestrator:7111,tls+tcp://orchestrator2:7111" <<<"$cfg" || {
+  echo "compose_config: FAIL: sagactl is not given both orchestrators" >&2
+  exit 1
+}
 if dcc --env-file "$pwfile" -f compose.yaml config | grep -q '^    ports:'; then
   echo "compose_config: FAIL: compose.yaml alone publishes a port" >&2
   exit 1
