@@ -267,6 +267,22 @@ void pg_rollback(PGconn *conn)
 	PQclear(r);
 }
 
+/* pg_said_reconnected logs a reconnection of this thread: at INFO, but one
+ * that replaces a read-only session at most once every 10 s per thread (at
+ * DEBUG otherwise): a primary set read-only (default_transaction_read_only)
+ * takes every new session, so each sweep, and each call of a client, would
+ * reconnect and say so again. */
+static void pg_said_reconnected(const PGconn *conn, bool after_read_only)
+{
+	static _Thread_local int64_t said_ms;
+	int64_t now = clock_mono_ms();
+	bool quiet = after_read_only && said_ms != 0 && now - said_ms < 10000;
+	if (after_read_only && !quiet)
+		said_ms = now;
+	log_msg(quiet ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, NULL, "reconnected to database at %s:%s",
+	    PQhost(conn), PQport(conn));
+}
+
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 {
 	bool read_only = *conn != NULL && *conn == pg_read_only_conn;
@@ -280,8 +296,7 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 		PQreset(*conn);
 		if (PQstatus(*conn) == CONNECTION_OK && !pg_session_is_standby(*conn)) {
 			pg_session_setup(*conn);
-			log_info(
-			    NULL, "reconnected to database at %s:%s", PQhost(*conn), PQport(*conn));
+			pg_said_reconnected(*conn, read_only);
 			return true;
 		}
 		PQfinish(*conn);
@@ -289,7 +304,7 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 	}
 	*conn = pg_connect(conninfo, wait_ms);
 	if (*conn != NULL)
-		log_info(NULL, "reconnected to database at %s:%s", PQhost(*conn), PQport(*conn));
+		pg_said_reconnected(*conn, read_only);
 	return *conn != NULL;
 }
 

@@ -45,8 +45,9 @@ struct engine {
 	rpc_client *payment;
 	rpc_client *shipping;
 	nng_thread *thread;
-	uint64_t rng;    /* engine thread only */
-	uint64_t fenced; /* engine thread only: transitions refused by rule 10 */
+	uint64_t rng;            /* engine thread only */
+	uint64_t fenced;         /* engine thread only: transitions refused by rule 10 */
+	int64_t claim_warned_ms; /* engine thread only: the last claim failure logged */
 
 	nng_mtx *mtx; /* guards everything below */
 	nng_cv *cv;
@@ -426,7 +427,14 @@ static bool engine_sweep(engine *e)
 	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, me, rows, &n)
 	              : store_claim_due(e->conn, now, pol, now - young, limit, me, rows, &n);
 	if (rc != 0) {
-		log_warn(NULL, "could not claim due sagas: %s", pg_err_name(rc));
+		/* at most one WARNING every 10 s: a database that takes sessions
+		 * but refuses the claim (set read-only) fails every sweep */
+		int64_t mono = clock_mono_ms();
+		bool loud = e->claim_warned_ms == 0 || mono - e->claim_warned_ms >= 10000;
+		if (loud)
+			e->claim_warned_ms = mono;
+		log_msg(loud ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, NULL,
+		    "could not claim due sagas: %s", pg_err_name(rc));
 		return false;
 	}
 	more = !full && n == (size_t)limit;

@@ -98,11 +98,16 @@ static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])"};
 /* WaitSaga: instance $2 waits for this saga's end (schema.sql, waiter):
  * its name when nobody else waits, else '*' (anyone), and the row as it is
- * now. */
+ * now. Only a mark that changes the column is written: a row already
+ * marked so (a second wait, or a client asking again and again) is not
+ * rewritten (no new row version, no WAL, no row lock that the claims'
+ * SKIP LOCKED would pass over); store_mark_waiter then reads it. */
+#define STORE_WAITER_MARK                                                                          \
+	"CASE WHEN waiter IS NULL OR waiter = $2::text THEN coalesce($2::text, '*') ELSE '*' END"
 static const pg_stmt STORE_MARK_WAITER = {"saga_mark_waiter",
-    "UPDATE sagas SET waiter = CASE WHEN waiter IS NULL OR waiter = $2::text"
-    "  THEN coalesce($2::text, '*') ELSE '*' END"
-    " WHERE saga_id = $1 RETURNING " SAGA_COLS};
+    "UPDATE sagas SET waiter = " STORE_WAITER_MARK
+    " WHERE saga_id = $1 AND waiter IS DISTINCT FROM " STORE_WAITER_MARK
+    " RETURNING " SAGA_COLS};
 /* clang-format on */
 
 int store_apply_schema(PGconn *conn)
@@ -182,12 +187,18 @@ int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, s
 	int rc = pg_exec_stmt(conn, &STORE_MARK_WAITER, 2, p, &r);
 	if (rc != 0)
 		return rc;
-	if (PQntuples(r) == 0)
-		rc = -ENOENT;
-	else
+	if (PQntuples(r) == 1) {
 		store_read_row(r, 0, out);
+		PQclear(r);
+		return 0;
+	}
 	PQclear(r);
-	return rc;
+	/* marked so already (or no such saga): the mark was committed before
+	 * the UPDATE saw it, so an end committed after this read (a new
+	 * statement: a new snapshot) finds it and is NOTIFYed or answered
+	 * in-process, and one committed before is in the row read here. The
+	 * column only ever goes NULL -> name -> '*', never back. */
+	return store_get_saga(conn, saga_id, out);
 }
 
 int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *out, bool *found)

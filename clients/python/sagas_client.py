@@ -86,6 +86,10 @@ def parse_urls(urls):
     '"foo" (entry 2 of 2): expected tls+tcp://HOST:PORT, tcp://HOST:PORT or
     ipc://PATH' (just '"foo": ...' for a single URL)."""
     items = urls.split(",") if isinstance(urls, str) else list(urls)
+    if not items or not all(isinstance(u, str) for u in items):
+        # an empty list would open a socket dialing nothing (IndexError)
+        raise ValueError("%r: expected tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH, "
+                         "or a comma-separated list of them" % (urls,))
     items = [u.strip(" \t") for u in items]
     n = len(items)
     if n > URLS_MAX:

@@ -113,4 +113,17 @@ assert_eq "bad list entry: exit code" "2" "$rc"
 assert_eq "bad list entry: named" \
   'error: invalid --orchestrator URL "tcp//x" (entry 2 of 2): expected tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH' \
   "$err"
+# parse_urls: an empty list, or one that is not of strings, is a ValueError
+# (an empty list was an IndexError in the constructor)
+assert_eq "parse_urls refuses an empty list and non-strings" "ValueError ValueError" \
+  "$(PYTHONPATH="$STACK_ROOT/clients/python" "$PY" -c '
+import sagas_client as s
+out = []
+for bad in ([], [1]):
+    try:
+        s.parse_urls(bad)
+        out.append("accepted")
+    except Exception as e:
+        out.append(type(e).__name__)
+print(" ".join(out))')"
 finish

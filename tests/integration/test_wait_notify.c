@@ -116,6 +116,56 @@ static const char *waiter_of(fixture *f, const char *saga_id)
 	return out;
 }
 
+/* row_version_of is the saga row's xmin: it changes with every UPDATE
+ * that writes the row. */
+static long long row_version_of(fixture *f, const char *saga_id)
+{
+	const char *p[1] = {saga_id};
+	PGresult *r = PQexecParams(f->c, "SELECT xmin::text::bigint FROM sagas WHERE saga_id = $1",
+	    1, NULL, p, NULL, NULL, 0);
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	assert_int_equal(PQntuples(r), 1);
+	long long x = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return x;
+}
+
+/* A mark that changes nothing writes nothing (a client sending WaitSaga
+ * again and again must not make one UPDATE per call), and still reads the
+ * row as it is now: an end committed since is seen. */
+static void test_mark_idempotent(void **state)
+{
+	fixture *f = *state;
+	saga_row s, marked;
+	new_saga(f, &s, NULL);
+	assert_int_equal(store_mark_waiter(f->c, s.saga_id, "A", &marked), 0);
+	long long x = row_version_of(f, s.saga_id);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(store_mark_waiter(f->c, s.saga_id, "A", &marked), 0);
+		assert_string_equal(marked.saga_id, s.saga_id);
+		assert_int_equal(marked.version, s.version);
+	}
+	assert_true(row_version_of(f, s.saga_id) == x);
+	assert_string_equal(waiter_of(f, s.saga_id), "A");
+	/* another instance: '*', written once */
+	assert_int_equal(store_mark_waiter(f->c, s.saga_id, "B", &marked), 0);
+	assert_string_equal(waiter_of(f, s.saga_id), "*");
+	x = row_version_of(f, s.saga_id);
+	assert_int_equal(store_mark_waiter(f->c, s.saga_id, "A", &marked), 0);
+	assert_int_equal(store_mark_waiter(f->c, s.saga_id, NULL, &marked), 0);
+	assert_true(row_version_of(f, s.saga_id) == x);
+	/* ended since: the read shows it */
+	store_update u;
+	end_of(&u, &s, SAGA_STATE_CANCELLED);
+	assert_int_equal(store_apply(f->c, &u, 1, "B"), 0);
+	assert_true(u.applied);
+	assert_int_equal(store_mark_waiter(f->c, s.saga_id, "A", &marked), 0);
+	assert_int_equal(marked.s.state, SAGA_STATE_CANCELLED);
+	assert_int_equal(marked.version, s.version + 1);
+	char ids[8][VALID_UUID_LEN + 1];
+	(void)notes(f, ids, 8); /* the end's NOTIFY ('*'), for the next test */
+}
+
 /* One update (STORE_APPLY_ONE): only a waiter that is not the writer. */
 static void test_single(void **state)
 {
@@ -273,6 +323,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_commit_only),
 	    cmocka_unit_test(test_inserts),
+	    cmocka_unit_test(test_mark_idempotent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
