@@ -338,7 +338,8 @@ void rpc_urls_free(rpc_urls *u);
 const char *rpc_urls_text(const rpc_urls *u, char *buf, size_t len);
 
 /* rpc_url_ok is true when `url` has a scheme nng can listen on or dial
- * (tcp, tcp4, tcp6, ipc, inproc, abstract, ws) and something after it. */
+ * (tcp, tcp4, tcp6, ipc, inproc, abstract, ws) and something after it, and
+ * holds no space or control byte (two URLs missing their comma). */
 bool rpc_url_ok(const char *url);
 
 /* rpc_client_open makes a REQ socket dialing `url` in the background (it

@@ -56,6 +56,11 @@ bool rpc_url_ok(const char *url)
 	    "abstract://", "ws://", "tls+tcp://", "tls+tcp4://", "tls+tcp6://"};
 	if (url == NULL)
 		return false;
+	/* a space or control byte inside is a typo (two URLs without their
+	 * comma), never an address nng would dial as meant */
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return false;
 	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
 		size_t n = strlen(schemes[i]);
 		if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0')

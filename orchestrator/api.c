@@ -212,7 +212,14 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 		saga_row again;
 		int rc;
 		API_DB(a, w, rc, store_mark_waiter(w->conn, row->saga_id, a->instance, &again));
-		if (rc == 0 && saga_is_terminal(again.s.state)
+		if (rc != 0) {
+			/* not marked: an end another orchestrator writes would not be
+			 * NOTIFYed, so holding the call could only end "unfinished"
+			 * at its deadline; answer now with the state as read (the
+			 * client waits again) */
+			if (waits_take(a->waits, ticket, row->saga_id))
+				waits_reply(h, row, false, as);
+		} else if (saga_is_terminal(again.s.state)
 		    && waits_take(a->waits, ticket, row->saga_id))
 			waits_reply(h, &again, true, as);
 	}

@@ -181,6 +181,8 @@ expect 2 'invalid --orchestrator URL "" \(entry 1 of 2\): empty' \
 	--orchestrator ,tcp://127.0.0.1:1 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 2 'invalid --stock URL "tcp://127.0.0.1:1" \(entry 2 of 2\): the same URL as entry 1' \
 	--stock tcp://127.0.0.1:1,tcp://127.0.0.1:1 stock list
+expect 2 'invalid --orchestrator URL "tcp://127.0.0.1:1 tcp://127.0.0.1:2": expected' \
+	--orchestrator "tcp://127.0.0.1:1 tcp://127.0.0.1:2" get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 2 '--orchestrator tls\+tcp://127\.0\.0\.1:2 is a TLS URL: give --tls-ca' \
 	--orchestrator tcp://127.0.0.1:1,tls+tcp://127.0.0.1:2 get 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 SAGA_ORCHESTRATOR_URL=tcp://127.0.0.1:1,bar expect 2 'invalid --orchestrator URL "bar" \(entry 2 of 2\)' \
