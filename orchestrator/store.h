@@ -109,16 +109,14 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
 
 /* store_mark_waiter records that a call on instance `instance` (its name,
  * borrowed; NULL: unnamed) waits for saga `saga_id` and reads the row
- * into *out (the UPDATE's RETURNING, or a read when it changed nothing). sagas.waiter becomes `instance` when
- * nobody or only this instance waited, else '*' (several instances wait):
- * an end written by any other instance is then NOTIFYed (store_apply),
- * and one this instance writes is answered in-process (engine
- * on_finished), so a single orchestrator never pays a NOTIFY. The caller
- * registers its waiting call (waits_add) BEFORE this: an end committed
- * before the mark is in *out (terminal), one committed after it is
- * NOTIFYed, so none is missed. A write only when the mark changes (the
- * first wait of an instance, then '*' once): else one more read.
- * Returns 0, -ENOENT for an unknown saga, or a negative enum pg_err. */
+ * into *out (the UPDATE's RETURNING, or a read when it changed nothing). sagas.waiter becomes
+ * `instance` when nobody or only this instance waited, else '*' (several instances wait): an end
+ * written by any other instance is then NOTIFYed (store_apply), and one this instance writes is
+ * answered in-process (engine on_finished), so a single orchestrator never pays a NOTIFY. The
+ * caller registers its waiting call (waits_add) BEFORE this: an end committed before the mark is in
+ * *out (terminal), one committed after it is NOTIFYed, so none is missed. A write only when the
+ * mark changes (the first wait of an instance, then '*' once): else one more read. Returns 0,
+ * -ENOENT for an unknown saga, or a negative enum pg_err. */
 int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out);
 
 /* store_list_sagas returns up to `limit` sagas, newest first, in `state`
