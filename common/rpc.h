@@ -337,6 +337,10 @@ void rpc_urls_free(rpc_urls *u);
  * short when it does not fit), for logs. Returns buf. */
 const char *rpc_urls_text(const rpc_urls *u, char *buf, size_t len);
 
+/* rpc_client_connected is how many connections `c` has up now (to the
+ * replicas of its list, or its one URL). Thread-safe. */
+int rpc_client_connected(rpc_client *c);
+
 /* rpc_url_ok is true when `url` has a scheme nng can listen on or dial
  * (tcp, tcp4, tcp6, ipc, inproc, abstract, ws) and something after it, and
  * holds no space or control byte (two URLs missing their comma). */

@@ -43,6 +43,7 @@ struct rpc_client {
 	nng_cv *cv;
 	nng_cv *up_cv; /* signalled when a connection comes up */
 	long pipes_up; /* connections that came up since the socket opened */
+	long pipes;    /* connections up now */
 	nng_thread *timer;
 	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
 	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
@@ -109,17 +110,29 @@ static int rpc_client_dial(rpc_client *c, const char *url, tls_conf *tls, bool n
  * failure when none connected (a refused TLS handshake before any other
  * one: it says the most). Returns 0 or an nng error; *refused is true when
  * that error is a refused TLS handshake. */
-/* rpc_client_pipe_up counts a connection that came up (nng's pipe
- * callback, on one of its threads). */
-static void rpc_client_pipe_up(nng_pipe p, nng_pipe_ev ev, void *arg)
+/* rpc_client_pipe_event counts a connection that came up or went away
+ * (nng's pipe callback, on one of its threads). */
+static void rpc_client_pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	(void)p;
-	(void)ev;
 	rpc_client *c = arg;
 	nng_mtx_lock(c->mtx);
-	c->pipes_up++;
-	nng_cv_wake(c->up_cv);
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		c->pipes_up++;
+		c->pipes++;
+		nng_cv_wake(c->up_cv);
+	} else if (c->pipes > 0) {
+		c->pipes--;
+	}
 	nng_mtx_unlock(c->mtx);
+}
+
+int rpc_client_connected(rpc_client *c)
+{
+	nng_mtx_lock(c->mtx);
+	long n = c->pipes;
+	nng_mtx_unlock(c->mtx);
+	return (int)n;
 }
 
 /* rpc_client_dial_any dials every entry of `u` in the background at once
@@ -127,7 +140,7 @@ static void rpc_client_pipe_up(nng_pipe p, nng_pipe_ev ev, void *arg)
  * nng error of a dialer that could not start, or NNG_ETIMEDOUT. */
 static int rpc_client_dial_any(rpc_client *c, const rpc_urls *u)
 {
-	int rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, rpc_client_pipe_up, c);
+	int rv = 0;
 	for (size_t i = 0; rv == 0 && i < u->n; i++)
 		rv = rpc_client_dial(c, u->url[i], u->tls[i], false);
 	if (rv != 0)
@@ -211,7 +224,11 @@ int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_o
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 50);
 	nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 1000);
 	bool refused = false;
-	rv = rpc_client_dial_all(c, u, &refused);
+	rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, rpc_client_pipe_event, c);
+	if (rv == 0)
+		rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, rpc_client_pipe_event, c);
+	if (rv == 0)
+		rv = rpc_client_dial_all(c, u, &refused);
 	if (rv != 0) {
 		nng_close(c->sock);
 		rpc_client_free(c);

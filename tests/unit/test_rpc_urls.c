@@ -133,6 +133,16 @@ static void pair_start(pair *p)
 	snprintf(p->list, sizeof p->list, "%s,%s", p->url[0], p->url[1]);
 }
 
+/* wait_connected waits (up to 10 s) until `c` has `n` connections up: a
+ * list's open returns with the first one up, the others come after. */
+static void wait_connected(rpc_client *c, int n)
+{
+	nng_time up_by = nng_clock() + 10000;
+	while (rpc_client_connected(c) < n && nng_clock() < up_by)
+		nng_msleep(1);
+	assert_int_equal(rpc_client_connected(c), n);
+}
+
 static rpc_client *pair_client(pair *p, bool failover, rpc_urls *u)
 {
 	char err[256];
@@ -140,6 +150,7 @@ static rpc_client *pair_client(pair *p, bool failover, rpc_urls *u)
 	rpc_client_opts o = {.connect_now = true, .failover = failover};
 	rpc_client *c = NULL;
 	assert_int_equal(rpc_client_open_urls(&c, u, &o), 0);
+	wait_connected(c, 2);
 	return c;
 }
 
@@ -233,6 +244,7 @@ static void run_failover(bool failover, outcome *o)
 	rpc_client_opts opts = {.connect_now = true, .failover = failover};
 	rpc_client *c = NULL;
 	assert_int_equal(rpc_client_open_urls(&c, &u, &opts), 0);
+	wait_connected(c, 2); /* so that "a" gets calls */
 	memset(o, 0, sizeof *o);
 	assert_int_equal(nng_mtx_alloc(&o->mtx), 0);
 	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
