@@ -423,12 +423,19 @@ check "kim charges" 4 "$(q '[.charges[] | select(.customer == "kim" and .status 
 say "killing stock2"
 dc kill stock2
 check "stock2 down after the kill" false "$(running stock2)"
+# and gone: its listeners refuse connections (podman may say "not running"
+# a moment before the process has exited and its sockets closed)
+deadline=$((SECONDS + 30))
+until port_free "$SAGAS_TEST_STOCK2_PORT" && port_free "$SAGAS_TEST_STOCK2_ADMIN_PORT"; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "stock2's ports still accept connections 30 s after the kill"
+  sleep 0.2
+done
 C=(55555555-5555-4555-8555-55555555550{1,2,3})
 # shellcheck disable=SC2016
 ctl_sh '
   set -e
-  sagactl stock set C1 10 >/dev/null
-  sagactl deposit lee 100.00 >/dev/null
+  sagactl --timeout 30000 stock set C1 10 >/dev/null
+  sagactl --timeout 30000 deposit lee 100.00 >/dev/null
   sagactl --orchestrator "$1" start lee C1 1 10.00 --id "$3" --wait --wait-timeout 60000
   sagactl --orchestrator "$2" start lee C1 1 10.00 --id "$4" --wait --wait-timeout 60000' \
   _ "$orch1" "$orch2" "${C[0]}" "${C[1]}"
