@@ -252,25 +252,19 @@ void rpc_server_stop(rpc_server *s);
 /* ---- client ---- */
 
 typedef struct rpc_client_opts {
-	int64_t resend_ms;       /* NNG_OPT_REQ_RESENDTIME; 0 = never resend */
-	size_t max_msg;          /* 0 = RPC_MAX_MSG_DEFAULT */
-	bool duplicate;          /* send every request twice at once, report the
-	                            reply that arrives last (tests idempotency) */
-	bool connect_now;        /* dial synchronously: rpc_client_open fails with
-	                            -ECONNREFUSED when nothing listens (the CLI) */
-	tls_conf *tls;           /* for a TLS URL (tls_client_new); borrowed until
-	                            rpc_client_close; NULL for a plain one */
-	bool failover;           /* with resend_ms 0 and two or more URLs
-	                            (rpc_client_open_urls): a request whose
-	                            connection closes is re-sent at once on another
-	                            one; only for idempotent requests */
-	int64_t connect_wait_ms; /* connect_now with two or more URLs: how long
-	                            rpc_client_open_urls waits for the first
-	                            connection (ms; 0 = RPC_CONNECT_WAIT_MS) */
+	int64_t resend_ms; /* NNG_OPT_REQ_RESENDTIME; 0 = never resend */
+	size_t max_msg;    /* 0 = RPC_MAX_MSG_DEFAULT */
+	bool duplicate;    /* send every request twice at once, report the
+	                      reply that arrives last (tests idempotency) */
+	bool connect_now;  /* dial synchronously: rpc_client_open fails with
+	                      -ECONNREFUSED when nothing listens (the CLI) */
+	tls_conf *tls;     /* for a TLS URL (tls_client_new); borrowed until
+	                      rpc_client_close; NULL for a plain one */
+	bool failover;     /* with resend_ms 0 and two or more URLs
+	                      (rpc_client_open_urls): a request whose
+	                      connection closes is re-sent at once on another
+	                      one; only for idempotent requests */
 } rpc_client_opts;
-
-/* The default of rpc_client_opts.connect_wait_ms. */
-#define RPC_CONNECT_WAIT_MS 5000
 
 /* The outcome of one call. A transport failure (no connection, timeout,
  * malformed reply) has transport = true and code UNAVAILABLE or
@@ -366,15 +360,13 @@ int rpc_client_open(rpc_client **out, const char *url, const rpc_client_opts *op
  * another connection, where with resend off it fails the call
  * (NNG_ECONNRESET: UNAVAILABLE, the caller retries); the time is longer
  * than any call's timeout, so a live connection never gets a resend. With
- * connect_now and one entry, it is dialed synchronously (-ECONNREFUSED when
- * nothing listens, -EACCES when the TLS handshake was refused). With
- * connect_now and two or more, every entry is dialed at once in the
- * background and the call returns when the first connection is up, or
- * fails with -ETIMEDOUT after connect_wait_ms when none came up: a replica
- * that is down, or frozen, or a host that drops connection attempts,
- * never holds the others back (each entry's own dial could block for
- * seconds).
- * Returns 0 and *out, or a negative errno as rpc_client_open. */
+ * connect_now, each entry is dialed synchronously, one after another, and
+ * those that fail are dialed again in the background: it fails only when
+ * none connected (-ECONNREFUSED, or -EACCES when a TLS handshake was
+ * refused). An entry that accepts connections but never completes the
+ * handshake (a frozen process) costs nng's handshake limit (10 s) before
+ * the next is dialed. Returns 0 and *out, or a negative errno as
+ * rpc_client_open. */
 int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_opts *opts)
     __attribute__((warn_unused_result));
 

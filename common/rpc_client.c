@@ -135,32 +135,10 @@ int rpc_client_connected(rpc_client *c)
 	return (int)n;
 }
 
-/* rpc_client_dial_any dials every entry of `u` in the background at once
- * and waits up to connect_wait_ms for the first connection. Returns 0, an
- * nng error of a dialer that could not start, or NNG_ETIMEDOUT. */
-static int rpc_client_dial_any(rpc_client *c, const rpc_urls *u)
-{
-	int rv = 0;
-	for (size_t i = 0; rv == 0 && i < u->n; i++)
-		rv = rpc_client_dial(c, u->url[i], u->tls[i], false);
-	if (rv != 0)
-		return rv;
-	int64_t wait = c->opts.connect_wait_ms > 0 ? c->opts.connect_wait_ms : RPC_CONNECT_WAIT_MS;
-	nng_time until = nng_clock() + (nng_time)wait;
-	nng_mtx_lock(c->mtx);
-	while (c->pipes_up == 0 && nng_cv_until(c->up_cv, until) != NNG_ETIMEDOUT)
-		;
-	bool up = c->pipes_up > 0;
-	nng_mtx_unlock(c->mtx);
-	return up ? 0 : NNG_ETIMEDOUT;
-}
-
 static int rpc_client_dial_all(rpc_client *c, const rpc_urls *u, bool *refused)
 {
 	bool now = c->opts.connect_now;
 	*refused = false;
-	if (now && u->n > 1)
-		return rpc_client_dial_any(c, u);
 	int first = 0;
 	size_t up = 0;
 	*refused = false;

@@ -46,16 +46,8 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	}
 	/* no nng resend: sagactl re-sends only the calls that carry their own
 	 * idempotency key (StartSaga's saga id, Deposit's deposit id), itself */
-	rpc_client_opts opts
-	    = {.resend_ms = 0, .connect_now = true, .connect_wait_ms = c->o.timeout_ms};
+	rpc_client_opts opts = {.resend_ms = 0, .connect_now = true};
 	int err = rpc_client_open_urls(&c->client[svc], u, &opts);
-	if (err == -ETIMEDOUT) { /* a list: no entry connected in time */
-		*rc = ctl_error("could not reach %s at any of %s within %lld ms (--timeout): are "
-		                "they running, and reachable from here?",
-		    ctl_svc_names[svc], url, (long long)c->o.timeout_ms);
-		c->client[svc] = NULL;
-		return NULL;
-	}
 	if (err == -ECONNREFUSED) {
 		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
 		    ctl_svc_names[svc], url, ctl_svc_daemons[svc]);

@@ -233,22 +233,6 @@ class Client:
             raise OSError("nng_req0_open: %s" % _strerror(rv))
         # never resend by itself: callers retry, with the same saga id
         lib.nng_setopt_ms(self._sock, b"req:resend-time", -1)
-        if len(urls) > 1:
-            # replicas: every entry dialed at once in the background, so
-            # one that is down, frozen or silent never holds the others
-            # back; a call waits (within its timeout) for the first
-            # connection
-            for u in urls:
-                try:
-                    rv = self._dial(u, tls_cert, tls_key, tls_ca, _NNG_FLAG_NONBLOCK)
-                except Exception:
-                    lib.nng_close(self._sock)
-                    raise
-                if rv != 0:
-                    lib.nng_close(self._sock)
-                    raise RpcError(UNAVAILABLE, "transport", "could not dial %s: %s"
-                                   % (u, _strerror(rv)), transport=True)
-            return
         failed = []  # (url, tls, nng error) of the dials that failed now
         for u in urls:
             try:
