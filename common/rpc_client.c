@@ -41,9 +41,7 @@ struct rpc_client {
 	atomic_uint_fast64_t next_id;
 	nng_mtx *mtx; /* guards everything below and every rpc_pending's timer fields */
 	nng_cv *cv;
-	nng_cv *up_cv; /* signalled when a connection comes up */
-	long pipes_up; /* connections that came up since the socket opened */
-	long pipes;    /* connections up now */
+	long pipes; /* connections up now (rpc_client_connected) */
 	nng_thread *timer;
 	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
 	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
@@ -78,8 +76,6 @@ static void rpc_timer_main(void *arg);
 
 static void rpc_client_free(rpc_client *c)
 {
-	if (c->up_cv)
-		nng_cv_free(c->up_cv);
 	if (c->cv)
 		nng_cv_free(c->cv);
 	if (c->mtx)
@@ -118,9 +114,7 @@ static void rpc_client_pipe_event(nng_pipe p, nng_pipe_ev ev, void *arg)
 	rpc_client *c = arg;
 	nng_mtx_lock(c->mtx);
 	if (ev == NNG_PIPE_EV_ADD_POST) {
-		c->pipes_up++;
 		c->pipes++;
-		nng_cv_wake(c->up_cv);
 	} else if (c->pipes > 0) {
 		c->pipes--;
 	}
@@ -180,8 +174,7 @@ int rpc_client_open_urls(rpc_client **out, const rpc_urls *u, const rpc_client_o
 	c->opts.tls = NULL;
 	if (c->opts.max_msg == 0)
 		c->opts.max_msg = RPC_MAX_MSG_DEFAULT;
-	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0
-	    || nng_cv_alloc(&c->up_cv, c->mtx) != 0) {
+	if (nng_mtx_alloc(&c->mtx) != 0 || nng_cv_alloc(&c->cv, c->mtx) != 0) {
 		rpc_client_free(c);
 		return -ENOMEM;
 	}
