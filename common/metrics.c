@@ -239,14 +239,27 @@ static void metrics_labels(FILE *f, const family *fam, const metric *m, const ch
 	fputc('}', f);
 }
 
+/* metrics_fmt writes `d` in the fewest digits that read back as `d`
+ * ("0.1", not "0.10000000000000001"). */
+static const char *metrics_fmt(double d, char *buf, size_t len)
+{
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, len, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	return buf;
+}
+
 static void metrics_write_series(FILE *f, const family *fam, const metric *m)
 {
+	char num[40];
 	const metric_def *d = fam->def;
 	if (d->type != METRIC_HISTOGRAM) {
 		fputs(d->name, f);
 		metrics_labels(f, fam, m, NULL);
 		if (atomic_load_explicit(&m->is_f, memory_order_relaxed))
-			fprintf(f, " %.17g\n", metric_value(m));
+			fprintf(f, " %s\n", metrics_fmt(metric_value(m), num, sizeof num));
 		else
 			fprintf(f, " %lld\n",
 			    (long long)atomic_load_explicit(&m->v, memory_order_relaxed));
@@ -257,7 +270,7 @@ static void metrics_write_series(FILE *f, const family *fam, const metric *m)
 	for (size_t i = 0; i <= d->nbuckets; i++) {
 		cum += atomic_load_explicit(&m->b[i], memory_order_relaxed);
 		if (i < d->nbuckets)
-			snprintf(le, sizeof le, "%.17g", d->buckets[i]);
+			metrics_fmt(d->buckets[i], le, sizeof le);
 		else
 			snprintf(le, sizeof le, "+Inf");
 		fprintf(f, "%s_bucket", d->name);
@@ -266,7 +279,9 @@ static void metrics_write_series(FILE *f, const family *fam, const metric *m)
 	}
 	fprintf(f, "%s_sum", d->name);
 	metrics_labels(f, fam, m, NULL);
-	fprintf(f, " %.17g\n", metrics_double(atomic_load_explicit(&m->sum, memory_order_relaxed)));
+	fprintf(f, " %s\n",
+	    metrics_fmt(metrics_double(atomic_load_explicit(&m->sum, memory_order_relaxed)), num,
+	        sizeof num));
 	fprintf(f, "%s_count", d->name);
 	metrics_labels(f, fam, m, NULL);
 	/* the buckets' total, so that _count equals the +Inf bucket even while

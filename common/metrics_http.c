@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
-
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
@@ -17,19 +15,6 @@ static nng_http_server *metrics_srv;
 
 static const metric_def METRICS_SCRAPES = {"sagas_metrics_scrapes_total",
     "Scrapes of /metrics answered by this process", METRIC_COUNTER, "", NULL, 0};
-
-/* metrics_host_local: a host other hosts cannot reach (a loopback address
- * written as one, or localhost); a name that merely starts with "127." is not. */
-static bool metrics_host_local(const char *h)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (inet_pton(AF_INET, h, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, h, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return strcmp(h, "localhost") == 0;
-}
 
 int metrics_url_check(const char *url, bool *tls, char *why, size_t len)
 {
@@ -59,7 +44,7 @@ int metrics_url_check(const char *url, bool *tls, char *why, size_t len)
 	else if ((u->u_path[0] != '\0' && strcmp(u->u_path, "/") != 0) || u->u_query != NULL
 	    || u->u_fragment != NULL)
 		snprintf(why, len, "\"%s\": give no path (metrics are served at /metrics)", url);
-	else if (strcmp(u->u_scheme, "http") == 0 && !metrics_host_local(u->u_hostname))
+	else if (strcmp(u->u_scheme, "http") == 0 && !tls_host_local(u->u_hostname))
 		snprintf(why, len,
 		    "\"%s\" is plain HTTP on an address other hosts can reach: use https:// with "
 		    "--tls-cert, --tls-key and --metrics-tls-ca (docs/security.md), or 127.0.0.1",
