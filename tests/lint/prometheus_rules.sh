@@ -47,4 +47,13 @@ done
 targets=$(grep -o '"[a-z0-9]*:947[0-3]"' "$dir/prometheus.yml" | tr -d '"' | tr '\n' ' ')
 [ "$targets" = "orchestrator:9470 orchestrator2:9470 stock:9471 stock2:9471 payment:9472 payment2:9472 shipping:9473 shipping2:9473 " ] ||
   fail "prometheus.yml targets '$targets'"
+# every alert's runbook_url is a heading of docs/operations.md ("Alerts")
+doc=$root/docs/operations.md
+for url in $(sed -n 's/^ *runbook_url: *//p' "$dir/sagas.rules.yml"); do
+  anchor=${url#docs/operations.md#}
+  [ "$anchor" != "$url" ] || fail "runbook_url $url is not docs/operations.md#..."
+  grep -qix "### $anchor" "$doc" || fail "runbook_url $url: no heading '### $anchor' in docs/operations.md"
+done
+[ "$(grep -c '^ *runbook_url:' "$dir/sagas.rules.yml")" = "$(grep -c '^ *- alert:' "$dir/sagas.rules.yml")" ] ||
+  fail "an alert without runbook_url"
 echo "prometheus_rules: rules, their tests and both scrape configs pass"
