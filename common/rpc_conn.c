@@ -5,7 +5,6 @@
 #include "rpc_internal.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "sockscan.h"
 
 /* One open connection (an nng pipe), for the cap and the idle timeout. */
 typedef struct rpc_conn rpc_conn;
@@ -240,92 +240,38 @@ static bool rpc_hs_is_pipe(
 	return false;
 }
 
-/* rpc_hs_scan reads one of /proc/net/tcp{,6} and notes in s->hs each
- * established connection to one of `ports` (n) that is no pipe, with this
- * pass's `gen`; puts in kill[] (up to RPC_HS_KILL_MAX, *nkill) the inodes
- * of those seen for RPC_HANDSHAKE_TIMEOUT_MS. Under s->mtx. */
-static void rpc_hs_scan(rpc_conns *s, const char *path, bool v6, const unsigned *ports, int n,
-    unsigned gen, int64_t now, unsigned long *kill, int *nkill)
-{
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return;
-	char line[512];
-	if (fgets(line, sizeof line, f) == NULL) { /* the header */
-		fclose(f);
-		return;
-	}
-	while (fgets(line, sizeof line, f) != NULL) {
-		char local[64], remote[64];
-		unsigned st;
-		unsigned long inode;
-		/* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-		if (sscanf(line, "%*s %63s %63s %x %*s %*s %*s %*s %*s %lu", local, remote, &st,
-		        &inode)
-		        != 4
-		    || (st != 1 && st != 8) || inode == 0) /* ESTABLISHED, CLOSE_WAIT */
-			continue;
-		char *lp = strchr(local, ':'), *rp = strchr(remote, ':');
-		if (lp == NULL || rp == NULL)
-			continue;
-		unsigned lport = (unsigned)strtoul(lp + 1, NULL, 16);
-		bool ours = false;
-		for (int i = 0; i < n; i++)
-			ours = ours || lport == ports[i];
-		if (!ours)
-			continue;
-		uint8_t addr[16] = {0};
-		*rp = '\0';
-		for (int w = 0; w < (v6 ? 4 : 1); w++) {
-			char word[9];
-			memcpy(word, remote + 8 * w, 8);
-			word[8] = '\0';
-			uint32_t v = (uint32_t)strtoul(word, NULL, 16);
-			memcpy(addr + 4 * w, &v, 4); /* the kernel prints each word as it lies */
-		}
-		if (rpc_hs_is_pipe(s, lport, v6, addr, (unsigned)strtoul(rp + 1, NULL, 16)))
-			continue;
-		rpc_hs *h = NULL;
-		HASH_FIND(hh, s->hs, &inode, sizeof inode, h);
-		if (h == NULL && (h = calloc(1, sizeof *h)) != NULL) {
-			h->inode = inode;
-			h->first_ms = now;
-			HASH_ADD(hh, s->hs, inode, sizeof h->inode, h);
-		}
-		if (h == NULL)
-			continue;
-		h->gen = gen;
-		if (now - h->first_ms >= RPC_HANDSHAKE_TIMEOUT_MS && *nkill < RPC_HS_KILL_MAX)
-			kill[(*nkill)++] = inode;
-	}
-	fclose(f);
-}
+/* One pass of rpc_hs_reap over the scanned connections. */
+typedef struct rpc_hs_pass {
+	rpc_conns *s;
+	unsigned gen;
+	int64_t now;
+	unsigned long *kill;
+	int nkill;
+} rpc_hs_pass;
 
-/* rpc_hs_kill shuts down the sockets of this process whose inodes are in
- * kill[] (n). Returns how many. */
-static int rpc_hs_kill(const unsigned long *kill, int n)
+/* rpc_hs_seen notes a connection to a TLS listener's port (sockscan_tcp's
+ * callback, under s->mtx): one that is no pipe is noted in s->hs with this
+ * pass's gen, and put in kill[] (up to RPC_HS_KILL_MAX) once it was seen
+ * for RPC_HANDSHAKE_TIMEOUT_MS. */
+static void rpc_hs_seen(void *arg, const sockscan_conn *c)
 {
-	DIR *d = opendir("/proc/self/fd");
-	if (d == NULL)
-		return 0;
-	int done = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		char path[320], link[64];
-		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-		ssize_t len = readlink(path, link, sizeof link - 1);
-		if (len <= 8 || strncmp(link, "socket:[", 8) != 0)
-			continue;
-		link[len] = '\0';
-		unsigned long inode = strtoul(link + 8, NULL, 10);
-		for (int i = 0; i < n; i++)
-			if (kill[i] == inode && shutdown(atoi(e->d_name), SHUT_RDWR) == 0) {
-				done++;
-				break;
-			}
+	rpc_hs_pass *p = arg;
+	rpc_conns *s = p->s;
+	if (rpc_hs_is_pipe(s, c->lport, c->v6, c->raddr, c->rport))
+		return;
+	unsigned long inode = c->inode;
+	rpc_hs *h = NULL;
+	HASH_FIND(hh, s->hs, &inode, sizeof inode, h);
+	if (h == NULL && (h = calloc(1, sizeof *h)) != NULL) {
+		h->inode = inode;
+		h->first_ms = p->now;
+		HASH_ADD(hh, s->hs, inode, sizeof h->inode, h);
 	}
-	closedir(d);
-	return done;
+	if (h == NULL)
+		return;
+	h->gen = p->gen;
+	if (p->now - h->first_ms >= RPC_HANDSHAKE_TIMEOUT_MS && p->nkill < RPC_HS_KILL_MAX)
+		p->kill[p->nkill++] = inode;
 }
 
 /* rpc_hs_reap is one pass over the connections still in their TLS
@@ -341,10 +287,15 @@ static int rpc_hs_reap(rpc_conns *s, int64_t now)
 	if (n == 0)
 		return 0;
 	static unsigned long kill[RPC_HS_KILL_MAX]; /* the reaper's thread only */
-	int nkill = 0;
-	unsigned gen = ++s->hs_gen;
-	rpc_hs_scan(s, "/proc/net/tcp", false, ports, n, gen, now, kill, &nkill);
-	rpc_hs_scan(s, "/proc/net/tcp6", true, ports, n, gen, now, kill, &nkill);
+	rpc_hs_pass pass = {.s = s, .gen = ++s->hs_gen, .now = now, .kill = kill};
+	/* only this process's sockets: a connection another process holds on
+	 * the same port (at another address) is not ours to watch */
+	sockscan_own own;
+	if (sockscan_own_read(&own) == 0)
+		sockscan_tcp(ports, n, &own, rpc_hs_seen, &pass);
+	sockscan_own_free(&own);
+	unsigned gen = pass.gen;
+	int nkill = pass.nkill;
 	rpc_hs *h, *tmp;
 	HASH_ITER(hh, s->hs, h, tmp)
 	{
@@ -356,7 +307,7 @@ static int rpc_hs_reap(rpc_conns *s, int64_t now)
 	if (nkill == 0)
 		return 0;
 	nng_mtx_unlock(s->mtx);
-	int done = rpc_hs_kill(kill, nkill);
+	int done = sockscan_shutdown(kill, nkill);
 	nng_mtx_lock(s->mtx);
 	return done;
 }
