@@ -61,7 +61,7 @@ run_refused() { # run_refused NAME VERSION ARGS...: the daemon must exit 1 quick
 run_refused stockd 1 "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
 run_refused paymentd 1 "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
 run_refused shippingd 1 "$SAGA_BIN_DIR/shippingd" --db "$PG_CONN dbname=sagas_shipping"
-run_refused orchestratord 3 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
+run_refused orchestratord "$(schema_v orchestrator)" "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
   --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL"
 for s in orchestrator stock payment shipping; do
   assert_eq "$s: the newer version is left as it was" "999|a later build" \
