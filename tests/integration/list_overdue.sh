@@ -114,6 +114,27 @@ assert_eq "older than a day: the three" "$O1 $F1 $T1" \
 assert_eq "older than a day, overdue" "$O1" \
   "$(ctl list --older-than 86400000 --overdue --margin 1000 --json | jq -r '[.sagas[].saga_id] | join(" ")')"
 
+# history shows the tries of the current step, from the saga's row
+iso_ms() { local ms=$1; date -u -d "@$((ms / 1000)).$(printf '%03d' $((ms % 1000)))" +%Y-%m-%dT%H:%M:%S.%3NZ; }
+ms_of() { q "SELECT (extract(epoch from $2) * 1000)::bigint FROM sagas WHERE saga_id = '$1'"; }
+out=$(ctl history "$R")
+assert_eq "history R: the current step" "current step: RELEASING, ReleaseStock" "$(grep '^current step' <<<"$out")"
+assert_eq "history R: failed tries as stored" "$(q "SELECT attempts FROM sagas WHERE saga_id = '$R'")" \
+  "$(awk '$1 == "failed" && $2 == "tries" {print $3}' <<<"$out")"
+assert_eq "history R: the last failed try, when its row was written" \
+  "$(iso_ms "$(ms_of "$R" updated_at)") (no reply, or a transient error)" \
+  "$(sed -n 's/^  last failed   //p' <<<"$out")"
+assert_eq "history R: the next try" "$(iso_ms "$(ms_of "$R" next_attempt_at)")" "$(sed -n 's/^  next try      //p' <<<"$out")"
+assert_eq "history R: no step deadline" "none: retried until it succeeds" "$(sed -n 's/^  step deadline //p' <<<"$out")"
+out=$(ctl history "$D")
+assert_eq "history D: the current step" "current step: RESERVING, ReserveStock" "$(grep '^current step' <<<"$out")"
+assert_eq "history D: one failed try (the delayed one timed out)" "1 1" \
+  "$(q "SELECT attempts FROM sagas WHERE saga_id = '$D'") $(awk '$1 == "failed" && $2 == "tries" {print $3}' <<<"$out")"
+assert_eq "history D: the step deadline" "$(iso_ms "$(ms_of "$D" step_deadline)")" "$(sed -n 's/^  step deadline //p' <<<"$out")"
+assert_eq "history A1: flagged" "attention     yes (sagactl retry $A1 re-arms it)" \
+  "$(ctl history "$A1" | sed -n 's/^  \(attention.*\)/\1/p')"
+assert_eq "history C: finished, no current step" "0" "$(ctl history "$C" | grep -c 'current step' || true)"
+
 # store_read_gauges against psql's own count, with the margins above
 conn="$PG_CONN dbname=sagas_orchestrator"
 expected=$(q "SELECT s || '=' || (SELECT count(*) FROM sagas WHERE state = s) FROM unnest(array['RESERVING', 'CHARGING', 'REFUNDING', 'RELEASING', 'SHIPPING']) s" | tr '\n' ' ')
