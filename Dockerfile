@@ -35,6 +35,7 @@ RUN apt-get update -q \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin saga \
  && mkdir -p /certs/ca /certs/stock /certs/payment /certs/shipping /certs/orchestrator /certs/cli \
+      /certs/prometheus \
  && chown -R saga:saga /certs && chmod -R 0750 /certs
 COPY --from=build /out/ /usr/local/bin/
 # compose.yaml's certs service: the CAs and certificates (docs/security.md),
@@ -45,5 +46,6 @@ USER saga:saga
 # The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
 # interface, Health alone in plain TCP. Left unset, a daemon listens on the
 # container's loopback only.
-EXPOSE 7101 7102 7103 7104 7111 7112 7113 7114 7121 7122 7123 7124
+# (and GET /metrics in https on 9470..9473, SAGA_*_METRICS_LISTEN)
+EXPOSE 7101 7102 7103 7104 7111 7112 7113 7114 7121 7122 7123 7124 9470 9471 9472 9473
 CMD ["orchestratord"]

@@ -63,11 +63,16 @@ clean:
 # The benchmark of docs/benchmarks.md: pgbench's limit L on a durable
 # throwaway cluster, then sagabench at C=1, C=64 and half the peak rate
 # (bench/compare.sh; about 4 minutes). Knobs: RUNS, BENCH_SECS, PGB_SECS, MIX.
-# Then bench/tls.sh: plain against mutual TLS, alternating (about 3 minutes).
-.PHONY: bench bench-tls
+# Then bench/tls.sh: plain against mutual TLS, alternating (about 3 minutes),
+# and bench/metrics.sh: scraped once a second against not (about 3 minutes).
+.PHONY: bench bench-tls bench-metrics
 bench: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/metrics.sh
+
+bench-metrics: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/metrics.sh
 
 bench-tls: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh

@@ -71,6 +71,7 @@ void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 	if (!strcmp(m, "SetFault") && !a->fault_injection) {
 		char peer[96];
 		atomic_fetch_add(&admin_refused, 1);
+		authz_count_refusal("fault_off", 1);
 		authz_log_limited("fault_off", rpc_peer(call->pipe, peer, sizeof peer),
 		    "refused SetFault: failure injection is off (--enable-fault-injection)");
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "fault_injection_disabled",

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 
 /* ---- refusals: counted, and logged at most once per peer per interval ---- */
 
@@ -116,15 +117,33 @@ void authz_note_refusal(enum authz_verdict v, const char *method, unsigned roles
 	authz_role_names(authz_method_roles(method), need, sizeof need);
 	if (v == AUTHZ_UNAUTHENTICATED) {
 		atomic_fetch_add_explicit(&authz_unauthenticated, 1, memory_order_relaxed);
+		authz_count_refusal("unauthenticated", 1);
 		snprintf(what, sizeof what, "refused %s: UNAUTHENTICATED (no verified identity)",
 		    method);
 	} else {
 		atomic_fetch_add_explicit(&authz_denied, 1, memory_order_relaxed);
+		authz_count_refusal("permission_denied", 1);
 		snprintf(what, sizeof what,
 		    "refused %s: PERMISSION_DENIED (caller's role %s; allowed: %s)", method, have,
 		    need);
 	}
 	authz_log_limited("refused", peer, what);
+}
+
+static const metric_def AUTHZ_REFUSALS = {"sagas_rpc_refusals_total",
+    "Calls and connections refused before any handler ran, by reason (docs/security.md)",
+    METRIC_COUNTER, "reason", NULL, 0};
+
+void authz_count_refusal(const char *reason, int64_t n)
+{
+	metric_add(metric_get1(&AUTHZ_REFUSALS, reason), n);
+}
+
+void authz_metrics_init(void)
+{
+	static const char *const reasons[] = AUTHZ_REFUSAL_REASONS;
+	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+		authz_count_refusal(reasons[i], 0);
 }
 
 void authz_refused(uint64_t *unauthenticated, uint64_t *denied)

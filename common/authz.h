@@ -37,6 +37,11 @@ enum {
  * not in the table (the server answers UNIMPLEMENTED). Thread-safe. */
 unsigned authz_method_roles(const char *method);
 
+/* authz_method_name returns the table's own copy of `method` (static
+ * storage: a bounded metrics label), or "unknown" for a method not in the
+ * table. Thread-safe. */
+const char *authz_method_name(const char *method);
+
 /* authz_role_names writes the names of the roles in `roles` as
  * "orchestrator, admin" into buf (size len > 0; cut when short), "none" for
  * no role. Returns buf. */
@@ -76,5 +81,26 @@ void authz_refused(uint64_t *unauthenticated, uint64_t *denied);
  * held back since. For refusals at the edge (connection cap, unverified
  * TLS) as well as authz_check. Thread-safe. */
 void authz_log_limited(const char *kind, const char *peer, const char *what);
+
+/* authz_count_refusal adds `n` to sagas_rpc_refusals_total{reason}: a call or
+ * a connection refused before any handler ran. `reason` is one of
+ * AUTHZ_REFUSAL_REASONS (static storage; bounded). Thread-safe. */
+void authz_count_refusal(const char *reason, int64_t n);
+
+/* The reasons of sagas_rpc_refusals_total, each exported at 0 from the
+ * start (authz_metrics_init): no verified identity for the method
+ * (unauthenticated), the wrong role (permission_denied), a TLS connection
+ * without a verified client certificate (unverified), past
+ * --max-connections (conn_cap), a TLS handshake not finished in time
+ * (handshake), calls piling up on the Health-only listener (piling),
+ * SetFault with failure injection off (fault_off). */
+#define AUTHZ_REFUSAL_REASONS                                                                      \
+	{                                                                                          \
+		"unauthenticated", "permission_denied", "unverified", "conn_cap", "handshake",     \
+		    "piling", "fault_off"                                                          \
+	}
+
+/* authz_metrics_init registers every refusal reason's series at 0. */
+void authz_metrics_init(void);
 
 #endif

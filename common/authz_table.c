@@ -51,6 +51,14 @@ unsigned authz_method_roles(const char *method)
 	return 0;
 }
 
+const char *authz_method_name(const char *method)
+{
+	for (size_t i = 0; method && i < sizeof authz_methods / sizeof authz_methods[0]; i++)
+		if (strcmp(authz_methods[i].method, method) == 0)
+			return authz_methods[i].method;
+	return "unknown";
+}
+
 static const struct {
 	unsigned bit;
 	const char *name;

@@ -7,6 +7,9 @@
 /* clock_mono_ms returns CLOCK_MONOTONIC in ms: for measuring intervals. */
 int64_t clock_mono_ms(void);
 
+/* clock_mono_us is clock_mono_ms in microseconds (durations of a commit). */
+int64_t clock_mono_us(void);
+
 /* clock_wall_ms returns CLOCK_REALTIME in ms since the Unix epoch: for
  * deadlines stored in databases and sent in envelopes. */
 int64_t clock_wall_ms(void);

@@ -13,31 +13,39 @@
 #include "admin.h"
 #include "authz.h"
 #include "log.h"
+#include "pg.h"
+#include "metrics.h"
+#include "metrics_http.h"
 #include "tls.h"
 
 /* One daemon per process: what its server borrows lives here. */
 static struct {
-	tls_conf *tls[3];
+	tls_conf *tls[4]; /* listen, admin-listen, (health: none), metrics-listen */
 	rpc_server_ops ops;
 	admin_service admin;
 	rpc_service svc_health, svc_admin;
 	const rpc_service *services[3];
 	char env[DAEMON_NET_OPTS][64];
 	char help_listen[160];
+	char help_metrics[200];
 } dn;
 
 void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
-    const char *default_listen, const char *role)
+    const char *default_listen, const char *default_metrics, const char *role)
 {
 	static const char *const suffix[DAEMON_NET_OPTS] = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT",
 	    "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA", "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS",
-	    "IDLE_TIMEOUT_MS", "MAX_MSG", "HEALTH_LISTEN"};
+	    "IDLE_TIMEOUT_MS", "MAX_MSG", "HEALTH_LISTEN", "METRICS_LISTEN", "METRICS_TLS_CA"};
 	for (int i = 0; i < DAEMON_NET_OPTS; i++)
 		snprintf(dn.env[i], sizeof dn.env[i], "%s_%s", env_prefix, suffix[i]);
 	snprintf(dn.help_listen, sizeof dn.help_listen,
 	    "nng URL its callers (the %s role) reach it on: tls+tcp://HOST:PORT, or tcp:// on "
 	    "loopback only",
 	    role);
+	snprintf(dn.help_metrics, sizeof dn.help_metrics,
+	    "where GET /metrics (Prometheus) is served: http://127.0.0.1:PORT on loopback, or "
+	    "https://HOST:PORT with --metrics-tls-ca; \"\" = none (default %s)",
+	    default_metrics);
 #define NET(i, n, t, d, lo, hi, f, h, u)                                                           \
 	rows[i] = (config_opt) {n, dn.env[i], t, d, lo, hi, base + offsetof(daemon_net, f), h, u}
 	NET(0, "listen", CONFIG_STR, default_listen, 0, 0, listen, dn.help_listen, "URL");
@@ -70,6 +78,12 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	    "nng URL of a plain listener that answers only Health/Check, to anyone (probes); "
 	    "\"\" = none",
 	    "URL");
+	NET(11, "metrics-listen", CONFIG_STR, default_metrics, 0, 0, metrics_listen,
+	    dn.help_metrics, "URL");
+	NET(12, "metrics-tls-ca", CONFIG_STR, "", 0, 0, metrics_tls_ca,
+	    "the CA whose client certificates may scrape an https:// --metrics-listen "
+	    "(docs/security.md)",
+	    "FILE");
 #undef NET
 }
 
@@ -122,6 +136,43 @@ static int daemon_net_check_url(const char *opt, const char *url, const daemon_n
 	return 0;
 }
 
+/* daemon_net_check_metrics checks --metrics-listen and, for https://, the
+ * TLS files (loaded now into dn.tls[3], so that a bad one is exit 2). */
+static int daemon_net_check_metrics(const daemon_net *n)
+{
+	bool tls;
+	char why[512];
+	if (metrics_url_check(n->metrics_listen, &tls, why, sizeof why) != 0) {
+		config_error("invalid value for metrics-listen: %s\n", why);
+		return 2;
+	}
+	if (!tls) {
+		if (n->metrics_tls_ca[0] != '\0' && n->metrics_listen[0] != '\0') {
+			config_error(
+			    "metrics-tls-ca is set but metrics-listen %s is plain http://: "
+			    "use https:// (or drop --metrics-tls-ca)\n",
+			    n->metrics_listen);
+			return 2;
+		}
+		return 0;
+	}
+	if (n->tls_cert[0] == '\0' || n->tls_key[0] == '\0' || n->metrics_tls_ca[0] == '\0') {
+		config_error("metrics-listen is %s, which needs --tls-cert, --tls-key and "
+		             "--metrics-tls-ca (missing:%s%s%s; docs/security.md)\n",
+		    n->metrics_listen, n->tls_cert[0] ? "" : " --tls-cert",
+		    n->tls_key[0] ? "" : " --tls-key",
+		    n->metrics_tls_ca[0] ? "" : " --metrics-tls-ca");
+		return 2;
+	}
+	tls_files f = {.cert = n->tls_cert, .key = n->tls_key, .ca = n->metrics_tls_ca};
+	if (tls_server_new(&dn.tls[3], &f, why, sizeof why) != 0) {
+		config_error(
+		    "invalid TLS files for metrics-listen %s: %s\n", n->metrics_listen, why);
+		return 2;
+	}
+	return 0;
+}
+
 int daemon_net_check(const daemon_net *n, const char *fault)
 {
 	if (daemon_net_check_url("listen", n->listen, n, n->tls_ca, "tls-ca", 0) != 0)
@@ -139,6 +190,8 @@ int daemon_net_check(const daemon_net *n, const char *fault)
 		    n->health_listen);
 		return 2;
 	}
+	if (daemon_net_check_metrics(n) != 0)
+		return 2;
 	if (fault[0] != '\0' && !n->fault_injection) {
 		config_error("fault: failure injection is off; --fault needs "
 		             "--enable-fault-injection (tests only)\n");
@@ -241,9 +294,32 @@ static void daemon_net_fd_limit(const daemon_net *n, size_t nlisten)
 		    NULL, "could not set the descriptor limit to %llu", (unsigned long long)want);
 }
 
-int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,
-    int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
+/* daemon_net_free_tls frees the listeners' TLS configurations. */
+static void daemon_net_free_tls(void)
 {
+	for (size_t i = 0; i < sizeof dn.tls / sizeof dn.tls[0]; i++) {
+		tls_conf_free(dn.tls[i]);
+		dn.tls[i] = NULL;
+	}
+}
+
+int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, unsigned role,
+    int workers, int contexts, const rpc_server_ops *ops, void *app, const health_service *health)
+{
+	metrics_process_init(daemon);
+	authz_metrics_init();
+	pg_metrics_init();
+	char err[512];
+	int mrc = metrics_http_start(n->metrics_listen, dn.tls[3], err, sizeof err);
+	if (mrc != 0) {
+		log_error(NULL, "metrics: %s", err);
+		daemon_net_free_tls();
+		return mrc;
+	}
+	if (n->metrics_listen[0] != '\0')
+		log_info(NULL, "metrics: GET /metrics on %s%s", n->metrics_listen,
+		    dn.tls[3] ? " (mutual TLS: client certificates from --metrics-tls-ca)" : "");
+
 	rpc_listen ls[3];
 	const char *cas[3];
 	size_t nl = 0;
@@ -284,10 +360,8 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 		for (size_t i = 0; i < nl; i++)
 			daemon_net_log_listener(&ls[i], cas[i]);
 	if (rc != 0) {
-		for (int i = 0; i < 3; i++) {
-			tls_conf_free(dn.tls[i]);
-			dn.tls[i] = NULL;
-		}
+		metrics_http_stop();
+		daemon_net_free_tls();
 	}
 	return rc;
 }
@@ -295,10 +369,8 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int w
 void daemon_net_stop(rpc_server *srv)
 {
 	rpc_server_stop(srv);
-	for (int i = 0; i < 3; i++) {
-		tls_conf_free(dn.tls[i]);
-		dn.tls[i] = NULL;
-	}
+	metrics_http_stop();
+	daemon_net_free_tls();
 	uint64_t unauth = 0, denied = 0;
 	authz_refused(&unauth, &denied);
 	if (srv != NULL)

@@ -11,6 +11,9 @@
  *   --tls-ca               the CA of the --listen callers' certificates
  *   --admin-tls-ca         the CA of the admin callers' certificates
  *   --enable-fault-injection, --max-connections, --idle-timeout, --max-msg
+ *   --metrics-listen URL   GET /metrics (metrics_http.h): http:// on loopback,
+ *                          or https:// with --metrics-tls-ca ("" = none)
+ *   --metrics-tls-ca       the CA whose client certificates may scrape it
  *
  * A tls+tcp:// listener requires a client certificate signed by its CA and
  * gives its callers its one role. A plain listener is only allowed where no
@@ -41,18 +44,21 @@ typedef struct daemon_net {
 	int64_t max_conns;
 	int64_t idle_ms;
 	int64_t max_msg;
+	char metrics_listen[CONFIG_STR_MAX];
+	char metrics_tls_ca[CONFIG_STR_MAX];
 } daemon_net;
 
 /* How many rows daemon_net_opts writes. */
-#define DAEMON_NET_OPTS 11
+#define DAEMON_NET_OPTS 13
 
 /* daemon_net_opts writes the DAEMON_NET_OPTS option rows into rows[0..]:
  * `base` is offsetof(the daemon's config, its daemon_net); environment
  * names are `env_prefix` + "_LISTEN", ... (e.g. SAGA_STOCK_LISTEN; kept in
  * static storage: call once per process); `default_listen` the default of
- * --listen and `role` the name of its callers' role, for --help. */
+ * --listen, `default_metrics` that of --metrics-listen (static storage) and
+ * `role` the name of its callers' role, for --help. */
 void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
-    const char *default_listen, const char *role);
+    const char *default_listen, const char *default_metrics, const char *role);
 
 /* daemon_net_check checks the options (after config_load): URLs that nng
  * can listen on, a plain listener only where no other host reaches it, the
@@ -75,11 +81,14 @@ int daemon_net_db_argv(int argc, char **argv);
  * `health`, borrowed until daemon_net_stop) and Admin besides `ops` (copied).
  * Raises the process's descriptor limit, when lower, to what the listeners
  * may hold (their count x max-connections, plus 256 of its own), within
- * the hard limit. Logs one line per listener, a WARNING for a plain one. Returns 0 and
+ * the hard limit. Starts the --metrics-listen listener first (a port taken
+ * there fails the start before any RPC listener opens) and registers the
+ * metrics every daemon has (`daemon`: its name, for sagas_build_info).
+ * Logs one line per listener, a WARNING for a plain one. Returns 0 and
  * *out, or a negative errno after logging why (a TLS file that does not
  * load, a listener that could not start). */
-int daemon_net_serve(rpc_server **out, const daemon_net *n, unsigned role, int workers,
-    int contexts, const rpc_server_ops *ops, void *app, const health_service *health);
+int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, unsigned role,
+    int workers, int contexts, const rpc_server_ops *ops, void *app, const health_service *health);
 
 /* daemon_net_stop stops the server and frees what daemon_net_serve made.
  * NULL is ignored. */

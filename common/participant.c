@@ -75,7 +75,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "MS"},
 	};
 	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
-	    d->default_listen, "orchestrator");
+	    d->default_listen, d->default_metrics, "orchestrator");
 	participant_config cfg;
 	int rc = config_load(
 	    opts, N + DAEMON_NET_OPTS, &cfg, argc, argv, usage, d->summary, file_env, NULL);
@@ -112,12 +112,13 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		valcache_free(app.cache);
 		return 1;
 	}
+	pkit_metrics_init(d->kit);
 	/* the daemon's own handlers, plus the database probe of sagas.v1.Health */
 	static health_service health;
 	health = (health_service) {.service = d->service, .healthy = participant_healthy};
 	rpc_server *srv = NULL;
-	rc = daemon_net_serve(
-	    &srv, &cfg.net, AUTHZ_ORCHESTRATOR, (int)cfg.workers, 0, d->ops, &app, &health);
+	rc = daemon_net_serve(&srv, &cfg.net, d->prog, AUTHZ_ORCHESTRATOR, (int)cfg.workers, 0,
+	    d->ops, &app, &health);
 	if (rc != 0) {
 		log_error(NULL, "could not start: could not listen on %s", cfg.net.listen);
 		health_db_close(participant_health);

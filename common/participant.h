@@ -24,15 +24,16 @@ typedef struct participant_app {
 } participant_app;
 
 typedef struct participant_desc {
-	const char *prog;           /* "stockd": log prefix and usage */
-	const char *env_prefix;     /* "SAGA_STOCK": SAGA_STOCK_LISTEN, ... */
-	const char *default_listen; /* "tcp://127.0.0.1:7102" */
-	const char *default_db;     /* "dbname=sagas_stock" */
-	const char *service;        /* "sagas.v1.Stock", for Health */
-	const char *summary;        /* the --help paragraph */
-	const char *fault_example;  /* a --fault example for --help */
-	const pkit_service *kit;    /* its schema, records, rows and methods */
-	const rpc_server_ops *ops;  /* PKIT_RPC_OPS(its batch methods) */
+	const char *prog;            /* "stockd": log prefix and usage */
+	const char *env_prefix;      /* "SAGA_STOCK": SAGA_STOCK_LISTEN, ... */
+	const char *default_listen;  /* "tcp://127.0.0.1:7102" */
+	const char *default_metrics; /* "http://127.0.0.1:9471": --metrics-listen */
+	const char *default_db;      /* "dbname=sagas_stock" */
+	const char *service;         /* "sagas.v1.Stock", for Health */
+	const char *summary;         /* the --help paragraph */
+	const char *fault_example;   /* a --fault example for --help */
+	const pkit_service *kit;     /* its schema, records, rows and methods */
+	const rpc_server_ops *ops;   /* PKIT_RPC_OPS(its batch methods) */
 } participant_desc;
 
 /* participant_main runs the daemon described by `d` until SIGINT/SIGTERM.

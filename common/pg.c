@@ -1,5 +1,6 @@
 #include "pg.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 #include "version.h"
 
 const char *pg_err_name(int rc)
@@ -196,6 +198,54 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 	}
 }
 
+static const metric_def PG_COMMIT_SECONDS = {"sagas_db_commit_seconds",
+    "Time of each transaction that committed, from its last statement sent to the commit "
+    "confirmed (a whole pipeline for the pipelined ones)",
+    METRIC_HISTOGRAM, "", METRICS_LATENCY_BUCKETS, 14};
+static const metric_def PG_ERRORS = {"sagas_db_errors_total",
+    "Failed database statements, by SQLSTATE class (40: serialization, 23: constraint, ...) "
+    "or connection",
+    METRIC_COUNTER, "class", NULL, 0};
+static const metric_def PG_RECONNECTS = {"sagas_db_reconnects_total",
+    "Database sessions made again after one was lost (or found read-only)", METRIC_COUNTER, "",
+    NULL, 0};
+
+void pg_metrics_init(void)
+{
+	metric_add(metric_get(&PG_RECONNECTS, NULL), 0);
+	metric_add(metric_get1(&PG_ERRORS, "connection"), 0);
+	metric_add(metric_get1(&PG_ERRORS, "40"), 0);
+	(void)metric_get(&PG_COMMIT_SECONDS, NULL);
+}
+
+/* pg_observe_commit records a commit that took from `t0_us` (clock_mono_us)
+ * to now. */
+static void pg_observe_commit(int64_t t0_us)
+{
+	static metric *m;
+	metric *h = __atomic_load_n(&m, __ATOMIC_RELAXED);
+	if (h == NULL) {
+		h = metric_get(&PG_COMMIT_SECONDS, NULL);
+		__atomic_store_n(&m, h, __ATOMIC_RELAXED);
+	}
+	metric_observe(h, (double)(clock_mono_us() - t0_us) / 1e6);
+}
+
+/* pg_count_error counts a failure of class `rc` with SQLSTATE `state`. */
+static void pg_count_error(int rc, const char *state)
+{
+	char cls[3] = "??";
+	const char *label = cls;
+	if (rc == PG_ERR_CONNECTION)
+		label = "connection";
+	else if (state != NULL && isalnum((unsigned char)state[0])
+	    && isalnum((unsigned char)state[1]))
+		cls[0] = state[0], cls[1] = state[1];
+	else
+		label = "none";
+	metric_inc(metric_get1(&PG_ERRORS, label));
+}
+
 /* pg_fail classifies the failed result `res` (may be NULL) of `what` into
  * an enum pg_err and logs the server's message: at ERROR for a bug or bad
  * data, at DEBUG for what the callers retry. Does not free `res`. */
@@ -205,6 +255,7 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	int rc = pg_classify(state);
 	if (PQstatus(conn) != CONNECTION_OK)
 		rc = PG_ERR_CONNECTION;
+	pg_count_error(rc, state);
 	if (state != NULL && strcmp(state, "25006") == 0) {
 		pg_read_only_conn = conn; /* on a standby: pg_ensure makes it again */
 		/* at most one WARNING per thread every 10 s: a server that stays
@@ -256,7 +307,11 @@ int pg_begin(PGconn *conn)
 
 int pg_commit(PGconn *conn)
 {
-	return pg_run(conn, "COMMIT", 0, NULL);
+	int64_t t0 = clock_mono_us();
+	int rc = pg_run(conn, "COMMIT", 0, NULL);
+	if (rc == PG_OK)
+		pg_observe_commit(t0);
+	return rc;
 }
 
 void pg_rollback(PGconn *conn)
@@ -279,6 +334,7 @@ static void pg_said_reconnected(const PGconn *conn, bool after_read_only)
 	bool quiet = after_read_only && said_ms != 0 && now - said_ms < 10000;
 	if (after_read_only && !quiet)
 		said_ms = now;
+	metric_inc(metric_get(&PG_RECONNECTS, NULL));
 	log_msg(quiet ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, NULL, "reconnected to database at %s:%s",
 	    PQhost(conn), PQport(conn));
 }
@@ -526,9 +582,13 @@ int pg_exec_stmt(
 		PQclear(p);
 		pg_prep.prepared[pg_prep.n++] = st;
 	}
+	bool timed = st->commits && PQtransactionStatus(conn) == PQTRANS_IDLE;
+	int64_t t0 = timed ? clock_mono_us() : 0;
 	PGresult *res = PQexecPrepared(conn, st->name, nparams, params, NULL, NULL, 0);
 	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+		if (timed)
+			pg_observe_commit(t0);
 		if (out)
 			*out = res;
 		else
@@ -628,6 +688,7 @@ int pg_pipeline(PGconn *conn, pg_call *calls, int n)
 		return PG_ERR_OTHER;
 	if (PQenterPipelineMode(conn) != 1)
 		return pg_fail(conn, NULL, "pipeline");
+	int64_t t0 = clock_mono_us();
 	int rc = 0;
 	for (int i = 0; i < n && rc == 0; i++) {
 		const pg_stmt *st = calls[i].st;
@@ -721,6 +782,8 @@ int pg_pipeline(PGconn *conn, pg_call *calls, int n)
 			PQclear(calls[i].res);
 			calls[i].res = NULL;
 		}
+	else if (calls[n - 1].st == NULL && strcmp(calls[n - 1].sql, "COMMIT") == 0)
+		pg_observe_commit(t0);
 	return rc;
 }
 

@@ -32,6 +32,11 @@ enum pg_err {
  * storage (per thread for errno texts). */
 const char *pg_err_name(int rc);
 
+/* pg_metrics_init registers the database metrics (sagas_db_commit_seconds,
+ * sagas_db_errors_total{class}, sagas_db_reconnects_total) so that they are
+ * exported from the start. Call once from a daemon's main. */
+void pg_metrics_init(void);
+
 /* pg_classify maps a SQLSTATE (5 chars, may be NULL when the connection
  * broke) to an enum pg_err value. */
 int pg_classify(const char *sqlstate);
@@ -168,6 +173,8 @@ int64_t pg_get_i64(const PGresult *res, int row, int col);
 typedef struct pg_stmt {
 	const char *name;
 	const char *sql;
+	bool commits; /* a write that commits by itself when run outside a
+	                 transaction: timed in sagas_db_commit_seconds */
 } pg_stmt;
 
 /* pg_exec_stmt is pg_exec for a statement that is prepared on first use in

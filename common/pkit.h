@@ -275,6 +275,15 @@ void pkit_handle_batch(
  * refuses to start). */
 bool pkit_service_check(const pkit_service *svc);
 
+/* pkit_metrics_init registers the participant metrics of `svc` at 0
+ * (docs/operations.md, "Metrics"): sagas_participant_commands_total{command,
+ * outcome}, sagas_participant_duplicates_total{command},
+ * sagas_participant_tombstones_total{command} (a tombstone is a record whose
+ * status the service names "TOMBSTONE") and sagas_participant_batch_size.
+ * The kit counts every answered saga command where its answer is decided.
+ * Call once from main. */
+void pkit_metrics_init(const pkit_service *svc);
+
 /* Helpers for a service's decoding (each false with the error in `r`):
  * pkit_unpack decodes `call`'s payload as `desc` and insists on its
  * canonical encoding (valid_pb_exact); returns the message (free with

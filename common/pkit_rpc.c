@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "participant.h"
 #include "pg.h"
 #include "pkit.h"
@@ -279,10 +280,83 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 	    o->write_record ? "" : " (from record)");
 }
 
+static const metric_def PKIT_COMMANDS = {"sagas_participant_commands_total",
+    "Saga commands answered, by command and outcome: applied, refused (a business refusal, "
+    "or a step after its compensation), duplicate (answered from its record), tombstone (a "
+    "compensation that came first), key_mismatch, error (not committed)",
+    METRIC_COUNTER, "command,outcome", NULL, 0};
+static const metric_def PKIT_DUPLICATES = {"sagas_participant_duplicates_total",
+    "Saga commands answered from their idempotency record, by command", METRIC_COUNTER, "command",
+    NULL, 0};
+static const metric_def PKIT_TOMBSTONES = {"sagas_participant_tombstones_total",
+    "Tombstones written: a compensation that came before its step (rule 5), by command",
+    METRIC_COUNTER, "command", NULL, 0};
+static const double PKIT_BATCH_BUCKETS[] = {1, 2, 4, 8, 16, 32, 64, 128};
+static const metric_def PKIT_BATCH
+    = {"sagas_participant_batch_size", "Saga commands per committed transaction", METRIC_HISTOGRAM,
+        "", PKIT_BATCH_BUCKETS, sizeof PKIT_BATCH_BUCKETS / sizeof PKIT_BATCH_BUCKETS[0]};
+
+static const char *const PKIT_OUTCOMES[]
+    = {"applied", "refused", "duplicate", "tombstone", "key_mismatch", "error"};
+
+/* pkit_command_name: "ReserveStock" of "/sagas.v1.Stock/ReserveStock". */
+static const char *pkit_command_name(const pkit_method *m)
+{
+	const char *s = strrchr(m->method, '/');
+	return s ? s + 1 : m->method;
+}
+
+void pkit_metrics_init(const pkit_service *v)
+{
+	for (size_t i = 0; i < v->n_methods; i++) {
+		const char *cmd = pkit_command_name(&v->methods[i]);
+		for (size_t k = 0; k < sizeof PKIT_OUTCOMES / sizeof PKIT_OUTCOMES[0]; k++) {
+			const char *l[2] = {cmd, PKIT_OUTCOMES[k]};
+			metric_add(metric_get(&PKIT_COMMANDS, l), 0);
+		}
+		metric_add(metric_get1(&PKIT_DUPLICATES, cmd), 0);
+		metric_add(metric_get1(&PKIT_TOMBSTONES, cmd), 0);
+	}
+	(void)metric_get(&PKIT_BATCH, NULL);
+}
+
+/* pkit_count counts one answered command (store error `rc`, else the
+ * committed outcome in c->cmd). */
+static void pkit_count(const pkit_service *v, const pkit_call *c, int rc)
+{
+	const pkit_outcome *o = &c->cmd.out;
+	const char *cmd = pkit_command_name(c->m), *outcome;
+	bool tomb = false;
+	if (rc != 0)
+		outcome = "error";
+	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
+		outcome = "key_mismatch";
+	else if (o->write_record) {
+		tomb = strcmp(v->status_name(o->record.status), "TOMBSTONE") == 0;
+		outcome = tomb ? "tombstone" : o->code == RPC_OK ? "applied" : "refused";
+	} else if (o->code != RPC_OK && strcmp(o->reason, REASON_TOMBSTONE) == 0)
+		outcome = "refused"; /* a step after its compensation (rule 5) */
+	else
+		outcome = "duplicate";
+	const char *l[2] = {cmd, outcome};
+	metric_inc(metric_get(&PKIT_COMMANDS, l));
+	if (tomb)
+		metric_inc(metric_get1(&PKIT_TOMBSTONES, cmd));
+	else if (strcmp(outcome, "duplicate") == 0)
+		metric_inc(metric_get1(&PKIT_DUPLICATES, cmd));
+}
+
+/* pkit_observe_batch records a committed transaction of `n` commands. */
+static void pkit_observe_batch(size_t n)
+{
+	metric_observe(metric_get(&PKIT_BATCH, NULL), (double)n);
+}
+
 /* pkit_answer fills the reply of an applied command: store error `rc`, or
  * the committed outcome in c->cmd. */
 static void pkit_answer(const pkit_service *v, const pkit_call *c, int rc, rpc_reply *r)
 {
+	pkit_count(v, c, rc);
 	if (rc != 0) {
 		pkit_store_failed(r, rc, c->m->what, c->cmd.saga_id);
 		return;
@@ -309,6 +383,8 @@ void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *re
 		if (!pkit_parse(m, call, &c, reply))
 			return;
 		int rc = pkit_store_apply(worker, &c.cmd, 1);
+		if (rc == 0)
+			pkit_observe_batch(1);
 		pkit_answer(v, &c, rc, reply);
 		pkit_call_free(&c);
 		return;
@@ -349,14 +425,19 @@ void pkit_handle_batch(
 	if (m == 0)
 		return;
 	int rc = m > 1 ? pkit_store_apply(worker, cmds, m) : -1;
+	if (rc == 0)
+		pkit_observe_batch(m);
 	if (m > 1 && rc != 0)
 		log_warn(NULL,
 		    "a batch of %zu %s commands could not commit (%s): applying each alone", m,
 		    v->name, pg_err_name(rc));
 	for (size_t k = 0; k < m; k++) {
 		int one = rc == PG_ERR_CONNECTION ? rc : 0; /* no database: all fail alike */
-		if (rc != 0 && rc != PG_ERR_CONNECTION)     /* each command alone, in order */
+		if (rc != 0 && rc != PG_ERR_CONNECTION) {   /* each command alone, in order */
 			one = pkit_store_apply(worker, &cmds[k], 1);
+			if (one == 0)
+				pkit_observe_batch(1);
+		}
 		cs[k].cmd = cmds[k];
 		pkit_answer(v, &cs[k], one, &replies[at[k]]);
 		pkit_call_free(&cs[k]);

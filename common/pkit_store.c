@@ -185,7 +185,7 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 
 	pg_stmt *st[4] = {&q->lock_records, &q->lock_rows, &q->write_batch, &q->write_fast};
 	for (int i = 0; i < 4; i++)
-		*st[i] = (pg_stmt) {.name = q->names[i], .sql = q->text[i]};
+		*st[i] = (pg_stmt) {.name = q->names[i], .sql = q->text[i], .commits = i == 3};
 	q->built = ok;
 	return ok;
 }

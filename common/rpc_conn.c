@@ -20,6 +20,7 @@
 #include "authz.h"
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 
 /* One open connection (an nng pipe), for the cap and the idle timeout. */
 typedef struct rpc_conn rpc_conn;
@@ -103,6 +104,10 @@ static int rpc_lsn_of(const rpc_conns *s, nng_pipe p)
 	return -1;
 }
 
+static const metric_def RPC_CONNECTIONS = {"sagas_rpc_connections",
+    "Open RPC connections on this process's listeners (accepted, not yet closed)", METRIC_GAUGE, "",
+    NULL, 0};
+
 void rpc_conns_added(rpc_conns *s, nng_pipe p)
 {
 	int li = rpc_lsn_of(s, p);
@@ -115,6 +120,7 @@ void rpc_conns_added(rpc_conns *s, nng_pipe p)
 		snprintf(what, sizeof what,
 		    "closed a connection to %s: UNAUTHENTICATED (no verified client certificate)",
 		    l->url);
+		authz_count_refusal("unverified", 1);
 		authz_log_limited("unverified", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
 		nng_pipe_close(p);
 		return;
@@ -130,6 +136,7 @@ void rpc_conns_added(rpc_conns *s, nng_pipe p)
 		c->last_ms = clock_mono_ms();
 		HASH_ADD(hh, s->table, id, sizeof c->id, c);
 		l->conns++;
+		metric_inc(metric_get(&RPC_CONNECTIONS, NULL));
 	}
 	nng_mtx_unlock(s->mtx);
 	if (full || c == NULL) {
@@ -137,6 +144,7 @@ void rpc_conns_added(rpc_conns *s, nng_pipe p)
 		snprintf(what, sizeof what,
 		    "closed a connection to %s: %d are open, the most allowed (max-connections)",
 		    l->url, s->max_conns);
+		authz_count_refusal("conn_cap", 1);
 		authz_log_limited("conn_cap", rpc_peer(nng_pipe_id(p), peer, sizeof peer), what);
 		nng_pipe_close(p);
 	}
@@ -150,6 +158,7 @@ void rpc_conns_removed(rpc_conns *s, uint32_t id)
 	if (c != NULL) {
 		s->listeners[c->listener].conns--;
 		HASH_DEL(s->table, c);
+		metric_add(metric_get(&RPC_CONNECTIONS, NULL), -1);
 	}
 	nng_mtx_unlock(s->mtx);
 	free(c);
@@ -371,6 +380,7 @@ static void rpc_reaper_main(void *arg)
 			    stuck, RPC_HANDSHAKE_TIMEOUT_MS);
 			nng_mtx_unlock(s->mtx);
 			authz_log_limited("handshake", NULL, what);
+			authz_count_refusal("handshake", stuck);
 			nng_mtx_lock(s->mtx);
 		}
 		int n = 0;

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "log.h"
+#include "metrics.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
 
@@ -50,6 +51,7 @@ typedef struct rpc_slot {
 	uint32_t busy_pipe; /* the connection whose call it holds (rpc_conn.busy),
 	                       0 for none */
 	unsigned roles;     /* of the request's caller: its listener's */
+	const char *method; /* of a held call: its metrics label (authz_method_name) */
 } rpc_slot;
 
 typedef struct rpc_worker {
@@ -77,6 +79,19 @@ struct rpc_server {
 	rpc_conns conns;   /* its listeners and connections (rpc_conn.c) */
 	bool open_methods; /* methods outside the roles table go to the handler */
 };
+
+static const metric_def RPC_REQUESTS = {"sagas_rpc_requests_total",
+    "Calls answered, by method (the roles table's names; \"unknown\" for any other) and "
+    "status code",
+    METRIC_COUNTER, "method,code", NULL, 0};
+
+/* rpc_count counts one answered call of `method` (NULL: a frame that did
+ * not decode) with status `code`. */
+static void rpc_count(const char *method, int code)
+{
+	const char *v[2] = {authz_method_name(method), rpc_code_name(code)};
+	metric_inc(metric_get(&RPC_REQUESTS, v));
+}
 
 /* One received frame while a worker serves it: a plain call, or a batch
  * (RPC_BATCH_METHOD) whose calls are served with the other frames' calls and
@@ -115,6 +130,7 @@ rpc_held *rpc_hold(const rpc_request *call)
 	it->held = true;
 	rpc_slot *sl = it->frame->slot;
 	memcpy(sl->request_id, it->request_id, sizeof it->request_id);
+	sl->method = authz_method_name(call->method);
 	sl->pipe = nng_pipe_id(nng_msg_get_pipe(it->frame->msg));
 	rpc_server *s = sl->srv;
 	nng_mtx_lock(s->mtx);
@@ -231,6 +247,7 @@ static void rpc_slot_cb(void *arg)
 		/* a listener with no role answers only Health, one probe at a
 		 * time: a peer that piles calls up is not a probe */
 		char peer[96];
+		authz_count_refusal("piling", 1);
 		authz_log_limited("piling", rpc_peer(pipe, peer, sizeof peer),
 		    "closed a connection to a Health-only listener that sent calls without "
 		    "waiting for their replies");
@@ -488,6 +505,14 @@ static void rpc_server_reply(rpc_frame *f, rpc_item *items)
 	rpc_slot *sl = f->slot;
 	nng_msg *out = NULL;
 	bool held = false;
+	if (f->answered)
+		rpc_count(f->env ? f->env->method : NULL, f->reply.code);
+	else
+		for (size_t i = 0; i < f->n; i++) {
+			const rpc_item *it = &items[f->first + i];
+			if (!it->drop && !it->held)
+				rpc_count(it->env ? it->env->method : NULL, it->reply.code);
+		}
 	if (f->answered) {
 		out = rpc_encode_reply(&f->reply, f->request_id);
 	} else if (f->batch) {
@@ -539,6 +564,7 @@ void rpc_held_reply(rpc_held *h, rpc_reply *reply)
 {
 	rpc_slot *sl = (rpc_slot *)h;
 	rpc_server *s = sl->srv;
+	rpc_count(sl->method, reply->code);
 	nng_msg *out = rpc_encode_reply(reply, sl->request_id);
 	free(reply->payload);
 	reply->payload = NULL;

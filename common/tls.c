@@ -2,6 +2,8 @@
 #include "tls.h"
 
 #include <errno.h>
+
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,17 @@ bool tls_url(const char *url)
 	return strncmp(url, "tls+", 4) == 0 || strncmp(url, "wss", 3) == 0;
 }
 
+bool tls_host_local(const char *h)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, h, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return strcmp(h, "localhost") == 0;
+}
+
 bool tls_url_local(const char *url)
 {
 	if (strncmp(url, "ipc://", 6) == 0 || strncmp(url, "inproc://", 9) == 0
@@ -31,9 +44,7 @@ bool tls_url_local(const char *url)
 	nng_url *u = NULL;
 	if (nng_url_parse(&u, url) != 0)
 		return false;
-	const char *h = u->u_hostname ? u->u_hostname : "";
-	bool local
-	    = strncmp(h, "127.", 4) == 0 || strcmp(h, "::1") == 0 || strcmp(h, "localhost") == 0;
+	bool local = tls_host_local(u->u_hostname ? u->u_hostname : "");
 	nng_url_free(u);
 	return local;
 }

@@ -27,9 +27,15 @@ typedef struct tls_files {
 bool tls_url(const char *url);
 
 /* tls_url_local is true when `url` cannot be reached from another host: a
- * tcp:// or ws:// URL whose host is 127.x.y.z, [::1] or localhost, or an
+ * tcp:// or ws:// URL whose host is tls_host_local, or an
  * ipc://, inproc:// or abstract:// URL. */
 bool tls_url_local(const char *url);
+
+/* tls_host_local is true when `host` (a URL's host name, without brackets
+ * or port) is a loopback address written as one (127.0.0.0/8, ::1) or
+ * "localhost". A name that merely starts with "127." ("127.evil.example") is
+ * not: DNS may send it anywhere. */
+bool tls_host_local(const char *host);
 
 /* tls_files_any is true when any of the files is given. */
 bool tls_files_any(const tls_files *f);

@@ -18,10 +18,13 @@ give() { # give DIR FILE...: copies FILE from /certs/ca into DIR, keys 0600
     mv "$dir/$f.new" "$dir/$f"
   done
 }
-give /certs/stock stockd.crt stockd.key ca-orchestrator.crt ca-admin.crt
-give /certs/payment paymentd.crt paymentd.key ca-orchestrator.crt ca-admin.crt
-give /certs/shipping shippingd.crt shippingd.key ca-orchestrator.crt ca-admin.crt
+give /certs/stock stockd.crt stockd.key ca-orchestrator.crt ca-admin.crt ca-metrics.crt
+give /certs/payment paymentd.crt paymentd.key ca-orchestrator.crt ca-admin.crt ca-metrics.crt
+give /certs/shipping shippingd.crt shippingd.key ca-orchestrator.crt ca-admin.crt ca-metrics.crt
 give /certs/orchestrator orchestratord.crt orchestratord.key ca-client.crt ca-admin.crt \
-  orchestrator.crt orchestrator.key ca-server.crt
+  orchestrator.crt orchestrator.key ca-server.crt ca-metrics.crt
 give /certs/cli admin.crt admin.key ca-server.crt
+# the metrics scraper: its client certificate, and the CA of the daemons'
+# server certificates
+give /certs/prometheus prometheus.crt prometheus.key ca-server.crt
 echo "certs-init: each service's volume has only its own key and the CAs it trusts"

@@ -10,6 +10,7 @@
 #include "fault.h"
 #include "log.h"
 #include "page_token.h"
+#include "orch_metrics.h"
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "status.h"
@@ -257,6 +258,7 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 	bool held
 	    = wait_ms > 0 && !finished && api_hold_wait(a, w, call, stored, wait_ms, &as, !created);
 	if (created) {
+		orch_metrics_started(1);
 		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
 		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga"); /* committed and logged */

@@ -14,6 +14,7 @@
 #include "dbclock.h"
 #include "fault.h"
 #include "log.h"
+#include "orch_metrics.h"
 #include "pg.h"
 #include "rpc.h"
 
@@ -26,6 +27,7 @@ typedef struct engine_item {
 	int code;           /* reply status code */
 	bool transport;     /* no reply came */
 	char reason[RPC_REASON_MAX];
+	int64_t sent_us; /* clock_mono_us when it was handed to the link */
 } engine_item;
 
 typedef struct engine_queue {
@@ -147,6 +149,8 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	fault_exit_if(FAULT_EXIT_AFTER_SEND, saga_command_name(it->cmd));
 	it->code = res->code;
 	it->transport = res->transport;
+	orch_metrics_command(it->cmd, orch_metrics_result(res->code, res->transport),
+	    it->sent_us > 0 ? clock_mono_us() - it->sent_us : -1);
 	memcpy(it->reason, res->reason, sizeof it->reason);
 	engine_item *copy = NULL;
 	if (fault_check(FAULT_DUPLICATE_REPLY, saga_command_name(it->cmd), NULL)) {
@@ -217,6 +221,7 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	log_debug(
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
 	rpc_batch *batch = engine_batch_for(e, o, client);
+	it->sent_us = clock_mono_us();
 	int rc = codec_send_command(client, batch, cmd, row, timeout, engine_on_reply, it);
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
@@ -244,7 +249,9 @@ typedef struct engine_pending {
 	store_update up;
 	saga_row after;
 	saga_command send;
-	bool held; /* no room to send: written due now, sent by a later sweep */
+	bool held;     /* no room to send: written due now, sent by a later sweep */
+	bool retry;    /* a failed try, to be tried again (sagas_step_retries_total) */
+	int32_t tries; /* the step ended after this many tries (0: not by a reply) */
 } engine_pending;
 
 /* engine_decide runs the state machine on one event and, unless the event
@@ -274,6 +281,9 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->after.updated_ms = now;
 	p->send = d.send;
 	p->held = d.send != SAGA_CMD_NONE && !can_send;
+	bool reply = ev->kind != SAGA_EV_DEADLINE;
+	p->retry = reply && !d.state_changed && ev->kind != SAGA_EV_SUCCESS;
+	p->tries = reply && d.state_changed ? row->s.attempts + 1 : 0;
 	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out,
 	                                            never past its deadline (rule T5) */
 		p->after.s.next_attempt_ms = saga_lease_until_ms(&d.next, now, &e->cfg.policy);
@@ -324,6 +334,11 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			continue;
 		}
 		const saga *a = &pend[i].after.s;
+		saga_command was = saga_command_of(b->s.state);
+		if (pend[i].retry && was != SAGA_CMD_NONE)
+			orch_metrics_retry(was);
+		if (pend[i].tries > 0 && was != SAGA_CMD_NONE)
+			orch_metrics_step_done(was, pend[i].tries);
 		if (ups[i].state_changed)
 			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
 			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
@@ -340,6 +355,9 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			engine_dispatch(e, &pend[i].after);
 		if (ups[i].updated_ms > 0)
 			pend[i].after.updated_ms = ups[i].updated_ms;
+		if (ups[i].state_changed && saga_is_terminal(a->state))
+			orch_metrics_finished(
+			    a->state, a->reason, pend[i].after.updated_ms - b->created_ms);
 		if (saga_is_terminal(a->state) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
@@ -503,7 +521,9 @@ static void engine_main(void *arg)
 		engine_item *replies = engine_take_all(&e->done);
 		/* replies free room: the backlog goes on in the same round */
 		engine_item *subs = engine_take_all(&e->submitted);
+		int inflight = e->inflight;
 		nng_mtx_unlock(e->mtx);
+		orch_metrics_in_flight(e->cfg.index, inflight);
 
 		engine_process_replies(e, replies);
 		while (subs != NULL) {

@@ -40,6 +40,8 @@ typedef struct engine_config {
 	                              (rpc_batch); 1 or less: a frame each */
 	int max_inflight;          /* most commands awaiting replies */
 	bool duplicate_delivery;   /* send every command twice (tests) */
+	int index;                 /* 0..: which of the process's engines (its slot
+	                              in sagas_in_flight, orch_metrics.h) */
 	/* Called on the engine thread, after the commit, for every saga that
 	 * reached COMPLETED or CANCELLED, with the row as written (as GetSaga
 	 * would read it). May be NULL. */

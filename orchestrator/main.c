@@ -22,6 +22,7 @@
 #include "health.h"
 #include "listen.h"
 #include "log.h"
+#include "orch_metrics.h"
 #include "pg.h"
 #include "report.h"
 #include "rpc.h"
@@ -304,7 +305,7 @@ int main(int argc, char **argv)
 	config_opt opts[NO + DAEMON_NET_OPTS];
 	memcpy(opts, orch_opts, sizeof orch_opts);
 	daemon_net_opts(opts + NO, offsetof(orch_config, net), "SAGA_ORCHESTRATOR",
-	    "tcp://127.0.0.1:7101", "client");
+	    "tcp://127.0.0.1:7101", "http://127.0.0.1:9470", "client");
 	orch_config c;
 	int rc = config_load(opts, NO + DAEMON_NET_OPTS, &c, argc, argv, "orchestratord [options]",
 	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
@@ -441,7 +442,9 @@ int main(int argc, char **argv)
 	engine *engs[16] = {NULL};
 	int n_engines = (int)c.engines;
 	ec.max_inflight = (int)(c.max_inflight / n_engines > 0 ? c.max_inflight / n_engines : 1);
+	orch_metrics_init();
 	for (int i = 0; i < n_engines; i++) {
+		ec.index = i;
 		rc = engine_start(&engs[i], &ec);
 		if (rc != 0) {
 			log_error(NULL, "could not start the engine: error %d", rc);
@@ -475,8 +478,8 @@ int main(int argc, char **argv)
 	rpc_server *srv = NULL;
 	/* a context per waiting call, plus room for everything else */
 	int contexts = (int)c.max_waits + RPC_SERVER_CONTEXTS;
-	rc = daemon_net_serve(
-	    &srv, &c.net, AUTHZ_CLIENT, (int)c.workers, contexts, api_server_ops(), &a, &health);
+	rc = daemon_net_serve(&srv, &c.net, "orchestratord", AUTHZ_CLIENT, (int)c.workers, contexts,
+	    api_server_ops(), &a, &health);
 	if (rc != 0) {
 		log_error(NULL, "could not serve on %s: error %d", c.net.listen, rc);
 		orch_engines_stop(engs, n_engines);

@@ -75,7 +75,7 @@ static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
-    " SELECT " SAGA_COLS " FROM ins"};
+    " SELECT " SAGA_COLS " FROM ins", true};
 /* StartSagas that arrived together: the same, with one row per saga. A saga
  * id given twice, or already stored, inserts nothing (DO NOTHING). */
 static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
@@ -91,11 +91,11 @@ static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
-    " SELECT " SAGA_COLS " FROM ins"};
+    " SELECT " SAGA_COLS " FROM ins", true};
 static const pg_stmt STORE_GET_SAGA = {"saga_get_saga",
-    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"};
+    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1", false};
 static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
-    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])"};
+    "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = ANY($1::uuid[])", false};
 /* WaitSaga: instance $2 waits for this saga's end (schema.sql, waiter):
  * its name when nobody else waits, else '*' (anyone), and the row as it is
  * now. Only a mark that changes the column is written: a row already
@@ -107,7 +107,7 @@ static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
 static const pg_stmt STORE_MARK_WAITER = {"saga_mark_waiter",
     "UPDATE sagas SET waiter = " STORE_WAITER_MARK
     " WHERE saga_id = $1 AND waiter IS DISTINCT FROM " STORE_WAITER_MARK
-    " RETURNING " SAGA_COLS};
+    " RETURNING " SAGA_COLS, false};
 /* clang-format on */
 
 int store_apply_schema(PGconn *conn)
@@ -509,12 +509,12 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
 	"RETURNING " SAGA_COLS
-static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due", STORE_CLAIM_SQL("")};
+static const pg_stmt STORE_CLAIM_DUE = {"saga_claim_due", STORE_CLAIM_SQL(""), true};
 /* The same claim, only sagas whose step deadline has passed: the sweep
  * writes their deadline transitions even when there is no room to send
  * (engine.c). */
 static const pg_stmt STORE_CLAIM_DEADLINES = {
-    "saga_claim_deadlines", STORE_CLAIM_SQL(" AND step_deadline <= " TS("$1"))};
+    "saga_claim_deadlines", STORE_CLAIM_SQL(" AND step_deadline <= " TS("$1")), true};
 /* clang-format on */
 
 static int store_claim(PGconn *conn, const pg_stmt *stmt, int64_t now_ms, const saga_policy *pol,
@@ -676,7 +676,7 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
     "  FROM upd JOIN u USING (idx) WHERE u.event IS NOT NULL ORDER BY u.idx)"
-    " SELECT idx, updated_ms, " STORE_NOTIFY("notify", "saga_id") " FROM upd"};
+    " SELECT idx, updated_ms, " STORE_NOTIFY("notify", "saga_id") " FROM upd", true};
 
 /* One transition (the batch of one saga, as at low load): the same writes
  * with scalar parameters, so the plan is two index scans by key, without
@@ -695,7 +695,7 @@ static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT $1::uuid, $8::bigint + 1, $9, $2, $10, $3 FROM upd"
     "  WHERE $10::text IS NOT NULL)"
-    " SELECT updated_ms, " STORE_NOTIFY("notify", "$1") " FROM upd"};
+    " SELECT updated_ms, " STORE_NOTIFY("notify", "$1") " FROM upd", true};
 
 /* clang-format on */
 

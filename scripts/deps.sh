@@ -2,12 +2,16 @@
 # Installs the Debian packages the project needs, only those missing.
 # Uses sudo when not root. Safe to run again. `deps.sh fuzz` adds what
 # `make fuzz` needs (clang and its libFuzzer and sanitizer runtimes).
+# prometheus is for promtool (ctest prometheus_rules) and the real
+# Prometheus the tests start themselves: it is installed without starting
+# its service (a policy-rc.d that forbids it, for the install only).
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
-  postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl)
+  postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl
+  prometheus curl)
 # npm only fetches buf for the proto lint: a Node.js that is already there
 # (not from Debian) is used as it is, since Debian's npm conflicts with it
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
@@ -23,5 +27,16 @@ echo "deps: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+# Debian's prometheus (and postgresql) start their service through
+# invoke-rc.d / deb-systemd-invoke, which ask /usr/sbin/policy-rc.d first:
+# one that exits 101 (action forbidden) while we install, unless the
+# machine has its own, removed after
+policy=/usr/sbin/policy-rc.d
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/deps.sh: no service started while it installs\nexit 101\n' |
+    $sudo tee "$policy" >/dev/null
+  $sudo chmod 0755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

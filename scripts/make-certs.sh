@@ -10,10 +10,14 @@
 #                         it on --admin-listen (--admin-tls-ca)
 #   ca-client.crt         signs applications' certificates; orchestratord
 #                         trusts it on --listen (--tls-ca)
+#   ca-metrics.crt        signs the metrics scraper's certificate; every
+#                         daemon trusts it on an https --metrics-listen
+#                         (--metrics-tls-ca)
 #   stockd, paymentd, shippingd, orchestratord .crt/.key   server certificates, valid
 #                         for each HOST given (default: the daemon's name,
 #                         localhost and 127.0.0.1)
 #   orchestrator, admin, client .crt/.key       client certificates, one per role
+#   prometheus.crt/.key   the scraper's client certificate (signed by ca-metrics)
 #
 # A role is which CA signed a certificate: one CA per role, because nng
 # 1.5.2 cannot tell a server whose certificate a client showed, only that
@@ -73,6 +77,10 @@ done
 leaf orchestrator ca-orchestrator clientAuth
 leaf admin ca-admin clientAuth
 leaf client ca-client clientAuth
+# the metrics scraper (Prometheus): its own CA, so a scraper's certificate
+# reaches /metrics and nothing else
+ca ca-metrics
+leaf prometheus ca-metrics clientAuth
 chmod 0644 ./*.crt
 rm -f ./*.srl
 echo "certificates in $dir"

@@ -11,6 +11,7 @@ int main(int argc, char **argv)
 	    .prog = "paymentd",
 	    .env_prefix = "SAGA_PAYMENT",
 	    .default_listen = "tcp://127.0.0.1:7103",
+	    .default_metrics = "http://127.0.0.1:9472",
 	    .default_db = "dbname=sagas_payment",
 	    .service = "sagas.v1.Payment",
 	    .summary = "The payment participant of the order saga: charges and refunds payments,\n"

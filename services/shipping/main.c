@@ -12,6 +12,7 @@ int main(int argc, char **argv)
 	    .prog = "shippingd",
 	    .env_prefix = "SAGA_SHIPPING",
 	    .default_listen = "tcp://127.0.0.1:7104",
+	    .default_metrics = "http://127.0.0.1:9473",
 	    .default_db = "dbname=sagas_shipping",
 	    .service = "sagas.v1.Shipping",
 	    .summary = "The shipping participant of the order saga: ships the parcel of a\n"

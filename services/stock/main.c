@@ -12,6 +12,7 @@ int main(int argc, char **argv)
 	    .prog = "stockd",
 	    .env_prefix = "SAGA_STOCK",
 	    .default_listen = "tcp://127.0.0.1:7102",
+	    .default_metrics = "http://127.0.0.1:9471",
 	    .default_db = "dbname=sagas_stock",
 	    .service = "sagas.v1.Stock",
 	    .summary = "The stock participant of the order saga: reserves and releases stock,\n"

@@ -50,6 +50,17 @@ for d in orchestratord stockd paymentd shippingd; do
 	expect $d 2 "^$d: error: option --config must be spelled in full \(--config FILE\)$" --conf "$TMP/bad.conf"
 	expect $d 2 "^$d: error: could not read config file \"$TMP\": a directory$" --config "$TMP"
 	expect $d 2 "^$d: error: unknown option \"--bogus\"$" --bogus
+	# a name that starts with "127." is not loopback (DNS may send it anywhere)
+	expect $d 2 "^$d: error: invalid value for listen: \"tcp://127\.evil\.example:1\" is plain TCP" --listen tcp://127.evil.example:1
+	# --metrics-listen: plain http on loopback only, https with its files
+	expect $d 2 "^$d: error: invalid value for metrics-listen: \"http://0\.0\.0\.0:9470\" is plain HTTP on an address other hosts can reach" --metrics-listen http://0.0.0.0:9470
+	expect $d 2 "^$d: error: invalid value for metrics-listen: \"http://127\.evil\.example:9470\" is plain HTTP" --metrics-listen http://127.evil.example:9470
+	expect $d 2 "^$d: error: invalid value for metrics-listen: \"http://127\.0\.0\.1\": the port must be given" --metrics-listen http://127.0.0.1
+	expect $d 2 "^$d: error: invalid value for metrics-listen: \"http://127\.0\.0\.1:9470/m\": give no path" --metrics-listen http://127.0.0.1:9470/m
+	expect $d 2 "^$d: error: invalid value for metrics-listen: \"tcp://127\.0\.0\.1:9470\": the scheme must be" --metrics-listen tcp://127.0.0.1:9470
+	expect $d 2 "^$d: error: metrics-listen is https://0\.0\.0\.0:9470, which needs --tls-cert, --tls-key and --metrics-tls-ca \(missing: --tls-cert --tls-key --metrics-tls-ca" --metrics-listen https://0.0.0.0:9470
+	expect $d 2 "^$d: error: metrics-tls-ca is set but metrics-listen http://127\.0\.0\.1:9470 is plain http://" --metrics-listen http://127.0.0.1:9470 --metrics-tls-ca x
+	expect $d 2 "^$d: error: invalid TLS files for metrics-listen https://0\.0\.0\.0:9470: could not read" --metrics-listen https://0.0.0.0:9470 --tls-cert "$TMP/none.crt" --tls-key "$TMP/none.key" --metrics-tls-ca "$TMP/none.crt"
 done
 # the environment's value is refused even though the flag would win later
 SAGA_STOCK_WORKERS=" 3" expect stockd 2 '^stockd: error: invalid value for workers \(from SAGA_STOCK_WORKERS\): " 3" is not an integer$' \

@@ -33,11 +33,12 @@ dcc --env-file "$pwfile" -f compose.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml -f tests/compose/override.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config -q
 dcc --env-file "$pwfile" -f compose.yaml --profile cli config --services | grep -qx sagactl
-# only the orchestrators' API is ever published, and only with publish.yaml
+# only the orchestrators' API and Prometheus's are ever published, and only
+# with publish.yaml (on loopback)
 published=$(dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config |
   awk '/^  [a-z0-9_-]+:$/ {svc=$1} /^    ports:/ {print svc}' | tr -d ':' | tr '\n' ' ')
-if [ "$published" != "orchestrator orchestrator2 " ]; then
-  echo "compose_config: FAIL: published services: '$published' (expected only orchestrator and orchestrator2)" >&2
+if [ "$published" != "orchestrator orchestrator2 prometheus " ]; then
+  echo "compose_config: FAIL: published services: '$published' (expected only orchestrator, orchestrator2 and prometheus)" >&2
   exit 1
 fi
 # the second of each service is its first one merged in: the same settings
@@ -65,6 +66,22 @@ grep -qxF "      SAGA_ORCHESTRATOR_URL: tls+tcp://orchestrator:7111,tls+tcp://or
   echo "compose_config: FAIL: sagactl is not given both orchestrators" >&2
   exit 1
 }
+# and on loopback by default
+if dcc --env-file "$pwfile" -f compose.yaml -f deploy/publish.yaml config |
+  awk '/^    ports:/ {p=1; next} p && /^    - / {print; next} {p=0}' | grep -v '^    - 127\.0\.0\.1:'; then
+  echo "compose_config: FAIL: publish.yaml publishes a port off loopback by default" >&2
+  exit 1
+fi
+# the prometheus service scrapes every daemon, both of each (its config is
+# deploy/prometheus/prometheus.yml: ctest prometheus_rules), and every daemon
+# serves its metrics in https to the ca-metrics CA's certificates
+for s in stock stock2 payment payment2 shipping shipping2 orchestrator orchestrator2; do
+  grep -qE '^      SAGA_[A-Z]+_METRICS_LISTEN: https://0\.0\.0\.0:947[0-3]$' <<<"$(svc_cfg "$s")" ||
+    { echo "compose_config: FAIL: $s has no https metrics listener" >&2; exit 1; }
+  grep -qE '^      SAGA_[A-Z]+_METRICS_TLS_CA: /certs/ca-metrics\.crt$' <<<"$(svc_cfg "$s")" ||
+    { echo "compose_config: FAIL: $s does not trust ca-metrics on its metrics listener" >&2; exit 1; }
+done
+[ -n "$(svc_cfg prometheus)" ] || { echo "compose_config: FAIL: no prometheus service" >&2; exit 1; }
 if dcc --env-file "$pwfile" -f compose.yaml config | grep -q '^    ports:'; then
   echo "compose_config: FAIL: compose.yaml alone publishes a port" >&2
   exit 1

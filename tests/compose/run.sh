@@ -11,7 +11,12 @@
 # kills the orchestrator container with sagas in flight and checks that
 # orchestrator2 takes them over and finishes them before it is started again,
 # kills stock2 and checks that new sagas complete on stock alone, and tears
-# everything down (also on failure).
+# everything down (also on failure). A Prometheus container
+# (deploy/prometheus) scrapes the eight daemons in https with its client
+# certificate: the test checks that all eight are up in it, that the alert
+# rules are loaded, that a metrics listener refuses a scraper without the
+# ca-metrics certificate, and that killing the orchestrator raises
+# SagaDaemonDown.
 #
 # Skips (exit 0, saying why) only when containers cannot run here at all.
 # Must run as root (the lab's scripts install packages and run podman as
@@ -67,14 +72,15 @@ started_service=0
 if ! { [ -f "$LAB/api.pid" ] && kill -0 "$(cat "$LAB/api.pid")" 2>/dev/null; }; then started_service=1; fi
 "$tools/service-up.sh"
 
-# Free loopback ports below the ephemeral range, three per daemon (its
-# callers', admin and health listeners) and PostgreSQL's.
+# Free loopback ports below the ephemeral range, four per daemon (its
+# callers', admin, health and metrics listeners), PostgreSQL's and
+# Prometheus's.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 lo=32768
 [ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
 [ "$lo" -gt 12000 ] || lo=32768
 ports=()
-while [ ${#ports[@]} -lt 25 ]; do
+while [ ${#ports[@]} -lt 34 ]; do
   p=$((10000 + RANDOM % (lo - 10000)))
   if port_free "$p" && [[ " ${ports[*]} " != *" $p "* ]]; then ports+=("$p"); fi
 done
@@ -91,6 +97,18 @@ export SAGAS_TEST_STOCK2_ADMIN_PORT=${ports[17]} SAGAS_TEST_STOCK2_HEALTH_PORT=$
 export SAGAS_TEST_PAYMENT2_PORT=${ports[19]} SAGAS_TEST_PAYMENT2_ADMIN_PORT=${ports[20]}
 export SAGAS_TEST_PAYMENT2_HEALTH_PORT=${ports[21]} SAGAS_TEST_SHIPPING2_PORT=${ports[22]}
 export SAGAS_TEST_SHIPPING2_ADMIN_PORT=${ports[23]} SAGAS_TEST_SHIPPING2_HEALTH_PORT=${ports[24]}
+export SAGAS_TEST_ORCH_METRICS_PORT=${ports[25]} SAGAS_TEST_ORCH2_METRICS_PORT=${ports[26]}
+export SAGAS_TEST_STOCK_METRICS_PORT=${ports[27]} SAGAS_TEST_STOCK2_METRICS_PORT=${ports[28]}
+export SAGAS_TEST_PAYMENT_METRICS_PORT=${ports[29]} SAGAS_TEST_PAYMENT2_METRICS_PORT=${ports[30]}
+export SAGAS_TEST_SHIPPING_METRICS_PORT=${ports[31]} SAGAS_TEST_SHIPPING2_METRICS_PORT=${ports[32]}
+export SAGAS_TEST_PROMETHEUS_PORT=${ports[33]}
+# each daemon service's metrics port
+declare -A metrics_port=(
+  [orchestrator]=$SAGAS_TEST_ORCH_METRICS_PORT [orchestrator2]=$SAGAS_TEST_ORCH2_METRICS_PORT
+  [stock]=$SAGAS_TEST_STOCK_METRICS_PORT [stock2]=$SAGAS_TEST_STOCK2_METRICS_PORT
+  [payment]=$SAGAS_TEST_PAYMENT_METRICS_PORT [payment2]=$SAGAS_TEST_PAYMENT2_METRICS_PORT
+  [shipping]=$SAGAS_TEST_SHIPPING_METRICS_PORT [shipping2]=$SAGAS_TEST_SHIPPING2_METRICS_PORT
+)
 # the daemons, first replicas first
 daemons=(stock stock2 payment payment2 shipping shipping2 orchestrator orchestrator2)
 
@@ -106,6 +124,22 @@ SAGA_SHIPPING_DB_PASSWORD=$(pw)
 EOT
 chmod 600 "$envfile"
 project=${SAGAS_COMPOSE_PROJECT:-sagas_ctest}
+# Prometheus's config: deploy/prometheus/prometheus.yml with each target
+# (SERVICE:947x) on its 127.0.0.1 port (the host network; the certificates
+# name 127.0.0.1 too) and a scrape and evaluation every 5 s
+promcfg="$LAB/prometheus-test.yml"
+sed_args=(-e 's/^\(  *\)scrape_interval: .*/\1scrape_interval: 5s/'
+  -e 's/^\(  *\)evaluation_interval: .*/\1evaluation_interval: 5s/')
+for s in "${daemons[@]}"; do
+  sed_args+=(-e "s/\"$s:947[0-3]\"/\"127.0.0.1:${metrics_port[$s]}\"/")
+done
+sed "${sed_args[@]}" deploy/prometheus/prometheus.yml >"$promcfg"
+chmod 0644 "$promcfg"
+for s in "${daemons[@]}"; do
+  grep -q "\"127.0.0.1:${metrics_port[$s]}\"" "$promcfg" || fail "no target for $s in $promcfg"
+done
+export SAGAS_TEST_PROMETHEUS_CONFIG=$promcfg
+prom="http://127.0.0.1:$SAGAS_TEST_PROMETHEUS_PORT"
 dc() {
   docker-compose --env-file "$envfile" -p "$project" -f compose.yaml -f tests/compose/override.yaml "$@"
 }
@@ -115,7 +149,7 @@ cleanup() {
   set +e
   if [ "$rc" -ne 0 ]; then
     echo "---- container logs (last 30 lines each)"
-    for s in postgres "${daemons[@]}"; do
+    for s in postgres "${daemons[@]}" prometheus; do
       echo "-- $s"; dc logs --no-color --tail 30 "$s" 2>&1
     done
   fi
@@ -144,10 +178,10 @@ trap 'exit 130' INT TERM
 
 dc down -v --remove-orphans -t 1 >/dev/null 2>&1 || true
 
-say "building images (postgres stand-in, sagas)"
-dc build --parallel postgres orchestrator >"$LAB/build.log" 2>&1 || { tail -40 "$LAB/build.log"; fail "image build failed (log $LAB/build.log)"; }
+say "building images (postgres stand-in, sagas, prometheus)"
+dc build --parallel postgres orchestrator prometheus >"$LAB/build.log" 2>&1 || { tail -40 "$LAB/build.log"; fail "image build failed (log $LAB/build.log)"; }
 say "starting the stack: postgres 127.0.0.1:$SAGAS_TEST_PG_PORT, orchestrator :$SAGAS_TEST_ORCH_PORT and :$SAGAS_TEST_ORCH2_PORT, stock :$SAGAS_TEST_STOCK_PORT and :$SAGAS_TEST_STOCK2_PORT, payment :$SAGAS_TEST_PAYMENT_PORT and :$SAGAS_TEST_PAYMENT2_PORT, shipping :$SAGAS_TEST_SHIPPING_PORT and :$SAGAS_TEST_SHIPPING2_PORT"
-dc up -d --no-build postgres "${daemons[@]}"
+dc up -d --no-build postgres "${daemons[@]}" prometheus
 
 cname() { echo "${project}_$1_1"; } # docker-compose 1.29's container names
 health() { podman inspect --format '{{.State.Health.Status}}' "$(cname "$1")" 2>/dev/null; }
@@ -164,8 +198,8 @@ running() { podman inspect --format '{{.State.Running}}' "$(cname "$1")" 2>/dev/
 # whose cleanup then mounts the overlay store again after the teardown
 # unmounted it.
 in_svc() { local s=$1; shift; podman exec "$(cname "$s")" "$@"; }
-for s in postgres "${daemons[@]}"; do wait_healthy "$s"; done
-say "every service healthy (${#daemons[@]} daemons)"
+for s in postgres "${daemons[@]}" prometheus; do wait_healthy "$s"; done
+say "every service healthy (${#daemons[@]} daemons, prometheus on 127.0.0.1:$SAGAS_TEST_PROMETHEUS_PORT)"
 
 failures=0
 passes=0
@@ -282,16 +316,18 @@ held=$(for s in "${daemons[@]}"; do
   echo "$s: $(in_svc "$s" ls /certs | tr '\n' ' ')"
 done)
 declare -A files=(
-  [stock]="ca-admin.crt ca-orchestrator.crt stockd.crt stockd.key "
-  [payment]="ca-admin.crt ca-orchestrator.crt paymentd.crt paymentd.key "
-  [shipping]="ca-admin.crt ca-orchestrator.crt shippingd.crt shippingd.key "
-  [orchestrator]="ca-admin.crt ca-client.crt ca-server.crt orchestrator.crt orchestrator.key orchestratord.crt orchestratord.key "
+  [stock]="ca-admin.crt ca-metrics.crt ca-orchestrator.crt stockd.crt stockd.key "
+  [payment]="ca-admin.crt ca-metrics.crt ca-orchestrator.crt paymentd.crt paymentd.key "
+  [shipping]="ca-admin.crt ca-metrics.crt ca-orchestrator.crt shippingd.crt shippingd.key "
+  [orchestrator]="ca-admin.crt ca-client.crt ca-metrics.crt ca-server.crt orchestrator.crt orchestrator.key orchestratord.crt orchestratord.key "
 )
 i=0
 for s in "${daemons[@]}"; do
   i=$((i + 1))
   check "$s's certificate files" "$s: ${files[${s%2}]}" "$(sed -n "${i}p" <<<"$held")"
 done
+check "prometheus's certificate files" "ca-server.crt prometheus.crt prometheus.key " \
+  "$(in_svc prometheus ls /certs | LC_ALL=C sort | tr '\n' ' ')"
 # the server certificates name every host a caller dials, both replicas'
 # (the certs service's command; mbedTLS matches the host of the URL)
 # shellcheck disable=SC2016
@@ -312,7 +348,7 @@ done
 # checked is that reaching them gives nothing)
 certs="$LAB/certs"
 rm -rf "$certs" && mkdir -p "$certs"
-for f in ca-server.crt client.crt client.key; do
+for f in ca-server.crt client.crt client.key prometheus.crt prometheus.key; do
   dc run --rm -T --no-deps --entrypoint cat certs "/certs/ca/$f" >"$certs/$f"
 done
 sagacmd=${SAGA_BIN_DIR:-$repo/build/bin}/sagacmd
@@ -343,6 +379,51 @@ else
 fi
 [ "$failures" -eq 0 ] || fail "$failures mutual TLS check(s) failed"
 say "mutual TLS: refused without the right certificate"
+
+# ---- Prometheus (deploy/prometheus): every daemon scraped in https with the
+# prometheus certificate, the alert rules loaded and evaluated, and what it
+# holds after the seed lab is what the databases hold
+# promq QUERY JQ: an instant query through Prometheus's HTTP API
+promq() { curl -fsS --max-time 10 "$prom/api/v1/query" --data-urlencode "query=$1" | jq -r "$2"; }
+# prom_wait QUERY JQ EXPECTED SECONDS: polls until the query gives EXPECTED;
+# prints the last answer
+prom_wait() {
+  local deadline=$((SECONDS + $4)) got
+  while :; do
+    got=$(promq "$1" "$2" 2>/dev/null || true)
+    if [ "$got" = "$3" ] || [ "$SECONDS" -ge "$deadline" ]; then echo "$got"; return; fi
+    sleep 1
+  done
+}
+by_job='.data.result | map(.metric.job + ":" + .value[1]) | sort | join(" ")'
+all_up="sagas-orchestrator:2 sagas-payment:2 sagas-shipping:2 sagas-stock:2"
+check "prometheus: the eight daemons up" "$all_up" \
+  "$(prom_wait 'count by (job) (up{job=~"sagas-.*"} == 1)' "$by_job" "$all_up" 60)"
+rules=$(curl -fsS --max-time 10 "$prom/api/v1/rules")
+check "prometheus: the alert rules loaded" \
+  "$(sed -n 's/^ *- alert: *//p' deploy/prometheus/sagas.rules.yml | LC_ALL=C sort | tr '\n' ' ')" \
+  "$(jq -r '[.data.groups[].rules[] | select(.type == "alerting") | .name] | sort | join(" ")' <<<"$rules") "
+check "prometheus: no rule in error" "" \
+  "$(jq -r '[.data.groups[].rules[] | select(.health == "err") | .name + ": " + .lastError] | join("; ")' <<<"$rules")"
+# the seed lab's three sagas, counted by the orchestrators that ran them
+check "prometheus: sagas started" 3 "$(prom_wait 'sum(sagas_started_total)' '.data.result[0].value[1]' 3 30)"
+check "prometheus: sagas finished" "CANCELLED:2 COMPLETED:1" \
+  "$(prom_wait 'sum by (state) (sagas_finished_total)' '.data.result | map(.metric.state + ":" + .value[1]) | sort | join(" ")' "CANCELLED:2 COMPLETED:1" 30)"
+# the metrics listeners serve only a client certificate of ca-metrics
+scrape() { # SERVICE CERT|"": served or refused
+  if curl -fsS --max-time 10 -o /dev/null --cacert "$certs/ca-server.crt" \
+    ${2:+--cert "$certs/$2.crt" --key "$certs/$2.key"} "https://127.0.0.1:${metrics_port[$1]}/metrics" 2>/dev/null
+  then echo served; else echo refused; fi
+}
+check "stock metrics, prometheus certificate" served "$(scrape stock prometheus)"
+check "stock metrics, no certificate" refused "$(scrape stock "")"
+check "payment2 metrics, client certificate" refused "$(scrape payment2 client)"
+check "orchestrator metrics, client certificate" refused "$(scrape orchestrator client)"
+check "orchestrator2 metrics, prometheus certificate" served "$(scrape orchestrator2 prometheus)"
+check "metrics in plain http" refused \
+  "$(curl -fsS --max-time 10 -o /dev/null "http://127.0.0.1:${metrics_port[shipping]}/metrics" 2>/dev/null && echo served || echo refused)"
+[ "$failures" -eq 0 ] || fail "$failures Prometheus check(s) failed"
+say "prometheus: eight daemons scraped in https, rules loaded"
 
 # ---- kill the orchestrator container with sagas in flight: orchestrator2
 # takes them over
@@ -393,6 +474,15 @@ while :; do
   sleep 1
 done
 say "the four sagas ended $((SECONDS - t_kill)) s after the kill, orchestrator still down"
+# Prometheus saw it: SagaDaemonDown pending (for: 1m) or firing for it
+alert_down() {
+  curl -fsS --max-time 10 "$prom/api/v1/alerts" | jq -r --arg i "127.0.0.1:${metrics_port[orchestrator]}" \
+    '[.data.alerts[] | select(.labels.alertname == "SagaDaemonDown" and .labels.instance == $i) | .state] | join(",")'
+}
+deadline=$((SECONDS + 30))
+until [[ "$(alert_down 2>/dev/null)" =~ ^(pending|firing)$ ]] || [ "$SECONDS" -ge "$deadline" ]; do sleep 1; done
+check "prometheus: SagaDaemonDown raised for orchestrator" yes \
+  "$([[ "$(alert_down)" =~ ^(pending|firing)$ ]] && echo yes || echo "'$(alert_down)'")"
 check "orchestrator still down when they ended" false "$(running orchestrator)"
 check "taken over by orchestrator2" "COMPLETED $name2 4" \
   "$(orch_sql "SELECT state || ' ' || coalesce(lease_owner, '-') || ' ' || count(*) FROM sagas
@@ -474,6 +564,8 @@ check "seed lab unchanged: ali" "300.00" "$(q '.accounts[] | select(.customer ==
 for s in "${daemons[@]}"; do
   check "$s healthy at the end" healthy "$(health "$s")"
 done
+check "prometheus: the eight daemons up at the end" "$all_up" \
+  "$(prom_wait 'count by (job) (up{job=~"sagas-.*"} == 1)' "$by_job" "$all_up" 30)"
 [ "$failures" -eq 0 ] || fail "$failures check(s) failed after the stock2 kill"
 say "PASSED"
 # the closing line CI reads (after ctest's own summary of the main suite)

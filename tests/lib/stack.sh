@@ -37,6 +37,9 @@
 # comma-separated lists the orchestrator and sagactl take.
 # stack_start_stock [I] (and _payment, _shipping) starts replica I again
 # (default 1) after stack_kill.
+# Metrics: every daemon NAME serves GET /metrics on a port of its own,
+# ${STACK_METRICS_URL_OF[NAME]} (http://127.0.0.1:PORT; kept across a
+# restart of NAME); `stack_metrics NAME` prints its page.
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SAGA_BIN_DIR=${SAGA_BIN_DIR:-$STACK_ROOT/build/bin}
@@ -45,6 +48,8 @@ STACK_PIDS=()
 declare -A STACK_PID_OF
 # per daemon name (stockd, stockd2, ...): its port, URL and admin URL
 declare -A STACK_PORT_OF STACK_URL_OF STACK_ADMIN_URL_OF
+# per daemon name: the http:// URL of its --metrics-listen
+declare -A STACK_METRICS_URL_OF
 
 # Ports: free and claimed for this test (scripts/ports.sh), so tests running
 # at once never draw the same one; released by stack_stop.
@@ -83,11 +88,12 @@ tls_flags() {
     "--tls-key $STACK_DIR/certs/$1.key"
 }
 
-# _stack_common_flags NAME [ADMIN_URL]: the flags every daemon NAME
+# _stack_common_flags NAME [ADMIN_URL [INSTANCE]]: the flags every daemon NAME
 # (orchestratord, stockd, paymentd, shippingd) gets from STACK_TLS and
 # STACK_FAULTS; a participant's replica gets its own ADMIN_URL.
 _stack_common_flags() {
   local name=$1 c="$STACK_DIR/certs"
+  printf '%s\n' --metrics-listen "${STACK_METRICS_URL_OF[${3:-$name}]}"
   [ "${STACK_FAULTS:-0}" = 1 ] && printf '%s\n' --enable-fault-injection
   [ "${STACK_TLS:-0}" = 1 ] || return 0
   local admin_url role_ca=ca-orchestrator
@@ -142,8 +148,19 @@ _stack_daemon() {
   done
 }
 
+# _stack_metrics_url NAME: gives daemon NAME a metrics port the first time.
+_stack_metrics_url() {
+  [ -n "${STACK_METRICS_URL_OF[$1]:-}" ] || STACK_METRICS_URL_OF[$1]="http://127.0.0.1:$(_stack_free_port)"
+}
+
+# stack_metrics NAME: the /metrics page of daemon NAME (curl, 5 s at most).
+stack_metrics() {
+  curl -sf --max-time 5 "${STACK_METRICS_URL_OF[$1]:?stack_metrics: no daemon $1}/metrics"
+}
+
 stack_start_orchestrator() {
   local common
+  _stack_metrics_url orchestratord
   mapfile -t common < <(_stack_common_flags orchestratord)
   # shellcheck disable=SC2086
   _stack_daemon orchestratord "$ORCH_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
@@ -167,7 +184,8 @@ stack_start_orchestrator_as() {
   STACK_URL_OF[$name]="$scheme://127.0.0.1:$port"
   STACK_ADMIN_URL_OF[$name]=${STACK_URL_OF[$name]}
   [ "${STACK_TLS:-0}" = 1 ] && STACK_ADMIN_URL_OF[$name]="$scheme://127.0.0.1:$(_stack_free_port)"
-  mapfile -t common < <(ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]} _stack_common_flags orchestratord)
+  _stack_metrics_url "$name"
+  mapfile -t common < <(ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]} _stack_common_flags orchestratord "" "$name")
   # shellcheck disable=SC2086
   _stack_daemon "$name" "$port" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
     --listen "${STACK_URL_OF[$name]}" --stock "$STOCK_URL" --payment "$PAYMENT_URL" \
@@ -193,7 +211,8 @@ _stack_replica_name() {
 _stack_start_participant() {
   local base=$1 i=$2 db=$3 wrap=$4 flags=$5 name common
   name=$(_stack_replica_name "$base" "$i")
-  mapfile -t common < <(_stack_common_flags "$base" "${STACK_ADMIN_URL_OF[$name]}")
+  _stack_metrics_url "$name"
+  mapfile -t common < <(_stack_common_flags "$base" "${STACK_ADMIN_URL_OF[$name]}" "$name")
   # shellcheck disable=SC2086
   _stack_daemon "$name" "${STACK_PORT_OF[$name]}" $wrap "$SAGA_BIN_DIR/$base" \
     --listen "${STACK_URL_OF[$name]}" --db "$PG_CONN dbname=$db" ${common[@]+"${common[@]}"} $flags
@@ -303,6 +322,7 @@ stack_stop() {
     wait "$pid" 2>/dev/null || true
   done
   STACK_PIDS=()
+  STACK_METRICS_URL_OF=()
   if [ -n "$STACK_DIR" ]; then
     local d
     for d in "$STACK_DIR"/pg*/; do

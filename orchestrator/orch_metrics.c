@@ -1,0 +1,156 @@
+/* orch_metrics: orchestratord's metrics (orch_metrics.h). */
+#include "orch_metrics.h"
+
+#include <stdatomic.h>
+
+#include "metrics.h"
+#include "status.h"
+
+static const double ORCH_DURATION_BUCKETS[] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400};
+static const double ORCH_TRIES_BUCKETS[] = {1, 2, 3, 5, 10, 20, 50, 100};
+
+static const metric_def M_STARTED = {"sagas_started_total",
+    "Sagas stored by StartSaga in this process (not the duplicates answered from their row)",
+    METRIC_COUNTER, "", NULL, 0};
+static const metric_def M_FINISHED = {"sagas_finished_total",
+    "Sagas this process moved to a terminal state, by state and reason (\"\" for COMPLETED)",
+    METRIC_COUNTER, "state,reason", NULL, 0};
+static const metric_def M_DURATION = {"sagas_duration_seconds",
+    "From a saga's start to its end (the database's clock), by terminal state", METRIC_HISTOGRAM,
+    "state", ORCH_DURATION_BUCKETS, sizeof ORCH_DURATION_BUCKETS / sizeof ORCH_DURATION_BUCKETS[0]};
+static const metric_def M_COMMANDS = {"sagas_commands_total",
+    "Tries of a command that were answered or timed out, by command and result (ok, refused, "
+    "error, timeout, unreachable)",
+    METRIC_COUNTER, "command,result", NULL, 0};
+static const metric_def M_COMMAND_SECONDS = {"sagas_command_seconds",
+    "Round trip of each try of a command, sent to answered (or timed out)", METRIC_HISTOGRAM,
+    "command", METRICS_LATENCY_BUCKETS, 14};
+static const metric_def M_STEP_TRIES = {"sagas_step_tries",
+    "Tries a step took until its state changed (1: the first try settled it), by command",
+    METRIC_HISTOGRAM, "command", ORCH_TRIES_BUCKETS,
+    sizeof ORCH_TRIES_BUCKETS / sizeof ORCH_TRIES_BUCKETS[0]};
+static const metric_def M_RETRIES = {"sagas_step_retries_total",
+    "Tries of a command that failed and are tried again (the saga stays in its state)",
+    METRIC_COUNTER, "command", NULL, 0};
+static const metric_def M_IN_FLIGHT = {"sagas_in_flight",
+    "Commands this process has sent and not yet had answered", METRIC_GAUGE, "", NULL, 0};
+static const metric_def M_OPEN = {"sagas_open",
+    "Unfinished sagas by state, in the database (read by one orchestrator every "
+    "--gauge-interval)",
+    METRIC_GAUGE, "state", NULL, 0};
+static const metric_def M_ATTENTION = {"sagas_attention",
+    "Unfinished sagas flagged for attention (a compensation or the retriable step failing "
+    "again and again), in the database",
+    METRIC_GAUGE, "", NULL, 0};
+static const metric_def M_OVERDUE = {"sagas_overdue",
+    "Unfinished sagas overdue, by why (sagactl list --overdue): past_deadline, "
+    "compensation_failing, stuck; in the database",
+    METRIC_GAUGE, "reason", NULL, 0};
+static const metric_def M_GAUGES_TS = {"sagas_db_gauges_timestamp_seconds",
+    "When the database gauges were last read (unix time, seconds)", METRIC_GAUGE, "", NULL, 0};
+
+static const char *const ORCH_RESULTS[] = {"ok", "refused", "error", "timeout", "unreachable"};
+static const char *const ORCH_OVERDUE[] = {"past_deadline", "compensation_failing", "stuck"};
+
+static _Atomic int64_t orch_inflight[ORCH_METRICS_ENGINES];
+
+void orch_metrics_init(void)
+{
+	for (int c = 1; c <= SAGA_CMD_LAST; c++) {
+		const char *cmd = saga_command_name((saga_command)c);
+		for (int r = 0; r <= ORCH_RESULT_UNREACHABLE; r++) {
+			const char *v[2] = {cmd, ORCH_RESULTS[r]};
+			metric_add(metric_get(&M_COMMANDS, v), 0);
+		}
+		metric_add(metric_get1(&M_RETRIES, cmd), 0);
+	}
+	metric_add(metric_get(&M_STARTED, NULL), 0);
+	static const char *const finished[][2] = {{"COMPLETED", ""}, {"CANCELLED", "out_of_stock"},
+	    {"CANCELLED", "payment_declined"}, {"CANCELLED", "timeout"}};
+	for (size_t i = 0; i < sizeof finished / sizeof finished[0]; i++)
+		metric_add(metric_get(&M_FINISHED, finished[i]), 0);
+	metric_set(metric_get(&M_IN_FLIGHT, NULL), 0);
+	orch_metrics_gauges(NULL);
+}
+
+orch_result orch_metrics_result(int code, bool transport)
+{
+	if (code == RPC_OK && !transport)
+		return ORCH_RESULT_OK;
+	if (transport)
+		return code == RPC_DEADLINE_EXCEEDED ? ORCH_RESULT_TIMEOUT
+		                                     : ORCH_RESULT_UNREACHABLE;
+	switch (code) { /* the definitive refusals of saga_event_from_reply (rule 3) */
+	case RPC_FAILED_PRECONDITION:
+	case RPC_NOT_FOUND:
+	case RPC_ABORTED:
+	case RPC_ALREADY_EXISTS:
+	case RPC_INVALID_ARGUMENT:
+		return ORCH_RESULT_REFUSED;
+	default:
+		return ORCH_RESULT_ERROR;
+	}
+}
+
+void orch_metrics_command(saga_command cmd, orch_result result, int64_t rtt_us)
+{
+	const char *v[2] = {saga_command_name(cmd), ORCH_RESULTS[result]};
+	metric_inc(metric_get(&M_COMMANDS, v));
+	if (rtt_us >= 0)
+		metric_observe(metric_get1(&M_COMMAND_SECONDS, v[0]), (double)rtt_us / 1e6);
+}
+
+void orch_metrics_started(int64_t n)
+{
+	metric_add(metric_get(&M_STARTED, NULL), n);
+}
+
+void orch_metrics_step_done(saga_command cmd, int32_t tries)
+{
+	metric_observe(metric_get1(&M_STEP_TRIES, saga_command_name(cmd)), tries);
+}
+
+void orch_metrics_finished(saga_state state, const char *reason, int64_t duration_ms)
+{
+	const char *v[2] = {saga_state_name(state), reason};
+	metric_inc(metric_get(&M_FINISHED, v));
+	metric_observe(
+	    metric_get1(&M_DURATION, v[0]), duration_ms > 0 ? (double)duration_ms / 1000.0 : 0.0);
+}
+
+void orch_metrics_retry(saga_command cmd)
+{
+	metric_inc(metric_get1(&M_RETRIES, saga_command_name(cmd)));
+}
+
+void orch_metrics_in_flight(int engine, int64_t n)
+{
+	if (engine < 0 || engine >= ORCH_METRICS_ENGINES)
+		return;
+	atomic_store_explicit(&orch_inflight[engine], n, memory_order_relaxed);
+	int64_t sum = 0;
+	for (int i = 0; i < ORCH_METRICS_ENGINES; i++)
+		sum += atomic_load_explicit(&orch_inflight[i], memory_order_relaxed);
+	metric_set(metric_get(&M_IN_FLIGHT, NULL), sum);
+}
+
+void orch_metrics_gauges(const orch_gauges *g)
+{
+	const metric_def *defs[] = {&M_OPEN, &M_ATTENTION, &M_OVERDUE, &M_GAUGES_TS};
+	if (g == NULL) {
+		for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+			metrics_hide(defs[i], true);
+		return;
+	}
+	for (int s = 1; s <= SAGA_STATE_LAST; s++)
+		if (!saga_is_terminal((saga_state)s))
+			metric_set(
+			    metric_get1(&M_OPEN, saga_state_name((saga_state)s)), g->open[s]);
+	metric_set(metric_get(&M_ATTENTION, NULL), g->attention);
+	for (int r = 0; r < 3; r++)
+		metric_set(metric_get1(&M_OVERDUE, ORCH_OVERDUE[r]), g->overdue[r]);
+	metric_set_f(metric_get(&M_GAUGES_TS, NULL), g->read_unix_s);
+	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+		metrics_hide(defs[i], false);
+}

@@ -1,0 +1,226 @@
+/* The metrics registry, its exposition and the /metrics listener
+ * (common/metrics.c, common/metrics_http.c):
+ *
+ *   - counters, gauges and histograms print in the text format 0.0.4 with
+ *     their HELP and TYPE once, series in creation order, histogram buckets
+ *     cumulative with +Inf, _sum and _count;
+ *   - label values are escaped (\\, \", \n); a series is found again by its
+ *     values, never made twice;
+ *   - a family past METRICS_SERIES_MAX series drops the rest into a sink and
+ *     counts them in sagas_metrics_series_dropped_total;
+ *   - a hidden family is not printed and comes back as it was;
+ *   - --metrics-listen values: loopback http, https anywhere, each bad one
+ *     refused with its own reason (127.evil.example is not loopback);
+ *   - the listener answers GET /metrics (200, the exposition), 404 elsewhere
+ *     and 405 to POST, and a port taken is -EADDRINUSE.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "metrics_http.h"
+
+static const metric_def T_COUNTER
+    = {"t_requests_total", "Requests", METRIC_COUNTER, "method,code", NULL, 0};
+static const metric_def T_GAUGE = {"t_open", "Open things", METRIC_GAUGE, "", NULL, 0};
+static const double T_BUCKETS[] = {0.1, 1};
+static const metric_def T_HIST
+    = {"t_seconds", "Durations\nin seconds", METRIC_HISTOGRAM, "kind", T_BUCKETS, 2};
+static const metric_def T_MANY = {"t_many_total", "Many", METRIC_COUNTER, "id", NULL, 0};
+
+static char *render(void)
+{
+	size_t n = 0;
+	char *t = metrics_render(&n);
+	assert_non_null(t);
+	assert_int_equal(strlen(t), n);
+	return t;
+}
+
+static void test_exposition(void **state)
+{
+	(void)state;
+	const char *a[2] = {"Get", "OK"}, *b[2] = {"Get", "NOT_FOUND"};
+	metric *ok = metric_get(&T_COUNTER, a);
+	metric_inc(ok);
+	metric_add(metric_get(&T_COUNTER, a), 2); /* the same series again */
+	assert_ptr_equal(metric_get(&T_COUNTER, a), ok);
+	metric_inc(metric_get(&T_COUNTER, b));
+	metric_set(metric_get(&T_GAUGE, NULL), -4);
+	metric *h = metric_get1(&T_HIST, "x\"y\\z\nw");
+	metric_observe(h, 0.05);
+	metric_observe(h, 0.1); /* le is inclusive */
+	metric_observe(h, 0.5);
+	metric_observe(h, 7);
+	assert_true(metric_value(ok) == 3.0);
+	char *t = render();
+	assert_non_null(strstr(t,
+	    "# HELP t_requests_total Requests\n"
+	    "# TYPE t_requests_total counter\n"
+	    "t_requests_total{method=\"Get\",code=\"OK\"} 3\n"
+	    "t_requests_total{method=\"Get\",code=\"NOT_FOUND\"} 1\n"));
+	assert_non_null(strstr(t, "# TYPE t_open gauge\nt_open -4\n"));
+	assert_non_null(strstr(t,
+	    "# HELP t_seconds Durations\\nin seconds\n"
+	    "# TYPE t_seconds histogram\n"
+	    "t_seconds_bucket{kind=\"x\\\"y\\\\z\\nw\",le=\"0.1\"} 2\n"
+	    "t_seconds_bucket{kind=\"x\\\"y\\\\z\\nw\",le=\"1\"} 3\n"
+	    "t_seconds_bucket{kind=\"x\\\"y\\\\z\\nw\",le=\"+Inf\"} 4\n"
+	    "t_seconds_sum{kind=\"x\\\"y\\\\z\\nw\"} 7.65\n"
+	    "t_seconds_count{kind=\"x\\\"y\\\\z\\nw\"} 4\n"));
+	/* HELP and TYPE once per family */
+	assert_null(strstr(strstr(t, "# TYPE t_requests_total") + 1, "# TYPE t_requests_total"));
+	free(t);
+}
+
+static void test_cap_and_hide(void **state)
+{
+	(void)state;
+	char id[16];
+	for (int i = 0; i < METRICS_SERIES_MAX + 10; i++) {
+		snprintf(id, sizeof id, "s%d", i);
+		metric_inc(metric_get1(&T_MANY, id));
+	}
+	char *t = render();
+	assert_non_null(strstr(t, "t_many_total{id=\"s255\"} 1\n"));
+	assert_null(strstr(t, "t_many_total{id=\"s256\"}"));
+	assert_non_null(strstr(t, "sagas_metrics_series_dropped_total 10\n"));
+	free(t);
+	metrics_hide(&T_MANY, true);
+	t = render();
+	assert_null(strstr(t, "t_many_total"));
+	free(t);
+	metrics_hide(&T_MANY, false);
+	t = render();
+	assert_non_null(strstr(t, "t_many_total{id=\"s0\"} 1\n"));
+	free(t);
+}
+
+static void test_url_check(void **state)
+{
+	(void)state;
+	bool tls = true;
+	char why[512];
+	static const char *const good[]
+	    = {"", "http://127.0.0.1:9470", "http://127.1.2.3:1/", "http://[::1]:9470",
+	        "http://localhost:9470", "https://0.0.0.0:9470", "https://metrics.example:443"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(metrics_url_check(good[i], &tls, why, sizeof why), 0);
+		assert_true(tls == (strncmp(good[i], "https", 5) == 0));
+	}
+	static const struct {
+		const char *url, *why;
+	} bad[] = {
+	    {"http://0.0.0.0:9470", "plain HTTP on an address other hosts can reach"},
+	    {"http://127.evil.example:9470", "plain HTTP on an address other hosts can reach"},
+	    {"http://10.0.0.1:9470", "plain HTTP"},
+	    {"tcp://127.0.0.1:9470", "the scheme must be"},
+	    {"http://127.0.0.1", "the port must be given"},
+	    {"http://127.0.0.1:0", "the port must be given"},
+	    {"http://127.0.0.1:9470/metrics", "give no path"},
+	    {"http://127.0.0.1:9470/?a=b", "give no path"},
+	    {"http://u:p@127.0.0.1:9470", "no user part"},
+	    {"127.0.0.1:9470", "not a URL"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		why[0] = '\0';
+		assert_int_equal(metrics_url_check(bad[i].url, &tls, why, sizeof why), -EINVAL);
+		if (strstr(why, bad[i].why) == NULL)
+			fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].url, why, bad[i].why);
+	}
+}
+
+/* free_port: a loopback port nobody listens on now (bound and released). */
+static int free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof a;
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+/* http: sends `req` to the port and returns the whole answer (malloc'd). */
+static char *http(int port, const char *req)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(write(s, req, strlen(req)), (ssize_t)strlen(req));
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+	while ((r = read(s, buf + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	close(s);
+	return buf;
+}
+
+static void test_listener(void **state)
+{
+	(void)state;
+	char url[64], err[512];
+	int port = free_port();
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+	metric_set(metric_get(&T_GAUGE, NULL), 11);
+	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	char *r = http(port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.0 200") ?: strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4"));
+	assert_non_null(strstr(r, "\nt_open 11\n"));
+	free(r);
+	r = http(port, "GET /other HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(r, " 404 "));
+	free(r);
+	r = http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+	assert_non_null(strstr(r, " 405 "));
+	free(r);
+	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(r, "sagas_metrics_scrapes_total 1\n"));
+	free(r);
+	metrics_http_stop();
+	/* a port taken by someone else */
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(s, 1), 0);
+	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), -EADDRINUSE);
+	assert_non_null(strstr(err, url));
+	close(s);
+	/* https without a TLS configuration: refused, never plain */
+	snprintf(url, sizeof url, "https://127.0.0.1:%d", free_port());
+	assert_int_not_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exposition),
+	    cmocka_unit_test(test_cap_and_hide),
+	    cmocka_unit_test(test_url_check),
+	    cmocka_unit_test(test_listener),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
