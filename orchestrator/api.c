@@ -10,6 +10,7 @@
 #include "fault.h"
 #include "log.h"
 #include "orch_metrics.h"
+#include "page_token.h"
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "status.h"
@@ -18,6 +19,9 @@
 
 #define API_LIST_DEFAULT 100
 #define API_LIST_MAX     10000
+/* ListSagas' ages and margins, in ms: at most ten years and one year */
+#define API_OLDER_THAN_MAX INT64_C(315360000000)
+#define API_MARGIN_MAX     INT64_C(31536000000)
 
 /* API_DB runs the store call `expr` on the worker's connection and, when it
  * failed because the connection was lost, once more on a fresh one
@@ -453,14 +457,49 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		    "invalid limit: must be 0..%d", API_LIST_MAX);
 		goto out_free;
 	}
+	if (req->older_than_ms < 0 || req->older_than_ms > API_OLDER_THAN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid older_than_ms: must be 0..%lld", (long long)API_OLDER_THAN_MAX);
+		goto out_free;
+	}
+	if (req->overdue_margin_ms < 0 || req->overdue_margin_ms > API_MARGIN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid overdue_margin_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
+		goto out_free;
+	}
+	if (req->stuck_after_ms < 0 || req->stuck_after_ms > API_MARGIN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
+		goto out_free;
+	}
+	page_key after;
+	bool has_after = req->page_token != NULL && req->page_token[0] != '\0';
+	if (has_after && page_token_decode(req->page_token, &after) != 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid page_token: not a token of a ListSagas reply");
+		goto out_free;
+	}
+	int limit = req->limit ? req->limit : API_LIST_DEFAULT;
+	store_list_query q = {.state = (saga_state)req->state,
+	    .attention_only = req->attention_only,
+	    .overdue = req->overdue,
+	    .margin_ms = req->overdue_margin_ms ? req->overdue_margin_ms : a->overdue_margin_ms,
+	    .stuck_ms = req->stuck_after_ms ? req->stuck_after_ms : a->stuck_after_ms,
+	    .older_than_ms = req->older_than_ms,
+	    .after = has_after,
+	    .after_us = has_after ? after.created_us : 0,
+	    .after_id = has_after ? after.saga_id : NULL,
+	    /* one more than the page: is there a next page? */
+	    .limit = limit + 1};
 	int rc;
-	API_DB(a, w, rc,
-	    store_list_sagas(w->conn, (saga_state)req->state, req->attention_only,
-	        req->limit ? req->limit : API_LIST_DEFAULT, &rows, &n));
+	API_DB(a, w, rc, store_list_sagas(w->conn, &q, &rows, &n));
 	if (rc != 0) {
 		api_db_error(reply, rc, "list sagas");
 		goto out_free;
 	}
+	bool more = n > (size_t)limit;
+	if (more)
+		n = (size_t)limit;
 	ms = calloc(n + 1, sizeof *ms);
 	os = calloc(n + 1, sizeof *os);
 	mp = calloc(n + 1, sizeof *mp);
@@ -481,6 +520,23 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	out.n_sagas = k;
 	out.sagas = mp;
 	out.truncated = k < n;
+	char token[PAGE_TOKEN_LEN + 1] = "";
+	if ((more || k < n) && k > 0) {
+		page_key last = {.created_us = rows[k - 1].created_us};
+		snprintf(last.saga_id, sizeof last.saga_id, "%s", rows[k - 1].saga_id);
+		if (page_token_encode(&last, token) != 0) {
+			/* a created_at past the year 9999: the row, not the request */
+			rpc_reply_error(reply, RPC_INTERNAL, "database_error",
+			    "could not list sagas: saga %s has a created_at out of range",
+			    rows[k - 1].saga_id);
+			goto out_free;
+		}
+	}
+	out.next_page_token = token;
+	if (req->overdue) {
+		out.overdue_margin_ms = q.margin_ms;
+		out.stuck_after_ms = q.stuck_ms;
+	}
 	rpc_reply_ok(reply, &out.base);
 out_free:
 	free(rows);

@@ -28,6 +28,10 @@ typedef struct api {
 	 * statement and their first commands go out in one frame. */
 	int64_t batch_delay_us;
 	int batch_siblings;
+	/* ListSagas overdue (store.h store_overdue_reason), when the request
+	 * gives none: --overdue-margin and --stuck-after, ms */
+	int64_t overdue_margin_ms;
+	int64_t stuck_after_ms;
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

@@ -1,6 +1,7 @@
 #include "codec.h"
 
 #include <errno.h>
+#include <pthread.h>
 
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
@@ -68,6 +69,22 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 	return -EINVAL;
 }
 
+/* The names of every set of overdue reasons (saga_row.overdue, a mask of
+ * 1 << store_overdue_reason), in the order of the enum: Saga.overdue
+ * points at one of these, so nothing is copied or freed. */
+static char *codec_why[1u << STORE_OVERDUE_N][STORE_OVERDUE_N];
+static size_t codec_n_why[1u << STORE_OVERDUE_N];
+static pthread_once_t codec_why_once = PTHREAD_ONCE_INIT;
+
+static void codec_why_init(void)
+{
+	for (unsigned mask = 0; mask < 1u << STORE_OVERDUE_N; mask++)
+		for (int k = 0; k < STORE_OVERDUE_N; k++)
+			if (mask & 1u << k)
+				codec_why[mask][codec_n_why[mask]++]
+				    = (char *)store_overdue_name((store_overdue_reason)k);
+}
+
 /* codec_saga_to_pb points the fields of `m` into `row` (no copies: `row` must
  * outlive the packing of `m`). */
 void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
@@ -91,6 +108,12 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
 	m->epoch = row->epoch;
 	m->lease_owner = row->lease_owner;
+	if (row->overdue != 0) {
+		pthread_once(&codec_why_once, codec_why_init);
+		unsigned mask = row->overdue & ((1u << STORE_OVERDUE_N) - 1);
+		m->n_overdue = codec_n_why[mask];
+		m->overdue = codec_why[mask];
+	}
 }
 
 int codec_reply_start(rpc_reply *r, const saga_row *row, bool created, bool finished)

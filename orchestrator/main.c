@@ -52,6 +52,8 @@ typedef struct orch_config {
 	int64_t attention_after;
 	int64_t sweep_interval;
 	int64_t report_interval;
+	int64_t overdue_margin;
+	int64_t stuck_after;
 	int64_t batch;
 	int64_t send_batch;
 	int64_t max_inflight;
@@ -128,6 +130,16 @@ static const config_opt orch_opts[] = {
         report_interval,
         "how often one of the orchestrators sharing the database (elected) logs the sagas "
         "needing attention or past their deadline by 10 s; 0 = never",
+        "MS"),
+    OPT("overdue-margin", "SAGA_ORCHESTRATOR_OVERDUE_MARGIN_MS", CONFIG_INT, "60000", 1,
+        31536000000, overdue_margin,
+        "sagactl list --overdue: an unfinished saga whose step deadline passed longer ago than "
+        "this is listed as past_deadline (when a request gives none)",
+        "MS"),
+    OPT("stuck-after", "SAGA_ORCHESTRATOR_STUCK_AFTER_MS", CONFIG_INT, "600000", 1, 31536000000,
+        stuck_after,
+        "sagactl list --overdue: an unfinished saga whose row has not changed for longer than "
+        "this is listed as stuck (when a request gives none)",
         "MS"),
     OPT("batch", "SAGA_ORCHESTRATOR_BATCH", CONFIG_INT, "256", 1, 10000, batch,
         "most saga transitions written in one transaction", "N"),
@@ -450,7 +462,9 @@ int main(int argc, char **argv)
 	    .policy = ec.policy,
 	    .waits = wt,
 	    .batch_delay_us = c.batch_delay,
-	    .batch_siblings = (int)c.batch_siblings};
+	    .batch_siblings = (int)c.batch_siblings,
+	    .overdue_margin_ms = c.overdue_margin,
+	    .stuck_after_ms = c.stuck_after};
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		orch_engines_stop(engs, n_engines);
@@ -479,7 +493,8 @@ int main(int argc, char **argv)
 	    c.duplicate_delivery ? ", delivering every command twice" : "");
 	report *rep = NULL;
 	if (c.report_interval > 0
-	    && report_start(&rep, c.db, c.report_interval, ORCH_REPORT_OVERDUE_MS) != 0)
+	    && report_start(&rep, c.db, c.report_interval, ORCH_REPORT_OVERDUE_MS, c.stuck_after)
+	        != 0)
 		log_warn(NULL, "could not start the report of stuck sagas");
 	daemon_wait_for_stop(100);
 	report_stop(rep);

@@ -15,6 +15,7 @@ struct report {
 	elect *el;
 	int64_t interval_ms;
 	int64_t overdue_ms;
+	int64_t stuck_ms;
 	pthread_t thread;
 	pthread_mutex_t mtx;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -26,12 +27,13 @@ static void report_round(report *r)
 {
 	if (!elect_lead(r->el))
 		return;
-	int64_t attention = 0, overdue = 0;
-	int rc = store_stuck_counts(elect_conn(r->el), r->overdue_ms, &attention, &overdue);
+	store_gauges g;
+	int rc = store_read_gauges(elect_conn(r->el), r->overdue_ms, r->stuck_ms, &g);
 	if (rc != 0) {
 		log_warn(NULL, "report: could not count stuck sagas: %s", pg_err_name(rc));
 		return;
 	}
+	int64_t attention = g.attention, overdue = g.overdue[STORE_OVERDUE_PAST_DEADLINE];
 	if (attention > 0)
 		log_warn(NULL, "report: %lld saga%s need%s attention (sagactl list --attention)",
 		    (long long)attention, attention == 1 ? "" : "s", attention == 1 ? "s" : "");
@@ -67,13 +69,15 @@ static void *report_main(void *arg)
 	return NULL;
 }
 
-int report_start(report **out, const char *conninfo, int64_t interval_ms, int64_t overdue_ms)
+int report_start(
+    report **out, const char *conninfo, int64_t interval_ms, int64_t overdue_ms, int64_t stuck_ms)
 {
 	report *r = calloc(1, sizeof *r);
 	if (r == NULL)
 		return -ENOMEM;
 	r->interval_ms = interval_ms > 0 ? interval_ms : 1;
 	r->overdue_ms = overdue_ms;
+	r->stuck_ms = stuck_ms;
 	int rc = elect_open(&r->el, conninfo, ELECT_KEY_REPORT, "the report of stuck sagas");
 	if (rc != 0) {
 		free(r);

@@ -96,6 +96,24 @@ static const config_opt ctl_opts_list[] = {
         "at most N sagas, newest first (0: the server's default, 100)", "N"},
     {"attention", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, attention),
         "only sagas flagged for an operator", NULL},
+    {"overdue", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, overdue),
+        "only unfinished sagas past their step deadline by --margin, compensations failing "
+        "3 tries or more, or unchanged for --stuck-after; a why column says which",
+        NULL},
+    {"margin", NULL, CONFIG_INT, "0", 0, 31536000000, offsetof(ctl_opts, margin_ms),
+        "with --overdue: past_deadline when the deadline passed longer ago than this (0: the "
+        "orchestrator's --overdue-margin, 60 s by default)",
+        "MS"},
+    {"stuck-after", NULL, CONFIG_INT, "0", 0, 31536000000, offsetof(ctl_opts, stuck_after_ms),
+        "with --overdue: stuck when the saga has not changed for longer than this (0: the "
+        "orchestrator's --stuck-after, 10 min by default)",
+        "MS"},
+    {"older-than", NULL, CONFIG_INT, "0", 0, 315360000000, offsetof(ctl_opts, older_than_ms),
+        "only sagas created longer ago than this (0: any age)", "MS"},
+    {"page-token", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, page_token),
+        "go on after the page that printed this token (\"\": the first page)", "TOKEN"},
+    {"all", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, all),
+        "follow the pages to the end (--limit is then the size of a page)", NULL},
 };
 
 static const config_opt ctl_opts_stock_list[] = {
@@ -251,9 +269,19 @@ static const ctl_cmd ctl_cmds[] = {
         "it; either outcome exits 0. Exits 1 after --wait-timeout, with the state last\n"
         "seen; the saga goes on.\n--json: SAGA (see sagactl --help)",
         ctl_opts_wait, CTL_NELEM(ctl_opts_wait), ctl_args_id, ctl_wait_cmd},
-    {"list", "", "list sagas, newest first (--state, --limit, --attention)",
-        "sagactl list [OPTIONS]", "List sagas, newest first.\n--json: [SAGA, ...]", ctl_opts_list,
-        CTL_NELEM(ctl_opts_list), ctl_args_none, ctl_list},
+    {"list", "", "list sagas, newest first (--state, --attention, --overdue, --all, ...)",
+        "sagactl list [OPTIONS]",
+        "List sagas, newest first (by created_at, then saga_id), a page of --limit at a\n"
+        "time. When more match, the next page's token is printed on stderr; give it to\n"
+        "--page-token for the next page, or use --all to follow the pages to the end.\n"
+        "Each saga is listed once across pages, even while new sagas start.\n"
+        "--overdue lists the unfinished sagas to look at, with why: past_deadline,\n"
+        "compensation_failing, stuck (docs/operations.md, \"Finding a stuck saga\").\n"
+        "--json: [SAGA, ...]; with --page-token, --all or --overdue:\n"
+        "{\"sagas\":[SAGA, ...],\"next_page_token\":\"...\"} (\"\" when no more), and\n"
+        "with --overdue \"overdue_margin_ms\" and \"stuck_after_ms\" (the margins applied)\n"
+        "and each SAGA's \"overdue\": [why, ...]",
+        ctl_opts_list, CTL_NELEM(ctl_opts_list), ctl_args_none, ctl_list},
     {"history", "ID", "transitions of one saga: where it stopped and why",
         "sagactl history ID [OPTIONS]",
         "Show the transition history of a saga, oldest first: where it stopped and why.\n"
@@ -496,6 +524,10 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 		if (strncmp(argv[i], "--i", 3) == 0
 		    && strncmp("--id", argv[i], strcspn(argv[i], "=")) == 0)
 			c.id_given = true;
+	for (int i = 1; i < first; i++)
+		if (strncmp(argv[i], "--pag", 5) == 0
+		    && strncmp("--page-token", argv[i], strcspn(argv[i], "=")) == 0)
+			c.page_token_given = true;
 	char *args[CTL_MAX_ARGS];
 	int nargs = argc - first;
 	if (nargs > CTL_MAX_ARGS)

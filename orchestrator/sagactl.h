@@ -80,6 +80,12 @@ typedef struct ctl_opts {
 	char state[CONFIG_STR_MAX];
 	int64_t limit;
 	bool attention;
+	bool overdue;           /* list --overdue */
+	int64_t margin_ms;      /* list --margin (0: the orchestrator's) */
+	int64_t stuck_after_ms; /* list --stuck-after (0: the orchestrator's) */
+	int64_t older_than_ms;  /* list --older-than (0: any age) */
+	char page_token[CONFIG_STR_MAX];
+	bool all; /* list --all: follow the pages to the end */
 	bool reservations;
 	bool charges;
 	char method[CONFIG_STR_MAX];
@@ -112,10 +118,11 @@ struct ctl_ctx {
 	rpc_urls urls[CTL_SVC_COUNT]; /* the parsed --orchestrator, --stock, ...:
 	                                 one URL or a list of replicas', each
 	                                 tls+tcp:// one with its TLS configuration */
-	bool transient; /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
-	                   UNAVAILABLE: its outcome is unknown */
-	bool id_given;  /* --id was on the command line (even as "") */
-	bool own_key;   /* ctl_key made the call's key: nobody else has it */
+	bool transient;        /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
+	                          UNAVAILABLE: its outcome is unknown */
+	bool id_given;         /* --id was on the command line (even as "") */
+	bool page_token_given; /* --page-token was on the command line (even as "") */
+	bool own_key;          /* ctl_key made the call's key: nobody else has it */
 };
 
 /* Who used a keyed call's key (StartSaga's saga id, Deposit's deposit id),
@@ -190,6 +197,9 @@ void ctl_table_row(ctl_table *t, ...);
  * frees it; returns an exit code. */
 int ctl_table_done(ctl_table *t);
 
+/* ctl_table_fini frees a table without printing it. */
+void ctl_table_fini(ctl_table *t);
+
 /* ctl_truncated_note prints, when `truncated`, that a listing shows only the
  * newest `shown` rows. */
 void ctl_truncated_note(bool truncated, size_t shown);
@@ -251,10 +261,15 @@ bool ctl_saga_ok(const Sagas__V1__Saga *s);
 
 /* ---- sagactl_saga.c: the saga verbs ---- */
 
-/* ctl_list_sagas calls ListSagas. Returns 0 and *out (free it), or an exit
- * code after printing an error. */
+/* ctl_list_sagas calls ListSagas for the first page. Returns 0 and *out
+ * (free it), or an exit code after printing an error. */
 int ctl_list_sagas(
     ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out);
+
+/* ctl_list_page calls ListSagas with `req` (one page). Returns 0 and *out
+ * (free it), or an exit code after printing an error. */
+int ctl_list_page(
+    ctl_ctx *c, const Sagas__V1__ListSagasRequest *req, Sagas__V1__ListSagasReply **out);
 
 /* The verbs' actions: parse args (the verb's positional arguments) and
  * c->o, call, print; return an exit code. */

@@ -194,7 +194,7 @@ static int ctl_table_print(const ctl_table *t, FILE *out)
 	return 0;
 }
 
-static void ctl_table_fini(ctl_table *t)
+void ctl_table_fini(ctl_table *t)
 {
 	for (size_t i = 0; i < t->nrows * t->ncols; i++)
 		free(t->cells[i]);

@@ -214,17 +214,11 @@ int ctl_wait_cmd(ctl_ctx *c, char **args)
 	return rc;
 }
 
-/* ctl_list_sagas calls ListSagas. Returns 0 and *out (free it), or an exit
- * code after printing an error. */
-int ctl_list_sagas(
-    ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out)
+int ctl_list_page(
+    ctl_ctx *c, const Sagas__V1__ListSagasRequest *req, Sagas__V1__ListSagasReply **out)
 {
-	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
-	req.state = (Sagas__V1__SagaState)state;
-	req.limit = limit;
-	req.attention_only = attention;
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/ListSagas", &req.base,
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/ListSagas", &req->base,
 	    "list sagas", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
@@ -243,8 +237,65 @@ int ctl_list_sagas(
 	return 0;
 }
 
+int ctl_list_sagas(
+    ctl_ctx *c, saga_state state, int32_t limit, bool attention, Sagas__V1__ListSagasReply **out)
+{
+	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
+	req.state = (Sagas__V1__SagaState)state;
+	req.limit = limit;
+	req.attention_only = attention;
+	return ctl_list_page(c, &req, out);
+}
+
+/* ctl_why joins a saga's overdue reasons with commas into buf. */
+static const char *ctl_why(const Sagas__V1__Saga *s, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < s->n_overdue && at < len; i++) {
+		int w = snprintf(buf + at, len - at, "%s%s", i ? "," : "", s->overdue[i]);
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+	return buf;
+}
+
+/* ctl_list_add puts the sagas of one page into the JSON array `a` or the
+ * table `t`. Returns false when out of memory. */
+static bool ctl_list_add(ctl_ctx *c, const Sagas__V1__ListSagasReply *rep, json_t *a, ctl_table *t)
+{
+	for (size_t i = 0; i < rep->n_sagas; i++) {
+		const Sagas__V1__Saga *s = rep->sagas[i];
+		if (c->o.json) {
+			json_t *j = ctl_saga_json(s);
+			if (j != NULL && c->o.overdue) {
+				json_t *why = json_array();
+				for (size_t k = 0; why != NULL && k < s->n_overdue; k++)
+					json_array_append_new(why, json_string(s->overdue[k]));
+				if (why == NULL || json_object_set_new(j, "overdue", why) != 0) {
+					json_decref(j);
+					j = NULL;
+				}
+			}
+			if (!ctl_json_append(a, j))
+				return false;
+			continue;
+		}
+		char qty[16], amount[32], at[32], why[96];
+		snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
+		/* the why column is the 10th: a table of 9 columns ignores it */
+		ctl_table_row(t, s->saga_id, saga_state_name((saga_state)s->state), s->reason,
+		    s->order->customer, s->order->sku, qty, ctl_money(s->order->amount, amount),
+		    s->attention ? "yes" : "", ctl_iso_ms(s->updated_unix_ms, at, sizeof at),
+		    ctl_why(s, why, sizeof why));
+	}
+	return true;
+}
+
 int ctl_list(ctl_ctx *c, char **args)
 {
+	(void)args;
 	saga_state state = SAGA_STATE_UNSPECIFIED;
 	if (c->o.state[0] != '\0') {
 		state = saga_state_parse(c->o.state);
@@ -254,42 +305,135 @@ int ctl_list(ctl_ctx *c, char **args)
 			    "SHIPPING, COMPLETED, REFUNDING, RELEASING, CANCELLED",
 			    c->o.state);
 	}
+	if (!c->o.overdue && (c->o.margin_ms != 0 || c->o.stuck_after_ms != 0))
+		return ctl_usage(c->cmd, "--margin and --stuck-after go with --overdue");
+	/* the object form of --json, with the next page's token */
+	bool paged = c->page_token_given || c->o.all || c->o.overdue;
+	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
+	req.state = (Sagas__V1__SagaState)state;
+	req.limit = (int32_t)c->o.limit;
+	req.attention_only = c->o.attention;
+	req.overdue = c->o.overdue;
+	req.overdue_margin_ms = c->o.margin_ms;
+	req.stuck_after_ms = c->o.stuck_after_ms;
+	req.older_than_ms = c->o.older_than_ms;
+	char token[CONFIG_STR_MAX];
+	snprintf(token, sizeof token, "%s", c->o.page_token);
+	req.page_token = token;
+	static const char *const head[] = {"saga_id", "state", "reason", "customer", "sku", "qty",
+	    "amount", "attention", "updated_at", "why"};
+	ctl_table t = {.ncols = c->o.overdue ? 10 : 9, .head = head, .align = "lllllrrlll"};
+	json_t *a = c->o.json ? json_array() : NULL;
+	bool ok = !c->o.json || a != NULL;
 	Sagas__V1__ListSagasReply *rep = NULL;
-	int rc = ctl_list_sagas(c, state, (int32_t)c->o.limit, c->o.attention, &rep);
-	if (rc != 0)
-		return rc;
+	size_t shown = 0;
+	bool truncated = false;
+	int64_t margin = 0, stuck = 0;
+	int rc = 0;
+	for (;;) {
+		rc = ctl_list_page(c, &req, &rep);
+		if (rc != 0)
+			goto out_free;
+		ok = ok && ctl_list_add(c, rep, a, &t);
+		shown += rep->n_sagas;
+		truncated = truncated || rep->truncated;
+		margin = rep->overdue_margin_ms;
+		stuck = rep->stuck_after_ms;
+		snprintf(
+		    token, sizeof token, "%s", rep->next_page_token ? rep->next_page_token : "");
+		sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+		rep = NULL;
+		if (!c->o.all || token[0] == '\0')
+			break;
+	}
 	if (c->o.json) {
-		json_t *a = json_array();
-		bool ok = a != NULL;
-		for (size_t i = 0; ok && i < rep->n_sagas; i++)
-			ok = ctl_json_append(a, ctl_saga_json(rep->sagas[i]));
-		if (!ok) {
-			json_decref(a);
-			a = NULL;
+		json_t *j = a;
+		a = NULL;
+		if (ok && paged) {
+			j = json_pack("{s:o, s:s}", "sagas", j, "next_page_token", token);
+			if (j != NULL && c->o.overdue
+			    && (json_object_set_new(j, "overdue_margin_ms", json_integer(margin))
+			            != 0
+			        || json_object_set_new(j, "stuck_after_ms", json_integer(stuck))
+			            != 0)) {
+				json_decref(j);
+				j = NULL;
+			}
+		} else if (!ok) {
+			json_decref(j);
+			j = NULL;
 		}
-		rc = ctl_json_print(a);
+		rc = ctl_json_print(j);
 	} else {
-		static const char *const head[] = {"saga_id", "state", "reason", "customer", "sku",
-		    "qty", "amount", "attention", "updated_at"};
-		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllllrrll"};
-		for (size_t i = 0; i < rep->n_sagas; i++) {
-			const Sagas__V1__Saga *s = rep->sagas[i];
-			char qty[16], amount[32], at[32];
-			snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
-			ctl_table_row(&t, s->saga_id, saga_state_name((saga_state)s->state),
-			    s->reason, s->order->customer, s->order->sku, qty,
-			    ctl_money(s->order->amount, amount), s->attention ? "yes" : "",
-			    ctl_iso_ms(s->updated_unix_ms, at, sizeof at));
-		}
+		if (c->o.overdue)
+			printf("overdue: past_deadline after %" PRId64 " ms, stuck after %" PRId64
+			       " ms, compensation_failing after 3 failed tries\n",
+			    margin, stuck);
 		rc = ctl_table_done(&t);
 	}
-	if (rep->truncated)
+	if (token[0] != '\0')
 		fprintf(stderr,
-		    "note: %zu sagas shown, more match: the reply is cut at one frame (about "
-		    "1 MiB); use a smaller --limit or --state\n",
-		    rep->n_sagas);
-	sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
+		    "note: %zu sagas shown, more match: next page with --page-token %s\n", shown,
+		    token);
+	else if (truncated && !c->o.all)
+		fprintf(stderr,
+		    "note: %zu sagas shown: the reply was cut at one frame (about 1 MiB)\n", shown);
 	return rc;
+out_free:
+	json_decref(a);
+	if (!c->o.json)
+		ctl_table_fini(&t);
+	return rc;
+}
+
+/* ctl_history_tries prints, for an unfinished saga, the tries of its
+ * current step from its row (GetSaga): the history has a row per
+ * transition, not per try; the row keeps the count of failed tries, when
+ * the last was written (updated_at) and why when it was refused (reason),
+ * the next try and the deadline. Returns an exit code. */
+static int ctl_history_tries(ctl_ctx *c, const char *id)
+{
+	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
+	req.saga_id = (char *)id;
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
+	    "get saga", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaReply *rep
+	    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
+		if (rep != NULL)
+			sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
+	}
+	const Sagas__V1__Saga *s = rep->saga;
+	saga_state st = (saga_state)s->state;
+	if (!saga_is_terminal(st)) {
+		char t1[32], t2[32], t3[32];
+		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
+		    saga_command_name(saga_command_of(st)));
+		printf("  failed tries  %d\n", (int)s->attempts);
+		/* the row's reason is why a compensation runs, or in SHIPPING
+		 * why shippingd refused the last try; a transient failure's
+		 * (no reply, UNAVAILABLE) is not kept */
+		if (s->attempts > 0)
+			printf("  last failed   %s (%s)\n",
+			    ctl_iso_ms(s->updated_unix_ms, t1, sizeof t1),
+			    saga_is_retriable(st) && s->reason[0]
+			        ? s->reason
+			        : "no reply, or a transient error");
+		printf("  next try      %s%s\n", ctl_iso_ms(s->next_attempt_unix_ms, t2, sizeof t2),
+		    s->attempts == 0 ? " (the first try's lease, or due)" : "");
+		printf("  step deadline %s\n",
+		    s->step_deadline_unix_ms ? ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3)
+		                             : "none: retried until it succeeds");
+		if (s->attention)
+			printf("  attention     yes (sagactl retry %s re-arms it)\n", id);
+	}
+	sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+	return CTL_EXIT_OK;
 }
 
 int ctl_history(ctl_ctx *c, char **args)
@@ -347,6 +491,8 @@ int ctl_history(ctl_ctx *c, char **args)
 			    e->event, e->reason);
 		}
 		rc = ctl_table_done(&t);
+		if (rc == CTL_EXIT_OK)
+			rc = ctl_history_tries(c, args[0]);
 	}
 	sagas__v1__get_saga_history_reply__free_unpacked(rep, NULL);
 	return rc;

@@ -329,40 +329,99 @@ static int store_rows(PGresult *r, saga_row **rows, size_t *n)
 	return 0;
 }
 
-int store_list_sagas(
-    PGconn *conn, saga_state state, bool attention_only, int limit, saga_row **rows, size_t *n)
+const char *store_overdue_name(store_overdue_reason r)
 {
-	char lim[16];
-	snprintf(lim, sizeof lim, "%d", limit);
-	const char *p[3] = {state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(state),
-	    attention_only ? "true" : "false", lim};
-	PGresult *r = NULL;
-	const char *sql;
-	if (attention_only) {
-		/* through the partial index of flagged sagas (schema.sql) */
-		sql = "SELECT " SAGA_COLS " FROM sagas WHERE attention AND $2::boolean "
-		      "AND ($1::text IS NULL OR state = $1) ORDER BY created_at DESC, saga_id "
-		      "LIMIT $3";
-	} else if (state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(state)) {
-		/* an unfinished state: through the two indexes of unfinished sagas
-		 * (schema.sql), not by walking every saga ever made from the newest */
-		sql = "SELECT " SAGA_COLS " FROM ("
-		      "  (SELECT * FROM sagas WHERE state = $1 AND NOT finished AND retry_at IS "
-		      "NULL"
-		      "   AND NOT $2::boolean"
-		      "   ORDER BY created_at DESC, saga_id LIMIT $3)"
-		      "  UNION ALL"
-		      "  (SELECT * FROM sagas WHERE state = $1 AND retry_at IS NOT NULL"
-		      "   AND NOT $2::boolean)"
-		      ") s ORDER BY created_at DESC, saga_id LIMIT $3";
-	} else {
-		sql = "SELECT " SAGA_COLS " FROM sagas WHERE ($1::text IS NULL OR state = $1) "
-		      "AND NOT $2::boolean ORDER BY created_at DESC, saga_id LIMIT $3";
+	switch (r) {
+	case STORE_OVERDUE_PAST_DEADLINE:
+		return "past_deadline";
+	case STORE_OVERDUE_COMPENSATION_FAILING:
+		return "compensation_failing";
+	case STORE_OVERDUE_STUCK:
+		return "stuck";
+	case STORE_OVERDUE_N:
+		break;
 	}
-	int rc = pg_exec(conn, sql, 3, p, &r);
+	return "";
+}
+
+/* clang-format off */
+#define STORE_STR_(x) #x
+#define STORE_STR(x)  STORE_STR_(x)
+/* An unfinished saga, in words the sweep's two partial indexes (sagas_open,
+ * sagas_retry: schema.sql) answer; the state test keeps a row that an
+ * orchestrator older than `finished` ended out. */
+#define STORE_UNFINISHED                                                                           \
+	"((NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL)"                            \
+	" AND state NOT IN ('COMPLETED', 'CANCELLED')"
+/* The three overdue conditions of an unfinished row of sagas (store.h,
+ * store_overdue_reason) as three boolean columns, by the database's clock:
+ * `m` is past_deadline's margin and `st` stuck's threshold (ms, bigint
+ * parameters). The ONE definition: the overdue listing (store_list_sagas)
+ * and the gauges (store_read_gauges) both select these. */
+#define STORE_OVERDUE_COLS(m, st)                                                                  \
+	"coalesce(step_deadline < now() - " m "::bigint * interval '1 millisecond', false)"        \
+	" AS past_deadline,"                                                                       \
+	" (state IN ('REFUNDING', 'RELEASING')"                                                    \
+	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
+	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck"
+#define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck)"
+/* created_at in us since the epoch (a page token's key: numeric, exact) */
+#define STORE_CREATED_US "(extract(epoch from created_at) * 1000000)::bigint"
+/* the timestamptz of a us parameter, exactly: whole seconds, then the us */
+#define STORE_US_TS(p)                                                                             \
+	"(to_timestamp((" p "::bigint / 1000000)::double precision)"                               \
+	" + (" p "::bigint % 1000000) * interval '1 microsecond')"
+/* The listing: $1 margin, $2 stuck threshold, $3 state (NULL: any), $4
+ * older than (ms, 0: any age), $5/$6 the key to start after (NULL: the
+ * newest), $7 limit, $8 overdue only. `where` picks the index
+ * (store_list_sagas); the parameters' tests fold away, since pg_exec plans
+ * with their values. */
+#define STORE_LIST_SQL(where)                                                                      \
+	"SELECT " SAGA_COLS ", created_us, past_deadline, compensation_failing, stuck FROM ("     \
+	"  SELECT *, " STORE_CREATED_US " AS created_us, " STORE_OVERDUE_COLS("$1", "$2")         \
+	"  FROM sagas WHERE " where                                                                \
+	"   AND ($3::text IS NULL OR state = $3::text)"                                            \
+	"   AND ($4::bigint = 0 OR created_at < now() - $4::bigint * interval '1 millisecond')"   \
+	"   AND ($5::bigint IS NULL OR (created_at, saga_id) < (" STORE_US_TS("$5") ", $6::uuid))" \
+	") s WHERE (NOT $8::boolean OR " STORE_OVERDUE_ANY ")"                                     \
+	" ORDER BY created_at DESC, saga_id DESC LIMIT $7"
+/* clang-format on */
+
+int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, size_t *n)
+{
+	char margin[24], stuck[24], older[24], after[24], lim[16];
+	snprintf(margin, sizeof margin, "%" PRId64, q->margin_ms);
+	snprintf(stuck, sizeof stuck, "%" PRId64, q->stuck_ms);
+	snprintf(older, sizeof older, "%" PRId64, q->older_than_ms > 0 ? q->older_than_ms : 0);
+	snprintf(after, sizeof after, "%" PRId64, q->after_us);
+	snprintf(lim, sizeof lim, "%d", q->limit);
+	const char *p[8]
+	    = {margin, stuck, q->state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(q->state),
+	        older, q->after ? after : NULL, q->after ? q->after_id : NULL, lim,
+	        q->overdue ? "true" : "false"};
+	const char *sql;
+	if (q->attention_only)
+		/* the partial index of flagged sagas (a few) */
+		sql = STORE_LIST_SQL("attention");
+	else if (q->overdue || (q->state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(q->state)))
+		/* unfinished sagas: the sweep's two indexes, not a walk of every
+		 * saga ever made from the newest */
+		sql = STORE_LIST_SQL(STORE_UNFINISHED);
+	else
+		/* sagas_listing, from the page's key down */
+		sql = STORE_LIST_SQL("true");
+	PGresult *r = NULL;
+	int rc = pg_exec(conn, sql, 8, p, &r);
 	if (rc != 0)
 		return rc;
 	rc = store_rows(r, rows, n);
+	for (size_t i = 0; rc == 0 && i < *n; i++) {
+		saga_row *row = &(*rows)[i];
+		row->created_us = pg_get_i64(r, (int)i, 16);
+		for (int k = 0; q->overdue && k < STORE_OVERDUE_N; k++)
+			if (PQgetvalue(r, (int)i, 17 + k)[0] == 't')
+				row->overdue |= 1u << k;
+	}
 	PQclear(r);
 	return rc;
 }
@@ -822,22 +881,38 @@ int store_apply(PGconn *conn, store_update *ups, size_t n, const char *writer)
 	return 0;
 }
 
-int store_stuck_counts(PGconn *conn, int64_t overdue_ms, int64_t *attention, int64_t *overdue)
+int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_gauges *out)
 {
-	char ms[24];
-	snprintf(ms, sizeof ms, "%" PRId64, overdue_ms);
-	const char *p[1] = {ms};
+	char margin[24], stuck[24];
+	snprintf(margin, sizeof margin, "%" PRId64, margin_ms);
+	snprintf(stuck, sizeof stuck, "%" PRId64, stuck_ms);
+	const char *p[2] = {margin, stuck};
 	PGresult *r = NULL;
+	/* one row per unfinished state that has sagas */
 	int rc = pg_exec(conn,
-	    "SELECT count(*) FILTER (WHERE attention), count(*) FILTER (WHERE step_deadline < "
-	    "clock_timestamp() - $1::bigint * interval '1 millisecond') FROM sagas "
-	    "WHERE (NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL",
-	    1, p, &r);
+	    "SELECT state, count(*), count(*) FILTER (WHERE attention),"
+	    " count(*) FILTER (WHERE past_deadline),"
+	    " count(*) FILTER (WHERE compensation_failing),"
+	    " count(*) FILTER (WHERE stuck),"
+	    " count(*) FILTER (WHERE " STORE_OVERDUE_ANY ")"
+	    " FROM (SELECT state, attention, " STORE_OVERDUE_COLS(
+	        "$1", "$2") "       FROM sagas WHERE " STORE_UNFINISHED ") s GROUP BY state",
+	    2, p, &r);
 	if (rc != 0)
 		return rc;
-	*attention = pg_get_i64(r, 0, 0);
-	*overdue = pg_get_i64(r, 0, 1);
+	store_gauges g;
+	memset(&g, 0, sizeof g);
+	for (int i = 0; i < PQntuples(r); i++) {
+		saga_state st = saga_state_parse(PQgetvalue(r, i, 0));
+		if (st != SAGA_STATE_UNSPECIFIED)
+			g.open[st] = pg_get_i64(r, i, 1);
+		g.attention += pg_get_i64(r, i, 2);
+		for (int k = 0; k < STORE_OVERDUE_N; k++)
+			g.overdue[k] += pg_get_i64(r, i, 3 + k);
+		g.overdue_total += pg_get_i64(r, i, 3 + STORE_OVERDUE_N);
+	}
 	PQclear(r);
+	*out = g;
 	return 0;
 }
 

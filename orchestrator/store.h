@@ -30,6 +30,10 @@ typedef struct saga_row {
 	                         the claim ("" when none is recorded) */
 	int64_t created_ms;
 	int64_t updated_ms;
+	int64_t created_us; /* created_at in us since the epoch (the listing's
+	                       key: page_token.h); 0 when not read */
+	unsigned overdue;   /* store_list_sagas with overdue: why it is listed,
+	                       a mask of 1 << store_overdue_reason; else 0 */
 } saga_row;
 
 typedef struct store_history_entry {
@@ -59,8 +63,9 @@ typedef struct store_update {
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
  * with every change of the schema. 2: state SHIPPING (issue 19). 3: the
  * claim's fencing epoch and lease owner, and sagas.waiter (the waits of
- * several orchestrators) (issue 20). */
-#define STORE_SCHEMA_VERSION 3
+ * several orchestrators) (issue 20). 4: the listing's index on
+ * (created_at, saga_id), sagas_listing, for paging (issue 21). */
+#define STORE_SCHEMA_VERSION 4
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
@@ -119,11 +124,57 @@ int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
  * -ENOENT for an unknown saga, or a negative enum pg_err. */
 int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out);
 
-/* store_list_sagas returns up to `limit` sagas, newest first, in `state`
- * (UNSPECIFIED: all), only flagged ones when attention_only. *rows is
- * malloc'd (caller frees), *n its length. */
-int store_list_sagas(
-    PGconn *conn, saga_state state, bool attention_only, int limit, saga_row **rows, size_t *n);
+/* Why a saga is overdue (docs/operations.md, "Finding a stuck saga"): the
+ * three conditions, on an unfinished saga, by the database's clock
+ * (now()), written once in store.c (STORE_OVERDUE_COLS) for both the
+ * listing and the gauges. */
+typedef enum store_overdue_reason {
+	/* its step deadline passed more than the margin ago: the sweep writes
+	 * a deadline's transition within an interval, so no orchestrator is
+	 * moving it */
+	STORE_OVERDUE_PAST_DEADLINE,
+	/* REFUNDING or RELEASING, and its command failed at least
+	 * STORE_COMPENSATION_FAILING_TRIES tries: a compensation that keeps
+	 * failing (retried forever: saga-semantics.md rule 3) */
+	STORE_OVERDUE_COMPENSATION_FAILING,
+	/* its row unchanged (sagas.updated_at: every transition and every
+	 * failed try writes it) for longer than the stuck threshold */
+	STORE_OVERDUE_STUCK,
+	STORE_OVERDUE_N
+} store_overdue_reason;
+
+/* Failed tries of a compensation from which it counts as failing: the
+ * first two may be a blip (a participant restarting); the third, with the
+ * default backoff, is a few seconds of failure, well before attention
+ * (--attention-after, 10). */
+#define STORE_COMPENSATION_FAILING_TRIES 3
+
+/* store_overdue_name returns the stable name of `r` ("past_deadline",
+ * "compensation_failing", "stuck"), "" for anything else. */
+const char *store_overdue_name(store_overdue_reason r);
+
+/* One listing (ListSagas): the filters, all ANDed, and where it starts. */
+typedef struct store_list_query {
+	saga_state state;      /* UNSPECIFIED: every state */
+	bool attention_only;   /* only sagas flagged for an operator */
+	bool overdue;          /* only unfinished sagas meeting a condition of
+	                          store_overdue_reason; sets saga_row.overdue */
+	int64_t margin_ms;     /* with overdue: STORE_OVERDUE_PAST_DEADLINE's margin */
+	int64_t stuck_ms;      /* with overdue: STORE_OVERDUE_STUCK's threshold */
+	int64_t older_than_ms; /* > 0: only sagas created more than this long ago */
+	bool after;            /* start after after_us/after_id (a page token) */
+	int64_t after_us;      /* created_at of the last saga listed, us */
+	const char *after_id;  /* its saga id (borrowed) */
+	int limit;             /* at most this many rows (1..) */
+} store_list_query;
+
+/* store_list_sagas returns up to q->limit sagas matching q, newest first:
+ * ordered on (created_at DESC, saga_id DESC), after q's key when q->after,
+ * so that pages following each other list every saga once, new sagas
+ * being newer. Through an index: sagas_listing, sagas_attention, or the
+ * sweep's two (unfinished states and overdue). *rows is malloc'd (caller
+ * frees), *n its length. Returns 0, -ENOMEM or a negative enum pg_err. */
+int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, size_t *n);
 
 /* store_history returns the history of one saga, oldest first; *out is
  * malloc'd (caller frees). -ENOENT when the saga does not exist. */
@@ -160,13 +211,28 @@ int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
  * terminal one. */
 int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out);
 
-/* store_stuck_counts counts the unfinished sagas flagged for attention
- * (*attention) and those whose step deadline passed more than overdue_ms
- * ms ago, by the database's clock (*overdue): the sweep writes a deadline's
- * transition within an interval, so these are sagas no orchestrator is
- * moving. Reads every unfinished saga (the indexes sagas_open and
- * sagas_retry): elected work (report.c). Returns 0 or a pg_err code. */
-int store_stuck_counts(PGconn *conn, int64_t overdue_ms, int64_t *attention, int64_t *overdue);
+/* The gauges of the sagas in the database (metrics, report.c). */
+typedef struct store_gauges {
+	int64_t open[SAGA_STATE_LAST + 1]; /* sagas by state, indexed by saga_state;
+	                                      only unfinished states are counted
+	                                      (the terminal ones and UNSPECIFIED
+	                                      stay 0) */
+	int64_t attention;                 /* unfinished sagas flagged for attention */
+	int64_t overdue[STORE_OVERDUE_N];  /* unfinished sagas by store_overdue_reason
+	                                      (a saga may count under two) */
+	int64_t overdue_total;             /* unfinished sagas meeting any of them,
+	                                      each counted once */
+} store_gauges;
+
+/* store_read_gauges fills *out in ONE statement over the unfinished sagas
+ * (the indexes sagas_open and sagas_retry; no terminal row is read), by
+ * the database's clock: open sagas by state, those flagged for attention,
+ * and the overdue ones by the conditions of store_overdue_reason, the same
+ * SQL as ListSagas' overdue filter, with margin_ms as past_deadline's
+ * margin and stuck_ms as stuck's threshold (ms, >= 0). Meant for elected
+ * periodic work (report.c), never for a scrape. Returns 0 or a negative
+ * enum pg_err (*out then unchanged). */
+int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_gauges *out);
 
 /* store_apply writes `n` updates in ONE transaction (group commit): each an
  * UPDATE conditional on the version (rule 7) and the fencing epoch (rule 10)

@@ -322,3 +322,20 @@ class Client:
         out = reply_type()
         out.ParseFromString(rep.payload)
         return out
+
+    def list_sagas(self, **fields):
+        """Yields every saga ListSagas matches, following next_page_token
+        to the end (docs/protocol.md, "Paging"). `fields` are those of
+        ListSagasRequest (state, limit: the page size, attention_only,
+        overdue, older_than_ms, overdue_margin_ms, stuck_after_ms, and
+        page_token to start after an earlier page); each saga once, even
+        while new sagas start. Raises RpcError as call does."""
+        from sagas.v1 import orchestrator_pb2 as pb
+        req = pb.ListSagasRequest(**fields)
+        while True:
+            rep = self.call("/sagas.v1.Orchestrator/ListSagas", req, pb.ListSagasReply)
+            for saga in rep.sagas:
+                yield saga
+            if not rep.next_page_token:
+                return
+            req.page_token = rep.next_page_token

@@ -111,9 +111,8 @@ BEGIN
     IF to_regclass('sagas_retry') IS NULL THEN
         CREATE INDEX sagas_retry ON sagas (retry_at) WHERE retry_at IS NOT NULL;
     END IF;
-    IF to_regclass('sagas_created') IS NULL THEN
-        CREATE INDEX sagas_created ON sagas (created_at DESC);
-    END IF;
+    -- the listing's index, sagas_created (created_at DESC) until schema
+    -- version 4, is made below as sagas_listing
     -- sagactl list --attention: the few sagas flagged for an operator, not
     -- a walk of sagas_created from the newest. A transition that leaves
     -- the flag as it was still updates the row in place (HOT).
@@ -153,6 +152,26 @@ BEGIN
                    AND attname = 'waiter' AND NOT attisdropped) THEN
         ALTER TABLE sagas ADD COLUMN waiter text;
     END IF;
+END
+$$;
+
+-- Listings a page at a time (schema version 4, issue 21): ListSagas
+-- orders on (created_at DESC, saga_id DESC) and goes on after the key of a
+-- page's last saga (the page token), `(created_at, saga_id) < (t, id)`, an
+-- index range on sagas_listing. It replaces sagas_created (created_at
+-- DESC), whose entries are its prefix: sagas started in one statement
+-- share created_at (up to 128), and without saga_id in the index a page
+-- inside such a run would re-sort it. Neither column changes after the
+-- insert, so transitions stay HOT. The overdue listing and the gauges
+-- (store_read_gauges) read only unfinished sagas, through sagas_open and
+-- sagas_retry. CREATE INDEX blocks writes to sagas while it runs: once,
+-- when the index is missing.
+DO $$
+BEGIN
+    IF to_regclass('sagas_listing') IS NULL THEN
+        CREATE INDEX sagas_listing ON sagas (created_at, saga_id);
+    END IF;
+    DROP INDEX IF EXISTS sagas_created;
 END
 $$;
 

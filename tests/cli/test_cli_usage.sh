@@ -104,6 +104,28 @@ expect 2 'invalid --state "foo".*RESERVING.*CANCELLED' list --state foo
 expect 2 'invalid --state' list --state unspecified
 expect 2 'limit' list --limit -1
 expect 2 'limit' list --limit 10001
+# list's overdue and paging flags (issue 21)
+expect 0 '--overdue .*why column' list --help
+expect 0 '--margin MS' list --help
+expect 0 '--stuck-after MS' list --help
+expect 0 '--older-than MS' list --help
+expect 0 '--page-token TOKEN' list --help
+expect 0 '--all .*follow the pages' list --help
+expect 0 'next_page_token' list --help
+expect 2 'margin' list --overdue --margin -1
+expect 2 'margin' list --overdue --margin 1s
+expect 2 'margin' list --overdue --margin 31536000001
+expect 2 'stuck-after' list --overdue --stuck-after abc
+expect 2 'stuck-after' list --overdue --stuck-after 31536000001
+expect 2 'older-than' list --older-than -5
+expect 2 'older-than' list --older-than 10m
+expect 2 'older-than' list --older-than 315360000001
+expect 2 '--margin and --stuck-after go with --overdue' list --margin 1000
+expect 2 '--margin and --stuck-after go with --overdue' list --stuck-after 1000
+expect 2 'margin' list --overdue --margin
+expect 2 'all' list --all=maybe
+expect 2 'page-token' list --page-token
+expect 1 'could not reach orchestrator' --timeout 300 list --overdue --margin 1000 --stuck-after 5000 --older-than 60000 --page-token x --all
 # --limit of the row listings: 1..10000 rows
 for verb in "stock list --reservations" "accounts --charges" shipments report; do
 	# shellcheck disable=SC2086 # the verb is several words on purpose

@@ -210,6 +210,13 @@ int main(int argc, char **argv)
 	Sagas__V1__ListSagasRequest lsg = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
 	lsg.limit = 10;
 	lsg.attention_only = 1;
+	/* the filters and the page token of issue 21 (a valid token: the
+	 * decoder is the interesting part) */
+	lsg.overdue = 1;
+	lsg.older_than_ms = 60000;
+	lsg.overdue_margin_ms = 1000;
+	lsg.stuck_after_ms = 600000;
+	lsg.page_token = (char *)"A4REDMxzX/8AAAAAAAAAAAAAAAAAAAAA";
 	SEED(or, 3, "/sagas.v1.Orchestrator/ListSagas", "list", 3, lsg);
 	Sagas__V1__GetSagaHistoryRequest hs = SAGAS__V1__GET_SAGA_HISTORY_REQUEST__INIT;
 	hs.saga_id = (char *)SEED_ID;

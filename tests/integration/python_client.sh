@@ -89,6 +89,34 @@ assert_eq "unknown multi-byte method: decoded, UNIMPLEMENTED, cut to the message
 12 unknown_method True
 12 unknown_method True" "$utf8"
 
+# Client.list_sagas follows the pages (issue 21): pages of 1, every saga
+# once, newest first as psql orders them; the new fields pass through
+# (overdue with margins, older_than_ms); a bad page_token is refused naming it
+paged=$("$PY" - "$STACK_ROOT/clients/python" "$gen" "$ORCH_URL" <<'PYEOF'
+import os
+import sys
+sys.path.insert(0, sys.argv[1])
+import sagas_client
+sagas_client.use_generated(sys.argv[2])
+with sagas_client.Client(sys.argv[3], tls_cert=os.environ.get("SAGAS_TLS_CERT"),
+                         tls_key=os.environ.get("SAGAS_TLS_KEY"),
+                         tls_ca=os.environ.get("SAGAS_TLS_CA")) as c:
+    print(" ".join(s.saga_id for s in c.list_sagas(limit=1)))
+    print(len(list(c.list_sagas(overdue=True, overdue_margin_ms=1, stuck_after_ms=1))),
+          len(list(c.list_sagas(older_than_ms=86400000))))
+    try:
+        list(c.list_sagas(page_token="nope"))
+        print("accepted")
+    except sagas_client.RpcError as e:
+        print(e.code, e.reason, "page_token" in e.message)
+PYEOF
+)
+assert_eq "list_sagas: pages of 1, every saga once, newest first" \
+  "$(psql_db sagas_orchestrator "SELECT string_agg(saga_id::text, ' ' ORDER BY created_at DESC, saga_id DESC) FROM sagas")" \
+  "$(sed -n 1p <<<"$paged")"
+assert_eq "list_sagas: overdue (every saga finished), older than a day" "0 0" "$(sed -n 2p <<<"$paged")"
+assert_eq "list_sagas: a bad page_token" "3 bad_field True" "$(sed -n 3p <<<"$paged")"
+
 # a usage error and an unreachable orchestrator are reported, not hung on
 set +e
 order py P1 x 100 >/dev/null 2>&1; rc=$?

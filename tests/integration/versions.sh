@@ -25,8 +25,8 @@ assert_eq "start_order.py --version" "start_order.py $version" \
 assert_eq "list_shipments.py --version" "list_shipments.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
-# each component's schema version (the orchestrator's 3: SHIPPING, then the claim's fencing epoch and sagas.waiter)
-schema_v() { if [ "$1" = orchestrator ]; then echo 3; else echo 1; fi; }
+# each component's schema version (the orchestrator's 4: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index)
+schema_v() { if [ "$1" = orchestrator ]; then echo 4; else echo 1; fi; }
 stack_start
 for s in orchestrator stock payment shipping; do
   d=${s}d
@@ -61,7 +61,7 @@ run_refused() { # run_refused NAME VERSION ARGS...: the daemon must exit 1 quick
 run_refused stockd 1 "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
 run_refused paymentd 1 "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
 run_refused shippingd 1 "$SAGA_BIN_DIR/shippingd" --db "$PG_CONN dbname=sagas_shipping"
-run_refused orchestratord 3 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
+run_refused orchestratord "$(schema_v orchestrator)" "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
   --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL"
 for s in orchestrator stock payment shipping; do
   assert_eq "$s: the newer version is left as it was" "999|a later build" \
