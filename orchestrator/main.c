@@ -52,6 +52,7 @@ typedef struct orch_config {
 	int64_t attention_after;
 	int64_t sweep_interval;
 	int64_t report_interval;
+	int64_t gauge_interval;
 	int64_t overdue_margin;
 	int64_t stuck_after;
 	int64_t batch;
@@ -131,15 +132,20 @@ static const config_opt orch_opts[] = {
         "how often one of the orchestrators sharing the database (elected) logs the sagas "
         "needing attention or past their deadline by 10 s; 0 = never",
         "MS"),
+    OPT("gauge-interval", "SAGA_ORCHESTRATOR_GAUGE_INTERVAL_MS", CONFIG_INT, "15000", 0, 86400000,
+        gauge_interval,
+        "how often one of the orchestrators sharing the database (elected) reads the sagas "
+        "table's gauges for /metrics (sagas_open, sagas_attention, sagas_overdue); 0 = never",
+        "MS"),
     OPT("overdue-margin", "SAGA_ORCHESTRATOR_OVERDUE_MARGIN_MS", CONFIG_INT, "60000", 1,
         31536000000, overdue_margin,
-        "sagactl list --overdue: an unfinished saga whose step deadline passed longer ago than "
-        "this is listed as past_deadline (when a request gives none)",
+        "sagactl list --overdue and sagas_overdue: an unfinished saga whose step deadline passed "
+        "longer ago than this is past_deadline (when a request gives none)",
         "MS"),
     OPT("stuck-after", "SAGA_ORCHESTRATOR_STUCK_AFTER_MS", CONFIG_INT, "600000", 1, 31536000000,
         stuck_after,
-        "sagactl list --overdue: an unfinished saga whose row has not changed for longer than "
-        "this is listed as stuck (when a request gives none)",
+        "sagactl list --overdue and sagas_overdue: an unfinished saga whose row has not changed "
+        "for longer than this is stuck (when a request gives none)",
         "MS"),
     OPT("batch", "SAGA_ORCHESTRATOR_BATCH", CONFIG_INT, "256", 1, 10000, batch,
         "most saga transitions written in one transaction", "N"),
@@ -492,10 +498,14 @@ int main(int argc, char **argv)
 	    instance, c.net.listen, c.stock, c.payment, c.shipping,
 	    c.duplicate_delivery ? ", delivering every command twice" : "");
 	report *rep = NULL;
-	if (c.report_interval > 0
-	    && report_start(&rep, c.db, c.report_interval, ORCH_REPORT_OVERDUE_MS, c.stuck_after)
-	        != 0)
-		log_warn(NULL, "could not start the report of stuck sagas");
+	report_config rc_cfg = {.conninfo = c.db,
+	    .report_interval_ms = c.report_interval,
+	    .report_overdue_ms = ORCH_REPORT_OVERDUE_MS,
+	    .gauge_interval_ms = c.gauge_interval,
+	    .margin_ms = c.overdue_margin,
+	    .stuck_ms = c.stuck_after};
+	if (report_start(&rep, &rc_cfg) != 0)
+		log_warn(NULL, "could not start the report of stuck sagas and the database gauges");
 	daemon_wait_for_stop(100);
 	report_stop(rep);
 	log_info(NULL, "shutting down");

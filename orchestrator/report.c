@@ -1,34 +1,38 @@
+/* report: the elected reading of the sagas table (report.h). */
 #include "report.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "elect.h"
 #include "log.h"
+#include "orch_metrics.h"
 #include "pg.h"
 #include "store.h"
 
 struct report {
 	elect *el;
-	int64_t interval_ms;
-	int64_t overdue_ms;
-	int64_t stuck_ms;
+	report_config cfg;
+	char *conninfo;
+	int64_t next_report_ms, next_gauges_ms; /* clock_mono_ms; 0 = now */
+	bool shown;                             /* the gauges are exported */
 	pthread_t thread;
 	pthread_mutex_t mtx;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	bool stopping;
 };
 
-/* report_round runs one round: lead or not, then count and log. */
-static void report_round(report *r)
+/* report_log reads with the report's margin and logs what needs a look. */
+static void report_log(report *r)
 {
-	if (!elect_lead(r->el))
-		return;
 	store_gauges g;
-	int rc = store_read_gauges(elect_conn(r->el), r->overdue_ms, r->stuck_ms, &g);
+	int rc
+	    = store_read_gauges(elect_conn(r->el), r->cfg.report_overdue_ms, r->cfg.stuck_ms, &g);
 	if (rc != 0) {
 		log_warn(NULL, "report: could not count stuck sagas: %s", pg_err_name(rc));
 		return;
@@ -42,8 +46,58 @@ static void report_round(report *r)
 		    "report: %lld saga%s past %s step deadline by more than %lld ms: no "
 		    "orchestrator is moving %s (are they all down, or far behind?)",
 		    (long long)overdue, overdue == 1 ? " is" : "s are",
-		    overdue == 1 ? "its" : "their", (long long)r->overdue_ms,
+		    overdue == 1 ? "its" : "their", (long long)r->cfg.report_overdue_ms,
 		    overdue == 1 ? "it" : "them");
+}
+
+/* report_gauges reads the gauges with the configured margins and publishes
+ * them; a failed read keeps the last ones (their timestamp goes stale:
+ * the SagaGaugesStale alert). */
+static void report_gauges(report *r)
+{
+	store_gauges g;
+	int rc = store_read_gauges(elect_conn(r->el), r->cfg.margin_ms, r->cfg.stuck_ms, &g);
+	if (rc != 0) {
+		log_warn(NULL, "metrics: could not read the database gauges: %s", pg_err_name(rc));
+		return;
+	}
+	orch_gauges o = {.attention = g.attention, .read_unix_s = (double)clock_wall_ms() / 1000.0};
+	memcpy(o.open, g.open, sizeof o.open);
+	for (int i = 0; i < 3; i++)
+		o.overdue[i] = g.overdue[i];
+	orch_metrics_gauges(&o);
+	r->shown = true;
+}
+
+/* report_round runs what is due; returns the ms until the next. */
+static int64_t report_round(report *r)
+{
+	int64_t now = clock_mono_ms();
+	bool log_due = r->cfg.report_interval_ms > 0 && now >= r->next_report_ms;
+	bool gauges_due = r->cfg.gauge_interval_ms > 0 && now >= r->next_gauges_ms;
+	if (log_due || gauges_due) {
+		if (!elect_lead(r->el)) {
+			if (r->shown) /* another orchestrator exports them */
+				orch_metrics_gauges(NULL);
+			r->shown = false;
+		} else {
+			if (gauges_due)
+				report_gauges(r);
+			if (log_due)
+				report_log(r);
+		}
+		now = clock_mono_ms();
+		if (log_due)
+			r->next_report_ms = now + r->cfg.report_interval_ms;
+		if (gauges_due)
+			r->next_gauges_ms = now + r->cfg.gauge_interval_ms;
+	}
+	int64_t wait = INT64_MAX;
+	if (r->cfg.report_interval_ms > 0)
+		wait = r->next_report_ms - now;
+	if (r->cfg.gauge_interval_ms > 0 && r->next_gauges_ms - now < wait)
+		wait = r->next_gauges_ms - now;
+	return wait < 1 ? 1 : wait;
 }
 
 static void *report_main(void *arg)
@@ -52,12 +106,12 @@ static void *report_main(void *arg)
 	pthread_mutex_lock(&r->mtx);
 	while (!r->stopping) {
 		pthread_mutex_unlock(&r->mtx);
-		report_round(r);
+		int64_t wait_ms = report_round(r);
 		pthread_mutex_lock(&r->mtx);
 		struct timespec until;
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += r->interval_ms / 1000;
-		until.tv_nsec += (r->interval_ms % 1000) * 1000000L;
+		until.tv_sec += wait_ms / 1000;
+		until.tv_nsec += (wait_ms % 1000) * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
@@ -69,17 +123,22 @@ static void *report_main(void *arg)
 	return NULL;
 }
 
-int report_start(
-    report **out, const char *conninfo, int64_t interval_ms, int64_t overdue_ms, int64_t stuck_ms)
+int report_start(report **out, const report_config *cfg)
 {
+	*out = NULL;
+	if (cfg->report_interval_ms <= 0 && cfg->gauge_interval_ms <= 0)
+		return 0;
 	report *r = calloc(1, sizeof *r);
-	if (r == NULL)
+	if (r == NULL || (r->conninfo = strdup(cfg->conninfo)) == NULL) {
+		free(r);
 		return -ENOMEM;
-	r->interval_ms = interval_ms > 0 ? interval_ms : 1;
-	r->overdue_ms = overdue_ms;
-	r->stuck_ms = stuck_ms;
-	int rc = elect_open(&r->el, conninfo, ELECT_KEY_REPORT, "the report of stuck sagas");
+	}
+	r->cfg = *cfg;
+	r->cfg.conninfo = r->conninfo;
+	int rc = elect_open(&r->el, cfg->conninfo, ELECT_KEY_REPORT,
+	    "the report of stuck sagas and the database gauges");
 	if (rc != 0) {
+		free(r->conninfo);
 		free(r);
 		return rc;
 	}
@@ -94,6 +153,7 @@ int report_start(
 		elect_close(r->el);
 		pthread_cond_destroy(&r->cv);
 		pthread_mutex_destroy(&r->mtx);
+		free(r->conninfo);
 		free(r);
 		return rc;
 	}
@@ -113,5 +173,6 @@ void report_stop(report *r)
 	elect_close(r->el);
 	pthread_cond_destroy(&r->cv);
 	pthread_mutex_destroy(&r->mtx);
+	free(r->conninfo);
 	free(r);
 }

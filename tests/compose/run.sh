@@ -409,6 +409,9 @@ check "prometheus: no rule in error" "" \
 check "prometheus: sagas started" 3 "$(prom_wait 'sum(sagas_started_total)' '.data.result[0].value[1]' 3 30)"
 check "prometheus: sagas finished" "CANCELLED:2 COMPLETED:1" \
   "$(prom_wait 'sum by (state) (sagas_finished_total)' '.data.result | map(.metric.state + ":" + .value[1]) | sort | join(" ")' "CANCELLED:2 COMPLETED:1" 30)"
+# the database gauges, read and exported by one orchestrator of the two
+check "prometheus: gauges from one orchestrator" "1 0" \
+  "$(prom_wait 'count(sagas_db_gauges_timestamp_seconds)' '.data.result[0].value[1]' 1 45) $(promq 'max(sagas_attention)' '.data.result[0].value[1]')"
 # the metrics listeners serve only a client certificate of ca-metrics
 scrape() { # SERVICE CERT|"": served or refused
   if curl -fsS --max-time 10 -o /dev/null --cacert "$certs/ca-server.crt" \

@@ -12,6 +12,7 @@ source "$here/../lib/stack.sh"
 source "$here/../lib/seed_lab.sh"
 source "$here/../lib/prom.sh"
 
+ORCH_FLAGS="--gauge-interval 300"
 stack_start
 prom_start
 targets_up() { [ "$(prom_query 'count(up == 1)')" = 4 ]; }
@@ -60,6 +61,13 @@ assert_eq "StartSaga calls answered OK" 3 \
 assert_eq "no duplicates, no tombstones, nothing refused" "0 0 0" \
   "$(prom_query 'sum(sagas_participant_duplicates_total)') $(prom_query 'sum(sagas_participant_tombstones_total)') $(prom_query 'sum(sagas_rpc_refusals_total)')"
 assert_eq "commits timed on every daemon" 4 "$(prom_query 'count(sagas_db_commit_seconds_count > 0)')"
+# the database gauges (the one orchestrator reads them): nothing open now
+assert_eq "open sagas, attention, overdue" "0 0 0" \
+  "$(prom_query 'sum(sagas_open)') $(prom_query 'sagas_attention') $(prom_query 'sum(sagas_overdue)')"
+assert_eq "overdue by its three reasons, open by its five states" "3 5" \
+  "$(prom_query 'count(sagas_overdue)') $(prom_query 'count(sagas_open)')"
+assert_eq "the gauges were read within 5 s" yes \
+  "$(prom_query 'time() - sagas_db_gauges_timestamp_seconds < 5' | grep -qv none && echo yes || echo no)"
 assert_eq "build info of every daemon" 4 "$(prom_query 'count(sagas_build_info == 1)')"
 
 ids="$SEED_SAGA_1|$SEED_SAGA_2|$SEED_SAGA_3"
