@@ -12,7 +12,8 @@
  *   - --metrics-listen values: loopback http, https anywhere, each bad one
  *     refused with its own reason (127.evil.example is not loopback);
  *   - the listener answers GET /metrics (200, the exposition), 404 elsewhere
- *     and 405 to POST, and a port taken is -EADDRINUSE.
+ *     and 405 to POST, and a port taken is -EADDRINUSE;
+ *   - past 16 connections at once the newest are shut down and counted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -28,6 +29,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -214,6 +216,47 @@ static void test_listener(void **state)
 	assert_int_not_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
 }
 
+/* test_connection_cap: 20 idle connections to the listener: the reaper
+ * shuts down 4 (past METRICS_CONNS_MAX, 16; the newest when it saw them at
+ * different passes) within a few of its passes, and counts them. */
+static void test_connection_cap(void **state)
+{
+	(void)state;
+	char url[64], err[512];
+	int port = free_port();
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	int fds[20];
+	for (int i = 0; i < 20; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		    .sin_port = htons((uint16_t)port),
+		    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof a), 0);
+	}
+	/* the reaper looks every second: wait for the newest four to be shut
+	 * (a read returns 0 at once), at most 10 s */
+	int closed = 0;
+	for (int tries = 0; tries < 100 && closed < 4; tries++) {
+		usleep(100 * 1000);
+		closed = 0;
+		for (int i = 0; i < 20; i++) {
+			struct timeval tv = {0, 1000};
+			setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+			char c;
+			if (fds[i] >= 0 && read(fds[i], &c, 1) == 0)
+				closed++;
+		}
+	}
+	assert_int_equal(closed, 4);
+	char *t = render();
+	assert_non_null(strstr(t, "sagas_metrics_connections_closed_total{reason=\"cap\"} 4\n"));
+	free(t);
+	for (int i = 0; i < 20; i++)
+		close(fds[i]);
+	metrics_http_stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +264,7 @@ int main(void)
 	    cmocka_unit_test(test_cap_and_hide),
 	    cmocka_unit_test(test_url_check),
 	    cmocka_unit_test(test_listener),
+	    cmocka_unit_test(test_connection_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
