@@ -162,15 +162,15 @@ out_free_rep:
 	return rc;
 }
 
-int ctl_get(ctl_ctx *c, char **args)
+/* ctl_get_saga calls GetSaga for `id` (checked). Returns CTL_EXIT_OK and
+ * *out (free with sagas__v1__get_saga_reply__free_unpacked), or an exit
+ * code after printing why. */
+static int ctl_get_saga(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **out)
 {
-	int rc = ctl_parse_id(c, args[0]);
-	if (rc != 0)
-		return rc;
 	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
-	req.saga_id = args[0];
+	req.saga_id = (char *)id;
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
 	    "get saga", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
@@ -178,18 +178,29 @@ int ctl_get(ctl_ctx *c, char **args)
 	    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);
 	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
-		rc = ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
-		goto out_free_rep;
+		if (rep != NULL)
+			sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
 	}
+	*out = rep;
+	return CTL_EXIT_OK;
+}
+
+int ctl_get(ctl_ctx *c, char **args)
+{
+	int rc = ctl_parse_id(c, args[0]);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__GetSagaReply *rep = NULL;
+	if ((rc = ctl_get_saga(c, args[0], &rep)) != CTL_EXIT_OK)
+		return rc;
 	if (c->o.json) {
 		rc = ctl_json_print(ctl_saga_json(rep->saga));
 	} else {
 		ctl_saga_print(rep->saga, -1);
 		rc = CTL_EXIT_OK;
 	}
-out_free_rep:
-	if (rep != NULL)
-		sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
+	sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
 	return rc;
 }
 
@@ -393,21 +404,10 @@ out_free:
  * the next try and the deadline. Returns an exit code. */
 static int ctl_history_tries(ctl_ctx *c, const char *id)
 {
-	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
-	req.saga_id = (char *)id;
-	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
-	    "get saga", c->o.timeout_ms, false, &res);
-	if (rc != 0)
+	Sagas__V1__GetSagaReply *rep = NULL;
+	int rc = ctl_get_saga(c, id, &rep);
+	if (rc != CTL_EXIT_OK)
 		return rc;
-	Sagas__V1__GetSagaReply *rep
-	    = sagas__v1__get_saga_reply__unpack(NULL, res.payload_len, res.payload);
-	rpc_result_clear(&res);
-	if (rep == NULL || !ctl_saga_ok(rep->saga)) {
-		if (rep != NULL)
-			sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
-		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "GetSaga");
-	}
 	const Sagas__V1__Saga *s = rep->saga;
 	saga_state st = (saga_state)s->state;
 	if (!saga_is_terminal(st)) {

@@ -41,16 +41,14 @@ prom_start() {
   PROM_PID=$!
   STACK_PIDS+=("$PROM_PID")
   STACK_PID_OF[prometheus]=$PROM_PID
-  local deadline=$((SECONDS + 60))
-  until curl -sf "$PROM_URL/-/ready" >/dev/null 2>&1; do
-    if ! kill -0 "$PROM_PID" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
-      echo "prom: prometheus did not start; its log:" >&2
-      tail -20 "$dir/prometheus.log" >&2
-      return 1
-    fi
-    sleep 0.2
-  done
+  if ! wait_until 60 _prom_ready; then
+    echo "prom: prometheus did not start; its log:" >&2
+    tail -20 "$dir/prometheus.log" >&2
+    return 1
+  fi
 }
+
+_prom_ready() { curl -sf "$PROM_URL/-/ready"; }
 
 prom_query() {
   local out
