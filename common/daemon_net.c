@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sys/resource.h>
@@ -310,7 +311,22 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, 
 	authz_metrics_init();
 	pg_metrics_init();
 	char err[512];
-	int mrc = metrics_http_start(n->metrics_listen, dn.tls[3], err, sizeof err);
+	metrics_tls_files mt = {0};
+	char *pem[3] = {NULL, NULL, NULL};
+	if (dn.tls[3] != NULL) { /* https: checked by daemon_net_check_metrics */
+		pem[0] = tls_read(n->tls_cert, "certificate", err, sizeof err);
+		pem[1] = pem[0] ? tls_read(n->tls_key, "key", err, sizeof err) : NULL;
+		pem[2] = pem[1] ? tls_read(n->metrics_tls_ca, "CA", err, sizeof err) : NULL;
+		mt = (metrics_tls_files) {pem[0], pem[1], pem[2]};
+	}
+	int mrc = dn.tls[3] != NULL && pem[2] == NULL
+	    ? -EINVAL
+	    : metrics_http_start(n->metrics_listen, dn.tls[3] ? &mt : NULL, err, sizeof err);
+	for (int i = 0; i < 3; i++) {
+		if (pem[i])
+			memset(pem[i], 0, strlen(pem[i])); /* the key's text */
+		free(pem[i]);
+	}
 	if (mrc != 0) {
 		log_error(NULL, "metrics: %s", err);
 		daemon_net_free_tls();

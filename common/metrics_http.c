@@ -1,201 +1,49 @@
-/* metrics_http: the /metrics listener (metrics_http.h). */
+/* metrics_http: the /metrics listener (metrics_http.h), on libmicrohttpd:
+ * it bounds its connections where they are accepted (METRICS_CONNS_MAX in
+ * all, METRICS_CONNS_PER_IP from one address) and closes one idle for
+ * METRICS_CONN_TIMEOUT_S, a TLS handshake that stalls included, so a flood
+ * costs the daemon at most that many descriptors (nng's HTTP server, used
+ * before, has no such bounds: a flood took thousands of descriptors and
+ * hundreds of MB). Over https it verifies the client certificate against
+ * --metrics-tls-ca with GnuTLS before answering, and closes the connection
+ * without an HTTP status when there is none or it does not verify. */
 #include "metrics_http.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <arpa/inet.h>
-
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
 #include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
-#include <nng/supplemental/util/platform.h>
-
-#include <uthash.h>
 
 #include "authz.h"
-#include "clock.h"
+#include "log.h"
 #include "metrics.h"
-#include "sockscan.h"
 
-static nng_http_server *metrics_srv;
+#define METRICS_CONNS_MAX      16
+#define METRICS_CONNS_PER_IP   8
+#define METRICS_CONN_TIMEOUT_S 10
+/* a request's headers past this (bytes) are refused: a scrape needs < 1 KiB */
+#define METRICS_CONN_MEMORY (32 * 1024)
 
-/* ---- the connection bound ----
- *
- * nng's HTTP server neither caps its connections nor times them out, and
- * over https a peer without a certificate can hold one in its handshake
- * for as long as it likes: a flood of them would take every descriptor and
- * stop the daemon's RPC too. A reaper thread looks at the listener's
- * connections (sockscan.h: this process's own sockets on its port) every
- * METRICS_REAP_EVERY_MS, and every METRICS_REAP_BUSY_MS while it is closing
- * any: it shuts down each connection open for METRICS_CONN_MAX_MS (a
- * scraper reconnects at its next scrape) and, past METRICS_CONNS_MAX, the
- * newest ones. Counted in sagas_metrics_connections_closed_total{reason}. */
-#define METRICS_CONNS_MAX     16
-#define METRICS_CONN_MAX_MS   30000
-#define METRICS_REAP_EVERY_MS 1000
-#define METRICS_REAP_BUSY_MS  10
-#define METRICS_KILL_MAX      1024
-
-typedef struct metrics_conn {
-	unsigned long inode;
-	int64_t first_ms;
-	unsigned gen;
-	UT_hash_handle hh;
-} metrics_conn;
-
-static struct {
-	nng_thread *thread;
-	nng_mtx *mtx;
-	nng_cv *cv;
-	bool running;
-	unsigned port;
-	unsigned gen;
-	metrics_conn *conns;
-} mr;
-
-static const metric_def METRICS_CLOSED = {"sagas_metrics_connections_closed_total",
-    "Connections to the metrics listener shut down by its bound: open too long (age) or past "
-    "the most allowed at once (cap)",
-    METRIC_COUNTER, "reason", NULL, 0};
-
-/* metrics_seen notes one connection (sockscan_tcp's callback). */
-static void metrics_seen(void *arg, const sockscan_conn *c)
-{
-	int64_t now = *(const int64_t *)arg;
-	metrics_conn *m = NULL;
-	HASH_FIND(hh, mr.conns, &c->inode, sizeof c->inode, m);
-	if (m == NULL && (m = calloc(1, sizeof *m)) != NULL) {
-		m->inode = c->inode;
-		m->first_ms = now;
-		HASH_ADD(hh, mr.conns, inode, sizeof m->inode, m);
-	}
-	if (m != NULL)
-		m->gen = mr.gen;
-}
-
-/* metrics_newest_first orders connections newest first. */
-static int metrics_newest_first(const metrics_conn *a, const metrics_conn *b)
-{
-	return a->first_ms < b->first_ms ? 1 : a->first_ms > b->first_ms ? -1 : 0;
-}
-
-/* metrics_reap_pass is one look at the listener's connections; returns how
- * many it shut down. */
-static int metrics_reap_pass(void)
-{
-	static unsigned long kill[METRICS_KILL_MAX];
-	int64_t now = clock_mono_ms();
-	sockscan_own own;
-	mr.gen++;
-	if (sockscan_own_read(&own) == 0)
-		sockscan_tcp(&mr.port, 1, &own, metrics_seen, &now);
-	sockscan_own_free(&own);
-	int nkill = 0, aged = 0, capped = 0;
-	size_t live = 0;
-	metrics_conn *m, *tmp;
-	HASH_ITER(hh, mr.conns, m, tmp)
-	{
-		if (m->gen != mr.gen) { /* gone */
-			HASH_DEL(mr.conns, m);
-			free(m);
-		} else {
-			live++;
-		}
-	}
-	HASH_SORT(mr.conns, metrics_newest_first);
-	size_t rank = 0, over = live > METRICS_CONNS_MAX ? live - METRICS_CONNS_MAX : 0;
-	HASH_ITER(hh, mr.conns, m, tmp)
-	{
-		bool cap = rank++ < over, age = now - m->first_ms >= METRICS_CONN_MAX_MS;
-		if ((cap || age) && nkill < METRICS_KILL_MAX) {
-			kill[nkill++] = m->inode;
-			if (cap)
-				capped++;
-			else
-				aged++;
-		}
-	}
-	if (nkill == 0)
-		return 0;
-	int done = sockscan_shutdown(kill, nkill);
-	metric_add(metric_get1(&METRICS_CLOSED, "age"), aged);
-	metric_add(metric_get1(&METRICS_CLOSED, "cap"), capped);
-	if (capped > 0) {
-		char what[200];
-		snprintf(what, sizeof what,
-		    "metrics: closed %d connections past the most allowed at once (%d)", capped,
-		    METRICS_CONNS_MAX);
-		authz_log_limited("metrics_cap", NULL, what);
-	}
-	return done;
-}
-
-static void metrics_reaper_main(void *arg)
-{
-	(void)arg;
-	nng_mtx_lock(mr.mtx);
-	int64_t wait = METRICS_REAP_EVERY_MS;
-	while (mr.running) {
-		nng_cv_until(mr.cv, nng_clock() + (nng_time)wait);
-		if (!mr.running)
-			break;
-		nng_mtx_unlock(mr.mtx);
-		int done = metrics_reap_pass();
-		nng_mtx_lock(mr.mtx);
-		wait = done > 0 ? METRICS_REAP_BUSY_MS : METRICS_REAP_EVERY_MS;
-	}
-	nng_mtx_unlock(mr.mtx);
-}
-
-/* metrics_reaper_start starts the reaper for the listener's bound port. */
-static int metrics_reaper_start(void)
-{
-	nng_sockaddr sa;
-	int rv = nng_http_server_get_addr(metrics_srv, &sa);
-	if (rv != 0)
-		return rv;
-	mr.port = sa.s_family == NNG_AF_INET6 ? ntohs(sa.s_in6.sa_port) : ntohs(sa.s_in.sa_port);
-	metric_add(metric_get1(&METRICS_CLOSED, "age"), 0);
-	metric_add(metric_get1(&METRICS_CLOSED, "cap"), 0);
-	if ((rv = nng_mtx_alloc(&mr.mtx)) != 0)
-		return rv;
-	if ((rv = nng_cv_alloc(&mr.cv, mr.mtx)) != 0) {
-		nng_mtx_free(mr.mtx);
-		return rv;
-	}
-	mr.running = true;
-	if ((rv = nng_thread_create(&mr.thread, metrics_reaper_main, NULL)) != 0) {
-		mr.running = false;
-		nng_cv_free(mr.cv);
-		nng_mtx_free(mr.mtx);
-	}
-	return rv;
-}
-
-static void metrics_reaper_stop(void)
-{
-	if (mr.thread == NULL)
-		return;
-	nng_mtx_lock(mr.mtx);
-	mr.running = false;
-	nng_cv_wake(mr.cv);
-	nng_mtx_unlock(mr.mtx);
-	nng_thread_destroy(mr.thread); /* joins */
-	mr.thread = NULL;
-	nng_cv_free(mr.cv);
-	nng_mtx_free(mr.mtx);
-	metrics_conn *m, *tmp;
-	HASH_ITER(hh, mr.conns, m, tmp)
-	{
-		HASH_DEL(mr.conns, m);
-		free(m);
-	}
-}
+static struct MHD_Daemon *metrics_mhd;
+static bool metrics_tls;
 
 static const metric_def METRICS_SCRAPES = {"sagas_metrics_scrapes_total",
     "Scrapes of /metrics answered by this process", METRIC_COUNTER, "", NULL, 0};
+static const metric_def METRICS_CONNS = {"sagas_metrics_connections",
+    "Open connections to the metrics listener (at most 16, 8 from one address)", METRIC_GAUGE, "",
+    NULL, 0};
+static const metric_def METRICS_REFUSED = {"sagas_metrics_refused_total",
+    "Metrics requests refused: no verified client certificate (unverified; the connection is "
+    "closed without an answer)",
+    METRIC_COUNTER, "reason", NULL, 0};
 
 int metrics_url_check(const char *url, bool *tls, char *why, size_t len)
 {
@@ -238,69 +86,165 @@ int metrics_url_check(const char *url, bool *tls, char *why, size_t len)
 	return rc;
 }
 
-/* metrics_get answers GET /metrics with the exposition. */
-static void metrics_get(nng_aio *aio)
+/* metrics_verified is true when the https connection's peer showed a
+ * certificate that verifies against --metrics-tls-ca (GnuTLS: chain, dates). */
+static bool metrics_verified(struct MHD_Connection *conn)
 {
-	nng_http_res *res = NULL;
-	size_t n = 0;
-	char *text = metrics_render(&n);
-	int rv = text ? nng_http_res_alloc(&res) : NNG_ENOMEM;
-	if (rv == 0)
-		rv = nng_http_res_set_header(
-		    res, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	if (rv == 0)
-		rv = nng_http_res_copy_data(res, text, n);
-	free(text);
-	if (rv != 0) {
-		nng_http_res_free(res);
-		nng_aio_finish(aio, rv);
-		return;
-	}
-	metric_inc(metric_get(&METRICS_SCRAPES, NULL));
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
+	const union MHD_ConnectionInfo *ci
+	    = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (ci == NULL || ci->tls_session == NULL)
+		return false;
+	gnutls_session_t s = (gnutls_session_t)ci->tls_session;
+	unsigned n = 0, status = 0;
+	if (gnutls_certificate_get_peers(s, &n) == NULL || n == 0)
+		return false;
+	return gnutls_certificate_verify_peers2(s, &status) == 0 && status == 0;
 }
 
-int metrics_http_start(const char *url, tls_conf *tls, char *err, size_t len)
+/* metrics_answer queues a plain-text answer with `status`. */
+static enum MHD_Result metrics_answer(
+    struct MHD_Connection *conn, unsigned status, char *text, size_t len, bool owned)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+	    len, text, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r == NULL) {
+		if (owned)
+			free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+	    status == 200 ? "text/plain; version=0.0.4; charset=utf-8"
+	                  : "text/plain; charset=utf-8");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, "Allow", "GET");
+	enum MHD_Result rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* metrics_request answers one request: GET /metrics with the exposition,
+ * 404 for another path, 405 for another method; over https nothing at all
+ * (the connection closed) without a verified client certificate. */
+static enum MHD_Result metrics_request(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload, size_t *upload_len, void **req_cls)
+{
+	(void)cls, (void)version, (void)upload, (void)upload_len, (void)req_cls;
+	if (metrics_tls && !metrics_verified(conn)) {
+		metric_inc(metric_get1(&METRICS_REFUSED, "unverified"));
+		authz_count_refusal("unverified", 1);
+		authz_log_limited("unverified", NULL,
+		    "metrics: closed a connection without a verified client certificate "
+		    "(--metrics-tls-ca)");
+		return MHD_NO;
+	}
+	static char not_found[] = "not found: metrics are at /metrics\n";
+	static char not_allowed[] = "method not allowed: GET /metrics\n";
+	if (strcmp(url, "/metrics") != 0)
+		return metrics_answer(
+		    conn, MHD_HTTP_NOT_FOUND, not_found, strlen(not_found), false);
+	if (strcmp(method, "GET") != 0)
+		return metrics_answer(
+		    conn, MHD_HTTP_METHOD_NOT_ALLOWED, not_allowed, strlen(not_allowed), false);
+	size_t n = 0;
+	char *text = metrics_render(&n);
+	if (text == NULL)
+		return MHD_NO;
+	metric_inc(metric_get(&METRICS_SCRAPES, NULL));
+	return metrics_answer(conn, MHD_HTTP_OK, text, n, true);
+}
+
+/* metrics_conn_event keeps sagas_metrics_connections. */
+static void metrics_conn_event(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls, (void)conn, (void)socket_ctx;
+	metric_add(
+	    metric_get(&METRICS_CONNS, NULL), code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+/* metrics_bind makes the listening socket of `url` (checked). Returns the
+ * descriptor, or a negative errno with `err` filled. */
+static int metrics_bind(const char *url, bool *v6, char *err, size_t len)
+{
+	nng_url *u = NULL;
+	if (nng_url_parse(&u, url) != 0) {
+		snprintf(err, len, "could not parse %s", url);
+		return -EINVAL;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM,
+	    .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	int g = getaddrinfo(u->u_hostname, u->u_port, &hints, &ai);
+	nng_url_free(u);
+	if (g != 0) {
+		snprintf(err, len, "could not listen on %s: %s", url, gai_strerror(g));
+		return -EINVAL;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), e = 0, one = 1;
+	*v6 = ai->ai_family == AF_INET6;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0
+	    || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0)
+		e = errno;
+	freeaddrinfo(ai);
+	if (e != 0) {
+		snprintf(err, len, "could not listen on %s: %s", url, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err, size_t len)
 {
 	bool want_tls;
 	if (metrics_url_check(url, &want_tls, err, len) != 0)
 		return -EINVAL;
 	if (url[0] == '\0')
 		return 0;
+	if (want_tls && (tls == NULL || !tls->cert || !tls->key || !tls->ca)) {
+		snprintf(err, len, "%s is https: it needs a certificate, its key and a CA", url);
+		return -EINVAL;
+	}
 	metric_add(metric_get(&METRICS_SCRAPES, NULL), 0);
-	nng_url *u = NULL;
-	nng_http_handler *h = NULL;
-	int rv = nng_url_parse(&u, url);
-	if (rv == 0)
-		rv = nng_http_server_hold(&metrics_srv, u);
-	nng_url_free(u);
-	if (rv == 0 && want_tls)
-		rv = tls ? nng_http_server_set_tls(metrics_srv, tls_conf_nng(tls)) : NNG_EINVAL;
-	if (rv == 0)
-		rv = nng_http_handler_alloc(&h, "/metrics", metrics_get);
-	if (rv == 0 && (rv = nng_http_server_add_handler(metrics_srv, h)) != 0)
-		nng_http_handler_free(h);
-	if (rv == 0)
-		rv = nng_http_server_start(metrics_srv);
-	if (rv == 0 && (rv = metrics_reaper_start()) != 0)
-		nng_http_server_stop(metrics_srv);
-	if (rv != 0) {
-		snprintf(err, len, "could not listen on %s: %s", url, nng_strerror(rv));
-		if (metrics_srv)
-			nng_http_server_release(metrics_srv);
-		metrics_srv = NULL;
-		return rv == NNG_EADDRINUSE ? -EADDRINUSE : rv == NNG_ENOMEM ? -ENOMEM : -EIO;
+	metric_add(metric_get(&METRICS_CONNS, NULL), 0);
+	metric_add(metric_get1(&METRICS_REFUSED, "unverified"), 0);
+	bool v6 = false;
+	int fd = metrics_bind(url, &v6, err, len);
+	if (fd < 0)
+		return fd;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0)
+	    | (want_tls ? MHD_USE_TLS : 0);
+	metrics_tls = want_tls;
+	struct MHD_OptionItem tls_opts[] = {
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, want_tls ? (void *)tls->cert : NULL},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, want_tls ? (void *)tls->key : NULL},
+	    {MHD_OPTION_HTTPS_MEM_TRUST, 0, want_tls ? (void *)tls->ca : NULL},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+	metrics_mhd = MHD_start_daemon(flags, 0, NULL, NULL, metrics_request, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS_MAX,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_CONNS_PER_IP,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_CONN_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONN_MEMORY,
+	    MHD_OPTION_NOTIFY_CONNECTION, metrics_conn_event, NULL, MHD_OPTION_ARRAY,
+	    want_tls ? tls_opts : &tls_opts[4], MHD_OPTION_END);
+	if (metrics_mhd == NULL) {
+		close(fd);
+		snprintf(err, len, "could not serve %s (libmicrohttpd refused to start%s)", url,
+		    want_tls ? ": a certificate, key or CA it cannot use?" : "");
+		return -EIO;
 	}
 	return 0;
 }
 
 void metrics_http_stop(void)
 {
-	if (metrics_srv == NULL)
+	if (metrics_mhd == NULL)
 		return;
-	metrics_reaper_stop();
-	nng_http_server_stop(metrics_srv);
-	nng_http_server_release(metrics_srv);
-	metrics_srv = NULL;
+	/* MHD_stop_daemon closes the listening socket given to it */
+	MHD_stop_daemon(metrics_mhd);
+	metrics_mhd = NULL;
 }

@@ -1,6 +1,5 @@
 /* metrics_http: the /metrics listener of a daemon (--metrics-listen,
- * docs/operations.md "Metrics", docs/security.md), on nng's own HTTP server
- * (the libnng every daemon links).
+ * docs/operations.md "Metrics", docs/security.md), on libmicrohttpd.
  *
  * The rule is the RPC listeners' (docs/security.md): plain http:// only on an
  * address no other host can reach (127.0.0.0/8, ::1, localhost), anywhere
@@ -23,12 +22,28 @@
  * scheme, the port, the path, the user part, a host other hosts reach). */
 int metrics_url_check(const char *url, bool *tls, char *why, size_t len);
 
+/* The PEM texts (not paths) of an https listener: its certificate, its key
+ * and the CA of the scrapers' client certificates. */
+typedef struct metrics_tls_files {
+	const char *cert, *key, *ca;
+} metrics_tls_files;
+
+/* The listener's bounds (docs/security.md, "Bounded resources"): at most
+ * METRICS_CONNS_MAX connections, METRICS_CONNS_PER_IP from one address,
+ * each closed after METRICS_CONN_TIMEOUT_S seconds without a byte (a stalled
+ * TLS handshake too), at most 32 KiB of request headers. */
+
 /* metrics_http_start serves GET /metrics (metrics.h's exposition) on `url`
- * (checked by metrics_url_check; "" starts nothing), over TLS with `tls`
- * (borrowed; nng keeps its own reference) when the URL is https. One
- * listener per process. Returns 0, or a negative errno (-EADDRINUSE: the
- * port is taken) with a one-line reason in `err`. */
-int metrics_http_start(const char *url, tls_conf *tls, char *err, size_t len);
+ * (checked by metrics_url_check; "" starts nothing) with libmicrohttpd,
+ * over TLS with `tls` (copied by the library) when the URL is https: a
+ * request whose connection showed no client certificate verifying against
+ * tls->ca is not answered (the connection is closed) and is counted.
+ * Answers 404 for another path, 405 for another method. One listener per
+ * process. Returns 0, or a negative errno with a one-line reason in `err`:
+ * -EADDRINUSE (the port is taken), -EINVAL (a URL or host it cannot bind,
+ * https without tls), -EIO (the library did not start: TLS files it cannot
+ * use). */
+int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err, size_t len);
 
 /* metrics_http_stop stops the listener; a no-op when none runs. */
 void metrics_http_stop(void);

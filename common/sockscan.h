@@ -1,8 +1,7 @@
 /* sockscan: this process's TCP connections as the kernel lists them
- * (/proc/net/tcp and tcp6, /proc/self/fd), for the reapers of connections
+ * (/proc/net/tcp and tcp6, /proc/self/fd), for the reaper of connections
  * that nng does not show: the RPC listeners' TLS handshakes that never end
- * (rpc_conn.c) and the metrics listener's connections (metrics_http.c), which
- * nng's HTTP server neither caps nor times out. Linux only.
+ * (rpc_conn.c). Only the process's own sockets are reported. Linux only.
  */
 #ifndef SAGA_SOCKSCAN_H
 #define SAGA_SOCKSCAN_H

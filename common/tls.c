@@ -56,7 +56,7 @@ bool tls_files_any(const tls_files *f)
 
 /* tls_read reads the whole file `path` (what names it in errors) into a
  * malloc'd NUL-terminated string. Returns it, or NULL with `err` filled. */
-static char *tls_read(const char *path, const char *what, char *err, size_t len)
+char *tls_read(const char *path, const char *what, char *err, size_t len)
 {
 	FILE *f = fopen(path, "r");
 	if (f == NULL) {

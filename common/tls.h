@@ -40,6 +40,11 @@ bool tls_host_local(const char *host);
 /* tls_files_any is true when any of the files is given. */
 bool tls_files_any(const tls_files *f);
 
+/* tls_read reads the whole PEM file `path` (at most 1 MiB; `what` names it
+ * in errors: "certificate") into a malloc'd NUL-terminated string (the
+ * caller frees it). Returns it, or NULL with a one-line reason in `err`. */
+char *tls_read(const char *path, const char *what, char *err, size_t len);
+
 /* tls_server_new makes the configuration of a TLS listener from `f`
  * (cert, key and ca all required). `err` (len bytes) receives a one-line
  * reason on failure ("could not read CA file x: ..."). Returns 0 and *out

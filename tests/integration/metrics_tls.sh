@@ -32,6 +32,8 @@ assert_eq "plain http: no HTTP status" 000 \
   "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/metrics" || true)"
 assert_eq "the scraper again: 200" 200 "$(scrape --cert "$c/prometheus.crt" --key "$c/prometheus.key")"
 assert_eq "only the scraper's scrapes counted" 1 "$(grep -c '^sagas_metrics_scrapes_total 1$' "$STACK_DIR/page")"
+assert_eq "the four without a verified certificate counted" 1 \
+  "$(grep -c '^sagas_metrics_refused_total{reason="unverified"} 4$' "$STACK_DIR/page")"
 assert_eq "stockd logged the https listener" 1 \
   "$(grep -c "metrics: GET /metrics on https://127.0.0.1:$port (mutual TLS" "$STACK_DIR/stockd.log")"
 finish
