@@ -60,7 +60,8 @@ int metrics_url_check(const char *url, bool *tls, char *why, size_t len)
 	size_t hl = strlen(u->u_host), pl = strlen(u->u_port);
 	bool has_port = pl > 0 && hl > pl && u->u_host[hl - pl - 1] == ':'
 	    && strcmp(u->u_host + hl - pl, u->u_port) == 0;
-	long port = strtol(u->u_port, NULL, 10);
+	long port
+	    = strspn(u->u_port, "0123456789") == pl && pl <= 5 ? strtol(u->u_port, NULL, 10) : -1;
 	if (strcmp(u->u_scheme, "http") != 0 && strcmp(u->u_scheme, "https") != 0)
 		snprintf(
 		    why, len, "\"%s\": the scheme must be http:// (loopback) or https://", url);
