@@ -28,7 +28,6 @@ static struct {
 	const rpc_service *services[3];
 	char env[DAEMON_NET_OPTS][64];
 	char help_listen[160];
-	char help_metrics[200];
 } dn;
 
 void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
@@ -43,10 +42,6 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	    "nng URL its callers (the %s role) reach it on: tls+tcp://HOST:PORT, or tcp:// on "
 	    "loopback only",
 	    role);
-	snprintf(dn.help_metrics, sizeof dn.help_metrics,
-	    "where GET /metrics (Prometheus) is served: http://127.0.0.1:PORT on loopback, or "
-	    "https://HOST:PORT with --metrics-tls-ca; \"\" = none (default %s)",
-	    default_metrics);
 #define NET(i, n, t, d, lo, hi, f, h, u)                                                           \
 	rows[i] = (config_opt) {n, dn.env[i], t, d, lo, hi, base + offsetof(daemon_net, f), h, u}
 	NET(0, "listen", CONFIG_STR, default_listen, 0, 0, listen, dn.help_listen, "URL");
@@ -80,7 +75,9 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	    "\"\" = none",
 	    "URL");
 	NET(11, "metrics-listen", CONFIG_STR, default_metrics, 0, 0, metrics_listen,
-	    dn.help_metrics, "URL");
+	    "where GET /metrics (Prometheus) is served: http://HOST:PORT on loopback only, or "
+	    "https://HOST:PORT with --tls-cert, --tls-key and --metrics-tls-ca; \"\" = none",
+	    "URL");
 	NET(12, "metrics-tls-ca", CONFIG_STR, "", 0, 0, metrics_tls_ca,
 	    "the CA whose client certificates may scrape an https:// --metrics-listen "
 	    "(docs/security.md)",

@@ -240,14 +240,19 @@ static void metrics_labels(FILE *f, const family *fam, const metric *m, const ch
 }
 
 /* metrics_fmt writes `d` in the fewest digits that read back as `d`
- * ("0.1", not "0.10000000000000001"). */
+ * ("0.1", not "0.10000000000000001"), and like Go's strconv 'g' (what
+ * Prometheus's own clients write, `le` bounds included): no exponent
+ * from 1e-4 to under 1e6 ("10" and "86400", not "1e+01" and "8.64e+04"). */
 static const char *metrics_fmt(double d, char *buf, size_t len)
 {
-	for (int p = 1; p <= 17; p++) {
+	int p = 1;
+	for (; p <= 17; p++) {
 		snprintf(buf, len, "%.*g", p, d);
 		if (strtod(buf, NULL) == d)
 			break;
 	}
+	if (p < 6) /* %g drops the trailing zeros: the same digits, no exponent */
+		snprintf(buf, len, "%.6g", d);
 	return buf;
 }
 

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "authz.h"
 #include "config.h"
@@ -120,7 +121,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	rc = daemon_net_serve(&srv, &cfg.net, d->prog, AUTHZ_ORCHESTRATOR, (int)cfg.workers, 0,
 	    d->ops, &app, &health);
 	if (rc != 0) {
-		log_error(NULL, "could not start: could not listen on %s", cfg.net.listen);
+		log_error(NULL, "could not start its listeners: %s", strerror(-rc));
 		health_db_close(participant_health);
 		valcache_free(app.cache);
 		return 1;

@@ -487,7 +487,7 @@ int main(int argc, char **argv)
 	rc = daemon_net_serve(&srv, &c.net, "orchestratord", AUTHZ_CLIENT, (int)c.workers, contexts,
 	    api_server_ops(), &a, &health);
 	if (rc != 0) {
-		log_error(NULL, "could not serve on %s: error %d", c.net.listen, rc);
+		log_error(NULL, "could not start its listeners: %s", strerror(-rc));
 		orch_engines_stop(engs, n_engines);
 		listener_stop(ls);
 		waits_free(wt);

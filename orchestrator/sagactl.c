@@ -282,11 +282,16 @@ static const ctl_cmd ctl_cmds[] = {
         "with --overdue \"overdue_margin_ms\" and \"stuck_after_ms\" (the margins applied)\n"
         "and each SAGA's \"overdue\": [why, ...]",
         ctl_opts_list, CTL_NELEM(ctl_opts_list), ctl_args_none, ctl_list},
-    {"history", "ID", "transitions of one saga: where it stopped and why",
+    {"history", "ID", "transitions of one saga, and its current step's tries",
         "sagactl history ID [OPTIONS]",
         "Show the transition history of a saga, oldest first: where it stopped and why.\n"
+        "For an unfinished saga, then its current step: the count of failed tries, when\n"
+        "the last one failed, the next try, the step deadline and the attention flag\n"
+        "(a failed try writes no history row, so versions skip numbers).\n"
         "--json: [{\"version\",\"at_unix_ms\",\"at\",\"from_state\",\"to_state\",\"event\","
-        "\"reason\"}, ...]",
+        "\"reason\"}, ...]\n"
+        "(the transitions only: the tries are in sagactl get ID --json, \"attempts\",\n"
+        "\"updated_unix_ms\", \"next_attempt_unix_ms\", \"step_deadline_unix_ms\")",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_history},
     {"retry", "ID", "re-arm an unfinished saga now (clears attention)",
         "sagactl retry ID [OPTIONS]",

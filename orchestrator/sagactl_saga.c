@@ -424,8 +424,11 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 			    saga_is_retriable(st) && s->reason[0]
 			        ? s->reason
 			        : "no reply, or a transient error");
+		/* a claimed saga's next_attempt_at is the lease of its try in
+		 * flight (store.c), so "next" may be a try already sent */
 		printf("  next try      %s%s\n", ctl_iso_ms(s->next_attempt_unix_ms, t2, sizeof t2),
-		    s->attempts == 0 ? " (the first try's lease, or due)" : "");
+		    s->attempts == 0 ? " (the first try's lease, or due)"
+		                     : " (a retry's due time, or the lease of the try in flight)");
 		printf("  step deadline %s\n",
 		    s->step_deadline_unix_ms ? ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3)
 		                             : "none: retried until it succeeds");

@@ -124,7 +124,8 @@ assert_eq "history R: failed tries as stored" "$(q "SELECT attempts FROM sagas W
 assert_eq "history R: the last failed try, when its row was written" \
   "$(iso_ms "$(ms_of "$R" updated_at)") (no reply, or a transient error)" \
   "$(sed -n 's/^  last failed   //p' <<<"$out")"
-assert_eq "history R: the next try" "$(iso_ms "$(ms_of "$R" next_attempt_at)")" "$(sed -n 's/^  next try      //p' <<<"$out")"
+assert_eq "history R: the next try" "$(iso_ms "$(ms_of "$R" next_attempt_at)") (a retry's due time, or the lease of the try in flight)" \
+  "$(sed -n 's/^  next try      //p' <<<"$out")"
 assert_eq "history R: no step deadline" "none: retried until it succeeds" "$(sed -n 's/^  step deadline //p' <<<"$out")"
 out=$(ctl history "$D")
 assert_eq "history D: the current step" "current step: RESERVING, ReserveStock" "$(grep '^current step' <<<"$out")"

@@ -44,6 +44,9 @@ static const double T_BUCKETS[] = {0.1, 1};
 static const metric_def T_HIST
     = {"t_seconds", "Durations\nin seconds", METRIC_HISTOGRAM, "kind", T_BUCKETS, 2};
 static const metric_def T_MANY = {"t_many_total", "Many", METRIC_COUNTER, "id", NULL, 0};
+static const double T_WIDE_BUCKETS[] = {0.0005, 10, 300, 86400, 1e6};
+static const metric_def T_WIDE
+    = {"t_wide_seconds", "Wide", METRIC_HISTOGRAM, "", T_WIDE_BUCKETS, 5};
 
 static char *render(void)
 {
@@ -85,6 +88,20 @@ static void test_exposition(void **state)
 	    "t_seconds_bucket{kind=\"x\\\"y\\\\z\\nw\",le=\"+Inf\"} 4\n"
 	    "t_seconds_sum{kind=\"x\\\"y\\\\z\\nw\"} 7.65\n"
 	    "t_seconds_count{kind=\"x\\\"y\\\\z\\nw\"} 4\n"));
+	/* bounds and values as Prometheus's clients write them (Go's 'g'):
+	 * "10" and "86400", not "1e+01" and "8.64e+04" */
+	metric *w = metric_get(&T_WIDE, NULL);
+	metric_observe(w, 20);
+	free(t);
+	t = render();
+	assert_non_null(strstr(t,
+	    "t_wide_seconds_bucket{le=\"0.0005\"} 0\n"
+	    "t_wide_seconds_bucket{le=\"10\"} 0\n"
+	    "t_wide_seconds_bucket{le=\"300\"} 1\n"
+	    "t_wide_seconds_bucket{le=\"86400\"} 1\n"
+	    "t_wide_seconds_bucket{le=\"1e+06\"} 1\n"
+	    "t_wide_seconds_bucket{le=\"+Inf\"} 1\n"
+	    "t_wide_seconds_sum 20\n"));
 	/* HELP and TYPE once per family */
 	assert_null(strstr(strstr(t, "# TYPE t_requests_total") + 1, "# TYPE t_requests_total"));
 	free(t);
