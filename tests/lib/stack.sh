@@ -93,7 +93,10 @@ tls_flags() {
 # STACK_FAULTS; a participant's replica gets its own ADMIN_URL.
 _stack_common_flags() {
   local name=$1 c="$STACK_DIR/certs"
-  printf '%s\n' --metrics-listen "${STACK_METRICS_URL_OF[${3:-$name}]}"
+  # (a build from before the metrics has no --metrics-listen: bench/ab.sh)
+  if "$SAGA_BIN_DIR/$name" --help 2>/dev/null | grep -q -- --metrics-listen; then
+    printf '%s\n' --metrics-listen "${STACK_METRICS_URL_OF[${3:-$name}]}"
+  fi
   [ "${STACK_FAULTS:-0}" = 1 ] && printf '%s\n' --enable-fault-injection
   [ "${STACK_TLS:-0}" = 1 ] || return 0
   local admin_url role_ca=ca-orchestrator
