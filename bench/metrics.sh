@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/metrics.sh: what being scraped costs (docs/benchmarks.md, "Metrics"),
 # in one run on one machine: the same build with no scraper, and with every
-# daemon's /metrics fetched once a second (curl, as a Prometheus at a 1 s
-# scrape interval would), alternating, RUNS rounds of each: sagabench at
+# daemon's /metrics fetched once a second (one process keeping a connection
+# to each, as a Prometheus at a 1 s scrape interval would), alternating, RUNS rounds of each: sagabench at
 # C=64 for BENCH_SECS s and at C=1 for half as long, on a fresh durable stack
 # each time (PG_FAST=0). Prints each run, the medians and their ratio
 # (bench/ab.inc). Target (issue 21): scraped/quiet at C=64 >= 0.97.
@@ -15,17 +15,34 @@ source "$ROOT/tests/lib/stack.sh"
 source "$ROOT/bench/ab.inc"
 PG_FAST=0
 
-# scrape_loop: every daemon's page once a second until killed; counts the
-# scrapes in $STACK_DIR/scrapes
+# scrape_loop: every daemon's page once a second until killed, as
+# Prometheus scrapes: one long-lived process keeping a connection to each
+# (HTTP keep-alive; curl would fork four processes a second, which on two
+# cores costs more than what is measured); counts the scrapes in
+# $STACK_DIR/scrapes
 scrape_loop() {
-  local n=0 name
-  while :; do
-    for name in "${!STACK_METRICS_URL_OF[@]}"; do
-      curl -sf --max-time 1 "${STACK_METRICS_URL_OF[$name]}/metrics" >/dev/null && n=$((n + 1))
-    done
-    echo "$n" >"$STACK_DIR/scrapes"
-    sleep 1
-  done
+  local urls=() name
+  for name in "${!STACK_METRICS_URL_OF[@]}"; do urls+=("${STACK_METRICS_URL_OF[$name]#http://}"); done
+  exec python3 - "$STACK_DIR/scrapes" "${urls[@]}" <<'PY'
+import http.client, sys, time
+out, targets = sys.argv[1], sys.argv[2:]
+conns, n = {}, 0
+while True:
+    t0 = time.monotonic()
+    for t in targets:
+        try:
+            c = conns.get(t) or http.client.HTTPConnection(t, timeout=1)
+            conns[t] = c
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            r.read()
+            n += r.status == 200
+        except Exception:
+            conns.pop(t, None)
+    with open(out, "w") as f:
+        f.write(str(n))
+    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+PY
 }
 
 ab_run() { # ab_run MODE ARGS...: one sagabench run on a fresh stack; its JSON
