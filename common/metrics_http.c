@@ -34,6 +34,20 @@
 
 static struct MHD_Daemon *metrics_mhd;
 static bool metrics_tls;
+/* the PEM texts given to the library, kept until it stops (it keeps
+ * pointers to them) */
+static char *metrics_pem[3];
+
+/* metrics_pem_free frees (the key's text zeroed first) the kept PEM texts. */
+static void metrics_pem_free(void)
+{
+	for (int i = 0; i < 3; i++) {
+		if (metrics_pem[i])
+			memset(metrics_pem[i], 0, strlen(metrics_pem[i]));
+		free(metrics_pem[i]);
+		metrics_pem[i] = NULL;
+	}
+}
 
 static const metric_def METRICS_SCRAPES = {"sagas_metrics_scrapes_total",
     "Scrapes of /metrics answered by this process", METRIC_COUNTER, "", NULL, 0};
@@ -211,17 +225,28 @@ int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err,
 	metric_add(metric_get(&METRICS_SCRAPES, NULL), 0);
 	metric_add(metric_get(&METRICS_CONNS, NULL), 0);
 	metric_add(metric_get1(&METRICS_REFUSED, "unverified"), 0);
+	if (want_tls) {
+		const char *src[3] = {tls->cert, tls->key, tls->ca};
+		for (int i = 0; i < 3; i++)
+			if ((metrics_pem[i] = strdup(src[i])) == NULL) {
+				metrics_pem_free();
+				snprintf(err, len, "out of memory");
+				return -ENOMEM;
+			}
+	}
 	bool v6 = false;
 	int fd = metrics_bind(url, &v6, err, len);
+	if (fd < 0)
+		metrics_pem_free();
 	if (fd < 0)
 		return fd;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0)
 	    | (want_tls ? MHD_USE_TLS : 0);
 	metrics_tls = want_tls;
 	struct MHD_OptionItem tls_opts[] = {
-	    {MHD_OPTION_HTTPS_MEM_CERT, 0, want_tls ? (void *)tls->cert : NULL},
-	    {MHD_OPTION_HTTPS_MEM_KEY, 0, want_tls ? (void *)tls->key : NULL},
-	    {MHD_OPTION_HTTPS_MEM_TRUST, 0, want_tls ? (void *)tls->ca : NULL},
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, metrics_pem[0]},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, metrics_pem[1]},
+	    {MHD_OPTION_HTTPS_MEM_TRUST, 0, metrics_pem[2]},
 	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
 	    {MHD_OPTION_END, 0, NULL},
 	};
@@ -234,6 +259,7 @@ int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err,
 	    want_tls ? tls_opts : &tls_opts[4], MHD_OPTION_END);
 	if (metrics_mhd == NULL) {
 		close(fd);
+		metrics_pem_free();
 		snprintf(err, len, "could not serve %s (libmicrohttpd refused to start%s)", url,
 		    want_tls ? ": a certificate, key or CA it cannot use?" : "");
 		return -EIO;
@@ -248,4 +274,5 @@ void metrics_http_stop(void)
 	/* MHD_stop_daemon closes the listening socket given to it */
 	MHD_stop_daemon(metrics_mhd);
 	metrics_mhd = NULL;
+	metrics_pem_free();
 }

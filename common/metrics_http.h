@@ -35,7 +35,7 @@ typedef struct metrics_tls_files {
 
 /* metrics_http_start serves GET /metrics (metrics.h's exposition) on `url`
  * (checked by metrics_url_check; "" starts nothing) with libmicrohttpd,
- * over TLS with `tls` (copied by the library) when the URL is https: a
+ * over TLS with `tls` (copied, kept until metrics_http_stop) when the URL is https: a
  * request whose connection showed no client certificate verifying against
  * tls->ca is not answered (the connection is closed) and is counted.
  * Answers 404 for another path, 405 for another method. One listener per
