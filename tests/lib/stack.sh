@@ -93,8 +93,9 @@ tls_flags() {
 # STACK_FAULTS; a participant's replica gets its own ADMIN_URL.
 _stack_common_flags() {
   local name=$1 c="$STACK_DIR/certs"
-  # (a build from before the metrics has no --metrics-listen: bench/ab.sh)
-  if "$SAGA_BIN_DIR/$name" --help 2>/dev/null | grep -q -- --metrics-listen; then
+  # (a build from before the metrics has no --metrics-listen: bench/ab.sh;
+  # no pipe into grep -q here: under pipefail its early exit fails the test)
+  if [[ "$("$SAGA_BIN_DIR/$name" --help 2>&1)" == *--metrics-listen* ]]; then
     printf '%s\n' --metrics-listen "${STACK_METRICS_URL_OF[${3:-$name}]}"
   fi
   [ "${STACK_FAULTS:-0}" = 1 ] && printf '%s\n' --enable-fault-injection
