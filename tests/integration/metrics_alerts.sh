@@ -50,7 +50,7 @@ gauge_is() { [ "$(prom_query 'max(sagas_attention)')" = "$1" ]; }
 wait_until 30 gauge_is 1 || true
 assert_eq "sagas_attention = the database" "$db_attention" "$(prom_query 'max(sagas_attention)')"
 assert_eq "open sagas: 1 REFUNDING" 1 "$(prom_query 'max(sagas_open{state="REFUNDING"})')"
-firing() { prom_alerts | grep -q "^$1"; }
+firing() { grep -q "^$1" <<<"$(prom_alerts)"; }
 wait_until 30 firing SagaNeedsAttention || true
 assert_eq "SagaNeedsAttention fires" "SagaNeedsAttention{}" "$(prom_alerts | grep '^SagaNeedsAttention' || true)"
 wait_until 30 firing 'SagaDaemonDown{instance=.*job=sagas-payment' || true
@@ -64,7 +64,7 @@ wait_state "$S" CANCELLED 60
 assert_eq "S refunded and released" "CANCELLED|timeout REFUNDED RELEASED" "$(saga_state "$S") $(charge "$S") $(reservation "$S")"
 wait_until 30 gauge_is 0 || true
 assert_eq "sagas_attention back to 0" 0 "$(prom_query 'max(sagas_attention)')"
-not_firing() { ! prom_alerts | grep -q "^$1"; }
+not_firing() { ! grep -q "^$1" <<<"$(prom_alerts)"; }
 wait_until 30 not_firing SagaNeedsAttention || true
 wait_until 30 not_firing SagaDaemonDown || true
 # (CompensationsRetrying goes on over its rate window: the refunds did fail)
