@@ -18,6 +18,7 @@ stack_start
 echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keeps it)"
 echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, shippingd $SHIPPING_URL,"
 echo "   PostgreSQL 127.0.0.1:$PG_PORT"
+echo "   metrics (Prometheus): orchestratord ${STACK_METRICS_URL_OF[orchestratord]}/metrics, stockd ${STACK_METRICS_URL_OF[stockd]}/metrics, ..."
 if [ "$STACK_TLS" = 1 ]; then
   echo "   mutual TLS on every link: certificates in $STACK_DIR/certs (scripts/make-certs.sh);"
   echo "   the orders go in with the client certificate, the seeding and the report with the admin one,"
@@ -52,3 +53,7 @@ echo "== final state (a COMPLETED order is charged and shipped and keeps its res
 echo "   the stock is sold; a CANCELLED one has no charge and no shipment)"
 ctl report
 ctl report --json
+echo
+echo "== the same, as the orchestrator's metrics count it (GET /metrics; docs/operations.md, \"Metrics\")"
+stack_metrics orchestratord | grep -E '^sagas_(started|finished)_total'
+
