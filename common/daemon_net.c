@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <sys/resource.h>
@@ -21,7 +20,7 @@
 
 /* One daemon per process: what its server borrows lives here. */
 static struct {
-	tls_conf *tls[4]; /* listen, admin-listen, (health: none), metrics-listen */
+	tls_conf *tls[3]; /* listen, admin-listen, (health: none) */
 	rpc_server_ops ops;
 	admin_service admin;
 	rpc_service svc_health, svc_admin;
@@ -135,7 +134,8 @@ static int daemon_net_check_url(const char *opt, const char *url, const daemon_n
 }
 
 /* daemon_net_check_metrics checks --metrics-listen and, for https://, the
- * TLS files (loaded now into dn.tls[3], so that a bad one is exit 2). */
+ * TLS files (loaded now and let go, so that a bad one is exit 2 before the
+ * daemon touches its database). */
 static int daemon_net_check_metrics(const daemon_net *n)
 {
 	bool tls;
@@ -163,11 +163,13 @@ static int daemon_net_check_metrics(const daemon_net *n)
 		return 2;
 	}
 	tls_files f = {.cert = n->tls_cert, .key = n->tls_key, .ca = n->metrics_tls_ca};
-	if (tls_server_new(&dn.tls[3], &f, why, sizeof why) != 0) {
+	tls_conf *c = NULL;
+	if (tls_server_new(&c, &f, why, sizeof why) != 0) {
 		config_error(
 		    "invalid TLS files for metrics-listen %s: %s\n", n->metrics_listen, why);
 		return 2;
 	}
+	tls_conf_free(c);
 	return 0;
 }
 
@@ -308,22 +310,8 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, 
 	authz_metrics_init();
 	pg_metrics_init();
 	char err[512];
-	metrics_tls_files mt = {0};
-	char *pem[3] = {NULL, NULL, NULL};
-	if (dn.tls[3] != NULL) { /* https: checked by daemon_net_check_metrics */
-		pem[0] = tls_read(n->tls_cert, "certificate", err, sizeof err);
-		pem[1] = pem[0] ? tls_read(n->tls_key, "key", err, sizeof err) : NULL;
-		pem[2] = pem[1] ? tls_read(n->metrics_tls_ca, "CA", err, sizeof err) : NULL;
-		mt = (metrics_tls_files) {pem[0], pem[1], pem[2]};
-	}
-	int mrc = dn.tls[3] != NULL && pem[2] == NULL
-	    ? -EINVAL
-	    : metrics_http_start(n->metrics_listen, dn.tls[3] ? &mt : NULL, err, sizeof err);
-	for (int i = 0; i < 3; i++) {
-		if (pem[i])
-			memset(pem[i], 0, strlen(pem[i])); /* the key's text */
-		free(pem[i]);
-	}
+	tls_files mf = {.cert = n->tls_cert, .key = n->tls_key, .ca = n->metrics_tls_ca};
+	int mrc = metrics_http_start(n->metrics_listen, &mf, err, sizeof err);
 	if (mrc != 0) {
 		log_error(NULL, "metrics: %s", err);
 		daemon_net_free_tls();
@@ -331,7 +319,9 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, 
 	}
 	if (n->metrics_listen[0] != '\0')
 		log_info(NULL, "metrics: GET /metrics on %s%s", n->metrics_listen,
-		    dn.tls[3] ? " (mutual TLS: client certificates from --metrics-tls-ca)" : "");
+		    strncmp(n->metrics_listen, "https:", 6) == 0
+		        ? " (mutual TLS: client certificates from --metrics-tls-ca)"
+		        : "");
 
 	rpc_listen ls[3];
 	const char *cas[3];

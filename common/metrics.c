@@ -49,10 +49,8 @@ static const metric_def METRICS_DROPPED = {"sagas_metrics_series_dropped_total",
     "Series not kept because their family reached its cap (a bug: a label that is not bounded)",
     METRIC_COUNTER, "", NULL, 0};
 
-const double METRICS_LATENCY_BUCKETS[]
+const double METRICS_LATENCY_BUCKETS[METRICS_LATENCY_NBUCKETS]
     = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-const size_t METRICS_LATENCY_NBUCKETS
-    = sizeof METRICS_LATENCY_BUCKETS / sizeof METRICS_LATENCY_BUCKETS[0];
 
 /* metrics_family finds or registers the family of `def` (under metrics_mtx).
  * Returns NULL when the table is full or out of memory. */
@@ -68,8 +66,11 @@ static family *metrics_family(const metric_def *def)
 	const char *p = def->labels ? def->labels : "";
 	while (*p != '\0' && f->nlabels < METRICS_LABELS_MAX) {
 		size_t n = strcspn(p, ",");
-		if ((f->labels[f->nlabels] = strndup(p, n)) == NULL)
+		if ((f->labels[f->nlabels] = strndup(p, n)) == NULL) {
+			while (f->nlabels > 0)
+				free(f->labels[--f->nlabels]);
 			return NULL;
+		}
 		f->nlabels++;
 		p += n + (p[n] == ',');
 	}

@@ -87,8 +87,8 @@ int metrics_write(FILE *f);
 char *metrics_render(size_t *len);
 
 /* Common buckets: seconds of a round trip or a commit (0.5 ms .. 10 s). */
-extern const double METRICS_LATENCY_BUCKETS[];
-extern const size_t METRICS_LATENCY_NBUCKETS;
+#define METRICS_LATENCY_NBUCKETS 14
+extern const double METRICS_LATENCY_BUCKETS[METRICS_LATENCY_NBUCKETS];
 
 /* metrics_process_init registers the series every daemon exports from its
  * start: sagas_build_info{daemon,version,commit} 1 and

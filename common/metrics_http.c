@@ -10,7 +10,6 @@
 #include "metrics_http.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,19 +22,15 @@
 #include <nng/nng.h>
 
 #include "authz.h"
-#include "log.h"
 #include "metrics.h"
 
-#define METRICS_CONNS_MAX      16
-#define METRICS_CONNS_PER_IP   8
-#define METRICS_CONN_TIMEOUT_S 10
 /* a request's headers past this (bytes) are refused: a scrape needs < 1 KiB */
 #define METRICS_CONN_MEMORY (32 * 1024)
 
 static struct MHD_Daemon *metrics_mhd;
 static bool metrics_tls;
-/* the PEM texts given to the library, kept until it stops (it keeps
- * pointers to them) */
+/* the PEM texts given to the library (certificate, key, CA), kept until it
+ * stops (it keeps pointers to them) */
 static char *metrics_pem[3];
 
 /* metrics_pem_free frees (the key's text zeroed first) the kept PEM texts. */
@@ -211,7 +206,7 @@ static int metrics_bind(const char *url, bool *v6, char *err, size_t len)
 	return fd;
 }
 
-int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err, size_t len)
+int metrics_http_start(const char *url, const tls_files *tls, char *err, size_t len)
 {
 	bool want_tls;
 	if (metrics_url_check(url, &want_tls, err, len) != 0)
@@ -222,24 +217,24 @@ int metrics_http_start(const char *url, const metrics_tls_files *tls, char *err,
 		snprintf(err, len, "%s is https: it needs a certificate, its key and a CA", url);
 		return -EINVAL;
 	}
+	if (want_tls) {
+		const char *path[3] = {tls->cert, tls->key, tls->ca};
+		const char *what[3] = {"certificate", "key", "CA"};
+		for (int i = 0; i < 3; i++)
+			if ((metrics_pem[i] = tls_read(path[i], what[i], err, len)) == NULL) {
+				metrics_pem_free();
+				return -EINVAL;
+			}
+	}
 	metric_add(metric_get(&METRICS_SCRAPES, NULL), 0);
 	metric_add(metric_get(&METRICS_CONNS, NULL), 0);
 	metric_add(metric_get1(&METRICS_REFUSED, "unverified"), 0);
-	if (want_tls) {
-		const char *src[3] = {tls->cert, tls->key, tls->ca};
-		for (int i = 0; i < 3; i++)
-			if ((metrics_pem[i] = strdup(src[i])) == NULL) {
-				metrics_pem_free();
-				snprintf(err, len, "out of memory");
-				return -ENOMEM;
-			}
-	}
 	bool v6 = false;
 	int fd = metrics_bind(url, &v6, err, len);
-	if (fd < 0)
+	if (fd < 0) {
 		metrics_pem_free();
-	if (fd < 0)
 		return fd;
+	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0)
 	    | (want_tls ? MHD_USE_TLS : 0);
 	metrics_tls = want_tls;

@@ -201,7 +201,7 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 static const metric_def PG_COMMIT_SECONDS = {"sagas_db_commit_seconds",
     "Time of each transaction that committed, from its last statement sent to the commit "
     "confirmed (a whole pipeline for the pipelined ones)",
-    METRIC_HISTOGRAM, "", METRICS_LATENCY_BUCKETS, 14};
+    METRIC_HISTOGRAM, "", METRICS_LATENCY_BUCKETS, METRICS_LATENCY_NBUCKETS};
 static const metric_def PG_ERRORS = {"sagas_db_errors_total",
     "Failed database statements, by SQLSTATE class (40: serialization, 23: constraint, ...) "
     "or connection",
@@ -234,16 +234,13 @@ static void pg_observe_commit(int64_t t0_us)
 /* pg_count_error counts a failure of class `rc` with SQLSTATE `state`. */
 static void pg_count_error(int rc, const char *state)
 {
-	char cls[3] = "??";
-	const char *label = cls;
-	if (rc == PG_ERR_CONNECTION)
-		label = "connection";
-	else if (state != NULL && isalnum((unsigned char)state[0])
-	    && isalnum((unsigned char)state[1]))
-		cls[0] = state[0], cls[1] = state[1];
-	else
-		label = "none";
-	metric_inc(metric_get1(&PG_ERRORS, label));
+	char cls[3] = {0};
+	if (state != NULL && isalnum((unsigned char)state[0]) && isalnum((unsigned char)state[1]))
+		memcpy(cls, state, 2);
+	metric_inc(metric_get1(&PG_ERRORS,
+	    rc == PG_ERR_CONNECTION ? "connection"
+	        : cls[0]            ? cls
+	                            : "none"));
 }
 
 /* pg_fail classifies the failed result `res` (may be NULL) of `what` into

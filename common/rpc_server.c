@@ -505,15 +505,13 @@ static void rpc_server_reply(rpc_frame *f, rpc_item *items)
 	rpc_slot *sl = f->slot;
 	nng_msg *out = NULL;
 	bool held = false;
-	if (f->answered)
-		rpc_count(f->env ? f->env->method : NULL, f->reply.code);
-	else
-		for (size_t i = 0; i < f->n; i++) {
-			const rpc_item *it = &items[f->first + i];
-			if (!it->drop && !it->held)
-				rpc_count(it->env ? it->env->method : NULL, it->reply.code);
-		}
+	for (size_t i = 0; !f->answered && i < f->n; i++) {
+		const rpc_item *it = &items[f->first + i];
+		if (!it->drop && !it->held) /* a held one: at rpc_held_reply */
+			rpc_count(it->env ? it->env->method : NULL, it->reply.code);
+	}
 	if (f->answered) {
+		rpc_count(f->env ? f->env->method : NULL, f->reply.code);
 		out = rpc_encode_reply(&f->reply, f->request_id);
 	} else if (f->batch) {
 		out = rpc_encode_batch_reply(f, items);

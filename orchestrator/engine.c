@@ -149,7 +149,7 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	fault_exit_if(FAULT_EXIT_AFTER_SEND, saga_command_name(it->cmd));
 	it->code = res->code;
 	it->transport = res->transport;
-	orch_metrics_command(it->cmd, orch_metrics_result(res->code, res->transport),
+	orch_metrics_command(it->cmd, res->code, res->transport,
 	    it->sent_us > 0 ? clock_mono_us() - it->sent_us : -1);
 	memcpy(it->reason, res->reason, sizeof it->reason);
 	engine_item *copy = NULL;

@@ -25,7 +25,7 @@ static const metric_def M_COMMANDS = {"sagas_commands_total",
     METRIC_COUNTER, "command,result", NULL, 0};
 static const metric_def M_COMMAND_SECONDS = {"sagas_command_seconds",
     "Round trip of each try of a command, sent to answered (or timed out)", METRIC_HISTOGRAM,
-    "command", METRICS_LATENCY_BUCKETS, 14};
+    "command", METRICS_LATENCY_BUCKETS, METRICS_LATENCY_NBUCKETS};
 static const metric_def M_STEP_TRIES = {"sagas_step_tries",
     "Tries a step took until its state changed (1: the first try settled it), by command",
     METRIC_HISTOGRAM, "command", ORCH_TRIES_BUCKETS,
@@ -51,7 +51,6 @@ static const metric_def M_GAUGES_TS = {"sagas_db_gauges_timestamp_seconds",
     "When the database gauges were last read (unix time, seconds)", METRIC_GAUGE, "", NULL, 0};
 
 static const char *const ORCH_RESULTS[] = {"ok", "refused", "error", "timeout", "unreachable"};
-static const char *const ORCH_OVERDUE[] = {"past_deadline", "compensation_failing", "stuck"};
 
 static _Atomic int64_t orch_inflight[ORCH_METRICS_ENGINES];
 
@@ -59,7 +58,7 @@ void orch_metrics_init(void)
 {
 	for (int c = 1; c <= SAGA_CMD_LAST; c++) {
 		const char *cmd = saga_command_name((saga_command)c);
-		for (int r = 0; r <= ORCH_RESULT_UNREACHABLE; r++) {
+		for (size_t r = 0; r < sizeof ORCH_RESULTS / sizeof ORCH_RESULTS[0]; r++) {
 			const char *v[2] = {cmd, ORCH_RESULTS[r]};
 			metric_add(metric_get(&M_COMMANDS, v), 0);
 		}
@@ -71,31 +70,27 @@ void orch_metrics_init(void)
 	for (size_t i = 0; i < sizeof finished / sizeof finished[0]; i++)
 		metric_add(metric_get(&M_FINISHED, finished[i]), 0);
 	metric_set(metric_get(&M_IN_FLIGHT, NULL), 0);
-	orch_metrics_gauges(NULL);
+	orch_metrics_gauges(NULL, 0);
 }
 
-orch_result orch_metrics_result(int code, bool transport)
+void orch_metrics_command(saga_command cmd, int code, bool transport, int64_t rtt_us)
 {
-	if (code == RPC_OK && !transport)
-		return ORCH_RESULT_OK;
+	const char *result;
 	if (transport)
-		return code == RPC_DEADLINE_EXCEEDED ? ORCH_RESULT_TIMEOUT
-		                                     : ORCH_RESULT_UNREACHABLE;
-	switch (code) { /* the definitive refusals of saga_event_from_reply (rule 3) */
-	case RPC_FAILED_PRECONDITION:
-	case RPC_NOT_FOUND:
-	case RPC_ABORTED:
-	case RPC_ALREADY_EXISTS:
-	case RPC_INVALID_ARGUMENT:
-		return ORCH_RESULT_REFUSED;
-	default:
-		return ORCH_RESULT_ERROR;
-	}
-}
-
-void orch_metrics_command(saga_command cmd, orch_result result, int64_t rtt_us)
-{
-	const char *v[2] = {saga_command_name(cmd), ORCH_RESULTS[result]};
+		result = code == RPC_DEADLINE_EXCEEDED ? "timeout" : "unreachable";
+	else
+		switch (saga_event_from_reply(cmd, code, NULL, false).kind) {
+		case SAGA_EV_SUCCESS:
+			result = "ok";
+			break;
+		case SAGA_EV_REFUSED:
+			result = "refused";
+			break;
+		default:
+			result = "error";
+			break;
+		}
+	const char *v[2] = {saga_command_name(cmd), result};
 	metric_inc(metric_get(&M_COMMANDS, v));
 	if (rtt_us >= 0)
 		metric_observe(metric_get1(&M_COMMAND_SECONDS, v[0]), (double)rtt_us / 1e6);
@@ -135,7 +130,7 @@ void orch_metrics_in_flight(int engine, int64_t n)
 	metric_set(metric_get(&M_IN_FLIGHT, NULL), sum);
 }
 
-void orch_metrics_gauges(const orch_gauges *g)
+void orch_metrics_gauges(const store_gauges *g, double read_unix_s)
 {
 	const metric_def *defs[] = {&M_OPEN, &M_ATTENTION, &M_OVERDUE, &M_GAUGES_TS};
 	if (g == NULL) {
@@ -148,9 +143,10 @@ void orch_metrics_gauges(const orch_gauges *g)
 			metric_set(
 			    metric_get1(&M_OPEN, saga_state_name((saga_state)s)), g->open[s]);
 	metric_set(metric_get(&M_ATTENTION, NULL), g->attention);
-	for (int r = 0; r < 3; r++)
-		metric_set(metric_get1(&M_OVERDUE, ORCH_OVERDUE[r]), g->overdue[r]);
-	metric_set_f(metric_get(&M_GAUGES_TS, NULL), g->read_unix_s);
+	for (int r = 0; r < STORE_OVERDUE_N; r++)
+		metric_set(metric_get1(&M_OVERDUE, store_overdue_name((store_overdue_reason)r)),
+		    g->overdue[r]);
+	metric_set_f(metric_get(&M_GAUGES_TS, NULL), read_unix_s);
 	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
 		metrics_hide(defs[i], false);
 }

@@ -13,40 +13,34 @@
 #include <stdint.h>
 
 #include "saga.h"
-
-/* The results of sagas_commands_total{command,result}. */
-typedef enum orch_result {
-	ORCH_RESULT_OK,          /* applied (OK) */
-	ORCH_RESULT_REFUSED,     /* a definitive refusal (rule 3) */
-	ORCH_RESULT_ERROR,       /* an answer that is neither: UNAVAILABLE, INTERNAL, ... */
-	ORCH_RESULT_TIMEOUT,     /* no answer within the try's timeout */
-	ORCH_RESULT_UNREACHABLE, /* no connection to any replica */
-} orch_result;
+#include "store.h"
 
 /* orch_metrics_init registers every series at 0 (commands by command and
  * result, sagas finished by the outcomes the state machine can reach), so
  * that rate() sees the first event. Call once from main. */
 void orch_metrics_init(void);
 
-/* orch_metrics_result classifies a reply to a command as rpc_result gives
- * it: `code` an rpc status code (status.h), `transport` true when no reply
- * came (then DEADLINE_EXCEEDED is a timeout, anything else unreachable). */
-orch_result orch_metrics_result(int code, bool transport);
-
-/* orch_metrics_command counts one answered (or timed out) try of `cmd` with
- * `result`, and its round trip `rtt_us` (microseconds; < 0: not known). */
-void orch_metrics_command(saga_command cmd, orch_result result, int64_t rtt_us);
+/* orch_metrics_command counts one answered (or timed out) try of `cmd`, as
+ * rpc_result gives it (`code` an rpc status code, status.h; `transport`
+ * true when no reply came), and its round trip `rtt_us` (microseconds; < 0:
+ * not known). Its result label is the state machine's own classification
+ * (saga_event_from_reply, rule 3): `ok`, `refused` (definitive), `error`
+ * (an answer that is neither); with no reply, `timeout` (DEADLINE_EXCEEDED)
+ * or `unreachable` (no connection to any replica). */
+void orch_metrics_command(saga_command cmd, int code, bool transport, int64_t rtt_us);
 
 /* orch_metrics_started counts `n` sagas stored by StartSaga (new ones, not
  * the duplicates answered from their row). */
 void orch_metrics_started(int64_t n);
 
 /* orch_metrics_step_done records that the step of `cmd` ended (its state
- * changed) after `tries` tries (>= 1), and, when the saga reached `state`
- * (terminal: COMPLETED or CANCELLED) with `reason` (a stable reason, ""),
- * counts it finished with its duration `duration_ms` (creation to end, by
- * the database's clock). */
+ * changed) after `tries` tries (>= 1). */
 void orch_metrics_step_done(saga_command cmd, int32_t tries);
+
+/* orch_metrics_finished counts a saga that reached `state` (terminal:
+ * COMPLETED or CANCELLED) with `reason` (a stable reason, saga.c; "" when
+ * none) and its duration `duration_ms` (creation to end, by the database's
+ * clock). */
 void orch_metrics_finished(saga_state state, const char *reason, int64_t duration_ms);
 
 /* orch_metrics_retry counts a try of `cmd` that failed and is to be tried
@@ -59,17 +53,10 @@ void orch_metrics_retry(saga_command cmd);
 #define ORCH_METRICS_ENGINES 16
 void orch_metrics_in_flight(int engine, int64_t n);
 
-/* What the elected orchestrator reads from the database (report.c). */
-typedef struct orch_gauges {
-	int64_t open[SAGA_STATE_LAST + 1]; /* by state; only non-terminal ones are exported */
-	int64_t attention;                 /* unfinished and flagged for attention */
-	int64_t overdue[3];                /* past_deadline, compensation_failing, stuck */
-	double read_unix_s;                /* when (unix time, seconds) */
-} orch_gauges;
-
-/* orch_metrics_gauges publishes `g` (shown = true), or hides the database
- * gauges (g NULL: this process does not hold the gauge lock; another
+/* orch_metrics_gauges publishes the database gauges `g` (store_read_gauges,
+ * borrowed), read at `read_unix_s` (unix time, seconds); with g NULL it
+ * hides them instead (this process does not hold the gauge lock: another
  * orchestrator exports them). */
-void orch_metrics_gauges(const orch_gauges *g);
+void orch_metrics_gauges(const store_gauges *g, double read_unix_s);
 
 #endif

@@ -61,11 +61,7 @@ static void report_gauges(report *r)
 		log_warn(NULL, "metrics: could not read the database gauges: %s", pg_err_name(rc));
 		return;
 	}
-	orch_gauges o = {.attention = g.attention, .read_unix_s = (double)clock_wall_ms() / 1000.0};
-	memcpy(o.open, g.open, sizeof o.open);
-	for (int i = 0; i < 3; i++)
-		o.overdue[i] = g.overdue[i];
-	orch_metrics_gauges(&o);
+	orch_metrics_gauges(&g, (double)clock_wall_ms() / 1000.0);
 	r->shown = true;
 }
 
@@ -78,7 +74,7 @@ static int64_t report_round(report *r)
 	if (log_due || gauges_due) {
 		if (!elect_lead(r->el)) {
 			if (r->shown) /* another orchestrator exports them */
-				orch_metrics_gauges(NULL);
+				orch_metrics_gauges(NULL, 0);
 			r->shown = false;
 		} else {
 			if (gauges_due)
