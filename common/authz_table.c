@@ -41,6 +41,7 @@ static const authz_row authz_methods[] = {
     {"/sagas.v1.Orchestrator/WaitSaga", CLIENT | ADMIN},
     {"/sagas.v1.Orchestrator/ListSagas", CLIENT | ADMIN},
     {"/sagas.v1.Orchestrator/GetSagaHistory", CLIENT | ADMIN},
+    {"/sagas.v1.Orchestrator/WatchHistory", CLIENT | ADMIN},
 };
 
 unsigned authz_method_roles(const char *method)
