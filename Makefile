@@ -64,12 +64,18 @@ clean:
 # throwaway cluster, then sagabench at C=1, C=64 and half the peak rate
 # (bench/compare.sh; about 4 minutes). Knobs: RUNS, BENCH_SECS, PGB_SECS, MIX.
 # Then bench/tls.sh: plain against mutual TLS, alternating (about 3 minutes),
-# and bench/metrics.sh: scraped once a second against not (about 3 minutes).
-.PHONY: bench bench-tls bench-metrics
+# bench/metrics.sh: scraped once a second against not (about 3 minutes),
+# and bench/feed.sh: the console and a feed follower against neither (about 3
+# minutes).
+.PHONY: bench bench-tls bench-metrics bench-feed
 bench: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/metrics.sh
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/feed.sh
+
+bench-feed: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/feed.sh
 
 bench-metrics: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/metrics.sh
