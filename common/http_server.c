@@ -244,7 +244,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		    .body_len = strlen(msg),
 		    .body_static = true};
 		rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
-		rep.n_headers = 1;
+		rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
+		rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
+		rep.n_headers = 3;
 		return queue_reply(conn, &rep);
 	}
 	char peer[64];

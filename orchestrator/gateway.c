@@ -15,6 +15,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_http.h"
 #include "rpc.h"
 #include "tls.h"
 
@@ -35,6 +36,8 @@ typedef struct gw_config {
 	int64_t request_timeout;
 	int64_t max_body;
 	int64_t stop_timeout;
+	char metrics_listen[CONFIG_STR_MAX];
+	char metrics_tls_ca[CONFIG_STR_MAX];
 	char log_level[CONFIG_STR_MAX];
 } gw_config;
 
@@ -97,6 +100,12 @@ static const config_opt gw_opts[] = {
         "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
         "anyway (0 = no bound)",
         "MS"),
+    OPT("metrics-listen", "SAGA_GATEWAY_METRICS_LISTEN", CONFIG_STR, "", 0, 0, metrics_listen,
+        "GET /metrics (Prometheus text): http://HOST:PORT on loopback, or https://HOST:PORT "
+        "with --tls-cert, --tls-key and --metrics-tls-ca (\"\" = none)",
+        "URL"),
+    OPT("metrics-tls-ca", "SAGA_GATEWAY_METRICS_TLS_CA", CONFIG_STR, "", 0, 0, metrics_tls_ca,
+        "the CA whose client certificates may scrape an https:// --metrics-listen", "FILE"),
     OPT("log-level", "SAGA_GATEWAY_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
@@ -109,9 +118,10 @@ static int gw_check_listener(
 	bool tls;
 	char why[512], opt[64];
 	snprintf(opt, sizeof opt, "--%s", ca_name);
-	if (http_url_check(
-	        url, &tls, opt, "the API is served at /v1/, the console at /", why, sizeof why)
-	    != 0) {
+	const char *hint = strcmp(name, "metrics-listen") == 0
+	    ? "metrics are served at /metrics"
+	    : "the API is served at /v1/, the console at /";
+	if (http_url_check(url, &tls, opt, hint, why, sizeof why) != 0) {
 		config_error("invalid value for %s: %s\n", name, why);
 		return 2;
 	}
@@ -190,6 +200,9 @@ static int gw_check(const gw_config *c, enum log_level *level)
 	if (gw_check_listener("listen", c->listen, c, c->tls_ca, "tls-ca") != 0
 	    || gw_check_listener(
 	           "admin-listen", c->admin_listen, c, c->admin_tls_ca, "admin-tls-ca")
+	        != 0
+	    || gw_check_listener(
+	           "metrics-listen", c->metrics_listen, c, c->metrics_tls_ca, "metrics-tls-ca")
 	        != 0)
 		return 2;
 	return 0;
@@ -253,9 +266,18 @@ static int gw_serve(
 	return 0;
 }
 
-/* gw_start dials the orchestrator and starts the listeners. */
+/* gw_start dials the orchestrator and starts the listeners (the metrics
+ * one first: a port taken there fails the start before the API opens). */
 static int gw_start(const gw_config *c)
 {
+	char err[512];
+	tls_files mf = {.cert = c->tls_cert, .key = c->tls_key, .ca = c->metrics_tls_ca};
+	if (metrics_http_start(c->metrics_listen, &mf, err, sizeof err) != 0) {
+		log_error(NULL, "metrics: %s", err);
+		return -1;
+	}
+	if (c->metrics_listen[0] != '\0')
+		log_info(NULL, "metrics: GET /metrics on %s", c->metrics_listen);
 	gw_client.timeout_ms = gw_admin.timeout_ms = c->request_timeout;
 	if (c->listen[0] != '\0' && gw_dial(&gw_client, &gw_urls[0]) != 0)
 		return -1;
@@ -272,6 +294,7 @@ static void gw_stop(void)
 {
 	http_server_stop(gw_client.srv);
 	http_server_stop(gw_admin.srv);
+	metrics_http_stop();
 	rpc_client_close(gw_client.up);
 	rpc_client_close(gw_admin.up);
 	rpc_urls_free(&gw_urls[0]);

@@ -386,8 +386,12 @@ static void gw_forward(
 	rpc_result res;
 	int err = rpc_call(l->up, r->rpc, m, gw_timeout(l, m), &res);
 	if (err != 0) {
-		gw_error(rep, err == -EMSGSIZE ? 413 : 500, RPC_INTERNAL, "",
-		    "could not send the call to orchestratord: %s", strerror(-err));
+		if (err == -EMSGSIZE)
+			gw_error(rep, 413, RPC_RESOURCE_EXHAUSTED, "too_big",
+			    "the call is too big for one frame to orchestratord");
+		else
+			gw_error(rep, 500, RPC_INTERNAL, "",
+			    "could not send the call to orchestratord: %s", strerror(-err));
 		return;
 	}
 	if (res.code == RPC_OK)

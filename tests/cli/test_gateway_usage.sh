@@ -37,7 +37,7 @@ rc=0
 for opt in --listen --admin-listen --tls-cert --tls-key --tls-ca --admin-tls-ca --orchestrator \
 	--orchestrator-admin --orchestrator-tls-cert --orchestrator-tls-key --orchestrator-tls-ca \
 	--orchestrator-admin-tls-cert --orchestrator-admin-tls-key --request-timeout --max-body \
-	--log-level SAGA_GATEWAY_LISTEN "default http://127.0.0.1:7180"; do
+	--metrics-listen --metrics-tls-ca --log-level SAGA_GATEWAY_LISTEN "default http://127.0.0.1:7180"; do
 	if ! grep -qF -- "$opt" "$TMP/help"; then
 		echo "FAIL: --help does not mention $opt" >&2
 		failures=$((failures + 1))
@@ -86,6 +86,12 @@ expect 2 '^gatewayd: error: invalid value for max-body \(from --max-body\): "64k
 	--max-body 64k
 expect 2 '^gatewayd: error: invalid value for log-level: "verbose" \(debug, info, warn or error\)$' \
 	--log-level verbose
+expect 2 '^gatewayd: error: invalid value for metrics-listen: "http://0\.0\.0\.0:9470" is plain HTTP on an address other hosts can reach: use https:// with --tls-cert, --tls-key and --metrics-tls-ca' \
+	--metrics-listen http://0.0.0.0:9470
+expect 2 '^gatewayd: error: invalid value for metrics-listen: "http://127\.0\.0\.1:9470/m": give no path \(metrics are served at /metrics\)$' \
+	--metrics-listen http://127.0.0.1:9470/m
+expect 2 '^gatewayd: error: metrics-listen is https://0\.0\.0\.0:9470, which needs --tls-cert, --tls-key and --metrics-tls-ca' \
+	--metrics-listen https://0.0.0.0:9470
 expect 2 '^gatewayd: error: unknown option "--bogus"$' --bogus
 SAGA_GATEWAY_MAX_BODY=12 expect 2 '^gatewayd: error: invalid value for max-body \(from SAGA_GATEWAY_MAX_BODY\): 12 is outside 1024\.\.1048576$'
 printf 'request-timeout = 0\n' >"$TMP/bad.conf"

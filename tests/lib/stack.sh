@@ -247,9 +247,11 @@ stack_start_gateway() {
       --orchestrator-tls-key "$c/client.key" --orchestrator-admin-tls-cert "$c/admin.crt"
       --orchestrator-admin-tls-key "$c/admin.key")
   fi
+  _stack_metrics_url gatewayd
   # shellcheck disable=SC2086
   _stack_daemon gatewayd "$GATEWAY_PORT" "$SAGA_BIN_DIR/gatewayd" --listen "$GATEWAY_URL" \
-    --admin-listen "$GATEWAY_ADMIN_URL" --orchestrator "$ORCH_URL" \
+    --admin-listen "$GATEWAY_ADMIN_URL" --metrics-listen "${STACK_METRICS_URL_OF[gatewayd]}" \
+    --orchestrator "$ORCH_URL" \
     --orchestrator-admin "$ORCH_ADMIN_URL" ${tls[@]+"${tls[@]}"} ${GATEWAY_FLAGS:-}
   wait_until 10 _stack_listening "$GATEWAY_ADMIN_PORT"
 }
