@@ -42,7 +42,8 @@
 # $GATEWAY_ADMIN_URL (both http://127.0.0.1:PORT), calling the
 # orchestrator on $ORCH_URL (client role) and $ORCH_ADMIN_URL (admin role;
 # with the client's and the admin's certificates under STACK_TLS=1); extra
-# flags GATEWAY_FLAGS (word-split); `stack_start_gateway` starts it again
+# flags GATEWAY_FLAGS and a wrapper GATEWAY_WRAP (word-split, as the
+# others'); `stack_start_gateway` starts it again
 # after `stack_kill gatewayd`.
 # Metrics: every daemon NAME serves GET /metrics on a port of its own,
 # ${STACK_METRICS_URL_OF[NAME]} (http://127.0.0.1:PORT; kept across a
@@ -249,7 +250,7 @@ stack_start_gateway() {
   fi
   _stack_metrics_url gatewayd
   # shellcheck disable=SC2086
-  _stack_daemon gatewayd "$GATEWAY_PORT" "$SAGA_BIN_DIR/gatewayd" --listen "$GATEWAY_URL" \
+  _stack_daemon gatewayd "$GATEWAY_PORT" ${GATEWAY_WRAP:-} "$SAGA_BIN_DIR/gatewayd" --listen "$GATEWAY_URL" \
     --admin-listen "$GATEWAY_ADMIN_URL" --metrics-listen "${STACK_METRICS_URL_OF[gatewayd]}" \
     --orchestrator "$ORCH_URL" \
     --orchestrator-admin "$ORCH_ADMIN_URL" ${tls[@]+"${tls[@]}"} ${GATEWAY_FLAGS:-}
