@@ -144,6 +144,34 @@ static void gw_json(http_reply *rep, unsigned status, json_t *j)
 	rep->content_type = "application/json";
 }
 
+/* gw_utf8_clean replaces, in place, every byte of `s` that is not part of
+ * a well-formed UTF-8 sequence with '?' (a message cut inside a character,
+ * a peer's bytes), so that it can go into JSON. */
+static void gw_utf8_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	while (*p != '\0') {
+		int n = *p < 0x80         ? 1
+		    : (*p & 0xe0) == 0xc0 ? 2
+		    : (*p & 0xf0) == 0xe0 ? 3
+		    : (*p & 0xf8) == 0xf0 ? 4
+		                          : 0;
+		bool ok = n > 0 && !(n == 2 && *p < 0xc2) && !(n == 4 && *p > 0xf4);
+		for (int i = 1; ok && i < n; i++)
+			ok = (p[i] & 0xc0) == 0x80;
+		/* no overlong form, no surrogate, nothing past U+10FFFF */
+		if (ok
+		    && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)
+		        || (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
+			ok = false;
+		if (!ok) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
 /* gw_error sets an error reply: {"code","reason","message"} with the HTTP
  * status of `code` (or `http` when non-zero). */
 static void gw_error(http_reply *rep, unsigned http, int code, const char *reason, const char *fmt,
@@ -157,6 +185,7 @@ static void gw_error(
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	gw_utf8_clean(msg);
 	json_t *j = json_pack("{s:s, s:s, s:s?}", "code", rpc_code_name(code), "reason",
 	    reason != NULL ? reason : "", "message", msg);
 	if (j == NULL) /* a message that is not UTF-8 (from the peer) */
