@@ -387,7 +387,7 @@ static void gw_answer(const gw_route *r, const rpc_result *res, http_reply *rep)
 	ProtobufCMessage *m
 	    = protobuf_c_message_unpack(r->rep, NULL, res->payload_len, res->payload);
 	if (m == NULL) {
-		gw_error(rep, 502, RPC_INTERNAL, "bad_reply", "malformed reply from orchestratord");
+		gw_error(rep, 0, RPC_INTERNAL, "bad_reply", "malformed reply from orchestratord");
 		return;
 	}
 	if (r->rep == &sagas__v1__health_check_response__descriptor) {
@@ -403,7 +403,7 @@ static void gw_answer(const gw_route *r, const rpc_result *res, http_reply *rep)
 	json_t *j = pbjson_to_json(m, err, sizeof err);
 	protobuf_c_message_free_unpacked(m, NULL);
 	if (j == NULL)
-		gw_error(rep, 502, RPC_INTERNAL, "bad_reply", "reply from orchestratord: %s", err);
+		gw_error(rep, 0, RPC_INTERNAL, "bad_reply", "reply from orchestratord: %s", err);
 	else
 		gw_json(rep, status, j);
 }
