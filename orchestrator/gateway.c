@@ -318,10 +318,15 @@ static int gw_load(gw_config *c, enum log_level *level, int argc, char **argv)
 	tls_files client = {.cert = c->orch_cert, .key = c->orch_key, .ca = c->orch_ca};
 	tls_files admin = {.cert = c->orch_admin_cert, .key = c->orch_admin_key, .ca = c->orch_ca};
 	const char *admin_list = c->orchestrator_admin[0] ? c->orchestrator_admin : c->orchestrator;
-	if (gw_upstream(
-	        &gw_urls[0], "orchestrator", c->orchestrator, &client, "orchestrator-tls-cert")
-	        != 0
-	    || gw_upstream(&gw_urls[1], "orchestrator-admin", admin_list, &admin,
+	/* each role's link only when its listener is served: a client-only
+	 * gateway holds no admin certificate */
+	if (c->listen[0] != '\0'
+	    && gw_upstream(
+	           &gw_urls[0], "orchestrator", c->orchestrator, &client, "orchestrator-tls-cert")
+	        != 0)
+		return 2;
+	if (c->admin_listen[0] != '\0'
+	    && gw_upstream(&gw_urls[1], "orchestrator-admin", admin_list, &admin,
 	           "orchestrator-admin-tls-cert")
 	        != 0)
 		return 2;
@@ -347,10 +352,9 @@ int main(int argc, char **argv)
 		gw_stop();
 		return 1;
 	}
-	char up[1024];
 	log_info(NULL, "gatewayd listening (client %s, admin %s; orchestrator %s)",
 	    c.listen[0] ? c.listen : "none", c.admin_listen[0] ? c.admin_listen : "none",
-	    rpc_urls_text(&gw_urls[0], up, sizeof up));
+	    c.orchestrator);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
 	if (daemon_stop_watchdog(c.stop_timeout) != 0)

@@ -77,7 +77,10 @@ expect 2 '^gatewayd: error: listen and admin-listen are both empty: nothing to s
 expect 2 '^gatewayd: error: invalid value for orchestrator: "foo" \(entry 2 of 2\): expected tls\+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH$' \
 	--orchestrator tcp://127.0.0.1:1,foo
 expect 2 '^gatewayd: error: invalid value for orchestrator-admin: "" \(entry 2 of 2\): empty$' \
-	--orchestrator-admin tcp://127.0.0.1:1,
+	--orchestrator-admin tcp://127.0.0.1:1, --admin-listen http://127.0.0.1:7181
+expect 2 '^gatewayd: error: orchestrator-admin tls\+tcp://127\.0\.0\.1:2 is a TLS URL: give --orchestrator-tls-ca, --orchestrator-admin-tls-cert and its key' \
+	--orchestrator-admin tls+tcp://127.0.0.1:2 --admin-listen http://127.0.0.1:7181 \
+	--orchestrator-tls-ca "$TMP/none.crt" --orchestrator-tls-cert a --orchestrator-tls-key b
 expect 2 '^gatewayd: error: orchestrator tls\+tcp://127\.0\.0\.1:1 is a TLS URL: give --orchestrator-tls-ca, --orchestrator-tls-cert and its key' \
 	--orchestrator tls+tcp://127.0.0.1:1
 expect 2 '^gatewayd: error: invalid value for request-timeout \(from --request-timeout\): 99 is outside 100\.\.600000$' \
