@@ -1,0 +1,1 @@
+/* placeholder: the web console replaces this file */
