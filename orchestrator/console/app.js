@@ -313,7 +313,8 @@ function timeline(entries) {
     const at = Number(h.atUnixMs || 0);
     const from = stateName(h.fromState) || '(start)';
     const to = stateName(h.toState);
-    const li = el('li', {dataset: {version: h.version || '0', from, to, event: h.event || ''}},
+    const li = el('li', {dataset: {version: h.version || '0', from, to, event: h.event || '',
+      reason: h.reason || '', atUnixMs: h.atUnixMs || '0'}},
       el('span', {className: 'at'}, isoTime(h.atUnixMs)), ' ',
       el('span', {className: 'transition'}, from + ' \u2192 ' + to), ' ',
       el('span', {className: 'event'}, h.event || ''),
