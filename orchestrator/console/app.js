@@ -134,12 +134,21 @@ function listQuery(params, token, limit) {
   if (params.get('overdue') === '1') q.set('overdue', 'true');
   if (params.get('customer')) q.set('customer', params.get('customer'));
   for (const [p, a] of [['after', 'createdAfterUnixMs'], ['before', 'createdBeforeUnixMs']]) {
-    const ms = Date.parse(params.get(p) || '');
-    if (!Number.isNaN(ms)) q.set(a, String(ms));
+    if (params.get(p)) q.set(a, String(utcMs(params.get(p))));
   }
   q.set('limit', String(limit));
   if (token) q.set('pageToken', token);
   return q;
+}
+
+// a time typed in the filters, as UTC when it names no zone
+// ("2026-12-03T14:00" or "2026-12-03 14:00:00"; a date alone is midnight UTC)
+function utcMs(text) {
+  let t = text.trim().replace(' ', 'T');
+  if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(t)) t += 'Z';
+  const ms = Date.parse(t);
+  if (Number.isNaN(ms) || ms <= 0) throw new Error('not a time: ' + text + ' (e.g. 2026-12-03T14:00:00Z)');
+  return ms;
 }
 
 function filterForm(params) {
@@ -227,6 +236,7 @@ async function renderList(params, seq) {
   let r;
   try {
     r = await api('GET', '/v1/sagas?' + listQuery(params, token, PAGE_SIZE));
+    // (listQuery throws on a time it cannot read: shown as the API's errors)
   } catch (e) {
     if (seq !== renderSeq) return;
     setStatus('');
