@@ -112,7 +112,7 @@ def start_chromium(profile):
     args = [exe, "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
             f"--user-data-dir={profile}", "--no-first-run", "--no-default-browser-check",
             "--disable-gpu", "--disable-dev-shm-usage", "--disable-extensions",
-            "--disable-background-networking", "--window-size=1400,1000", "about:blank"]
+            "--disable-background-networking", "--window-size=1600,1000", "about:blank"]
     log = open(os.path.join(profile, "chromium.log"), "wb")
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     port_file = os.path.join(profile, "DevToolsActivePort")
