@@ -54,6 +54,11 @@ seed_lab_seed
 seed_lab_orders >/dev/null
 seed_lab_assert
 
+# the console's pages come with the policy that forbids inline script
+assert_eq "GET /: its Content-Security-Policy" \
+  "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'" \
+  "$(curl -sf -D - -o /dev/null "$GATEWAY_URL/" | tr -d '\r' | sed -n 's/^[Cc]ontent-[Ss]ecurity-[Pp]olicy: //p')"
+
 LIST_READY='body:not([data-busy]) table#sagas'
 SAGA_READY='body:not([data-busy]) #timeline'
 ROWS='JSON.stringify([...document.querySelectorAll("table#sagas tbody tr")].map(r => r.dataset.sagaId + ":" + r.dataset.state + ":" + r.querySelector("[data-col=reason]").textContent).sort())'

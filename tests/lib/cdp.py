@@ -17,7 +17,7 @@ opens one page and runs the steps of its command line in order:
 Waits are bounded (--timeout, seconds, default 15). Exits 1 on the first
 failed step, 2 when chromium cannot start, and 3 when the page threw a
 JavaScript exception or logged an error (a CSP violation, say) unless
---allow-errors. Needs python3-websockets (Debian's, /usr/bin/python3).
+--allow-errors. CDP_CHROMIUM names another browser binary. Needs python3-websockets (Debian's, /usr/bin/python3).
 """
 import argparse
 import asyncio
@@ -106,7 +106,7 @@ def js_str(s):
 
 
 def start_chromium(profile):
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    exe = shutil.which(os.environ.get("CDP_CHROMIUM", "chromium"))
     if not exe:
         raise RuntimeError("chromium is not installed (scripts/deps.sh installs it)")
     args = [exe, "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
@@ -222,7 +222,8 @@ def main():
         try:
             errors = asyncio.run(asyncio.wait_for(run_steps(port, a.steps, a.timeout),
                                                   a.timeout * (len(a.steps) + 2)))
-        except (StepError, asyncio.TimeoutError, OSError) as e:
+        except (StepError, asyncio.TimeoutError, OSError,
+                websockets.exceptions.WebSocketException) as e:
             print(f"cdp: step failed: {e or type(e).__name__}", file=sys.stderr)
             return 1
         for e in errors:
@@ -236,7 +237,12 @@ def main():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
+        # chromium's helpers may still write into the profile for a moment
+        for _ in range(20):
+            shutil.rmtree(profile, ignore_errors=True)
+            if not os.path.exists(profile):
+                break
+            time.sleep(0.1)
 
 
 if __name__ == "__main__":
