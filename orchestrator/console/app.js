@@ -118,7 +118,10 @@ function route() {
   const seq = ++renderSeq;
   const m = path.match(/^\/saga\/([^/]+)$/);
   document.body.dataset.busy = '1';
-  const done = m ? renderSaga(decodeURIComponent(m[1]), seq) : renderList(params, seq);
+  let done;
+  if (m) done = renderSaga(decodeURIComponent(m[1]), seq);
+  else if (path === '/activity') done = renderActivity(seq);
+  else done = renderList(params, seq);
   done.catch((e) => view().append(errorBox(e))).finally(() => {
     if (seq === renderSeq) delete document.body.dataset.busy;
   });
@@ -396,6 +399,60 @@ async function retry(id, btn, result) {
     result.textContent = 'refused: ' + e.message;
     btn.disabled = false;
   }
+}
+
+// ---- activity: the transitions of every saga, live ----
+
+const ACTIVITY_KEEP = 200; // rows shown, newest first
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// GET /v1/history from now on (the view is ready then), then again every
+// second from the cursor (at once while the reply says more), until the
+// view changes
+async function renderActivity(seq) {
+  const v = view();
+  const body = el('tbody', {});
+  const head = el('tr', {});
+  for (const c of ['at', 'saga', 'transition', 'event', 'reason', 'version']) head.append(el('th', {}, c));
+  const note = el('p', {id: 'activity-status'},
+    'Transitions from the moment this page opened, newest first (' + ACTIVITY_KEEP + ' at most).');
+  v.append(el('h2', {}, 'Activity'), note,
+    el('table', {id: 'activity'}, el('thead', {}, head), body));
+  const feed = {seq, body, note, cursor: ''};
+  let more = await activityFetch(feed, 'fromNow=true&limit=1000');
+  (async () => {
+    while (feed.seq === renderSeq) {
+      if (!more) await sleep(1000);
+      if (feed.seq !== renderSeq) return;
+      more = await activityFetch(feed, 'after=' + encodeURIComponent(feed.cursor) + '&limit=500');
+    }
+  })();
+}
+
+// one GET /v1/history: its entries prepended; returns the reply's more
+async function activityFetch(feed, query) {
+  let r;
+  try {
+    r = await api('GET', '/v1/history?' + query);
+  } catch (e) {
+    if (feed.seq === renderSeq) feed.note.replaceChildren(errorBox(e));
+    await sleep(1000);
+    return false;
+  }
+  if (feed.seq !== renderSeq) return false;
+  feed.cursor = r.cursor || feed.cursor;
+  for (const f of r.entries || []) {
+    const h = f.entry || {};
+    const from = stateName(h.fromState) || '(start)';
+    const to = stateName(h.toState);
+    feed.body.prepend(el('tr', {dataset: {sagaId: f.sagaId, version: h.version || '0', to}},
+      el('td', {}, isoTime(h.atUnixMs)),
+      el('td', {}, el('a', {href: '#/saga/' + encodeURIComponent(f.sagaId)}, f.sagaId)),
+      el('td', {}, from + ' \u2192 ' + to), el('td', {}, h.event || ''),
+      el('td', {}, h.reason || ''), el('td', {className: 'num'}, h.version || '0')));
+  }
+  while (feed.body.childElementCount > ACTIVITY_KEEP) feed.body.lastElementChild.remove();
+  return !!r.more;
 }
 
 window.addEventListener('hashchange', route);

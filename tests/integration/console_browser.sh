@@ -9,6 +9,8 @@
 #     has it (version, from, to, event, reason, time), and no Retry button;
 #   - a customer named <img src=x onerror=alert(1)> shows as text: no
 #     element made from it;
+#   - the activity view shows a saga started while it is open, each of its
+#     transitions as saga_history has them;
 #   - the overdue filter (ticked and applied in the form) shows D, a saga a
 #     delay fault holds past its step deadline, with why "past_deadline",
 #     and none of the others;
@@ -117,6 +119,16 @@ assert_eq "xss: the list shows the name as text" "$XSS" "$(nth 2 "$out" | jq -r 
 assert_eq "xss: no img element, the cell has no child element" '"0 0"' "$(nth 3 "$out")"
 assert_eq "xss: the saga's page shows it as text" "$XSS" "$(nth 4 "$out" | jq -r .)"
 assert_eq "xss: no img element on the saga's page" "0" "$(nth 5 "$out")"
+
+# ---- activity: a saga started while the page is open, live ----
+Y=0c0e0000-0000-4000-8000-0000000000a7
+out=$(browse --goto "$GATEWAY_URL/#/activity" --wait 'body:not([data-busy]) table#activity' \
+  --sh "$SAGA_BIN_DIR/sagactl --orchestrator $ORCH_ADMIN_URL start bob A1 1 1.00 --id $Y --wait" \
+  --wait-js "document.querySelector('#activity tr[data-saga-id=\"$Y\"][data-to=CANCELLED]')" \
+  --eval "JSON.stringify([...document.querySelectorAll('#activity tr[data-saga-id=\"$Y\"]')].map(r => r.dataset.version + ':' + r.dataset.to).reverse())")
+assert_eq "activity: the new saga's transitions, live, as saga_history has them" \
+  "$(q "SELECT json_agg(version || ':' || to_state ORDER BY version)::text FROM saga_history WHERE saga_id = '$Y'" | jq -c .)" \
+  "$(nth 1 "$out" | jq -r . | jq -c .)"
 
 # ---- D: held past its deadline (as tests/integration/list_overdue.sh) ----
 # the orchestrator restarted with its sweep a minute apart; ReserveStock

@@ -13,6 +13,8 @@ opens one page and runs the steps of its command line in order:
   --eval EXPR       print EXPR's value as one line of JSON
   --text SELECTOR   print the element's textContent as one line of JSON
   --shot FILE       a PNG screenshot of the page into FILE
+  --sh COMMAND      run a shell command (bash -c) while the page stays open;
+                    it failing fails the step
 
 Waits are bounded (--timeout, seconds, default 15). Exits 1 on the first
 failed step, 2 when chromium cannot start, and 3 when the page threw a
@@ -187,6 +189,11 @@ async def run_steps(port, steps, timeout):
                 if v is None:
                     raise StepError(f"text: no element {arg}")
                 print(json.dumps(v), flush=True)
+            elif kind == "sh":
+                p = await asyncio.create_subprocess_exec("bash", "-c", arg,
+                                                         stdout=subprocess.DEVNULL)
+                if await p.wait() != 0:
+                    raise StepError(f"sh: exit {p.returncode}: {arg}")
             elif kind == "shot":
                 r = await page.call("Page.captureScreenshot", format="png",
                                     captureBeyondViewport=True)
@@ -205,7 +212,7 @@ class Step(argparse.Action):
 def main():
     ap = argparse.ArgumentParser(description="drive headless chromium (tests)")
     ap.set_defaults(steps=[])
-    for name in ("goto", "wait", "wait-js", "click", "fill", "eval", "text", "shot"):
+    for name in ("goto", "wait", "wait-js", "click", "fill", "eval", "text", "shot", "sh"):
         ap.add_argument("--" + name, dest=name.replace("-", "_"), action=Step, default=None)
     ap.add_argument("--timeout", type=float, default=15)
     ap.add_argument("--allow-errors", action="store_true")
