@@ -37,6 +37,13 @@
 # comma-separated lists the orchestrator and sagactl take.
 # stack_start_stock [I] (and _payment, _shipping) starts replica I again
 # (default 1) after stack_kill.
+# STACK_GATEWAY=1: gatewayd (the HTTP/JSON API, docs/protocol.md) starts
+# too, last, with its client listener on $GATEWAY_URL and its admin one on
+# $GATEWAY_ADMIN_URL (both http://127.0.0.1:PORT), calling the
+# orchestrator on $ORCH_URL (client role) and $ORCH_ADMIN_URL (admin role;
+# with the client's and the admin's certificates under STACK_TLS=1); extra
+# flags GATEWAY_FLAGS (word-split); `stack_start_gateway` starts it again
+# after `stack_kill gatewayd`.
 # Metrics: every daemon NAME serves GET /metrics on a port of its own,
 # ${STACK_METRICS_URL_OF[NAME]} (http://127.0.0.1:PORT; kept across a
 # restart of NAME); `stack_metrics NAME` prints its page.
@@ -226,6 +233,27 @@ _stack_start_participant() {
     --listen "${STACK_URL_OF[$name]}" --db "$PG_CONN dbname=$db" ${common[@]+"${common[@]}"} $flags
 }
 
+# stack_start_gateway: starts gatewayd (STACK_GATEWAY=1) on the stack's
+# orchestrator; its ports are claimed the first time.
+stack_start_gateway() {
+  local c="$STACK_DIR/certs" tls=()
+  [ -n "${GATEWAY_PORT:-}" ] || GATEWAY_PORT=$(_stack_free_port)
+  [ -n "${GATEWAY_ADMIN_PORT:-}" ] || GATEWAY_ADMIN_PORT=$(_stack_free_port)
+  GATEWAY_URL="http://127.0.0.1:$GATEWAY_PORT"
+  GATEWAY_ADMIN_URL="http://127.0.0.1:$GATEWAY_ADMIN_PORT"
+  export GATEWAY_URL GATEWAY_ADMIN_URL
+  if [ "${STACK_TLS:-0}" = 1 ]; then
+    tls=(--orchestrator-tls-ca "$c/ca-server.crt" --orchestrator-tls-cert "$c/client.crt"
+      --orchestrator-tls-key "$c/client.key" --orchestrator-admin-tls-cert "$c/admin.crt"
+      --orchestrator-admin-tls-key "$c/admin.key")
+  fi
+  # shellcheck disable=SC2086
+  _stack_daemon gatewayd "$GATEWAY_PORT" "$SAGA_BIN_DIR/gatewayd" --listen "$GATEWAY_URL" \
+    --admin-listen "$GATEWAY_ADMIN_URL" --orchestrator "$ORCH_URL" \
+    --orchestrator-admin "$ORCH_ADMIN_URL" ${tls[@]+"${tls[@]}"} ${GATEWAY_FLAGS:-}
+  wait_until 10 _stack_listening "$GATEWAY_ADMIN_PORT"
+}
+
 stack_start_stock() {
   _stack_start_participant stockd "${1:-1}" sagas_stock "${STOCK_WRAP:-}" "${STOCK_FLAGS:-}"
 }
@@ -307,6 +335,7 @@ stack_start() {
     stack_start_shipping "$i"
   done
   stack_start_orchestrator
+  if [ "${STACK_GATEWAY:-0}" = 1 ]; then stack_start_gateway; fi
 }
 
 stack_stop() {
@@ -331,6 +360,7 @@ stack_stop() {
   done
   STACK_PIDS=()
   STACK_METRICS_URL_OF=()
+  GATEWAY_PORT="" GATEWAY_ADMIN_PORT=""
   if [ -n "$STACK_DIR" ]; then
     local d
     for d in "$STACK_DIR"/pg*/; do

@@ -1,0 +1,432 @@
+/* http_server: a bounded HTTP listener on libmicrohttpd (http_server.h).
+ * It bounds its connections where they are accepted (conns_max in all,
+ * conns_per_ip from one address) and closes one idle for timeout_s, a TLS
+ * handshake that stalls included, so a flood costs the process at most that
+ * many descriptors. Over https it verifies the client certificate against
+ * the callers' CA with GnuTLS before the handler runs, and closes the
+ * connection without an HTTP status when there is none or it does not
+ * verify. */
+#include "http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <nng/nng.h>
+
+#include "authz.h"
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	http_server_cfg cfg; /* url and tls are not kept */
+	bool tls;
+	/* the PEM texts given to the library (certificate, key, CA), kept
+	 * until it stops (it keeps pointers to them) */
+	char *pem[3];
+};
+
+/* One request's state between the library's calls. */
+typedef struct http_call {
+	char *body;
+	size_t len, cap;
+	bool too_big;
+	bool checked; /* the client certificate was checked */
+} http_call;
+
+/* pem_free frees (the key's text zeroed first) the kept PEM texts. */
+static void pem_free(http_server *s)
+{
+	for (int i = 0; i < 3; i++) {
+		if (s->pem[i])
+			memset(s->pem[i], 0, strlen(s->pem[i]));
+		free(s->pem[i]);
+		s->pem[i] = NULL;
+	}
+}
+
+int http_url_check(
+    const char *url, bool *tls, const char *ca_option, const char *path_hint, char *why, size_t len)
+{
+	*tls = false;
+	if (url[0] == '\0')
+		return 0;
+	nng_url *u = NULL;
+	if (nng_url_parse(&u, url) != 0) {
+		snprintf(why, len,
+		    "\"%s\" is not a URL (http://127.0.0.1:PORT or https://HOST:PORT)", url);
+		return -EINVAL;
+	}
+	int rc = -EINVAL;
+	size_t hl = strlen(u->u_host), pl = strlen(u->u_port);
+	bool has_port = pl > 0 && hl > pl && u->u_host[hl - pl - 1] == ':'
+	    && strcmp(u->u_host + hl - pl, u->u_port) == 0;
+	long port
+	    = strspn(u->u_port, "0123456789") == pl && pl <= 5 ? strtol(u->u_port, NULL, 10) : -1;
+	if (strcmp(u->u_scheme, "http") != 0 && strcmp(u->u_scheme, "https") != 0)
+		snprintf(
+		    why, len, "\"%s\": the scheme must be http:// (loopback) or https://", url);
+	else if (u->u_userinfo != NULL)
+		snprintf(why, len, "\"%s\": a listener URL has no user part", url);
+	else if (u->u_hostname[0] == '\0')
+		snprintf(why, len, "\"%s\": no host (e.g. 127.0.0.1, or 0.0.0.0 with https)", url);
+	else if (!has_port || port < 1 || port > 65535)
+		snprintf(why, len, "\"%s\": the port must be given, 1 to 65535", url);
+	else if ((u->u_path[0] != '\0' && strcmp(u->u_path, "/") != 0) || u->u_query != NULL
+	    || u->u_fragment != NULL)
+		snprintf(why, len, "\"%s\": give no path (%s)", url, path_hint);
+	else if (strcmp(u->u_scheme, "http") == 0 && !tls_host_local(u->u_hostname))
+		snprintf(why, len,
+		    "\"%s\" is plain HTTP on an address other hosts can reach: use https:// with "
+		    "--tls-cert, --tls-key and %s (docs/security.md), or 127.0.0.1",
+		    url, ca_option);
+	else {
+		*tls = strcmp(u->u_scheme, "https") == 0;
+		rc = 0;
+	}
+	nng_url_free(u);
+	return rc;
+}
+
+/* peer_text writes the connection's peer address into buf. */
+static const char *peer_text(struct MHD_Connection *conn, char *buf, size_t len)
+{
+	snprintf(buf, len, "unknown");
+	const union MHD_ConnectionInfo *ci
+	    = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci == NULL || ci->client_addr == NULL)
+		return buf;
+	char host[INET6_ADDRSTRLEN] = "";
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+		snprintf(buf, len, "%s:%u", host, ntohs(a->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+		snprintf(buf, len, "[%s]:%u", host, ntohs(a->sin6_port));
+	}
+	return buf;
+}
+
+/* verified is true when the https connection's peer showed a certificate
+ * that verifies against the callers' CA (GnuTLS: chain, dates). */
+static bool verified(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci
+	    = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (ci == NULL || ci->tls_session == NULL)
+		return false;
+	gnutls_session_t s = (gnutls_session_t)ci->tls_session;
+	unsigned n = 0, status = 0;
+	if (gnutls_certificate_get_peers(s, &n) == NULL || n == 0)
+		return false;
+	return gnutls_certificate_verify_peers2(s, &status) == 0 && status == 0;
+}
+
+/* refuse_unverified counts and logs a connection closed for want of a
+ * verified client certificate. */
+static void refuse_unverified(http_server *s, struct MHD_Connection *conn)
+{
+	char peer[64], what[256];
+	peer_text(conn, peer, sizeof peer);
+	authz_count_refusal("unverified", 1);
+	snprintf(what, sizeof what,
+	    "%s: closed a connection without a verified client certificate (%s)", s->cfg.name,
+	    s->cfg.ca_option);
+	authz_log_limited("unverified", peer, what);
+	if (s->cfg.on_unverified)
+		s->cfg.on_unverified(s->cfg.arg);
+}
+
+/* queue_reply hands `rep` to the library (and its body: freed here or by
+ * the library). */
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, http_reply *rep)
+{
+	if (rep->status == 0) {
+		if (!rep->body_static)
+			free(rep->body);
+		return MHD_NO;
+	}
+	struct MHD_Response *r
+	    = MHD_create_response_from_buffer(rep->body_len, rep->body ? rep->body : (char *)"",
+	        rep->body && !rep->body_static ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r == NULL) {
+		if (!rep->body_static)
+			free(rep->body);
+		return MHD_NO;
+	}
+	if (rep->content_type)
+		MHD_add_response_header(r, "Content-Type", rep->content_type);
+	for (int i = 0; i < rep->n_headers && i < HTTP_REPLY_HEADERS_MAX; i++)
+		MHD_add_response_header(r, rep->headers[i][0], rep->headers[i][1]);
+	enum MHD_Result rc = MHD_queue_response(conn, rep->status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* body_add appends an upload chunk, up to cfg.max_body bytes. */
+static void body_add(http_server *s, http_call *c, const char *data, size_t n)
+{
+	if (c->too_big || n == 0)
+		return;
+	if (c->len + n > s->cfg.max_body) {
+		c->too_big = true;
+		return;
+	}
+	if (c->len + n + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 1024;
+		while (cap < c->len + n + 1)
+			cap *= 2;
+		char *b = realloc(c->body, cap);
+		if (b == NULL) {
+			c->too_big = true;
+			return;
+		}
+		c->body = b, c->cap = cap;
+	}
+	memcpy(c->body + c->len, data, n);
+	c->len += n;
+	c->body[c->len] = '\0';
+}
+
+/* declared_too_big is true when Content-Length says more than max_body. */
+static bool declared_too_big(http_server *s, struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+	if (cl == NULL)
+		return false;
+	char *end = NULL;
+	unsigned long long n = strtoull(cl, &end, 10);
+	return end == cl || *end != '\0' || n > s->cfg.max_body;
+}
+
+/* on_request is the library's access handler: the first call (headers
+ * read) checks the client certificate and the declared size, the next ones
+ * gather the body, the last one runs the handler. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload, size_t *upload_len, void **req_cls)
+{
+	(void)version;
+	http_server *s = cls;
+	http_call *c = *req_cls;
+	if (c == NULL) {
+		if (s->tls && !verified(conn)) {
+			refuse_unverified(s, conn);
+			return MHD_NO;
+		}
+		if ((c = calloc(1, sizeof *c)) == NULL)
+			return MHD_NO;
+		c->too_big = declared_too_big(s, conn);
+		*req_cls = c;
+		return MHD_YES;
+	}
+	if (*upload_len > 0) {
+		body_add(s, c, upload, *upload_len);
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	http_reply rep = {0};
+	if (c->too_big) {
+		static char msg[] = "{\"code\":\"RESOURCE_EXHAUSTED\",\"reason\":\"too_big\","
+		                    "\"message\":\"the request body is too big\"}\n";
+		rep = (http_reply) {.status = 413,
+		    .content_type = "application/json",
+		    .body = msg,
+		    .body_len = strlen(msg),
+		    .body_static = true};
+		rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
+		rep.n_headers = 1;
+		return queue_reply(conn, &rep);
+	}
+	char peer[64];
+	http_request req = {.method = method,
+	    .path = url,
+	    .body = c->body ? c->body : "",
+	    .body_len = c->len,
+	    .peer = peer_text(conn, peer, sizeof peer),
+	    .conn = conn};
+	s->cfg.handler(s->cfg.arg, &req, &rep);
+	return queue_reply(conn, &rep);
+}
+
+/* on_completed frees a request's state. */
+static void on_completed(
+    void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)conn, (void)toe;
+	http_call *c = *req_cls;
+	if (c != NULL) {
+		free(c->body);
+		free(c);
+	}
+	*req_cls = NULL;
+}
+
+/* on_conn_event tells the owner about connections opened and closed. */
+static void on_conn_event(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+    enum MHD_ConnectionNotificationCode code)
+{
+	(void)conn, (void)socket_ctx;
+	http_server *s = cls;
+	if (s->cfg.on_conn)
+		s->cfg.on_conn(s->cfg.arg, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+/* bind_url makes the listening socket of `url` (checked). Returns the
+ * descriptor, or a negative errno with `err` filled. */
+static int bind_url(const char *url, bool *v6, char *err, size_t len)
+{
+	nng_url *u = NULL;
+	if (nng_url_parse(&u, url) != 0) {
+		snprintf(err, len, "could not parse %s", url);
+		return -EINVAL;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM,
+	    .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	int g = getaddrinfo(u->u_hostname, u->u_port, &hints, &ai);
+	nng_url_free(u);
+	if (g != 0) {
+		snprintf(err, len, "could not listen on %s: %s", url, gai_strerror(g));
+		return -EINVAL;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), e = 0, one = 1;
+	*v6 = ai->ai_family == AF_INET6;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0
+	    || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0)
+		e = errno;
+	freeaddrinfo(ai);
+	if (e != 0) {
+		snprintf(err, len, "could not listen on %s: %s", url, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* read_pems reads the certificate, key and CA of an https listener. */
+static int read_pems(http_server *s, const tls_files *tls, char *err, size_t len)
+{
+	if (tls == NULL || !tls->cert || !tls->key || !tls->ca || !tls->cert[0] || !tls->key[0]
+	    || !tls->ca[0]) {
+		snprintf(
+		    err, len, "%s is https: it needs a certificate, its key and a CA", s->cfg.url);
+		return -EINVAL;
+	}
+	const char *path[3] = {tls->cert, tls->key, tls->ca};
+	const char *what[3] = {"certificate", "key", "CA"};
+	for (int i = 0; i < 3; i++)
+		if ((s->pem[i] = tls_read(path[i], what[i], err, len)) == NULL) {
+			pem_free(s);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* start_mhd starts the library on the bound socket fd. */
+static struct MHD_Daemon *start_mhd(http_server *s, int fd, bool v6)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0)
+	    | (s->tls ? MHD_USE_TLS : 0)
+	    | (s->cfg.thread_per_conn ? MHD_USE_THREAD_PER_CONNECTION : 0);
+	struct MHD_OptionItem tls_opts[] = {
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, s->pem[0]},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, s->pem[1]},
+	    {MHD_OPTION_HTTPS_MEM_TRUST, 0, s->pem[2]},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    s->cfg.conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.header_memory, MHD_OPTION_NOTIFY_CONNECTION,
+	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,
+	    s->tls ? tls_opts : &tls_opts[4], MHD_OPTION_END);
+}
+
+int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, size_t len)
+{
+	*out = NULL;
+	bool want_tls;
+	if (http_url_check(cfg->url, &want_tls, cfg->ca_option, "serve at the root", err, len) != 0)
+		return -EINVAL;
+	if (cfg->url[0] == '\0')
+		return 0;
+	http_server *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	s->cfg = *cfg;
+	s->tls = want_tls;
+	int rc = want_tls ? read_pems(s, cfg->tls, err, len) : 0;
+	bool v6 = false;
+	int fd = rc == 0 ? bind_url(cfg->url, &v6, err, len) : rc;
+	if (fd < 0) {
+		pem_free(s);
+		free(s);
+		return fd;
+	}
+	if ((s->mhd = start_mhd(s, fd, v6)) == NULL) {
+		close(fd);
+		pem_free(s);
+		snprintf(err, len, "could not serve %s (libmicrohttpd refused to start%s)",
+		    cfg->url, want_tls ? ": a certificate, key or CA it cannot use?" : "");
+		free(s);
+		return -EIO;
+	}
+	s->cfg.url = NULL;
+	s->cfg.tls = NULL;
+	*out = s;
+	return 0;
+}
+
+void http_server_stop(http_server *s)
+{
+	if (s == NULL)
+		return;
+	/* MHD_stop_daemon closes the listening socket given to it */
+	MHD_stop_daemon(s->mhd);
+	pem_free(s);
+	free(s);
+}
+
+const char *http_request_header(const http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* A query walk in progress. */
+typedef struct query_walk {
+	int (*fn)(void *, const char *, const char *);
+	void *arg;
+	int rc;
+} query_walk;
+
+static enum MHD_Result query_one(
+    void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	query_walk *w = cls;
+	w->rc = w->fn(w->arg, key, value ? value : "");
+	return w->rc == 0 ? MHD_YES : MHD_NO;
+}
+
+int http_request_query(const http_request *req,
+    int (*fn)(void *fn_arg, const char *key, const char *value), void *fn_arg)
+{
+	query_walk w = {fn, fn_arg, 0};
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, query_one, &w);
+	return w.rc;
+}

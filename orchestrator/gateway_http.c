@@ -1,0 +1,484 @@
+/* gateway_http: gatewayd's routes (gateway.h; docs/protocol.md, "The HTTP
+ * API"). Each request is matched to a route, checked against the roles
+ * table with its listener's one role, turned into the call's request
+ * message (the JSON body, then the query parameters, then the saga id of
+ * the path), sent to orchestratord and its reply turned back into JSON.
+ * Errors are {"code", "reason", "message"} with the gRPC status name and
+ * its HTTP status. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "authz.h"
+#include "gateway.h"
+#include "log.h"
+#include "metrics.h"
+#include "pbjson.h"
+#include "sagas/v1/health.pb-c.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "status.h"
+#include "valid.h"
+
+/* The Content-Security-Policy of the console's files. */
+#define GW_CSP "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+/* The longest saga id segment of a path that is matched (longer: 404). */
+#define GW_ID_MAX 128
+/* WaitSaga's wait when wait_ms is 0 (orchestrator.proto) */
+#define GW_WAIT_DEFAULT_MS 10000
+
+/* One route: an HTTP method and path pattern ("*" is the saga id) and the
+ * orchestrator call it makes. */
+typedef struct gw_route {
+	const char *method;
+	const char *pattern;
+	const char *rpc;
+	const ProtobufCMessageDescriptor *req;
+	const ProtobufCMessageDescriptor *rep;
+	const char *allow; /* every method of this pattern, for 405's Allow */
+} gw_route;
+
+#define ORCH(m) "/sagas.v1.Orchestrator/" m
+static const gw_route gw_routes[] = {
+    {"POST", "/v1/sagas", ORCH("StartSaga"), &sagas__v1__start_saga_request__descriptor,
+        &sagas__v1__start_saga_reply__descriptor, "GET, POST"},
+    {"GET", "/v1/sagas", ORCH("ListSagas"), &sagas__v1__list_sagas_request__descriptor,
+        &sagas__v1__list_sagas_reply__descriptor, "GET, POST"},
+    {"GET", "/v1/sagas/*", ORCH("GetSaga"), &sagas__v1__get_saga_request__descriptor,
+        &sagas__v1__get_saga_reply__descriptor, "GET"},
+    {"GET", "/v1/sagas/*/wait", ORCH("WaitSaga"), &sagas__v1__wait_saga_request__descriptor,
+        &sagas__v1__wait_saga_reply__descriptor, "GET"},
+    {"GET", "/v1/sagas/*/history", ORCH("GetSagaHistory"),
+        &sagas__v1__get_saga_history_request__descriptor,
+        &sagas__v1__get_saga_history_reply__descriptor, "GET"},
+    {"POST", "/v1/sagas/*/retry", ORCH("RetrySaga"), &sagas__v1__retry_saga_request__descriptor,
+        &sagas__v1__retry_saga_reply__descriptor, "POST"},
+    {"GET", "/v1/history", ORCH("WatchHistory"), &sagas__v1__watch_history_request__descriptor,
+        &sagas__v1__watch_history_reply__descriptor, "GET"},
+    {"GET", "/healthz", "/sagas.v1.Health/Check", &sagas__v1__health_check_request__descriptor,
+        &sagas__v1__health_check_response__descriptor, "GET"},
+};
+
+static const metric_def GW_REFUSALS = {"sagas_gateway_refusals_total",
+    "HTTP API calls gatewayd refused before forwarding them: the listener's role may not make "
+    "the call (permission_denied)",
+    METRIC_COUNTER, "reason", NULL, 0};
+static const metric_def GW_REQUESTS = {"sagas_gateway_requests_total",
+    "HTTP API requests answered by gatewayd, by HTTP status class (2xx, 4xx, 5xx)", METRIC_COUNTER,
+    "class", NULL, 0};
+
+void gw_metrics_init(void)
+{
+	metric_add(metric_get1(&GW_REFUSALS, "permission_denied"), 0);
+	metric_add(metric_get1(&GW_REFUSALS, "unauthenticated"), 0);
+	static const char *const classes[] = {"2xx", "4xx", "5xx"};
+	for (size_t i = 0; i < 3; i++)
+		metric_add(metric_get1(&GW_REQUESTS, classes[i]), 0);
+}
+
+/* gw_header adds a header (static strings) to the reply. */
+static void gw_header(http_reply *rep, const char *name, const char *value)
+{
+	if (rep->n_headers >= HTTP_REPLY_HEADERS_MAX)
+		return;
+	rep->headers[rep->n_headers][0] = name;
+	rep->headers[rep->n_headers][1] = value;
+	rep->n_headers++;
+}
+
+/* gw_http_status maps a gRPC status code to its HTTP status. */
+static unsigned gw_http_status(int code)
+{
+	switch (code) {
+	case RPC_OK:
+		return 200;
+	case RPC_INVALID_ARGUMENT:
+	case RPC_FAILED_PRECONDITION:
+	case RPC_OUT_OF_RANGE:
+		return 400;
+	case RPC_UNAUTHENTICATED:
+		return 401;
+	case RPC_PERMISSION_DENIED:
+		return 403;
+	case RPC_NOT_FOUND:
+		return 404;
+	case RPC_ALREADY_EXISTS:
+	case RPC_ABORTED:
+		return 409;
+	case RPC_RESOURCE_EXHAUSTED:
+		return 429;
+	case RPC_CANCELLED:
+		return 499;
+	case RPC_UNIMPLEMENTED:
+		return 501;
+	case RPC_UNAVAILABLE:
+		return 503;
+	case RPC_DEADLINE_EXCEEDED:
+		return 504;
+	default: /* INTERNAL, UNKNOWN, DATA_LOSS */
+		return 500;
+	}
+}
+
+/* gw_json sets a JSON reply: `j` (stolen) with `status`. */
+static void gw_json(http_reply *rep, unsigned status, json_t *j)
+{
+	char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (text == NULL) {
+		static char oom[]
+		    = "{\"code\":\"INTERNAL\",\"reason\":\"\",\"message\":\"out of memory\"}";
+		rep->status = 500;
+		rep->body = oom;
+		rep->body_len = strlen(oom);
+		rep->body_static = true;
+	} else {
+		rep->status = status;
+		rep->body = text;
+		rep->body_len = strlen(text);
+	}
+	rep->content_type = "application/json";
+}
+
+/* gw_error sets an error reply: {"code","reason","message"} with the HTTP
+ * status of `code` (or `http` when non-zero). */
+static void gw_error(http_reply *rep, unsigned http, int code, const char *reason, const char *fmt,
+    ...) __attribute__((format(printf, 5, 6)));
+
+static void gw_error(
+    http_reply *rep, unsigned http, int code, const char *reason, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *j = json_pack("{s:s, s:s, s:s?}", "code", rpc_code_name(code), "reason",
+	    reason != NULL ? reason : "", "message", msg);
+	if (j == NULL) /* a message that is not UTF-8 (from the peer) */
+		j = json_pack("{s:s, s:s, s:s}", "code", rpc_code_name(code), "reason",
+		    reason != NULL ? reason : "", "message", "(not UTF-8)");
+	gw_json(rep, http != 0 ? http : gw_http_status(code), j);
+}
+
+/* gw_match is true when `path` matches `pattern`; the "*" segment is
+ * copied into id (GW_ID_MAX bytes). */
+static bool gw_match(const char *pattern, const char *path, char *id)
+{
+	while (*pattern != '\0') {
+		if (*pattern == '*') {
+			size_t n = strcspn(path, "/");
+			if (n == 0 || n >= GW_ID_MAX)
+				return false;
+			memcpy(id, path, n);
+			id[n] = '\0';
+			path += n;
+			pattern++;
+			continue;
+		}
+		if (*pattern++ != *path++)
+			return false;
+	}
+	return *path == '\0';
+}
+
+/* ---- the console ---- */
+
+/* gw_console serves GET / and GET /console/NAME. Returns false when the
+ * path is not the console's. */
+static bool gw_console(const http_request *req, http_reply *rep)
+{
+	const char *name = NULL;
+	if (strcmp(req->path, "/") == 0 || strcmp(req->path, "/console/") == 0)
+		name = "index.html";
+	else if (strncmp(req->path, "/console/", 9) == 0)
+		name = req->path + 9;
+	else
+		return false;
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		gw_header(rep, "Allow", "GET, HEAD");
+		gw_error(rep, 405, RPC_UNIMPLEMENTED, "method_not_allowed",
+		    "%s %s: the console's files are read with GET", req->method, req->path);
+		return true;
+	}
+	size_t len = 0;
+	const char *type = NULL;
+	const char *data = strchr(name, '/') == NULL ? gw_console_find(name, &len, &type) : NULL;
+	if (data == NULL) {
+		gw_error(rep, 404, RPC_NOT_FOUND, "no_route", "no console file %s", req->path);
+		return true;
+	}
+	rep->status = 200;
+	rep->body = (char *)data;
+	rep->body_len = len;
+	rep->body_static = true;
+	rep->content_type = type;
+	gw_header(rep, "Content-Security-Policy", GW_CSP);
+	gw_header(rep, "Referrer-Policy", "no-referrer");
+	return true;
+}
+
+/* ---- building the request message ---- */
+
+/* A query walk: the message being filled and its first error. */
+typedef struct gw_query {
+	ProtobufCMessage *msg;
+	bool path_id; /* the path gives saga_id */
+	char err[PBJSON_ERR_MAX];
+} gw_query;
+
+/* gw_query_one sets one query parameter on the message. */
+static int gw_query_one(void *arg, const char *key, const char *value)
+{
+	gw_query *q = arg;
+	if (q->path_id && (strcmp(key, "saga_id") == 0 || strcmp(key, "sagaId") == 0)) {
+		snprintf(q->err, sizeof q->err, "%.64s: the saga id is given in the path", key);
+		return -1;
+	}
+	return pbjson_set_text(q->msg, key, value, q->err, sizeof q->err) == 0 ? 0 : -1;
+}
+
+/* gw_json_type_ok is true when a POST's Content-Type is application/json
+ * (any case, parameters allowed). */
+static bool gw_json_type_ok(const http_request *req)
+{
+	const char *ct = http_request_header(req, "Content-Type");
+	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0)
+		return false;
+	return ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ';
+}
+
+/* gw_body_message makes the request message of `r` from the body (POST)
+ * or from nothing (GET). Returns it, or NULL after setting a 400. */
+static ProtobufCMessage *gw_body_message(
+    const gw_route *r, const http_request *req, http_reply *rep)
+{
+	json_t *j;
+	json_error_t je;
+	bool has_body = strcmp(req->method, "POST") == 0 && req->body_len > 0;
+	if (has_body)
+		j = json_loadb(
+		    req->body, req->body_len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	else
+		j = json_object();
+	if (j == NULL) {
+		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_json",
+		    "the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+		return NULL;
+	}
+	char err[PBJSON_ERR_MAX] = "";
+	ProtobufCMessage *m = pbjson_from_json(r->req, j, err, sizeof err);
+	json_decref(j);
+	if (m == NULL)
+		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s", err);
+	return m;
+}
+
+/* gw_idempotency_key applies the Idempotency-Key header to a StartSaga:
+ * the saga id when the body has none. Returns false after setting a 400. */
+static bool gw_idempotency_key(ProtobufCMessage *m, const http_request *req, http_reply *rep)
+{
+	const char *key = http_request_header(req, "Idempotency-Key");
+	if (key == NULL)
+		return true;
+	Sagas__V1__StartSagaRequest *s = (Sagas__V1__StartSagaRequest *)m;
+	if (!valid_uuid(key)) {
+		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid Idempotency-Key: not a canonical lowercase UUID");
+		return false;
+	}
+	if (s->saga_id[0] != '\0' && strcmp(s->saga_id, key) != 0) {
+		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid Idempotency-Key: it differs from sagaId (give one of them)");
+		return false;
+	}
+	char err[PBJSON_ERR_MAX];
+	return pbjson_set_text(m, "saga_id", key, err, sizeof err) == 0;
+}
+
+/* gw_request_message builds the whole request message: body, query, path
+ * id, Idempotency-Key. Returns it (free with
+ * protobuf_c_message_free_unpacked), or NULL after setting the error. */
+static ProtobufCMessage *gw_request_message(
+    const gw_route *r, const char *id, const http_request *req, http_reply *rep)
+{
+	ProtobufCMessage *m = gw_body_message(r, req, rep);
+	if (m == NULL)
+		return NULL;
+	gw_query q = {.msg = m, .path_id = id[0] != '\0'};
+	if (http_request_query(req, gw_query_one, &q) != 0) {
+		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s", q.err);
+		goto out_free;
+	}
+	if (id[0] != '\0' && pbjson_set_text(m, "saga_id", id, q.err, sizeof q.err) != 0) {
+		gw_error(rep, 0, RPC_INTERNAL, "", "%s", q.err);
+		goto out_free;
+	}
+	if (r->req == &sagas__v1__start_saga_request__descriptor
+	    && !gw_idempotency_key(m, req, rep))
+		goto out_free;
+	return m;
+out_free:
+	protobuf_c_message_free_unpacked(m, NULL);
+	return NULL;
+}
+
+/* ---- the call ---- */
+
+/* gw_timeout is the call's timeout: --request-timeout plus the wait the
+ * request asks for (WaitSaga, StartSaga with wait_ms). */
+static int64_t gw_timeout(const gw_listener *l, const ProtobufCMessage *m)
+{
+	int64_t wait = 0;
+	if (m->descriptor == &sagas__v1__wait_saga_request__descriptor) {
+		wait = ((const Sagas__V1__WaitSagaRequest *)m)->wait_ms;
+		if (wait == 0)
+			wait = GW_WAIT_DEFAULT_MS;
+	} else if (m->descriptor == &sagas__v1__start_saga_request__descriptor)
+		wait = ((const Sagas__V1__StartSagaRequest *)m)->wait_ms;
+	return l->timeout_ms + (wait > 0 ? wait : 0);
+}
+
+/* gw_health answers /healthz from a Health/Check reply. */
+static void gw_health(const ProtobufCMessage *reply, http_reply *rep)
+{
+	const Sagas__V1__HealthCheckResponse *h = (const void *)reply;
+	bool up
+	    = h->status == SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING;
+	gw_json(rep, up ? 200 : 503, json_pack("{s:s}", "status", up ? "SERVING" : "NOT_SERVING"));
+}
+
+/* gw_answer turns an OK reply payload into the HTTP answer. */
+static void gw_answer(const gw_route *r, const rpc_result *res, http_reply *rep)
+{
+	ProtobufCMessage *m
+	    = protobuf_c_message_unpack(r->rep, NULL, res->payload_len, res->payload);
+	if (m == NULL) {
+		gw_error(rep, 502, RPC_INTERNAL, "bad_reply", "malformed reply from orchestratord");
+		return;
+	}
+	if (r->rep == &sagas__v1__health_check_response__descriptor) {
+		gw_health(m, rep);
+		protobuf_c_message_free_unpacked(m, NULL);
+		return;
+	}
+	unsigned status = 200;
+	if (r->rep == &sagas__v1__start_saga_reply__descriptor
+	    && ((Sagas__V1__StartSagaReply *)m)->created)
+		status = 201;
+	char err[PBJSON_ERR_MAX] = "";
+	json_t *j = pbjson_to_json(m, err, sizeof err);
+	protobuf_c_message_free_unpacked(m, NULL);
+	if (j == NULL)
+		gw_error(rep, 502, RPC_INTERNAL, "bad_reply", "reply from orchestratord: %s", err);
+	else
+		gw_json(rep, status, j);
+}
+
+/* gw_forward sends the call and answers with its outcome. */
+static void gw_forward(
+    const gw_listener *l, const gw_route *r, const ProtobufCMessage *m, http_reply *rep)
+{
+	rpc_result res;
+	int err = rpc_call(l->up, r->rpc, m, gw_timeout(l, m), &res);
+	if (err != 0) {
+		gw_error(rep, err == -EMSGSIZE ? 413 : 500, RPC_INTERNAL, "",
+		    "could not send the call to orchestratord: %s", strerror(-err));
+		return;
+	}
+	if (res.code == RPC_OK)
+		gw_answer(r, &res, rep);
+	else if (r->rep == &sagas__v1__health_check_response__descriptor && res.transport)
+		gw_json(rep, 503, json_pack("{s:s}", "status", "UNREACHABLE"));
+	else if (res.transport)
+		gw_error(rep, 0, res.code, "upstream", "orchestratord: %s", res.message);
+	else
+		gw_error(rep, 0, res.code, res.reason, "%s", res.message);
+	rpc_result_clear(&res);
+}
+
+/* gw_allowed checks the listener's role for the call; a refusal changes
+ * nothing, is counted and logged, and answered 403 (401 without a role). */
+static bool gw_allowed(
+    const gw_listener *l, const gw_route *r, const http_request *req, http_reply *rep)
+{
+	enum authz_verdict v = authz_decide(r->rpc, l->role);
+	if (v == AUTHZ_ALLOWED)
+		return true;
+	if (v == AUTHZ_UNKNOWN_METHOD) {
+		gw_error(rep, 0, RPC_UNIMPLEMENTED, "", "%s is not in the roles table", r->rpc);
+		return false;
+	}
+	authz_note_refusal(v, r->rpc, l->role, req->peer);
+	bool unauth = v == AUTHZ_UNAUTHENTICATED;
+	metric_inc(metric_get1(&GW_REFUSALS, unauth ? "unauthenticated" : "permission_denied"));
+	char need[64];
+	authz_role_names(authz_method_roles(r->rpc), need, sizeof need);
+	gw_error(rep, 0, unauth ? RPC_UNAUTHENTICATED : RPC_PERMISSION_DENIED, "role",
+	    "%s %s is for the %s role; this listener serves the %s role", req->method, req->path,
+	    need, l->role_name);
+	return false;
+}
+
+/* gw_route_find finds the route of the request: NULL with *allow set when
+ * the path is known but not the method, NULL with *allow NULL when the path
+ * is unknown. */
+static const gw_route *gw_route_find(const http_request *req, char *id, const char **allow)
+{
+	*allow = NULL;
+	for (size_t i = 0; i < sizeof gw_routes / sizeof gw_routes[0]; i++) {
+		id[0] = '\0';
+		if (!gw_match(gw_routes[i].pattern, req->path, id))
+			continue;
+		*allow = gw_routes[i].allow;
+		if (strcmp(gw_routes[i].method, req->method) == 0)
+			return &gw_routes[i];
+	}
+	return NULL;
+}
+
+/* gw_api serves one API request. */
+static void gw_api(const gw_listener *l, const http_request *req, http_reply *rep)
+{
+	char id[GW_ID_MAX];
+	const char *allow;
+	const gw_route *r = gw_route_find(req, id, &allow);
+	if (r == NULL && allow != NULL) {
+		gw_header(rep, "Allow", allow);
+		gw_error(rep, 405, RPC_UNIMPLEMENTED, "method_not_allowed", "%s %s: allowed: %s",
+		    req->method, req->path, allow);
+		return;
+	}
+	if (r == NULL) {
+		gw_error(rep, 404, RPC_NOT_FOUND, "no_route", "no route %s %s (docs/protocol.md)",
+		    req->method, req->path);
+		return;
+	}
+	if (strcmp(r->method, "POST") == 0 && !gw_json_type_ok(req)) {
+		gw_error(rep, 415, RPC_INVALID_ARGUMENT, "content_type",
+		    "POST %s takes Content-Type: application/json", req->path);
+		return;
+	}
+	if (!gw_allowed(l, r, req, rep))
+		return;
+	ProtobufCMessage *m = gw_request_message(r, id, req, rep);
+	if (m == NULL)
+		return;
+	gw_forward(l, r, m, rep);
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+void gw_handle(void *arg, const http_request *req, http_reply *rep)
+{
+	const gw_listener *l = arg;
+	gw_header(rep, "X-Content-Type-Options", "nosniff");
+	gw_header(rep, "Cache-Control", "no-store");
+	if (!gw_console(req, rep))
+		gw_api(l, req, rep);
+	const char *cls = rep->status >= 500 ? "5xx" : rep->status >= 400 ? "4xx" : "2xx";
+	metric_inc(metric_get1(&GW_REQUESTS, cls));
+}
