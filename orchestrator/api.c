@@ -14,14 +14,20 @@
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "status.h"
+#include "feed_cursor.h"
 #include "store.h"
 #include "valid.h"
 
 #define API_LIST_DEFAULT 100
 #define API_LIST_MAX     10000
+/* WatchHistory's page: by default and at most */
+#define API_FEED_DEFAULT 1000
+#define API_FEED_MAX     10000
 /* ListSagas' ages and margins, in ms: at most ten years and one year */
 #define API_OLDER_THAN_MAX INT64_C(315360000000)
-#define API_MARGIN_MAX     INT64_C(31536000000)
+/* created_after/before_unix_ms: up to the year 9999 */
+#define API_INSTANT_MAX INT64_C(253402300799999)
+#define API_MARGIN_MAX  INT64_C(31536000000)
 
 /* API_DB runs the store call `expr` on the worker's connection and, when it
  * failed because the connection was lost, once more on a fresh one
@@ -472,6 +478,22 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
 		goto out_free;
 	}
+	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid customer: must be 1..%d bytes of UTF-8 without control characters",
+		    VALID_NAME_MAX);
+		goto out_free;
+	}
+	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
+	    || req->created_before_unix_ms < 0 || req->created_before_unix_ms > API_INSTANT_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid %s: must be 0..%lld (ms since the epoch)",
+		    req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
+		        ? "created_after_unix_ms"
+		        : "created_before_unix_ms",
+		    (long long)API_INSTANT_MAX);
+		goto out_free;
+	}
 	page_key after;
 	bool has_after = req->page_token != NULL && req->page_token[0] != '\0';
 	if (has_after && page_token_decode(req->page_token, &after) != 0) {
@@ -486,6 +508,9 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	    .margin_ms = req->overdue_margin_ms ? req->overdue_margin_ms : a->overdue_margin_ms,
 	    .stuck_ms = req->stuck_after_ms ? req->stuck_after_ms : a->stuck_after_ms,
 	    .older_than_ms = req->older_than_ms,
+	    .customer = req->customer,
+	    .created_after_ms = req->created_after_unix_ms,
+	    .created_before_ms = req->created_before_unix_ms,
 	    .after = has_after,
 	    .after_us = has_after ? after.created_us : 0,
 	    .after_id = has_after ? after.saga_id : NULL,
@@ -588,13 +613,7 @@ static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_repl
 		goto out_free;
 	}
 	for (size_t i = 0; i < n; i++) {
-		sagas__v1__history_entry__init(&ms[i]);
-		ms[i].version = hs[i].version;
-		ms[i].from_state = (Sagas__V1__SagaState)hs[i].from_state;
-		ms[i].to_state = (Sagas__V1__SagaState)hs[i].to_state;
-		ms[i].event = hs[i].event;
-		ms[i].reason = hs[i].reason;
-		ms[i].at_unix_ms = hs[i].at_ms;
+		codec_history_to_pb(&ms[i], &hs[i]);
 		mp[i] = &ms[i];
 	}
 	Sagas__V1__GetSagaHistoryReply out = SAGAS__V1__GET_SAGA_HISTORY_REPLY__INIT;
@@ -606,6 +625,145 @@ out_free:
 	free(ms);
 	free(mp);
 	sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
+}
+
+/* api_feed_reply answers WatchHistory with the entries es[0..n) (at most
+ * `limit` of them are sent; n > limit says more are ready), cutting the
+ * page where the frame's budget ends, and the cursor to go on from: after
+ * the last entry sent under (from->seen, later), or `later` alone when
+ * every entry of it was sent. */
+static void api_feed_reply(rpc_reply *reply, const feed_cursor *from, const char *later,
+    store_feed_entry *es, size_t n, size_t limit)
+{
+	Sagas__V1__FeedEntry *fs = calloc(n + 1, sizeof *fs);
+	Sagas__V1__HistoryEntry *hs = calloc(n + 1, sizeof *hs);
+	Sagas__V1__FeedEntry **fp = calloc(n + 1, sizeof *fp);
+	feed_cursor *next = malloc(sizeof *next);
+	char *text = malloc(FEED_CURSOR_MAX + 1);
+	if (fs == NULL || hs == NULL || fp == NULL || next == NULL || text == NULL) {
+		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
+		goto out_free;
+	}
+	size_t k = 0, bytes = 2 * FEED_CURSOR_MAX;
+	for (; k < n && k < limit; k++) {
+		sagas__v1__feed_entry__init(&fs[k]);
+		codec_history_to_pb(&hs[k], &es[k].h);
+		fs[k].saga_id = es[k].saga_id;
+		fs[k].entry = &hs[k];
+		bytes += 8 + sagas__v1__feed_entry__get_packed_size(&fs[k]);
+		if (bytes > RPC_REPLY_BUDGET)
+			break;
+		fp[k] = &fs[k];
+	}
+	bool more = k < n;
+	/* where the next page starts: after the last entry sent, or the later
+	 * snapshot whole */
+	memset(next, 0, sizeof *next);
+	if (more && k > 0) {
+		snprintf(next->seen, sizeof next->seen, "%s", from->seen);
+		next->has_next = true;
+		snprintf(next->next, sizeof next->next, "%s", later);
+		next->xid = es[k - 1].xid;
+		snprintf(next->saga_id, sizeof next->saga_id, "%s", es[k - 1].saga_id);
+		next->version = es[k - 1].h.version;
+	} else if (more) {
+		*next = *from; /* not one entry fits (cannot happen): as asked */
+	} else {
+		snprintf(next->seen, sizeof next->seen, "%s", later);
+	}
+	if (feed_cursor_encode(next, text, FEED_CURSOR_MAX + 1) != 0) {
+		rpc_reply_error(reply, RPC_INTERNAL, "", "could not make the feed's cursor");
+		goto out_free;
+	}
+	Sagas__V1__WatchHistoryReply out = SAGAS__V1__WATCH_HISTORY_REPLY__INIT;
+	out.n_entries = k;
+	out.entries = fp;
+	out.cursor = text;
+	out.more = more;
+	rpc_reply_ok(reply, &out.base);
+out_free:
+	free(fs);
+	free(hs);
+	free(fp);
+	free(next);
+	free(text);
+}
+
+/* api_feed_start fills *c with the cursor `after` names: decoded, or for
+ * "" the empty snapshot (from the first row) or, with from_now, the
+ * database's snapshot now. Returns 0, or fills `reply` and returns -1. */
+static int api_feed_start(api *a, api_worker *w, const Sagas__V1__WatchHistoryRequest *req,
+    feed_cursor *c, rpc_reply *reply)
+{
+	if (req->after[0] != '\0') {
+		if (req->from_now) {
+			rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+			    "invalid from_now: give either after or from_now");
+			return -1;
+		}
+		if (feed_cursor_decode(req->after, c) != 0) {
+			rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+			    "invalid after: not a cursor of a WatchHistory reply");
+			return -1;
+		}
+		return 0;
+	}
+	memset(c, 0, sizeof *c);
+	snprintf(c->seen, sizeof c->seen, "%s", FEED_SNAPSHOT_EMPTY);
+	if (!req->from_now)
+		return 0;
+	int rc;
+	API_DB(a, w, rc, store_snapshot(w->conn, c->seen));
+	if (rc != 0) {
+		api_db_error(reply, rc, "read the database's snapshot");
+		return -1;
+	}
+	return 0;
+}
+
+/* WatchHistory (orchestrator.proto; docs/protocol.md, "The history
+ * feed"): a page of the feed after the request's cursor. */
+static void api_watch_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__WatchHistoryRequest *req
+	    = sagas__v1__watch_history_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL || !valid_pb_exact(&req->base, call->payload_len)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode WatchHistoryRequest%s",
+		    req ? ": not a canonical encoding " VALID_CANONICAL_HINT : "");
+		if (req)
+			sagas__v1__watch_history_request__free_unpacked(req, NULL);
+		return;
+	}
+	feed_cursor *from = malloc(sizeof *from);
+	char *later = malloc(FEED_SNAPSHOT_MAX + 1);
+	store_feed_entry *es = NULL;
+	size_t n = 0;
+	if (from == NULL || later == NULL) {
+		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
+		goto out_free;
+	}
+	if (req->limit < 0 || req->limit > API_FEED_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid limit: must be 0..%d", API_FEED_MAX);
+		goto out_free;
+	}
+	if (api_feed_start(a, w, req, from, reply) != 0)
+		goto out_free;
+	int limit = req->limit ? req->limit : API_FEED_DEFAULT;
+	int rc;
+	/* one more than the page: are more ready? */
+	API_DB(a, w, rc, store_feed(w->conn, from, limit + 1, &es, &n, later));
+	if (rc != 0) {
+		api_db_error(reply, rc, "read the history feed");
+		goto out_free;
+	}
+	api_feed_reply(reply, from, later, es, n, (size_t)limit);
+out_free:
+	free(es);
+	free(from);
+	free(later);
+	sagas__v1__watch_history_request__free_unpacked(req, NULL);
 }
 
 static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -675,6 +833,8 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 		api_retry_saga(a, w, call, reply);
 	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WaitSaga"))
 		api_wait_saga(a, w, call, reply);
+	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WatchHistory"))
+		api_watch_history(a, w, call, reply);
 	else
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    call->method);

@@ -140,3 +140,14 @@ int codec_reply_wait(rpc_reply *r, const saga_row *row, bool finished)
 	out.finished = finished;
 	return rpc_reply_ok(r, &out.base);
 }
+
+void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h)
+{
+	sagas__v1__history_entry__init(m);
+	m->version = h->version;
+	m->from_state = (Sagas__V1__SagaState)h->from_state;
+	m->to_state = (Sagas__V1__SagaState)h->to_state;
+	m->event = h->event;
+	m->reason = h->reason;
+	m->at_unix_ms = h->at_ms;
+}

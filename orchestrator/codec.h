@@ -25,6 +25,10 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
  * strings point into `row`, which must outlive the packing of `m`. */
 void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row);
 
+/* codec_history_to_pb fills `m` from `h` without copies: the strings point
+ * into `h`, which must outlive the packing of `m`. */
+void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h);
+
 /* codec_reply_start fills `r` with the StartSagaReply of `row` (the saga
  * as stored), `created` and `finished` (COMPLETED or CANCELLED). The
  * payload is malloc'd into r (rpc_reply_ok); on -ENOMEM r is INTERNAL. */

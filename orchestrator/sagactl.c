@@ -114,6 +114,27 @@ static const config_opt ctl_opts_list[] = {
         "go on after the page that printed this token (\"\": the first page)", "TOKEN"},
     {"all", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, all),
         "follow the pages to the end (--limit is then the size of a page)", NULL},
+    {"customer", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, customer),
+        "only this customer's sagas", "CUSTOMER"},
+};
+
+static const config_opt ctl_opts_watch[] = {
+    CTL_OPT_GLOBAL,
+    {"cursor-file", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, cursor_file),
+        "go on from the cursor saved in FILE (when it exists) and save the cursor there after "
+        "every page",
+        "FILE"},
+    {"after", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, after),
+        "go on after this cursor (printed on stderr at the end, or saved by --cursor-file)",
+        "CURSOR"},
+    {"from-start", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, from_start),
+        "without a cursor: from the first transition ever stored (default: from now on)", NULL},
+    {"follow", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, follow),
+        "keep following until SIGINT or SIGTERM (default: stop when caught up)", NULL},
+    {"poll-interval", NULL, CONFIG_INT, "500", 10, 3600000, offsetof(ctl_opts, poll_ms),
+        "with --follow: how long to wait after a page with nothing more ready", "MS"},
+    {"limit", NULL, CONFIG_INT, "0", 0, 10000, offsetof(ctl_opts, limit),
+        "transitions per page (0: the orchestrator's default, 1000)", "N"},
 };
 
 static const config_opt ctl_opts_stock_list[] = {
@@ -293,6 +314,18 @@ static const ctl_cmd ctl_cmds[] = {
         "(the transitions only: the tries are in sagactl get ID --json, \"attempts\",\n"
         "\"updated_unix_ms\", \"next_attempt_unix_ms\", \"step_deadline_unix_ms\")",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_history},
+    {"watch", "", "follow every saga's transitions as they commit (--follow, --cursor-file)",
+        "sagactl watch [OPTIONS]",
+        "Print the transitions of all sagas (WatchHistory), each transaction's once, in the\n"
+        "order they became visible: one line each, at, saga id, version, from -> to, event,\n"
+        "reason. Starts from now on, or --from-start, or after --after CURSOR, or from the\n"
+        "cursor in --cursor-file, which is saved after every page: a watch stopped and\n"
+        "started again with the same file misses nothing and repeats nothing (a kill -9\n"
+        "between a page and its save repeats that page). Without --follow it stops when\n"
+        "caught up and prints the cursor on stderr (\"cursor: ...\") unless --cursor-file.\n"
+        "--json: one line per transition, {\"saga_id\",\"version\",\"at_unix_ms\",\"at\",\n"
+        "\"from_state\",\"to_state\",\"event\",\"reason\"}",
+        ctl_opts_watch, CTL_NELEM(ctl_opts_watch), ctl_args_none, ctl_watch},
     {"retry", "ID", "re-arm an unfinished saga now (clears attention)",
         "sagactl retry ID [OPTIONS]",
         "Re-arm an unfinished saga: clear its attention flag and attempt count and make\n"

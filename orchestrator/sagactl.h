@@ -86,6 +86,13 @@ typedef struct ctl_opts {
 	int64_t older_than_ms;  /* list --older-than (0: any age) */
 	char page_token[CONFIG_STR_MAX];
 	bool all; /* list --all: follow the pages to the end */
+	/* watch */
+	char after[CONFIG_STR_MAX];       /* --after: a cursor to go on from */
+	char cursor_file[CONFIG_STR_MAX]; /* --cursor-file: resume from, save to */
+	bool from_start;                  /* --from-start: from the first transition */
+	bool follow;                      /* --follow: keep polling */
+	int64_t poll_ms;                  /* --poll-interval */
+	char customer[CONFIG_STR_MAX];    /* list --customer */
 	bool reservations;
 	bool charges;
 	char method[CONFIG_STR_MAX];
@@ -279,6 +286,9 @@ int ctl_wait_cmd(ctl_ctx *c, char **args);
 int ctl_list(ctl_ctx *c, char **args);
 int ctl_history(ctl_ctx *c, char **args);
 int ctl_retry(ctl_ctx *c, char **args);
+
+/* ---- sagactl_watch.c ---- */
+int ctl_watch(ctl_ctx *c, char **args);
 
 /* ---- sagactl_admin.c: the admin verbs ---- */
 

@@ -328,6 +328,7 @@ int ctl_list(ctl_ctx *c, char **args)
 	req.overdue_margin_ms = c->o.margin_ms;
 	req.stuck_after_ms = c->o.stuck_after_ms;
 	req.older_than_ms = c->o.older_than_ms;
+	req.customer = c->o.customer;
 	char token[CONFIG_STR_MAX];
 	snprintf(token, sizeof token, "%s", c->o.page_token);
 	req.page_token = token;

@@ -373,7 +373,8 @@ const char *store_overdue_name(store_overdue_reason r)
 	" + (" p "::bigint % 1000000) * interval '1 microsecond')"
 /* The listing: $1 margin, $2 stuck threshold, $3 state (NULL: any), $4
  * older than (ms, 0: any age), $5/$6 the key to start after (NULL: the
- * newest), $7 limit, $8 overdue only. `where` picks the index
+ * newest), $7 limit, $8 overdue only, $9 customer (NULL: any), $10/$11
+ * created at or after / before (unix ms, 0: no bound). `where` picks the index
  * (store_list_sagas); the parameters' tests fold away, since pg_exec plans
  * with their values. */
 #define STORE_LIST_SQL(where)                                                                      \
@@ -383,22 +384,30 @@ const char *store_overdue_name(store_overdue_reason r)
 	"   AND ($3::text IS NULL OR state = $3::text)"                                            \
 	"   AND ($4::bigint = 0 OR created_at < now() - $4::bigint * interval '1 millisecond')"   \
 	"   AND ($5::bigint IS NULL OR (created_at, saga_id) < (" STORE_US_TS("$5") ", $6::uuid))" \
+	"   AND ($9::text IS NULL OR customer = $9::text)"                                         \
+	"   AND ($10::bigint = 0 OR created_at >= to_timestamp($10::bigint / 1000.0))"            \
+	"   AND ($11::bigint = 0 OR created_at < to_timestamp($11::bigint / 1000.0))"             \
 	") s WHERE (NOT $8::boolean OR " STORE_OVERDUE_ANY ")"                                     \
 	" ORDER BY created_at DESC, saga_id DESC LIMIT $7"
 /* clang-format on */
 
 int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, size_t *n)
 {
-	char margin[24], stuck[24], older[24], after[24], lim[16];
+	char margin[24], stuck[24], older[24], after[24], lim[16], cafter[24], cbefore[24];
 	snprintf(margin, sizeof margin, "%" PRId64, q->margin_ms);
 	snprintf(stuck, sizeof stuck, "%" PRId64, q->stuck_ms);
 	snprintf(older, sizeof older, "%" PRId64, q->older_than_ms > 0 ? q->older_than_ms : 0);
 	snprintf(after, sizeof after, "%" PRId64, q->after_us);
 	snprintf(lim, sizeof lim, "%d", q->limit);
-	const char *p[8]
-	    = {margin, stuck, q->state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(q->state),
-	        older, q->after ? after : NULL, q->after ? q->after_id : NULL, lim,
-	        q->overdue ? "true" : "false"};
+	snprintf(
+	    cafter, sizeof cafter, "%" PRId64, q->created_after_ms > 0 ? q->created_after_ms : 0);
+	snprintf(cbefore, sizeof cbefore, "%" PRId64,
+	    q->created_before_ms > 0 ? q->created_before_ms : 0);
+	const char *p[11] = {margin, stuck,
+	    q->state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(q->state), older,
+	    q->after ? after : NULL, q->after ? q->after_id : NULL, lim,
+	    q->overdue ? "true" : "false",
+	    q->customer != NULL && q->customer[0] != '\0' ? q->customer : NULL, cafter, cbefore};
 	const char *sql;
 	if (q->attention_only)
 		/* the partial index of flagged sagas (a few) */
@@ -411,7 +420,7 @@ int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, s
 		/* sagas_listing, from the page's key down */
 		sql = STORE_LIST_SQL("true");
 	PGresult *r = NULL;
-	int rc = pg_exec(conn, sql, 8, p, &r);
+	int rc = pg_exec(conn, sql, 11, p, &r);
 	if (rc != 0)
 		return rc;
 	rc = store_rows(r, rows, n);

@@ -64,8 +64,10 @@ typedef struct store_update {
  * with every change of the schema. 2: state SHIPPING (issue 19). 3: the
  * claim's fencing epoch and lease owner, and sagas.waiter (the waits of
  * several orchestrators) (issue 20). 4: the listing's index on
- * (created_at, saga_id), sagas_listing, for paging (issue 21). */
-#define STORE_SCHEMA_VERSION 4
+ * (created_at, saga_id), sagas_listing, for paging (issue 21). 5: the
+ * writing transaction's id in saga_history.xid, for the history feed
+ * (issue 22). */
+#define STORE_SCHEMA_VERSION 5
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
@@ -155,17 +157,22 @@ const char *store_overdue_name(store_overdue_reason r);
 
 /* One listing (ListSagas): the filters, all ANDed, and where it starts. */
 typedef struct store_list_query {
-	saga_state state;      /* UNSPECIFIED: every state */
-	bool attention_only;   /* only sagas flagged for an operator */
-	bool overdue;          /* only unfinished sagas meeting a condition of
-	                          store_overdue_reason; sets saga_row.overdue */
-	int64_t margin_ms;     /* with overdue: STORE_OVERDUE_PAST_DEADLINE's margin */
-	int64_t stuck_ms;      /* with overdue: STORE_OVERDUE_STUCK's threshold */
-	int64_t older_than_ms; /* > 0: only sagas created more than this long ago */
-	bool after;            /* start after after_us/after_id (a page token) */
-	int64_t after_us;      /* created_at of the last saga listed, us */
-	const char *after_id;  /* its saga id (borrowed) */
-	int limit;             /* at most this many rows (1..) */
+	saga_state state;          /* UNSPECIFIED: every state */
+	bool attention_only;       /* only sagas flagged for an operator */
+	bool overdue;              /* only unfinished sagas meeting a condition of
+	                              store_overdue_reason; sets saga_row.overdue */
+	int64_t margin_ms;         /* with overdue: STORE_OVERDUE_PAST_DEADLINE's margin */
+	int64_t stuck_ms;          /* with overdue: STORE_OVERDUE_STUCK's threshold */
+	int64_t older_than_ms;     /* > 0: only sagas created more than this long ago */
+	const char *customer;      /* NULL or "": any; else only this customer's
+	                              sagas (borrowed) */
+	int64_t created_after_ms;  /* > 0: only sagas created at or after this
+	                              instant (unix ms) */
+	int64_t created_before_ms; /* > 0: only sagas created before it */
+	bool after;                /* start after after_us/after_id (a page token) */
+	int64_t after_us;          /* created_at of the last saga listed, us */
+	const char *after_id;      /* its saga id (borrowed) */
+	int limit;                 /* at most this many rows (1..) */
 } store_list_query;
 
 /* store_list_sagas returns up to q->limit sagas matching q, newest first:
@@ -179,6 +186,34 @@ int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, s
 /* store_history returns the history of one saga, oldest first; *out is
  * malloc'd (caller frees). -ENOENT when the saga does not exist. */
 int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n);
+
+/* One row of the history feed (store_feed). */
+typedef struct store_feed_entry {
+	uint64_t xid;                     /* the writing transaction (xid8) */
+	char saga_id[VALID_UUID_LEN + 1]; /* canonical lowercase UUID */
+	store_history_entry h;
+} store_feed_entry;
+
+/* store_feed reads the history feed after `from` (feed_cursor.h; borrowed):
+ * the rows whose writing transaction is visible in the later snapshot and
+ * not in from->seen, after from's key when from->has_next, ordered by
+ * (xid, saga_id, version), at most `limit` (1..) of them. The later
+ * snapshot is from->next when from->has_next, else the statement's own
+ * (pg_current_snapshot(), the one its rows are read under), written into
+ * next_snap (FEED_SNAPSHOT_MAX + 1 bytes). One statement, so the rows and
+ * the snapshot agree (docs/protocol.md, "The history feed"). *out is
+ * malloc'd (caller frees; NULL when *n is 0). Returns 0, -ENOMEM, -E2BIG
+ * (the database's snapshot is longer than FEED_SNAPSHOT_MAX) or a negative
+ * enum pg_err. */
+struct feed_cursor;
+
+/* store_snapshot writes the database's current snapshot as text
+ * (pg_snapshot: "xmin:xmax:xip,...") into out (FEED_SNAPSHOT_MAX + 1
+ * bytes): a feed from now on starts there. Returns 0, -E2BIG (longer than
+ * FEED_SNAPSHOT_MAX) or a negative enum pg_err. */
+int store_snapshot(PGconn *conn, char *out);
+int store_feed(PGconn *conn, const struct feed_cursor *from, int limit, store_feed_entry **out,
+    size_t *n, char *next_snap);
 
 /* store_claim_due claims up to `limit` unfinished sagas whose
  * next_attempt_at <= now_ms (unix ms, the database's clock: dbclock.h), the

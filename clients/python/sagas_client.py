@@ -339,3 +339,23 @@ class Client:
             if not rep.next_page_token:
                 return
             req.page_token = rep.next_page_token
+
+    def watch_history(self, after="", from_now=False, limit=0):
+        """Reads the history feed (WatchHistory; docs/protocol.md, "The
+        history feed") after the cursor `after` ("" with from_now False:
+        from the first transition; with from_now True: from now on) until
+        it is caught up. Yields (entries, cursor) per reply: `entries` the
+        FeedEntry messages (saga_id, entry) in order, `cursor` where the
+        next read goes on, to be saved by the caller once it has handled
+        the entries. Each transaction's rows come once, never skipped.
+        Raises RpcError as call does."""
+        from sagas.v1 import orchestrator_pb2 as pb
+        req = pb.WatchHistoryRequest(after=after, from_now=from_now and not after,
+                                     limit=limit)
+        while True:
+            rep = self.call("/sagas.v1.Orchestrator/WatchHistory", req, pb.WatchHistoryReply)
+            yield list(rep.entries), rep.cursor
+            if not rep.more:
+                return
+            req.after = rep.cursor
+            req.from_now = False

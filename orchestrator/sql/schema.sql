@@ -226,3 +226,24 @@ DROP TRIGGER IF EXISTS saga_history_no_truncate ON saga_history;
 CREATE TRIGGER saga_history_no_truncate
     BEFORE TRUNCATE ON saga_history
     FOR EACH STATEMENT EXECUTE FUNCTION saga_history_append_only();
+
+-- The history feed (schema version 5, issue 22; docs/protocol.md, "The
+-- history feed"): every history row keeps the id of the transaction that
+-- wrote it, so that WatchHistory can hand each transaction's rows to a
+-- follower once, in the order the transactions became visible, by
+-- comparing two snapshots (pg_visible_in_snapshot). A 64-bit id (xid8):
+-- it never wraps around, unlike the row's xmin. Rows stored before the
+-- column existed get the id of the transaction that adds it. The index
+-- on it is a range scan from the older snapshot's xmin; ids only grow, so
+-- its inserts go to the right edge.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'saga_history'::regclass
+                   AND attname = 'xid' AND NOT attisdropped) THEN
+        ALTER TABLE saga_history ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id();
+    END IF;
+    IF to_regclass('saga_history_xid') IS NULL THEN
+        CREATE INDEX saga_history_xid ON saga_history (xid);
+    END IF;
+END
+$$;

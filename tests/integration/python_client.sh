@@ -117,6 +117,37 @@ assert_eq "list_sagas: pages of 1, every saga once, newest first" \
 assert_eq "list_sagas: overdue (every saga finished), older than a day" "0 0" "$(sed -n 2p <<<"$paged")"
 assert_eq "list_sagas: a bad page_token" "3 bad_field True" "$(sed -n 3p <<<"$paged")"
 
+# Client.watch_history (issue 22): from the start in pages of 2, every
+# history row once in the feed's order, as psql orders them by (xid,
+# saga_id, version); the cursor then finds nothing new; a bad cursor is
+# refused naming `after`
+fed=$("$PY" - "$STACK_ROOT/clients/python" "$gen" "$ORCH_URL" <<'PYEOF'
+import os
+import sys
+sys.path.insert(0, sys.argv[1])
+import sagas_client
+sagas_client.use_generated(sys.argv[2])
+with sagas_client.Client(sys.argv[3], tls_cert=os.environ.get("SAGAS_TLS_CERT"),
+                         tls_key=os.environ.get("SAGAS_TLS_KEY"),
+                         tls_ca=os.environ.get("SAGAS_TLS_CA")) as c:
+    rows, cursor = [], ""
+    for entries, cursor in c.watch_history(limit=2):
+        rows += ["%s/%d" % (e.saga_id, e.entry.version) for e in entries]
+    print(" ".join(rows))
+    print(sum(len(e) for e, _ in c.watch_history(after=cursor)))
+    try:
+        list(c.watch_history(after="nope!"))
+        print("accepted")
+    except sagas_client.RpcError as e:
+        print(e.code, e.reason, "after" in e.message)
+PYEOF
+)
+assert_eq "watch_history: every history row once, in the feed's order" \
+  "$(psql_db sagas_orchestrator "SELECT string_agg(saga_id::text || '/' || version, ' ' ORDER BY xid, saga_id, version) FROM saga_history")" \
+  "$(sed -n 1p <<<"$fed")"
+assert_eq "watch_history: nothing new after the last cursor" "0" "$(sed -n 2p <<<"$fed")"
+assert_eq "watch_history: a bad cursor" "3 bad_field True" "$(sed -n 3p <<<"$fed")"
+
 # a usage error and an unreachable orchestrator are reported, not hung on
 set +e
 order py P1 x 100 >/dev/null 2>&1; rc=$?

@@ -1,0 +1,67 @@
+/* feed_cursor: the cursor of the history feed, WatchHistory
+ * (docs/protocol.md, "The history feed").
+ *
+ * A follower has seen every history row whose writing transaction is
+ * visible in a snapshot `seen` (PostgreSQL's pg_snapshot: xmin, xmax and
+ * the ids in progress). The next rows are those visible in a later
+ * snapshot and not in `seen`: a transaction that commits late with a lower
+ * id is in `seen`'s in-progress list, so it is delivered when it commits,
+ * never skipped, and a row is never delivered twice. When a reply cannot
+ * hold all of them, the cursor also names the later snapshot (`next`) and
+ * the key (xid, saga_id, version) of the last row delivered from it; the
+ * next page goes on after that key under the same two snapshots.
+ *
+ * The text is "v1;SEEN" or "v1;SEEN;NEXT;XID;SAGA_ID;VERSION" in base64url
+ * without padding (URL-safe, opaque); only its canonical text is read back.
+ * Pure: no I/O.
+ */
+#ifndef SAGA_FEED_CURSOR_H
+#define SAGA_FEED_CURSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "valid.h"
+
+/* The longest snapshot text kept (bytes, without the NUL): an xmin, an
+ * xmax and the transactions in progress, ~21 bytes each at most; 8 KiB
+ * holds ~390 of them (max_connections is far lower in our deployments). */
+#define FEED_SNAPSHOT_MAX 8192
+/* The longest cursor text (without the NUL): two snapshots and a key,
+ * base64url (4 characters per 3 bytes). */
+#define FEED_CURSOR_MAX (((2 * FEED_SNAPSHOT_MAX + 128) + 2) / 3 * 4)
+
+/* A snapshot of "nothing committed": where a feed from the start begins. */
+#define FEED_SNAPSHOT_EMPTY "1:1:"
+
+/* One position in the feed. */
+typedef struct feed_cursor {
+	char seen[FEED_SNAPSHOT_MAX + 1]; /* pg_snapshot text, e.g. "750:760:752,755" */
+	bool has_next;                    /* a page of `next` is under way */
+	char next[FEED_SNAPSHOT_MAX + 1]; /* the later snapshot (when has_next) */
+	uint64_t xid;                     /* key of the last row delivered of it */
+	char saga_id[VALID_UUID_LEN + 1];
+	int64_t version;
+} feed_cursor;
+
+/* feed_snapshot_valid is true when `text` is a pg_snapshot text as
+ * PostgreSQL writes it: "XMIN:XMAX:XIP,XIP,..." with 1 <= XMIN <= XMAX <
+ * 2^63, every XIP in [XMIN, XMAX) and strictly ascending, decimal without
+ * leading zeros, at most FEED_SNAPSHOT_MAX bytes. Such a text is always
+ * accepted by PostgreSQL's pg_snapshot input. */
+bool feed_snapshot_valid(const char *text);
+
+/* feed_cursor_encode writes c's text into out (`len` bytes, at least
+ * FEED_CURSOR_MAX + 1). Returns 0, or -EINVAL when c holds an invalid
+ * snapshot or key, -ENOSPC when out is too small. */
+int feed_cursor_encode(const feed_cursor *c, char *out, size_t len)
+    __attribute__((warn_unused_result));
+
+/* feed_cursor_decode reads the cursor text `text` (NUL-terminated) into
+ * *c. Returns 0, or -EINVAL when it is not the canonical text of a cursor
+ * (alphabet, padding, fields, a snapshot feed_snapshot_valid refuses, a
+ * saga id that is not a canonical UUID, a version < 1); *c is then
+ * unspecified. */
+int feed_cursor_decode(const char *text, feed_cursor *c) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,165 @@
+/* sagactl watch: follows the history feed (WatchHistory; docs/protocol.md,
+ * "The history feed"), a page at a time, printing every transition once,
+ * and keeps its place in a cursor file so that a follower restarted from
+ * it misses nothing and repeats nothing it saved. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sagactl.h"
+
+/* the feed's cursors (orchestrator/feed_cursor.h FEED_CURSOR_MAX) */
+#define CTL_CURSOR_MAX 24000
+
+static volatile sig_atomic_t ctl_watch_stop;
+
+static void ctl_watch_on_signal(int sig)
+{
+	(void)sig;
+	ctl_watch_stop = 1;
+}
+
+/* ctl_cursor_read reads the cursor saved in `path` into buf (len bytes):
+ * 0 with "" when the file does not exist, 0 with the cursor, or an exit
+ * code after printing the error. */
+static int ctl_cursor_read(const char *path, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return errno == ENOENT
+		    ? 0
+		    : ctl_error("could not read --cursor-file %s: %s", path, strerror(errno));
+	size_t n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
+/* ctl_cursor_save writes `cursor` to `path` through a temporary file and a
+ * rename, so the file holds one whole cursor whenever the process stops.
+ * Returns 0 or an exit code after printing the error. */
+static int ctl_cursor_save(const char *path, const char *cursor)
+{
+	char tmp[CONFIG_STR_MAX + 16];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL || fprintf(f, "%s\n", cursor) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0
+	    || fclose(f) != 0 || rename(tmp, path) != 0)
+		return ctl_error("could not save the cursor in %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* ctl_watch_print prints the entries of one reply: a table row or a JSON
+ * line each. */
+static void ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply *rep)
+{
+	for (size_t i = 0; i < rep->n_entries; i++) {
+		const Sagas__V1__FeedEntry *f = rep->entries[i];
+		const Sagas__V1__HistoryEntry *e = f->entry;
+		if (e == NULL)
+			continue;
+		char at[32];
+		const char *from = e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
+		    ? NULL
+		    : saga_state_name((saga_state)e->from_state);
+		const char *to = saga_state_name((saga_state)e->to_state);
+		if (c->o.json) {
+			json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:s, s:s}",
+			    "saga_id", f->saga_id, "version", (json_int_t)e->version, "at_unix_ms",
+			    (json_int_t)e->at_unix_ms, "at",
+			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state", from,
+			    "to_state", to, "event", e->event, "reason", e->reason);
+			char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			if (s)
+				printf("%s\n", s);
+			free(s);
+			json_decref(j);
+		} else {
+			printf("%s  %s  %3" PRId64 "  %s -> %s  %s%s%s\n",
+			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), f->saga_id,
+			    (int64_t)e->version, from ? from : "-", to, e->event,
+			    e->reason[0] ? "  " : "", e->reason);
+		}
+	}
+}
+
+/* ctl_watch_page asks for one page after `cursor` (updated to the reply's)
+ * and prints it. *got is the count of entries, *more whether more are
+ * ready. Returns 0 or an exit code. */
+static int ctl_watch_page(ctl_ctx *c, char *cursor, bool from_now, size_t *got, bool *more)
+{
+	Sagas__V1__WatchHistoryRequest req = SAGAS__V1__WATCH_HISTORY_REQUEST__INIT;
+	req.after = cursor;
+	req.limit = (int32_t)c->o.limit;
+	req.from_now = from_now && cursor[0] == '\0';
+	rpc_result res;
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/WatchHistory", &req.base,
+	    "watch the history", c->o.timeout_ms, false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__WatchHistoryReply *rep
+	    = sagas__v1__watch_history_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL || rep->cursor == NULL || rep->cursor[0] == '\0'
+	    || strlen(rep->cursor) >= CTL_CURSOR_MAX) {
+		if (rep)
+			sagas__v1__watch_history_reply__free_unpacked(rep, NULL);
+		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "WatchHistory");
+	}
+	ctl_watch_print(c, rep);
+	fflush(stdout);
+	snprintf(cursor, CTL_CURSOR_MAX, "%s", rep->cursor);
+	*got = rep->n_entries;
+	*more = rep->more;
+	sagas__v1__watch_history_reply__free_unpacked(rep, NULL);
+	return 0;
+}
+
+/* ctl_sleep_ms sleeps `ms` unless a stop signal comes. */
+static void ctl_sleep_ms(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+	while (!ctl_watch_stop && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int ctl_watch(ctl_ctx *c, char **args)
+{
+	(void)args;
+	char *cursor = calloc(1, CTL_CURSOR_MAX);
+	if (cursor == NULL)
+		return ctl_error("out of memory");
+	const char *file = c->o.cursor_file;
+	int rc = file[0] ? ctl_cursor_read(file, cursor, CTL_CURSOR_MAX) : 0;
+	if (rc == 0 && cursor[0] == '\0' && c->o.after[0])
+		snprintf(cursor, CTL_CURSOR_MAX, "%s", c->o.after);
+	struct sigaction sa = {.sa_handler = ctl_watch_on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* a reply is printed and its cursor saved before the next page: a stop
+	 * between the two repeats that page at the next start (at least once);
+	 * a stop by signal waits for both */
+	while (rc == 0 && !ctl_watch_stop) {
+		size_t got = 0;
+		bool more = false;
+		rc = ctl_watch_page(c, cursor, !c->o.from_start, &got, &more);
+		if (rc == 0 && file[0])
+			rc = ctl_cursor_save(file, cursor);
+		if (rc != 0 || more)
+			continue;
+		if (!c->o.follow)
+			break; /* caught up */
+		ctl_sleep_ms(c->o.poll_ms);
+	}
+	if (rc == 0 && !file[0])
+		fprintf(stderr, "cursor: %s\n", cursor);
+	free(cursor);
+	return rc;
+}
