@@ -8,7 +8,7 @@
 #   - the payment_declined saga's page shows its timeline as saga_history
 #     has it (version, from, to, event, reason, time), and no Retry button;
 #   - a customer named <img src=x onerror=alert(1)> shows as text: no
-#     element made from it;
+#     element made from it; the creation-time filters around its saga;
 #   - the activity view shows a saga started while it is open, each of its
 #     transitions as saga_history has them;
 #   - the overdue filter (ticked and applied in the form) shows D, a saga a
@@ -114,6 +114,16 @@ out=$(browse --goto "$GATEWAY_URL/#/sagas" --wait "$LIST_READY" \
   --eval "document.querySelectorAll('img').length + ' ' + document.querySelector('tr[data-saga-id=\"$X\"] [data-col=customer]').children.length" \
   --goto "$GATEWAY_URL/#/saga/$X" --wait "$SAGA_READY" --text '[data-field=customer]' \
   --eval 'document.querySelectorAll("img").length')
+x_created=$(iso_ms "$(q "SELECT floor(extract(epoch from created_at) * 1000)::bigint FROM sagas WHERE saga_id = '$X'")")
+out2=$(browse --goto "$GATEWAY_URL/#/sagas" --wait "$LIST_READY" \
+  --fill "#f-after=$x_created" --click '#apply' \
+  --wait-js 'location.hash.includes("after=") && !document.body.dataset.busy' \
+  --eval 'JSON.stringify([...document.querySelectorAll("table#sagas tbody tr")].map(r => r.dataset.sagaId))' \
+  --fill "#f-after=" --fill "#f-before=$x_created" --click '#apply' \
+  --wait-js 'location.hash.includes("before=") && !document.body.dataset.busy' \
+  --eval 'document.querySelectorAll("table#sagas tbody tr").length')
+assert_eq "created at or after X's creation ($x_created): X only" "[\"$X\"]" "$(nth 1 "$out2" | jq -r .)"
+assert_eq "created before X's creation: the seed lab's three" "3" "$(nth 2 "$out2")"
 assert_eq "xss: the customer filter finds its saga only" "[\"$X\"]" "$(nth 1 "$out" | jq -r .)"
 assert_eq "xss: the list shows the name as text" "$XSS" "$(nth 2 "$out" | jq -r .)"
 assert_eq "xss: no img element, the cell has no child element" '"0 0"' "$(nth 3 "$out")"
