@@ -49,8 +49,10 @@ STACK_GATEWAY=1
 STACK_FAULTS=1
 ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000"
 stack_start
-[ -n "${GATEWAY_URL:-}" ] && [ -n "${GATEWAY_ADMIN_URL:-}" ] ||
-  { echo "FAIL: console_browser: the stack has no gateway (GATEWAY_URL, GATEWAY_ADMIN_URL)" >&2; exit 1; }
+if [ -z "${GATEWAY_URL:-}" ] || [ -z "${GATEWAY_ADMIN_URL:-}" ]; then
+  echo "FAIL: console_browser: the stack has no gateway (GATEWAY_URL, GATEWAY_ADMIN_URL)" >&2
+  exit 1
+fi
 echo "gateway: $GATEWAY_URL (admin: $GATEWAY_ADMIN_URL)"
 seed_lab_seed
 seed_lab_orders >/dev/null
