@@ -4,6 +4,10 @@
 // never as HTML. Views (hash routing):
 //   #/sagas?state=...&attention=1&overdue=1&customer=...&after=...&before=...
 //   #/saga/ID
+//   #/activity
+// Elements tests find: table#sagas tr[data-saga-id][data-state], #counts
+// li[data-state], #timeline li[data-version], #retry, #retry-result,
+// table#activity; body[data-busy] while a view loads.
 'use strict';
 
 const STATES = ['RESERVING', 'CHARGING', 'SHIPPING', 'REFUNDING', 'RELEASING', 'COMPLETED',
