@@ -20,10 +20,10 @@ WORKDIR /src
 # files): edits to those keep the compile layer cached.
 COPY . .
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAGA_WERROR=OFF >/dev/null \
- && cmake --build /build -j "$(nproc)" --target orchestratord stockd paymentd shippingd sagactl \
+ && cmake --build /build -j "$(nproc)" --target orchestratord stockd paymentd shippingd gatewayd sagactl \
  && mkdir -p /out \
  && install -s -m 0755 /build/bin/orchestratord /build/bin/stockd /build/bin/paymentd \
-      /build/bin/shippingd /build/bin/sagactl /out/
+      /build/bin/shippingd /build/bin/gatewayd /build/bin/sagactl /out/
 
 FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive

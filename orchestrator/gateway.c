@@ -126,10 +126,10 @@ static int gw_check_listener(
 	}
 	if (c->tls_cert[0] == '\0' || c->tls_key[0] == '\0' || ca[0] == '\0') {
 		config_error(
-		    "%s is %s, which needs --tls-cert, --tls-key and --%s (missing:%s%s%s; "
+		    "%s is %s, which needs --tls-cert, --tls-key and --%s (missing:%s%s%s%s; "
 		    "docs/security.md)\n",
 		    name, url, ca_name, c->tls_cert[0] ? "" : " --tls-cert",
-		    c->tls_key[0] ? "" : " --tls-key", ca[0] ? "" : opt);
+		    c->tls_key[0] ? "" : " --tls-key", ca[0] ? "" : " ", ca[0] ? "" : opt);
 		return 2;
 	}
 	tls_files f = {.cert = c->tls_cert, .key = c->tls_key, .ca = ca};

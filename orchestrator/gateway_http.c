@@ -394,9 +394,13 @@ static void gw_forward(
 		gw_answer(r, &res, rep);
 	else if (r->rep == &sagas__v1__health_check_response__descriptor && res.transport)
 		gw_json(rep, 503, json_pack("{s:s}", "status", "UNREACHABLE"));
-	else if (res.transport)
-		gw_error(rep, 0, res.code, "upstream", "orchestratord: %s", res.message);
-	else
+	else if (res.transport) {
+		/* nng says "Timed out"; messages here are lowercase */
+		char *msg = res.message;
+		if (msg[0] >= 'A' && msg[0] <= 'Z' && msg[1] >= 'a' && msg[1] <= 'z')
+			msg[0] = (char)(msg[0] - 'A' + 'a');
+		gw_error(rep, 0, res.code, "upstream", "could not reach orchestratord: %s", msg);
+	} else
 		gw_error(rep, 0, res.code, res.reason, "%s", res.message);
 	rpc_result_clear(&res);
 }

@@ -9,7 +9,7 @@ doc=docs/operations.md
 tmp=$(mktemp)
 {
   sed -n '1,/<!-- config:begin -->/p' "$doc"
-  for b in orchestratord stockd paymentd shippingd; do
+  for b in orchestratord stockd paymentd shippingd gatewayd; do
     echo "### $b"
     echo '```'
     "$bin/$b" --help | sed -n '/^options:/,$p'

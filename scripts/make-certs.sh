@@ -13,7 +13,7 @@
 #   ca-metrics.crt        signs the metrics scraper's certificate; every
 #                         daemon trusts it on an https --metrics-listen
 #                         (--metrics-tls-ca)
-#   stockd, paymentd, shippingd, orchestratord .crt/.key   server certificates, valid
+#   stockd, paymentd, shippingd, orchestratord, gatewayd .crt/.key   server certificates, valid
 #                         for each HOST given (default: the daemon's name,
 #                         localhost and 127.0.0.1)
 #   orchestrator, admin, client .crt/.key       client certificates, one per role
@@ -62,7 +62,7 @@ leaf() { # leaf NAME CA EXTKEYUSAGE [SAN]
 }
 
 for c in ca-server ca-orchestrator ca-admin ca-client; do ca "$c"; done
-for d in stockd paymentd shippingd orchestratord; do
+for d in stockd paymentd shippingd orchestratord gatewayd; do
   san="DNS:$d"
   hosts=("$@")
   [ ${#hosts[@]} -gt 0 ] || hosts=(localhost 127.0.0.1)

@@ -3,7 +3,7 @@
 set -euo pipefail
 bin=$1 doc=$2
 missing=0
-for b in orchestratord stockd paymentd shippingd; do
+for b in orchestratord stockd paymentd shippingd gatewayd; do
   for opt in $("$bin/$b" --help | grep -oE '^  --[a-z-]+' | tr -d ' '); do
     if ! grep -q -- "$opt" "$doc"; then
       echo "FAIL: $b $opt is not documented in $doc" >&2

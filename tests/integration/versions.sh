@@ -13,7 +13,7 @@ commit=
 if command -v git >/dev/null && git -C "$STACK_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
   commit=$(git -C "$STACK_ROOT" rev-parse --short=12 HEAD)
 fi
-for p in orchestratord stockd paymentd shippingd sagactl sagabench sagacmd sim; do
+for p in orchestratord stockd paymentd shippingd gatewayd sagactl sagabench sagacmd sim; do
   set +e; out=$("$SAGA_BIN_DIR/$p" --version 2>&1); rc=$?; set -e
   assert_eq "$p --version: exit code" 0 "$rc"
   # the commit of a checkout with changes ends in -dirty
