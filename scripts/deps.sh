@@ -5,6 +5,9 @@
 # prometheus is for promtool (ctest prometheus_rules) and the real
 # Prometheus the tests start themselves: it is installed without starting
 # its service (a policy-rc.d that forbids it, for the install only).
+# chromium and python3-websockets are for the console's browser test
+# (tests/integration/console_browser.sh drives headless chromium through
+# tests/lib/cdp.py); `make test` installs the main list, so they are in it.
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
@@ -12,7 +15,8 @@ pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libpr
   libmicrohttpd-dev libgnutls28-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
   postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl
-  prometheus curl)
+  prometheus curl
+  chromium python3-websockets)
 # npm only fetches buf for the proto lint: a Node.js that is already there
 # (not from Debian) is used as it is, since Debian's npm conflicts with it
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
