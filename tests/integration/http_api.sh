@@ -73,15 +73,33 @@ assert_eq "wait" "200 true SAGA_STATE_COMPLETED" \
   "$(http GET "$GATEWAY_URL/v1/sagas/$ID/wait?waitMs=10000") $(field .finished) $(field .saga.state)"
 assert_eq "history: first and last" "200 started SAGA_STATE_COMPLETED" \
   "$(http GET "$GATEWAY_URL/v1/sagas/$ID/history") $(field '.entries[0].event') $(field '.entries[-1].toState')"
+# another customer's saga: the customer filter tells them apart
+BEA=a1a1a1a1-0000-4000-8000-000000000003
+# (bea has no account: CANCELLED unknown_account)
+assert_eq "start bea's saga, waited" "201 SAGA_STATE_CANCELLED" \
+  "$(post "$GATEWAY_URL/v1/sagas" '{"sagaId":"'$BEA'","order":{"customer":"bea","sku":"A1","qty":1,"amount":"100"},"waitMs":5000}') $(field .saga.state)"
 assert_eq "list by state and customer" "200 2" \
   "$(http GET "$GATEWAY_URL/v1/sagas?state=COMPLETED&customer=ali&limit=10") $(field '.sagas | length')"
+assert_eq "list by customer: bea's one saga" "200 $BEA" \
+  "$(http GET "$GATEWAY_URL/v1/sagas?customer=bea") $(field '[.sagas[].sagaId] | join(",")')"
 assert_eq "list by the enum's full name" "200 2" \
   "$(http GET "$GATEWAY_URL/v1/sagas?state=SAGA_STATE_COMPLETED&attention_only=false") $(field '.sagas | length')"
-# WatchHistory: forwarded whatever the orchestrator answers (UNIMPLEMENTED
-# until it serves the feed: 501)
-st=$(http GET "$GATEWAY_URL/v1/history?limit=5")
-assert_eq "history feed: forwarded" "yes" \
-  "$( { [ "$st" = 200 ] && [ -n "$(field .cursor)" ]; } || { [ "$st" = 501 ] && [ "$(field .code)" = UNIMPLEMENTED ]; } && echo yes || echo "no ($st $(cat "$OUT"))")"
+# the history feed from the start, pages of 5 following the cursor: every
+# history row once, in the database's (xid, saga_id, version) order
+feed="" cursor="" more=true pages=0
+while [ "$more" = true ] && [ "$pages" -lt 100 ]; do
+  st=$(http GET "$GATEWAY_URL/v1/history?limit=5${cursor:+&after=$cursor}")
+  [ "$st" = 200 ] || break
+  feed+="$(field '[.entries[] | .sagaId + "/" + .entry.version] | join(" ")') "
+  cursor=$(field .cursor) more=$(field '.more // false') pages=$((pages + 1))
+done
+assert_eq "history feed: every row once, in order" \
+  "$(q "SELECT string_agg(saga_id::text || '/' || version, ' ' ORDER BY xid, saga_id, version) FROM saga_history")" \
+  "$(xargs <<<"$feed")"
+assert_eq "history feed: nothing after the last cursor" "200 0" \
+  "$(http GET "$GATEWAY_URL/v1/history?after=$cursor") $(field '.entries | length')"
+assert_eq "history feed: a bad cursor" "400 INVALID_ARGUMENT yes" \
+  "$(http GET "$GATEWAY_URL/v1/history?after=nope") $(field .code) $(field '.message | test("after")' | sed 's/true/yes/')"
 
 # ---- refusals ----
 assert_eq "unknown id" "404 NOT_FOUND" \
@@ -160,7 +178,7 @@ while :; do
   [ -n "$token" ] && [ "$pages" -lt 100 ] || break
 done
 total=$(q "SELECT count(*) FROM sagas")
-assert_eq "paging: the database's sagas" "$((N + 3))" "$total"
+assert_eq "paging: the database's sagas" "$((N + 4))" "$total"
 assert_eq "paging: every saga once" "$total 0" \
   "$(wc -l <"$STACK_DIR/pages.ids") $(sort "$STACK_DIR/pages.ids" | uniq -d | wc -l)"
 assert_eq "paging: the database's ids" "" "$(sort "$STACK_DIR/pages.ids" | diff - "$STACK_DIR/db.ids" | head -5)"
