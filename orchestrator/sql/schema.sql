@@ -234,8 +234,11 @@ CREATE TRIGGER saga_history_no_truncate
 -- comparing two snapshots (pg_visible_in_snapshot). A 64-bit id (xid8):
 -- it never wraps around, unlike the row's xmin. Rows stored before the
 -- column existed get the id of the transaction that adds it. The index
--- on it is a range scan from the older snapshot's xmin; ids only grow, so
--- its inserts go to the right edge.
+-- is the feed's order, (xid, saga_id, version): a page is an ordered index
+-- range from the older snapshot's xmin (or the last row sent) that stops
+-- after `limit` rows, whatever the table holds beyond (an index on xid
+-- alone made every page read and sort the rest of the range). Ids only
+-- grow, so its inserts go to the right edge.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'saga_history'::regclass
@@ -243,7 +246,7 @@ BEGIN
         ALTER TABLE saga_history ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id();
     END IF;
     IF to_regclass('saga_history_xid') IS NULL THEN
-        CREATE INDEX saga_history_xid ON saga_history (xid);
+        CREATE INDEX saga_history_xid ON saga_history (xid, saga_id, version);
     END IF;
 END
 $$;
