@@ -13,11 +13,13 @@ PG_FAST=0 # the demo keeps PostgreSQL's durable defaults
 # every link mutual TLS, as docs/security.md deploys it (STACK_TLS=0: plain
 # loopback, as on a laptop)
 STACK_TLS=${STACK_TLS:-1}
+STACK_GATEWAY=1 # gatewayd: the HTTP/JSON API and the web console, on loopback
 echo "== starting PostgreSQL and the daemons"
 stack_start
 echo "   logs and the cluster: $STACK_DIR (removed at the end; KEEP_STACK=1 keeps it)"
 echo "   orchestratord $ORCH_URL, stockd $STOCK_URL, paymentd $PAYMENT_URL, shippingd $SHIPPING_URL,"
 echo "   PostgreSQL 127.0.0.1:$PG_PORT"
+echo "   gatewayd (HTTP/JSON API and the web console): $GATEWAY_URL/ (client role), $GATEWAY_ADMIN_URL/ (admin)"
 echo "   metrics (Prometheus): orchestratord ${STACK_METRICS_URL_OF[orchestratord]}/metrics, stockd ${STACK_METRICS_URL_OF[stockd]}/metrics, ..."
 if [ "$STACK_TLS" = 1 ]; then
   echo "   mutual TLS on every link: certificates in $STACK_DIR/certs (scripts/make-certs.sh);"
@@ -56,4 +58,11 @@ ctl report --json
 echo
 echo "== the same, as the orchestrator's metrics count it (GET /metrics; docs/operations.md, \"Metrics\")"
 stack_metrics orchestratord | grep -E '^sagas_(started|finished)_total'
-
+echo
+echo "== the same sagas through the HTTP API (docs/protocol.md, \"The HTTP API\"):"
+echo "   curl -s '$GATEWAY_URL/v1/sagas?limit=3'"
+curl -s "$GATEWAY_URL/v1/sagas?limit=3" | jq -c '.sagas[] | {sagaId, state, reason, customer: .order.customer}'
+echo
+echo "== every transition, in commit order, from the history feed (sagactl watch --from-start;"
+echo "   docs/protocol.md, \"The history feed\")"
+ctl watch --from-start 2>/dev/null
