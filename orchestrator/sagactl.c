@@ -125,7 +125,8 @@ static const config_opt ctl_opts_watch[] = {
         "every page",
         "FILE"},
     {"after", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, after),
-        "go on after this cursor (printed on stderr at the end, or saved by --cursor-file)",
+        "go on after this cursor (printed on stderr at the end, or saved by --cursor-file); a "
+        "cursor already in --cursor-file comes first",
         "CURSOR"},
     {"from-start", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, from_start),
         "without a cursor: from the first transition ever stored (default: from now on)", NULL},
