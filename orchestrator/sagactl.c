@@ -125,12 +125,16 @@ static const config_opt ctl_opts_watch[] = {
         "every page",
         "FILE"},
     {"after", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, after),
-        "go on after this cursor (printed on stderr at the end, or saved by --cursor-file)",
+        "go on after this cursor (printed on stderr at the end, or saved by --cursor-file); a "
+        "cursor already in --cursor-file comes first",
         "CURSOR"},
     {"from-start", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, from_start),
         "without a cursor: from the first transition ever stored (default: from now on)", NULL},
     {"follow", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, follow),
-        "keep following until SIGINT or SIGTERM (default: stop when caught up)", NULL},
+        "keep following until SIGINT or SIGTERM, also while the orchestrator does not answer "
+        "(tried again every second, or --poll-interval when longer) (default: stop when caught "
+        "up)",
+        NULL},
     {"poll-interval", NULL, CONFIG_INT, "500", 10, 3600000, offsetof(ctl_opts, poll_ms),
         "with --follow: how long to wait after a page with nothing more ready", "MS"},
     {"limit", NULL, CONFIG_INT, "0", 0, 10000, offsetof(ctl_opts, limit),

@@ -150,6 +150,18 @@ int ctl_watch(ctl_ctx *c, char **args)
 		size_t got = 0;
 		bool more = false;
 		rc = ctl_watch_page(c, cursor, !c->o.from_start, &got, &more);
+		if (rc != 0 && c->o.follow && c->transient && !ctl_watch_stop) {
+			/* --follow outlives an orchestrator that does not answer (a
+			 * restart, a failover): the cursor is unchanged, so nothing
+			 * is missed; a refusal still ends the watch */
+			int64_t wait = c->o.poll_ms > 1000 ? c->o.poll_ms : 1000;
+			fprintf(stderr,
+			    "sagactl: note: still following: trying again in %" PRId64 " ms\n",
+			    wait);
+			ctl_sleep_ms(wait);
+			rc = 0;
+			continue;
+		}
 		if (rc == 0 && file[0])
 			rc = ctl_cursor_save(file, cursor);
 		if (rc != 0 || more)

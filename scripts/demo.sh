@@ -60,8 +60,10 @@ echo "== the same, as the orchestrator's metrics count it (GET /metrics; docs/op
 stack_metrics orchestratord | grep -E '^sagas_(started|finished)_total'
 echo
 echo "== the same sagas through the HTTP API (docs/protocol.md, \"The HTTP API\"):"
-echo "   curl -s '$GATEWAY_URL/v1/sagas?limit=3'"
-curl -s "$GATEWAY_URL/v1/sagas?limit=3" | jq -c '.sagas[] | {sagaId, state, reason, customer: .order.customer}'
+jq_filter='.sagas[] | {sagaId, state, reason, customer: .order.customer}'
+echo "   curl -s '$GATEWAY_URL/v1/sagas?limit=3' | jq -c '$jq_filter'"
+echo "   (a field at its default is left out of the reply: jq prints it as null)"
+curl -s "$GATEWAY_URL/v1/sagas?limit=3" | jq -c "$jq_filter"
 echo
 echo "== every transition, in commit order, from the history feed (sagactl watch --from-start;"
 echo "   docs/protocol.md, \"The history feed\")"

@@ -422,19 +422,23 @@ async function renderActivity(seq) {
     'Transitions from the moment this page opened, newest first (' + ACTIVITY_KEEP + ' at most).');
   v.append(el('h2', {}, 'Activity'), note,
     el('table', {id: 'activity'}, el('thead', {}, head), body));
-  const feed = {seq, body, note, cursor: ''};
-  let more = await activityFetch(feed, 'fromNow=true&limit=1000');
+  const feed = {seq, body, note, text: note.textContent, cursor: ''};
+  let more = await activityFetch(feed);
   (async () => {
     while (feed.seq === renderSeq) {
       if (!more) await sleep(1000);
       if (feed.seq !== renderSeq) return;
-      more = await activityFetch(feed, 'after=' + encodeURIComponent(feed.cursor) + '&limit=500');
+      more = await activityFetch(feed);
     }
   })();
 }
 
-// one GET /v1/history: its entries prepended; returns the reply's more
-async function activityFetch(feed, query) {
+// one GET /v1/history: from now on until a reply has given a cursor (an
+// empty after would be the first row ever stored), then from that cursor;
+// its entries prepended; returns the reply's more
+async function activityFetch(feed) {
+  const query = feed.cursor ? 'after=' + encodeURIComponent(feed.cursor) + '&limit=500'
+    : 'fromNow=true&limit=1000';
   let r;
   try {
     r = await api('GET', '/v1/history?' + query);
@@ -444,6 +448,7 @@ async function activityFetch(feed, query) {
     return false;
   }
   if (feed.seq !== renderSeq) return false;
+  feed.note.textContent = feed.text; // an error of an earlier try is over
   feed.cursor = r.cursor || feed.cursor;
   for (const f of r.entries || []) {
     const h = f.entry || {};

@@ -10,7 +10,9 @@
 #   - a customer named <img src=x onerror=alert(1)> shows as text: no
 #     element made from it; the creation-time filters around its saga;
 #   - the activity view shows a saga started while it is open, each of its
-#     transitions as saga_history has them;
+#     transitions as saga_history has them; opened while orchestratord is
+#     down, it shows the error, then, once it answers, clears it and shows
+#     nothing from before the page opened;
 #   - the overdue filter (ticked and applied in the form) shows D, a saga a
 #     delay fault holds past its step deadline, with why "past_deadline",
 #     and none of the others;
@@ -147,8 +149,30 @@ assert_eq "activity: the new saga's transitions, live, as saga_history has them"
 # held 30 s by stockd: D's try times out and nothing moves it in time
 D=0d0e0000-0000-4000-8000-00000000000d
 stack_kill orchestratord
+
+# ---- activity opened while orchestratord is down ----
+# the error shows; once it answers again the error goes and the view starts
+# from then on (not from the first transition ever stored)
+browse --timeout 30 --goto "$GATEWAY_URL/#/activity" --wait '#activity-status .error' \
+  --text '#activity-status' \
+  --sh "touch $STACK_DIR/activity.down; until [ -e $STACK_DIR/activity.up ]; do sleep 0.1; done" \
+  --wait-js "document.querySelector('#activity-status') && !document.querySelector('#activity-status .error')" \
+  --sh 'sleep 1.5' \
+  --eval "document.querySelectorAll('#activity tbody tr').length" >"$STACK_DIR/activity.out" &
+down_browser=$!
+wait_until 30 test -e "$STACK_DIR/activity.down"
 ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000 --sweep-interval 60000"
 stack_start_orchestrator
+touch "$STACK_DIR/activity.up"
+rc=0
+wait "$down_browser" || rc=$?
+assert_eq "activity while orchestratord is down: the browser session" "0" "$rc"
+out=$(cat "$STACK_DIR/activity.out")
+echo "activity while down: $(nth 1 "$out")"
+assert_eq "activity while orchestratord is down: the error shows" "yes" \
+  "$(nth 1 "$out" | jq -r . | grep -q '^error: ' && echo yes || echo no)"
+assert_eq "activity once it answers again: no row from before the page opened" "0" "$(nth 2 "$out")"
+
 ctl fault set stock delay --method ReserveStock --count 1 --delay 30000 >/dev/null
 ctl stock set A1 5 >/dev/null
 ctl start ali A1 1 1.00 --id "$D" >/dev/null

@@ -7,7 +7,8 @@
 #   - a follower stopped (SIGTERM) and started again from its cursor file,
 #     four times while 10,000 sagas run, then to the end, prints exactly the
 #     history rows the database holds: each (saga, version) once, and each
-#     saga's rows in version order.
+#     saga's rows in version order;
+#   - a follower (--follow) keeps following across an orchestrator restart.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
@@ -58,6 +59,27 @@ assert_eq "rows a reader by id alone (xid > $high_xid) gets for the late commit"
      WHERE xid > '$high_xid'::xid8 AND saga_id = '$low'")"
 watch_once "$W/order.3"
 assert_eq "then nothing is repeated" "0" "$(wc -l <"$W/order.3")"
+
+# --- a follower (--follow) outlives an orchestrator restart --------------------
+# its calls time out while orchestratord is down; it goes on from its cursor
+# when it is back, and prints a row written then
+"$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_URL" --timeout 500 watch --json --follow \
+  --poll-interval 50 --cursor-file "$W/cursor" >"$W/restart" 2>"$W/restart.err" &
+follower=$!
+stack_kill orchestratord
+_follower_retrying() { grep -q "still following" "$W/restart.err"; }
+wait_until 20 _follower_retrying
+stack_start_orchestrator
+back=00000000-0000-4000-8000-00000000000c
+psql_db sagas_orchestrator "$(hist_insert "$back")" >/dev/null
+_back_seen() { grep -q "$back" "$W/restart"; }
+wait_until 30 _back_seen
+kill -TERM "$follower"
+rc=0
+wait "$follower" || rc=$?
+assert_eq "the follower across the restart: its exit code after SIGTERM" "0" "$rc"
+assert_eq "the follower across the restart: the row written after it" "1" \
+  "$(grep -c "$back" "$W/restart")"
 
 # --- 10,000 sagas, followed by a follower restarted four times ----------------
 N=10000
