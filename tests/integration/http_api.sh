@@ -157,11 +157,17 @@ assert_eq "retry: attention cleared" "f" "$(q "SELECT attention FROM sagas WHERE
 assert_eq "retry of a finished saga via admin" "400 FAILED_PRECONDITION terminal" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$ID/retry" '{}') $(field .code) $(field .reason)"
 assert_eq "retry of a finished saga via client" "403" "$(post "$GATEWAY_URL/v1/sagas/$ID/retry" '{}')"
+# a browser's cross-site form post (text/plain, no preflight) is refused
+# for the role, counted and logged like the others, and changes nothing
+before=$(q "SELECT version, attention, attempts FROM sagas WHERE saga_id = '$R'")
+assert_eq "retry via client as a form post: refused for the role" "403 PERMISSION_DENIED" \
+  "$(http POST "$GATEWAY_URL/v1/sagas/$R/retry" -H 'Content-Type: text/plain' --data-binary '{}') $(field .code)"
+assert_eq "retry via client as a form post: changes nothing" "$before" "$(q "SELECT version, attention, attempts FROM sagas WHERE saga_id = '$R'")"
 stack_metrics gatewayd >"$STACK_DIR/page"
 assert_eq "metrics: the gateway's refusals" 1 \
-  "$(grep -c '^sagas_gateway_refusals_total{reason="permission_denied"} 2$' "$STACK_DIR/page" || true)"
+  "$(grep -c '^sagas_gateway_refusals_total{reason="permission_denied"} 3$' "$STACK_DIR/page" || true)"
 assert_eq "metrics: the refusals of every daemon" 1 \
-  "$(grep -c '^sagas_rpc_refusals_total{reason="permission_denied"} 2$' "$STACK_DIR/page" || true)"
+  "$(grep -c '^sagas_rpc_refusals_total{reason="permission_denied"} 3$' "$STACK_DIR/page" || true)"
 assert_eq "the admin listener reads too" "200 $ID" "$(http GET "$GATEWAY_ADMIN_URL/v1/sagas/$ID") $(field .saga.sagaId)"
 
 # ---- the console ----
