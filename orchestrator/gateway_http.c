@@ -495,13 +495,15 @@ static void gw_api(const gw_listener *l, const http_request *req, http_reply *re
 		    req->method, req->path);
 		return;
 	}
+	/* the role first: a call the listener may not make is refused (and
+	 * counted, logged) whatever its body, a browser's form post included */
+	if (!gw_allowed(l, r, req, rep))
+		return;
 	if (strcmp(r->method, "POST") == 0 && !gw_json_type_ok(req)) {
 		gw_error(rep, 415, RPC_INVALID_ARGUMENT, "content_type",
 		    "POST %s takes Content-Type: application/json", req->path);
 		return;
 	}
-	if (!gw_allowed(l, r, req, rep))
-		return;
 	ProtobufCMessage *m = gw_request_message(r, id, req, rep);
 	if (m == NULL)
 		return;

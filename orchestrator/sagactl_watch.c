@@ -24,9 +24,23 @@ static void ctl_watch_on_signal(int sig)
 	ctl_watch_stop = 1;
 }
 
+/* ctl_cursor_ok is true when `s` looks like a cursor: 1 or more
+ * base64url characters (the orchestrator checks the rest). */
+static bool ctl_cursor_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 0
+	    && strspn(s,
+	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	           "0123456789-_")
+	    == n;
+}
+
 /* ctl_cursor_read reads the cursor saved in `path` into buf (len bytes):
  * 0 with "" when the file does not exist, 0 with the cursor, or an exit
- * code after printing the error. */
+ * code after printing the error. A file that exists holds one cursor and
+ * its newline: an empty, overlong or garbled one is an error, not a start
+ * from now (which would skip what happened since it was saved). */
 static int ctl_cursor_read(const char *path, char *buf, size_t len)
 {
 	buf[0] = '\0';
@@ -36,23 +50,51 @@ static int ctl_cursor_read(const char *path, char *buf, size_t len)
 		    ? 0
 		    : ctl_error("could not read --cursor-file %s: %s", path, strerror(errno));
 	size_t n = fread(buf, 1, len - 1, f);
+	bool overlong = n == len - 1 && fgetc(f) != EOF;
 	fclose(f);
 	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
+	bool nul = memchr(buf, '\0', n) != NULL;
+	size_t end = strcspn(buf, "\r\n");
+	bool tail = buf[end] != '\0' && buf[end + strspn(buf + end, "\r\n")] != '\0';
+	buf[end] = '\0';
+	if (overlong || tail || nul || !ctl_cursor_ok(buf)) {
+		buf[0] = '\0';
+		return ctl_error("--cursor-file %s does not hold a cursor of sagactl watch (remove "
+		                 "it to start again, from now or with --from-start)",
+		    path);
+	}
 	return 0;
 }
 
-/* ctl_cursor_save writes `cursor` to `path` through a temporary file and a
- * rename, so the file holds one whole cursor whenever the process stops.
- * Returns 0 or an exit code after printing the error. */
+/* ctl_cursor_save writes `cursor` to `path` through a new temporary file
+ * of its directory (mkstemp: never one that is there already, such as a
+ * symbolic link another user left) and a rename, so the file holds one
+ * whole cursor whenever the process stops. Returns 0 or an exit code after
+ * printing the error. */
 static int ctl_cursor_save(const char *path, const char *cursor)
 {
 	char tmp[CONFIG_STR_MAX + 16];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (f == NULL || fprintf(f, "%s\n", cursor) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0
-	    || fclose(f) != 0 || rename(tmp, path) != 0)
-		return ctl_error("could not save the cursor in %s: %s", path, strerror(errno));
+	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL) {
+		int e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return ctl_error("could not save the cursor in %s: %s", path, strerror(e));
+	}
+	bool ok = fprintf(f, "%s\n", cursor) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
+	int e = errno;
+	if (fclose(f) != 0 && ok)
+		ok = false, e = errno;
+	if (ok && rename(tmp, path) != 0)
+		ok = false, e = errno;
+	if (!ok) {
+		unlink(tmp);
+		return ctl_error("could not save the cursor in %s: %s", path, strerror(e));
+	}
 	return 0;
 }
 
@@ -107,7 +149,7 @@ static int ctl_watch_page(ctl_ctx *c, char *cursor, bool from_now, size_t *got, 
 	Sagas__V1__WatchHistoryReply *rep
 	    = sagas__v1__watch_history_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);
-	if (rep == NULL || rep->cursor == NULL || rep->cursor[0] == '\0'
+	if (rep == NULL || rep->cursor == NULL || !ctl_cursor_ok(rep->cursor)
 	    || strlen(rep->cursor) >= CTL_CURSOR_MAX) {
 		if (rep)
 			sagas__v1__watch_history_reply__free_unpacked(rep, NULL);

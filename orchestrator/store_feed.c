@@ -14,12 +14,20 @@
 /* clang-format off */
 /* $1 the seen snapshot, $2 the later one (NULL: the statement's own), $3
  * the limit, $4/$5/$6 the key to go on after (NULL: from the first row).
- * The snapshots are cast once (the CTE), not per row. The index range is
- * [seen's xmin, later's xmax) on saga_history_xid: below seen's xmin every
- * transaction was visible to it (delivered), from the later one's xmax none
- * is. A row whose transaction was in progress in the seen snapshot (a late
- * commit with a lower id) is in the range and not visible in seen: it
- * comes now. The LEFT JOIN returns the snapshot when no row does. */
+ * The snapshots are cast once (the CTE), not per row. A row comes when its
+ * transaction is visible in the later snapshot and not in the seen one:
+ * from seen's xmax on (none of those was visible to it), or one of seen's
+ * xip (in progress then: a late commit with a lower id). Each is its own
+ * index range on saga_history_xid, read in the feed's order up to the
+ * limit, so that the rows read are the rows sent: a range over what seen
+ * already saw (from its xmin) would let a forged cursor ("1:<xmax now>:")
+ * make every call read the whole history and send nothing. The LEFT JOIN
+ * returns the snapshot when no row does. */
+#define STORE_FEED_KEY \
+    "     AND h.xid < pg_snapshot_xmax(c.later)" \
+    "     AND pg_visible_in_snapshot(h.xid, c.later)" \
+    "     AND ($4::xid8 IS NULL OR (h.xid, h.saga_id, h.version) > ($4::xid8, $5::uuid, $6::bigint))" \
+    "   ORDER BY h.xid, h.saga_id, h.version LIMIT $3)"
 static const pg_stmt STORE_FEED = {"saga_feed",
     "WITH c AS MATERIALIZED ("
     "  SELECT $1::pg_snapshot AS seen,"
@@ -28,13 +36,15 @@ static const pg_stmt STORE_FEED = {"saga_feed",
     "   h.to_state, h.event, h.reason,"
     "   coalesce((extract(epoch from h.at) * 1000)::bigint, 0)"
     " FROM c LEFT JOIN LATERAL ("
-    "   SELECT * FROM saga_history h"
-    "   WHERE h.xid >= greatest(pg_snapshot_xmin(c.seen), coalesce($4::xid8, '1'::xid8))"
-    "     AND h.xid < pg_snapshot_xmax(c.later)"
-    "     AND pg_visible_in_snapshot(h.xid, c.later)"
-    "     AND NOT pg_visible_in_snapshot(h.xid, c.seen)"
-    "     AND ($4::xid8 IS NULL OR (h.xid, h.saga_id, h.version) > ($4::xid8, $5::uuid, $6::bigint))"
-    "   ORDER BY h.xid, h.saga_id, h.version LIMIT $3) h ON true"
+    "  (SELECT * FROM saga_history h"
+    "   WHERE h.xid >= greatest(pg_snapshot_xmax(c.seen), coalesce($4::xid8, '1'::xid8))"
+    STORE_FEED_KEY
+    "  UNION ALL"
+    "  (SELECT * FROM saga_history h"
+    "   WHERE h.xid = ANY (ARRAY(SELECT pg_snapshot_xip(c.seen)))"
+    "     AND h.xid >= coalesce($4::xid8, '1'::xid8)"
+    STORE_FEED_KEY
+    "  ORDER BY xid, saga_id, version LIMIT $3) h ON true"
     " ORDER BY h.xid, h.saga_id, h.version", false};
 /* clang-format on */
 

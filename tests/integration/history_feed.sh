@@ -15,6 +15,22 @@ stack_start
 
 W="$STACK_DIR/watch"
 mkdir -p "$W"
+
+# --- the cursor file -----------------------------------------------------------
+# one that exists but holds no cursor (empty, garbled) is an error, never a
+# silent start from now; a save goes through a new temporary file, not a
+# path someone may have put a link at
+: >"$W/empty"
+assert_eq "watch: an empty cursor file is an error" "1" \
+  "$(ctl watch --cursor-file "$W/empty" >/dev/null 2>&1 && echo 0 || echo $?)"
+printf 'djE7MTox\nO\n' >"$W/garbled"
+assert_eq "watch: a cursor file with two lines is an error" "1" \
+  "$(ctl watch --cursor-file "$W/garbled" >/dev/null 2>&1 && echo 0 || echo $?)"
+echo keep >"$W/victim"
+ln -s "$W/victim" "$W/linked.tmp"
+ctl watch --cursor-file "$W/linked" >/dev/null 2>&1
+assert_eq "watch: the save does not follow a link at FILE.tmp" "keep yes" \
+  "$(cat "$W/victim") $(grep -qE '^[A-Za-z0-9_-]+$' "$W/linked" && echo yes)"
 watch_once() { # FILE: one catch-up run from the cursor file, appending to FILE
   ctl watch --json --cursor-file "$W/cursor" --limit 500 >>"$1"
 }

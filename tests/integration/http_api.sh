@@ -100,6 +100,22 @@ assert_eq "history feed: nothing after the last cursor" "200 0" \
   "$(http GET "$GATEWAY_URL/v1/history?after=$cursor") $(field '.entries | length')"
 assert_eq "history feed: a bad cursor" "400 INVALID_ARGUMENT yes" \
   "$(http GET "$GATEWAY_URL/v1/history?after=nope") $(field .code) $(field '.message | test("after")' | sed 's/true/yes/')"
+# a forged cursor (well formed: base64url of "v1;1:<xmax now>:", a snapshot
+# that saw every row) reads no more than the rows it sends: 600,000 history
+# rows in the database, five such calls answer at once (reading the range
+# from that xmin, what the snapshot already saw, took ~0.5 s a call here)
+q "INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)
+   SELECT gen_random_uuid(), 1, NULL, 'RESERVING', 'started', '' FROM generate_series(1, 600000)" >/dev/null
+xmax=$(q "SELECT pg_snapshot_xmax(pg_current_snapshot())")
+forged=$(printf 'v1;1:%s:' "$xmax" | base64 -w0 | tr '+/' '-_' | tr -d '=')
+secs=0
+for _ in 1 2 3 4 5; do
+  t=$(curl -s -o "$OUT" -w '%{http_code} %{time_total}' "$GATEWAY_URL/v1/history?after=$forged&limit=1")
+  assert_eq "history feed: a forged cursor that saw everything" "200 0" "${t% *} $(field '.entries | length')"
+  secs=$(awk -v a="$secs" -v b="${t#* }" 'BEGIN { print a + b }')
+done
+assert_eq "history feed: five forged-cursor calls within 0.4 s (no scan of what was seen)" "yes" \
+  "$(awk -v s="$secs" 'BEGIN { print (s < 0.4 ? "yes" : "no " s) }')"
 
 # ---- refusals ----
 assert_eq "unknown id" "404 NOT_FOUND" \
@@ -141,11 +157,17 @@ assert_eq "retry: attention cleared" "f" "$(q "SELECT attention FROM sagas WHERE
 assert_eq "retry of a finished saga via admin" "400 FAILED_PRECONDITION terminal" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$ID/retry" '{}') $(field .code) $(field .reason)"
 assert_eq "retry of a finished saga via client" "403" "$(post "$GATEWAY_URL/v1/sagas/$ID/retry" '{}')"
+# a browser's cross-site form post (text/plain, no preflight) is refused
+# for the role, counted and logged like the others, and changes nothing
+before=$(q "SELECT version, attention, attempts FROM sagas WHERE saga_id = '$R'")
+assert_eq "retry via client as a form post: refused for the role" "403 PERMISSION_DENIED" \
+  "$(http POST "$GATEWAY_URL/v1/sagas/$R/retry" -H 'Content-Type: text/plain' --data-binary '{}') $(field .code)"
+assert_eq "retry via client as a form post: changes nothing" "$before" "$(q "SELECT version, attention, attempts FROM sagas WHERE saga_id = '$R'")"
 stack_metrics gatewayd >"$STACK_DIR/page"
 assert_eq "metrics: the gateway's refusals" 1 \
-  "$(grep -c '^sagas_gateway_refusals_total{reason="permission_denied"} 2$' "$STACK_DIR/page" || true)"
+  "$(grep -c '^sagas_gateway_refusals_total{reason="permission_denied"} 3$' "$STACK_DIR/page" || true)"
 assert_eq "metrics: the refusals of every daemon" 1 \
-  "$(grep -c '^sagas_rpc_refusals_total{reason="permission_denied"} 2$' "$STACK_DIR/page" || true)"
+  "$(grep -c '^sagas_rpc_refusals_total{reason="permission_denied"} 3$' "$STACK_DIR/page" || true)"
 assert_eq "the admin listener reads too" "200 $ID" "$(http GET "$GATEWAY_ADMIN_URL/v1/sagas/$ID") $(field .saga.sagaId)"
 
 # ---- the console ----
