@@ -46,6 +46,9 @@
 
 typedef struct api_worker {
 	PGconn *conn;
+	/* the database's feed key (WatchHistory's cursors), read on first use */
+	bool has_feed_key;
+	uint8_t feed_key[FEED_KEY_LEN];
 } api_worker;
 
 static int api_worker_init(void *app, void **worker)
@@ -632,8 +635,8 @@ out_free:
  * page where the frame's budget ends, and the cursor to go on from: after
  * the last entry sent under (from->seen, later), or `later` alone when
  * every entry of it was sent. */
-static void api_feed_reply(rpc_reply *reply, const feed_cursor *from, const char *later,
-    store_feed_entry *es, size_t n, size_t limit)
+static void api_feed_reply(rpc_reply *reply, const uint8_t *key, const feed_cursor *from,
+    const char *later, store_feed_entry *es, size_t n, size_t limit)
 {
 	Sagas__V1__FeedEntry *fs = calloc(n + 1, sizeof *fs);
 	Sagas__V1__HistoryEntry *hs = calloc(n + 1, sizeof *hs);
@@ -671,7 +674,7 @@ static void api_feed_reply(rpc_reply *reply, const feed_cursor *from, const char
 	} else {
 		snprintf(next->seen, sizeof next->seen, "%s", later);
 	}
-	if (feed_cursor_encode(next, text, FEED_CURSOR_MAX + 1) != 0) {
+	if (feed_cursor_encode(next, key, text, FEED_CURSOR_MAX + 1) != 0) {
 		rpc_reply_error(reply, RPC_INTERNAL, "", "could not make the feed's cursor");
 		goto out_free;
 	}
@@ -701,7 +704,7 @@ static int api_feed_start(api *a, api_worker *w, const Sagas__V1__WatchHistoryRe
 			    "invalid from_now: give either after or from_now");
 			return -1;
 		}
-		if (feed_cursor_decode(req->after, c) != 0) {
+		if (feed_cursor_decode(req->after, w->feed_key, c) != 0) {
 			rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 			    "invalid after: not a cursor of a WatchHistory reply");
 			return -1;
@@ -748,17 +751,25 @@ static void api_watch_history(api *a, api_worker *w, const rpc_request *call, rp
 		    "invalid limit: must be 0..%d", API_FEED_MAX);
 		goto out_free;
 	}
+	int rc = 0;
+	if (!w->has_feed_key) {
+		API_DB(a, w, rc, store_feed_key(w->conn, w->feed_key));
+		if (rc != 0) {
+			api_db_error(reply, rc, "read the feed's key");
+			goto out_free;
+		}
+		w->has_feed_key = true;
+	}
 	if (api_feed_start(a, w, req, from, reply) != 0)
 		goto out_free;
 	int limit = req->limit ? req->limit : API_FEED_DEFAULT;
-	int rc;
 	/* one more than the page: are more ready? */
 	API_DB(a, w, rc, store_feed(w->conn, from, limit + 1, &es, &n, later));
 	if (rc != 0) {
 		api_db_error(reply, rc, "read the history feed");
 		goto out_free;
 	}
-	api_feed_reply(reply, from, later, es, n, (size_t)limit);
+	api_feed_reply(reply, w->feed_key, from, later, es, n, (size_t)limit);
 out_free:
 	free(es);
 	free(from);

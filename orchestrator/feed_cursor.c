@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <mbedtls/base64.h>
+#include <mbedtls/md.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,19 +64,45 @@ static void feed_b64url(char *s)
 		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
 }
 
-int feed_cursor_encode(const feed_cursor *c, char *out, size_t len)
+/* The MAC's length in bytes (hex: twice that). */
+#define FEED_MAC_LEN 16
+
+/* feed_mac writes the hex of the first FEED_MAC_LEN bytes of
+ * HMAC-SHA256(key, text[0..n)) into hex (2 * FEED_MAC_LEN + 1 bytes).
+ * Returns 0 or -EIO. */
+static int feed_mac(const uint8_t *key, const char *text, size_t n, char *hex)
+{
+	unsigned char mac[32];
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	if (md == NULL
+	    || mbedtls_md_hmac(md, key, FEED_KEY_LEN, (const unsigned char *)text, n, mac) != 0)
+		return -EIO;
+	for (int i = 0; i < FEED_MAC_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	return 0;
+}
+
+int feed_cursor_encode(const feed_cursor *c, const uint8_t *key, char *out, size_t len)
 {
 	if (!feed_snapshot_valid(c->seen) || (c->has_next && !feed_snapshot_valid(c->next)))
 		return -EINVAL;
 	if (c->has_next && (!valid_uuid(c->saga_id) || c->version < 1 || c->xid < 1))
 		return -EINVAL;
-	size_t cap = 2 * FEED_SNAPSHOT_MAX + 128;
+	size_t cap = 2 * FEED_SNAPSHOT_MAX + 160;
 	char *raw = malloc(cap);
 	if (raw == NULL)
 		return -ENOMEM;
 	int n = c->has_next ? snprintf(raw, cap, "v1;%s;%s;%" PRIu64 ";%s;%" PRId64, c->seen,
 	            c->next, c->xid, c->saga_id, c->version)
 	                    : snprintf(raw, cap, "v1;%s", c->seen);
+	char hex[2 * FEED_MAC_LEN + 1];
+	if (n > 0 && (size_t)n + sizeof hex + 1 < cap) {
+		if (feed_mac(key, raw, (size_t)n, hex) != 0) {
+			free(raw);
+			return -EIO;
+		}
+		n += snprintf(raw + n, cap - (size_t)n, ";%s", hex);
+	}
 	size_t olen = 0;
 	int rc = n > 0 && (size_t)n < cap
 	        && mbedtls_base64_encode(
@@ -100,6 +127,26 @@ static bool feed_field(const char **s, char *out, size_t len)
 	out[n] = '\0';
 	*s += n;
 	return true;
+}
+
+/* feed_cursor_verify checks the MAC at the end of `raw` (";" and 2 *
+ * FEED_MAC_LEN hex digits) under key, in constant time, and cuts it off.
+ * Returns 0 or -EINVAL. */
+static int feed_cursor_verify(char *raw, const uint8_t *key)
+{
+	size_t n = strlen(raw), hl = 2 * FEED_MAC_LEN;
+	if (n < hl + 1 || raw[n - hl - 1] != ';')
+		return -EINVAL;
+	char want[2 * FEED_MAC_LEN + 1];
+	if (feed_mac(key, raw, n - hl - 1, want) != 0)
+		return -EINVAL;
+	unsigned diff = 0;
+	for (size_t i = 0; i < hl; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)raw[n - hl + i];
+	if (diff != 0)
+		return -EINVAL;
+	raw[n - hl - 1] = 0;
+	return 0;
 }
 
 /* feed_cursor_parse reads the decoded text `raw` into *c. */
@@ -134,7 +181,7 @@ static int feed_cursor_parse(const char *raw, feed_cursor *c)
 	return 0;
 }
 
-int feed_cursor_decode(const char *text, feed_cursor *c)
+int feed_cursor_decode(const char *text, const uint8_t *key, feed_cursor *c)
 {
 	size_t n = strlen(text);
 	if (n == 0 || n > FEED_CURSOR_MAX
@@ -161,7 +208,9 @@ int feed_cursor_decode(const char *text, feed_cursor *c)
 	if (mbedtls_base64_decode(raw, n, &olen, (const unsigned char *)b, m) == 0
 	    && memchr(raw, '\0', olen) == NULL) {
 		raw[olen] = '\0';
-		rc = feed_cursor_parse((const char *)raw, c);
+		rc = feed_cursor_verify((char *)raw, key);
+		if (rc == 0)
+			rc = feed_cursor_parse((const char *)raw, c);
 	}
 	free(b);
 	free(raw);
@@ -171,7 +220,7 @@ int feed_cursor_decode(const char *text, feed_cursor *c)
 	char *again = malloc(FEED_CURSOR_MAX + 1);
 	if (again == NULL)
 		return -ENOMEM;
-	rc = feed_cursor_encode(c, again, FEED_CURSOR_MAX + 1) == 0 && strcmp(again, text) == 0
+	rc = feed_cursor_encode(c, key, again, FEED_CURSOR_MAX + 1) == 0 && strcmp(again, text) == 0
 	    ? 0
 	    : -EINVAL;
 	free(again);

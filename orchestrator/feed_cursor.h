@@ -11,9 +11,14 @@
  * the key (xid, saga_id, version) of the last row delivered from it; the
  * next page goes on after that key under the same two snapshots.
  *
- * The text is "v1;SEEN" or "v1;SEEN;NEXT;XID;SAGA_ID;VERSION" in base64url
- * without padding (URL-safe, opaque); only its canonical text is read back.
- * Pure: no I/O.
+ * The text is "v1;SEEN;MAC" or "v1;SEEN;NEXT;XID;SAGA_ID;VERSION;MAC" in
+ * base64url without padding (URL-safe, opaque), MAC being the first 16
+ * bytes of HMAC-SHA256 under the database's feed key (feed_key in
+ * sql/schema.sql, shared by every orchestrator on it), in hex, over the
+ * text before it: a cursor is read back only when this database made it,
+ * so a caller cannot forge one that names committed transactions as in
+ * progress and makes each call read rows it will not send. Only the
+ * canonical text is read back. Pure: no I/O.
  */
 #ifndef SAGA_FEED_CURSOR_H
 #define SAGA_FEED_CURSOR_H
@@ -29,7 +34,10 @@
 #define FEED_SNAPSHOT_MAX 8192
 /* The longest cursor text (without the NUL): two snapshots and a key,
  * base64url (4 characters per 3 bytes). */
-#define FEED_CURSOR_MAX (((2 * FEED_SNAPSHOT_MAX + 128) + 2) / 3 * 4)
+#define FEED_CURSOR_MAX (((2 * FEED_SNAPSHOT_MAX + 160) + 2) / 3 * 4)
+
+/* The feed key's length (bytes): the cursors' HMAC-SHA256 key. */
+#define FEED_KEY_LEN 32
 
 /* A snapshot of "nothing committed": where a feed from the start begins. */
 #define FEED_SNAPSHOT_EMPTY "1:1:"
@@ -51,17 +59,21 @@ typedef struct feed_cursor {
  * accepted by PostgreSQL's pg_snapshot input. */
 bool feed_snapshot_valid(const char *text);
 
-/* feed_cursor_encode writes c's text into out (`len` bytes, at least
+/* feed_cursor_encode writes c's text, authenticated under `key`
+ * (FEED_KEY_LEN bytes, borrowed), into out (`len` bytes, at least
  * FEED_CURSOR_MAX + 1). Returns 0, or -EINVAL when c holds an invalid
- * snapshot or key, -ENOSPC when out is too small. */
-int feed_cursor_encode(const feed_cursor *c, char *out, size_t len)
+ * snapshot or key, -ENOSPC when out is too small, -EIO when the HMAC
+ * fails. */
+int feed_cursor_encode(const feed_cursor *c, const uint8_t *key, char *out, size_t len)
     __attribute__((warn_unused_result));
 
 /* feed_cursor_decode reads the cursor text `text` (NUL-terminated) into
- * *c. Returns 0, or -EINVAL when it is not the canonical text of a cursor
- * (alphabet, padding, fields, a snapshot feed_snapshot_valid refuses, a
- * saga id that is not a canonical UUID, a version < 1); *c is then
- * unspecified. */
-int feed_cursor_decode(const char *text, feed_cursor *c) __attribute__((warn_unused_result));
+ * *c, checking its MAC under `key` (FEED_KEY_LEN bytes, borrowed). Returns
+ * 0, or -EINVAL when it is not the canonical text of a cursor made under
+ * that key (alphabet, padding, fields, the MAC, a snapshot
+ * feed_snapshot_valid refuses, a saga id that is not a canonical UUID, a
+ * version < 1); *c is then unspecified. */
+int feed_cursor_decode(const char *text, const uint8_t *key, feed_cursor *c)
+    __attribute__((warn_unused_result));
 
 #endif

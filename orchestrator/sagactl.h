@@ -127,6 +127,8 @@ struct ctl_ctx {
 	                                 tls+tcp:// one with its TLS configuration */
 	bool transient;        /* the last failed ctl_call got no answer, DEADLINE_EXCEEDED or
 	                          UNAVAILABLE: its outcome is unknown */
+	bool refused;          /* the last failed ctl_call found nobody listening (its first
+	                          connection was refused): nothing was sent */
 	bool id_given;         /* --id was on the command line (even as "") */
 	bool page_token_given; /* --page-token was on the command line (even as "") */
 	bool own_key;          /* ctl_key made the call's key: nobody else has it */

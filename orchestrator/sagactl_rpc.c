@@ -51,6 +51,7 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 	if (err == -ECONNREFUSED) {
 		*rc = ctl_error("could not reach %s at %s: connection refused (is %s running?)",
 		    ctl_svc_names[svc], url, ctl_svc_daemons[svc]);
+		c->refused = true;
 		c->client[svc] = NULL;
 		return NULL;
 	}
@@ -98,6 +99,7 @@ int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage
 	int rc = CTL_EXIT_ERROR;
 	memset(res, 0, sizeof *res);
 	c->transient = false;
+	c->refused = false;
 	rpc_client *cl = ctl_client(c, svc, &rc);
 	if (cl == NULL)
 		return rc;

@@ -192,7 +192,7 @@ int ctl_watch(ctl_ctx *c, char **args)
 		size_t got = 0;
 		bool more = false;
 		rc = ctl_watch_page(c, cursor, !c->o.from_start, &got, &more);
-		if (rc != 0 && c->o.follow && c->transient && !ctl_watch_stop) {
+		if (rc != 0 && c->o.follow && (c->transient || c->refused) && !ctl_watch_stop) {
 			/* --follow outlives an orchestrator that does not answer (a
 			 * restart, a failover): the cursor is unchanged, so nothing
 			 * is missed; a refusal still ends the watch */

@@ -207,6 +207,12 @@ typedef struct store_feed_entry {
  * enum pg_err. */
 struct feed_cursor;
 
+/* store_feed_key reads the database's feed key (table feed_key, made by
+ * the schema) into key (FEED_KEY_LEN bytes): the cursors' HMAC key.
+ * Returns 0, -EIO when the row is missing or malformed, or a negative enum
+ * pg_err. */
+int store_feed_key(PGconn *conn, uint8_t *key);
+
 /* store_snapshot writes the database's current snapshot as text
  * (pg_snapshot: "xmin:xmax:xip,...") into out (FEED_SNAPSHOT_MAX + 1
  * bytes): a feed from now on starts there. Returns 0, -E2BIG (longer than

@@ -112,3 +112,21 @@ int store_snapshot(PGconn *conn, char *out)
 	PQclear(r);
 	return rc;
 }
+
+int store_feed_key(PGconn *conn, uint8_t *key)
+{
+	PGresult *r = NULL;
+	int rc = pg_exec(conn, "SELECT key FROM feed_key", 0, NULL, &r);
+	if (rc != 0)
+		return rc;
+	const char *hex = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "";
+	rc = strlen(hex) == 2 * FEED_KEY_LEN ? 0 : -EIO;
+	for (int i = 0; rc == 0 && i < FEED_KEY_LEN; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			rc = -EIO;
+		key[i] = (uint8_t)v;
+	}
+	PQclear(r);
+	return rc;
+}

@@ -250,3 +250,19 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The feed's key (schema version 5): WatchHistory's cursors carry an
+-- HMAC-SHA256 under it (orchestrator/feed_cursor.h), so that an
+-- orchestrator reads back only cursors that this database's orchestrators
+-- made: a forged one could name committed transactions as in progress and
+-- make every call read rows it then skips. One row, 32 random bytes as 64
+-- hex digits from two gen_random_uuid() (PostgreSQL's strong random source;
+-- the uuids' version and variant bits are fixed, so 244 of the 256 bits are
+-- random), made once; every orchestrator on the database reads it at start.
+CREATE TABLE IF NOT EXISTS feed_key (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    key text NOT NULL CHECK (key ~ '^[0-9a-f]{64}$')
+);
+INSERT INTO feed_key (key)
+    SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+    ON CONFLICT DO NOTHING;

@@ -100,22 +100,18 @@ assert_eq "history feed: nothing after the last cursor" "200 0" \
   "$(http GET "$GATEWAY_URL/v1/history?after=$cursor") $(field '.entries | length')"
 assert_eq "history feed: a bad cursor" "400 INVALID_ARGUMENT yes" \
   "$(http GET "$GATEWAY_URL/v1/history?after=nope") $(field .code) $(field '.message | test("after")' | sed 's/true/yes/')"
-# a forged cursor (well formed: base64url of "v1;1:<xmax now>:", a snapshot
-# that saw every row) reads no more than the rows it sends: 600,000 history
-# rows in the database, five such calls answer at once (reading the range
-# from that xmin, what the snapshot already saw, took ~0.5 s a call here)
-q "INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)
-   SELECT gen_random_uuid(), 1, NULL, 'RESERVING', 'started', '' FROM generate_series(1, 600000)" >/dev/null
+# forged cursors, well formed but not made by this database (no valid MAC
+# under its feed key): one whose snapshot "saw" every row, and one naming
+# committed transactions as in progress (either made a call read rows it
+# would not send); both refused, naming `after`
 xmax=$(q "SELECT pg_snapshot_xmax(pg_current_snapshot())")
-forged=$(printf 'v1;1:%s:' "$xmax" | base64 -w0 | tr '+/' '-_' | tr -d '=')
-secs=0
-for _ in 1 2 3 4 5; do
-  t=$(curl -s -o "$OUT" -w '%{http_code} %{time_total}' "$GATEWAY_URL/v1/history?after=$forged&limit=1")
-  assert_eq "history feed: a forged cursor that saw everything" "200 0" "${t% *} $(field '.entries | length')"
-  secs=$(awk -v a="$secs" -v b="${t#* }" 'BEGIN { print a + b }')
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+for body in "v1;1:$xmax:" "v1;1:$xmax:;00000000000000000000000000000000" \
+  "v1;1:5:;1:9223372036854775807:1,2,3,4;1;$ID;1;0123456789abcdef0123456789abcdef"; do
+  forged=$(printf '%s' "$body" | b64url)
+  assert_eq "history feed: forged cursor $body" "400 INVALID_ARGUMENT yes" \
+    "$(http GET "$GATEWAY_URL/v1/history?after=$forged") $(field .code) $(field '.message | test("after")' | sed 's/true/yes/')"
 done
-assert_eq "history feed: five forged-cursor calls within 0.4 s (no scan of what was seen)" "yes" \
-  "$(awk -v s="$secs" 'BEGIN { print (s < 0.4 ? "yes" : "no " s) }')"
 
 # ---- refusals ----
 assert_eq "unknown id" "404 NOT_FOUND" \

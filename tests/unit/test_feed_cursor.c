@@ -1,7 +1,9 @@
 /* feed_cursor (orchestrator/feed_cursor.h): the history feed's cursor
- * encodes both of its forms and decodes them back unchanged; only the
- * canonical text of a cursor is read; a snapshot PostgreSQL would refuse
- * (so that a cast in SQL could fail) is refused before it gets there. */
+ * encodes both of its forms and decodes them back unchanged under the same
+ * key; only the canonical text of a cursor made under that key is read (a
+ * forged or altered one, or one of another database, is refused); a
+ * snapshot PostgreSQL would refuse (so that a cast in SQL could fail) is
+ * refused before it gets there, even under a valid MAC. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,10 +14,48 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <mbedtls/md.h>
 
 #include "feed_cursor.h"
 
 static char text[FEED_CURSOR_MAX + 1];
+static const uint8_t key[FEED_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+    18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const uint8_t other_key[FEED_KEY_LEN] = {9};
+
+/* b64url writes the base64url (no padding) of raw into text. */
+static void b64url(const char *raw)
+{
+	static const char *b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	const unsigned char *s = (const unsigned char *)raw;
+	size_t n = strlen(raw), k = 0;
+	for (size_t j = 0; j < n; j += 3) {
+		uint32_t v = (uint32_t)s[j] << 16 | (j + 1 < n ? (uint32_t)s[j + 1] << 8 : 0)
+		    | (j + 2 < n ? s[j + 2] : 0);
+		text[k++] = b64[v >> 18 & 63];
+		text[k++] = b64[v >> 12 & 63];
+		if (j + 1 < n)
+			text[k++] = b64[v >> 6 & 63];
+		if (j + 2 < n)
+			text[k++] = b64[v & 63];
+	}
+	text[k] = '\0';
+}
+
+/* signed_b64url writes the cursor text of `body` with a valid MAC under
+ * key (as feed_cursor_encode would, whatever the body holds). */
+static void signed_b64url(const char *body)
+{
+	unsigned char mac[32];
+	assert_int_equal(mbedtls_md_hmac(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), key,
+	                     sizeof key, (const unsigned char *)body, strlen(body), mac),
+	    0);
+	char raw[512];
+	int n = snprintf(raw, sizeof raw, "%s;", body);
+	for (int i = 0; i < 16; i++)
+		n += snprintf(raw + n, sizeof raw - (size_t)n, "%02x", mac[i]);
+	b64url(raw);
+}
 
 static void test_snapshots(void **state)
 {
@@ -46,12 +86,12 @@ static void test_round_trip(void **state)
 	(void)state;
 	feed_cursor c = {0}, back;
 	snprintf(c.seen, sizeof c.seen, "750:760:752,755");
-	assert_int_equal(feed_cursor_encode(&c, text, sizeof text), 0);
+	assert_int_equal(feed_cursor_encode(&c, key, text, sizeof text), 0);
 	/* base64url without padding: safe in a URL's query */
 	assert_int_equal(
 	    strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
 	    strlen(text));
-	assert_int_equal(feed_cursor_decode(text, &back), 0);
+	assert_int_equal(feed_cursor_decode(text, key, &back), 0);
 	assert_string_equal(back.seen, c.seen);
 	assert_false(back.has_next);
 
@@ -60,8 +100,8 @@ static void test_round_trip(void **state)
 	c.xid = 757;
 	snprintf(c.saga_id, sizeof c.saga_id, "0d0e0000-0000-4000-8000-00000000000d");
 	c.version = 4;
-	assert_int_equal(feed_cursor_encode(&c, text, sizeof text), 0);
-	assert_int_equal(feed_cursor_decode(text, &back), 0);
+	assert_int_equal(feed_cursor_encode(&c, key, text, sizeof text), 0);
+	assert_int_equal(feed_cursor_decode(text, key, &back), 0);
 	assert_true(back.has_next);
 	assert_string_equal(back.seen, c.seen);
 	assert_string_equal(back.next, c.next);
@@ -74,42 +114,42 @@ static void test_refused(void **state)
 {
 	(void)state;
 	feed_cursor c;
-	/* not base64url, padding, empty, too long */
-	assert_int_equal(feed_cursor_decode("", &c), -EINVAL);
-	assert_int_equal(feed_cursor_decode("djE7MToxOg==", &c), -EINVAL);
-	assert_int_equal(feed_cursor_decode("djE7MToxOg+/", &c), -EINVAL);
-	assert_int_equal(feed_cursor_decode("a b", &c), -EINVAL);
-	/* "v1;1:1:" is djE7MToxOg: that decodes */
-	assert_int_equal(feed_cursor_decode("djE7MToxOg", &c), 0);
+	/* not base64url, padding, empty */
+	assert_int_equal(feed_cursor_decode("", key, &c), -EINVAL);
+	assert_int_equal(feed_cursor_decode("a b", key, &c), -EINVAL);
+	/* a well-made body under a valid MAC decodes; with padding it does not */
+	signed_b64url("v1;1:1:");
+	assert_int_equal(feed_cursor_decode(text, key, &c), 0);
 	assert_string_equal(c.seen, "1:1:");
-	/* "v2;1:1:", "v1;0:1:", "v1;1:1:;1:1:;1;x;1" */
+	char padded[FEED_CURSOR_MAX + 3];
+	snprintf(padded, sizeof padded, "%s==", text);
+	assert_int_equal(feed_cursor_decode(padded, key, &c), -EINVAL);
+	/* the same body without a MAC, with another key's, or altered */
+	b64url("v1;1:1:");
+	assert_int_equal(feed_cursor_decode(text, key, &c), -EINVAL);
+	signed_b64url("v1;1:1:");
+	assert_int_equal(feed_cursor_decode(text, other_key, &c), -EINVAL);
+	b64url("v1;1:2:;00000000000000000000000000000000");
+	assert_int_equal(feed_cursor_decode(text, key, &c), -EINVAL);
+	/* a forged cursor naming committed transactions as in progress (the
+	 * attack the MAC stops) is refused without the key */
+	b64url("v1;1:5:;1:9223372036854775807:1,2,3,4;1;0d0e0000-0000-4000-8000-00000000000d;1;"
+	       "0123456789abcdef0123456789abcdef");
+	assert_int_equal(feed_cursor_decode(text, key, &c), -EINVAL);
+	/* bodies refused even under a valid MAC */
 	const char *raw[] = {"v2;1:1:", "v1;0:1:", "v1;1:1:;1:1:;1;x;1",
 	    "v1;1:1:;2:2:;1;0d0e0000-0000-4000-8000-00000000000d;0",
 	    "v1;1:1:;2:2:;0;0d0e0000-0000-4000-8000-00000000000d;1",
 	    "v1;1:1:;2:2:;1;0d0e0000-0000-4000-8000-00000000000d;1;", "v1;1:1:;", "v1;1:1:\n"};
 	for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
-		/* the base64url of each, by hand through a cursor-shaped encode
-		 * is not possible (they are invalid): encode the bytes directly */
-		static const char *b64
-		    = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-		const unsigned char *s = (const unsigned char *)raw[i];
-		size_t n = strlen(raw[i]), k = 0;
-		for (size_t j = 0; j < n; j += 3) {
-			uint32_t v = (uint32_t)s[j] << 16
-			    | (j + 1 < n ? (uint32_t)s[j + 1] << 8 : 0)
-			    | (j + 2 < n ? s[j + 2] : 0);
-			text[k++] = b64[v >> 18 & 63];
-			text[k++] = b64[v >> 12 & 63];
-			if (j + 1 < n)
-				text[k++] = b64[v >> 6 & 63];
-			if (j + 2 < n)
-				text[k++] = b64[v & 63];
-		}
-		text[k] = '\0';
-		assert_int_equal(feed_cursor_decode(text, &c), -EINVAL);
+		signed_b64url(raw[i]);
+		assert_int_equal(feed_cursor_decode(text, key, &c), -EINVAL);
 	}
 	/* a text whose last character carries bits that re-encode otherwise */
-	assert_int_equal(feed_cursor_decode("djE7MToxOh", &c), -EINVAL);
+	signed_b64url("v1;1:1:");
+	size_t n = strlen(text);
+	text[n - 1] = text[n - 1] == 'A' ? 'B' : 'A';
+	assert_int_equal(feed_cursor_decode(text, key, &c), -EINVAL);
 }
 
 static void test_encode_refused(void **state)
@@ -117,17 +157,17 @@ static void test_encode_refused(void **state)
 	(void)state;
 	feed_cursor c = {0};
 	snprintf(c.seen, sizeof c.seen, "0:1:");
-	assert_int_equal(feed_cursor_encode(&c, text, sizeof text), -EINVAL);
+	assert_int_equal(feed_cursor_encode(&c, key, text, sizeof text), -EINVAL);
 	snprintf(c.seen, sizeof c.seen, "1:1:");
 	c.has_next = true;
 	snprintf(c.next, sizeof c.next, "2:2:");
 	c.xid = 1;
 	snprintf(c.saga_id, sizeof c.saga_id, "nope");
 	c.version = 1;
-	assert_int_equal(feed_cursor_encode(&c, text, sizeof text), -EINVAL);
+	assert_int_equal(feed_cursor_encode(&c, key, text, sizeof text), -EINVAL);
 	char small[8];
 	c.has_next = false;
-	assert_int_equal(feed_cursor_encode(&c, small, sizeof small), -ENOSPC);
+	assert_int_equal(feed_cursor_encode(&c, key, small, sizeof small), -ENOSPC);
 }
 
 int main(void)
