@@ -10,6 +10,7 @@
 #include "authz.h"
 #include "config.h"
 #include "daemon.h"
+#include "dbclock.h"
 #include "daemon_net.h"
 #include "fault.h"
 #include "health.h"
@@ -31,6 +32,7 @@ typedef struct participant_config {
 	int64_t db_wait;
 	char fault[CONFIG_STR_MAX];
 	int64_t stop_timeout;
+	int64_t retention_s, skew_s;
 } participant_config;
 
 /* one database probe per process, for sagas.v1.Health */
@@ -45,10 +47,10 @@ static bool participant_healthy(void *app)
 int participant_main(const participant_desc *d, int argc, char **argv)
 {
 	/* environment names are the daemon's prefix and the option's */
-	enum { N = 6 };
+	enum { N = 8 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
-	static const char *const suffix[N]
-	    = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS"};
+	static const char *const suffix[N] = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT",
+	    "STOP_TIMEOUT_MS", "RETENTION_S", "MAX_CLOCK_SKEW_S"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
@@ -74,6 +76,17 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
 	        "anyway (0 = no bound; docs/operations.md)",
 	        "MS"},
+	    {"retention", env[6], CONFIG_INT, "604800", 3600, 100LL * 365 * 86400,
+	        offsetof(participant_config, retention_s),
+	        "commands of sagas that started longer ago are refused, and idempotency records "
+	        "are deleted after it plus twice --max-clock-skew (docs/saga-semantics.md, "
+	        "\"Retention\"); the same on every daemon",
+	        "S"},
+	    {"max-clock-skew", env[7], CONFIG_INT, "300", 0, 86400,
+	        offsetof(participant_config, skew_s),
+	        "the largest error tolerated between the databases' clocks; the same on every "
+	        "daemon",
+	        "S"},
 	};
 	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
 	    d->default_listen, d->default_metrics, "orchestrator");
@@ -104,9 +117,27 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		    pg_err_name(rc));
 		return 1;
 	}
+	/* the database's clock, which rule R1 compares with the saga's start
+	 * (dbclock.h); the retention job keeps it measured */
+	PGconn *clk = NULL;
+	if (pg_ensure(&clk, cfg.db, cfg.db_wait) && dbclock_sync(clk) != 0)
+		log_warn(NULL,
+		    "could not read the database's clock: this host's clock is used "
+		    "until the next reading");
+	if (clk != NULL)
+		PQfinish(clk);
+	static horizon_policy horizon;
+	horizon = (horizon_policy) {
+	    .retention_ms = cfg.retention_s * 1000, .skew_ms = cfg.skew_s * 1000};
+	const char *bad = horizon_policy_check(&horizon);
+	if (bad != NULL) {
+		config_error("--retention and --max-clock-skew: %s\n", bad);
+		return 2;
+	}
 	participant_app app = {.conninfo = cfg.db,
 	    .connect_wait_ms = PARTICIPANT_WORKER_CONNECT_WAIT_MS,
-	    .kit = d->kit};
+	    .kit = d->kit,
+	    .horizon = &horizon};
 	if (valcache_new(&app.cache, PARTICIPANT_CACHE_KEYS) != 0
 	    || health_db_open(&participant_health, cfg.db) != 0) {
 		log_error(NULL, "could not start: out of memory");

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "horizon.h"
 #include "pg.h"
 #include "pkit.h"
 #include "rpc.h"
@@ -21,6 +22,9 @@ typedef struct participant_app {
 	int64_t connect_wait_ms; /* how long a starting worker waits for it */
 	valcache *cache;         /* each row's last committed value, shared by the workers */
 	const pkit_service *kit; /* the service the workers serve */
+	/* the retention rules its commands are checked by (rule R1); NULL:
+	 * not checked (tests of the kit alone) */
+	const horizon_policy *horizon;
 } participant_app;
 
 typedef struct participant_desc {

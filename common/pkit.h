@@ -40,6 +40,10 @@
 #include "valcache.h"
 #include "valid.h"
 
+/* The request field every saga command carries: its saga's start, ms since
+ * the epoch (int64; docs/saga-semantics.md, rule R1). */
+#define PKIT_STARTED_FIELD "saga_started_unix_ms"
+
 /* The most text and number columns of a record, besides saga_id and
  * status. */
 #define PKIT_TEXT_MAX 2

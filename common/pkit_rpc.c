@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbclock.h"
+#include "horizon.h"
 #include "log.h"
 #include "metrics.h"
 #include "participant.h"
@@ -161,10 +163,17 @@ static const pkit_method *pkit_method_of(const pkit_service *v, const char *meth
 	return NULL;
 }
 
-/* pkit_parse decodes and checks `call` of method `m` into *c: the saga id
- * and each field of m->fields. Returns false with the error in `r` (and
- * nothing to free) when the payload is malformed or a field is invalid. */
-static bool pkit_parse(const pkit_method *m, const rpc_request *call, pkit_call *c, rpc_reply *r)
+static void pkit_past_horizon(
+    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r);
+
+/* pkit_parse decodes and checks `call` of method `m` into *c: the saga id,
+ * each field of m->fields, and its saga's start against `hz` (rule R1,
+ * horizon.h; NULL: not checked, the fuzz targets). Returns false with the
+ * error in `r` (and nothing to free) when the payload is malformed, a field
+ * is invalid or the saga started before the horizon (FAILED_PRECONDITION
+ * past_horizon: nothing applied, logged and counted). */
+static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc_request *call,
+    pkit_call *c, rpc_reply *r)
 {
 	memset(c, 0, sizeof *c);
 	c->m = m;
@@ -184,6 +193,15 @@ static bool pkit_parse(const pkit_method *m, const rpc_request *call, pkit_call 
 			c->cmd.args.num[k] = pkit_num_at(c->msg, fd);
 			ok = pkit_check_range(
 			    r, f->name, c->cmd.args.num[k++], f->min, f->max, f->unit);
+		}
+	}
+	if (ok && hz != NULL) {
+		int64_t started
+		    = pkit_num_at(c->msg, pkit_field_of(m->request, PKIT_STARTED_FIELD));
+		int64_t now = dbclock_now_ms();
+		if (horizon_refuses(hz, started, now)) {
+			pkit_past_horizon(m, c->cmd.saga_id, started, now, r);
+			ok = false;
 		}
 	}
 	if (!ok) {
@@ -297,7 +315,7 @@ static const metric_def PKIT_BATCH
         "", PKIT_BATCH_BUCKETS, sizeof PKIT_BATCH_BUCKETS / sizeof PKIT_BATCH_BUCKETS[0]};
 
 static const char *const PKIT_OUTCOMES[]
-    = {"applied", "refused", "duplicate", "tombstone", "key_mismatch", "error"};
+    = {"applied", "refused", "duplicate", "tombstone", "key_mismatch", "past_horizon", "error"};
 
 /* pkit_command_name: "ReserveStock" of "/sagas.v1.Stock/ReserveStock". */
 static const char *pkit_command_name(const pkit_method *m)
@@ -346,6 +364,29 @@ static void pkit_count(const pkit_service *v, const pkit_call *c, int rc)
 		metric_inc(metric_get1(&PKIT_DUPLICATES, cmd));
 }
 
+/* pkit_past_horizon refuses a command of a saga that started at `started`
+ * (0: not said), before the horizon at `now` (rule R1), and logs and counts
+ * the refusal. */
+static void pkit_past_horizon(
+    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r)
+{
+	const char *l[2] = {pkit_command_name(m), "past_horizon"};
+	metric_inc(metric_get(&PKIT_COMMANDS, l));
+	if (started <= 0) {
+		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
+		    "could not %s: saga_started_unix_ms is required (docs/saga-semantics.md, rule "
+		    "R1)",
+		    m->what);
+	} else {
+		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
+		    "could not %s: the saga started %" PRId64
+		    " ms ago, before this participant's retention horizon (docs/saga-semantics.md, "
+		    "rule R1)",
+		    m->what, now - started);
+	}
+	log_warn(saga_id, "refused %s: %s", pkit_command_name(m), r->message);
+}
+
 /* pkit_observe_batch records a committed transaction of `n` commands. */
 static void pkit_observe_batch(size_t n)
 {
@@ -374,13 +415,18 @@ static const pkit_service *pkit_service_of(void *app)
 	return ((const participant_app *)app)->kit;
 }
 
+static const horizon_policy *pkit_horizon_of(void *app)
+{
+	return ((const participant_app *)app)->horizon;
+}
+
 void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
 {
 	const pkit_service *v = pkit_service_of(app);
 	const pkit_method *m = pkit_method_of(v, call->method);
 	if (m != NULL) { /* one saga command alone: its own transaction */
 		pkit_call c;
-		if (!pkit_parse(m, call, &c, reply))
+		if (!pkit_parse(m, pkit_horizon_of(app), call, &c, reply))
 			return;
 		int rc = pkit_store_apply(worker, &c.cmd, 1);
 		if (rc == 0)
@@ -417,7 +463,7 @@ void pkit_handle_batch(
 			pkit_handle(app, worker, &calls[i], &replies[i]);
 			continue;
 		}
-		if (!pkit_parse(meth, &calls[i], &cs[m], &replies[i]))
+		if (!pkit_parse(meth, pkit_horizon_of(app), &calls[i], &cs[m], &replies[i]))
 			continue;
 		cmds[m] = cs[m].cmd;
 		at[m++] = i;
@@ -494,6 +540,7 @@ bool pkit_service_check(const pkit_service *v)
 		const pkit_method *m = &v->methods[i];
 		int t = 0, k = 0;
 		ok = pkit_check_field(m->request, "saga_id", true, false, m->method)
+		    && pkit_check_field(m->request, PKIT_STARTED_FIELD, false, false, m->method)
 		    && pkit_check_field(m->reply, "status", false, false, m->method)
 		    && (m->reply_value == NULL
 		        || pkit_check_field(m->reply, m->reply_value, false, false, m->method))

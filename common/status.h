@@ -32,5 +32,8 @@ enum rpc_code {
 #define REASON_TOMBSTONE        "tombstone"
 #define REASON_KEY_MISMATCH     "key_mismatch"
 #define REASON_TIMEOUT          "timeout"
+/* a command of a saga that started before the participant's retention
+ * horizon (docs/saga-semantics.md, rule R1), or without its start */
+#define REASON_PAST_HORIZON "past_horizon"
 
 #endif

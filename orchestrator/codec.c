@@ -32,6 +32,7 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.saga_id = saga_id;
 		m.sku = (char *)row->sku;
 		m.qty = row->qty;
+		m.saga_started_unix_ms = row->created_ms;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_RELEASE_STOCK: {
@@ -39,6 +40,7 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.saga_id = saga_id;
 		m.sku = (char *)row->sku;
 		m.qty = row->qty;
+		m.saga_started_unix_ms = row->created_ms;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_CHARGE_PAYMENT: {
@@ -46,6 +48,7 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.saga_id = saga_id;
 		m.customer = (char *)row->customer;
 		m.amount = row->amount;
+		m.saga_started_unix_ms = row->created_ms;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_REFUND_PAYMENT: {
@@ -53,6 +56,7 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.saga_id = saga_id;
 		m.customer = (char *)row->customer;
 		m.amount = row->amount;
+		m.saga_started_unix_ms = row->created_ms;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_SHIP_ORDER: {
@@ -61,6 +65,7 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, c
 		m.customer = (char *)row->customer;
 		m.sku = (char *)row->sku;
 		m.qty = row->qty;
+		m.saga_started_unix_ms = row->created_ms;
 		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
 	}
 	case SAGA_CMD_NONE:

@@ -17,6 +17,7 @@
 #include "orch_metrics.h"
 #include "pg.h"
 #include "rpc.h"
+#include "status.h"
 
 /* One command in flight, then its completion, then (maybe) its successor. */
 typedef struct engine_item {
@@ -281,7 +282,7 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->after.updated_ms = now;
 	p->send = d.send;
 	p->held = d.send != SAGA_CMD_NONE && !can_send;
-	bool reply = ev->kind != SAGA_EV_DEADLINE;
+	bool reply = ev->kind != SAGA_EV_DEADLINE && ev->kind != SAGA_EV_PAST_HORIZON;
 	p->retry = reply && !d.state_changed && ev->kind != SAGA_EV_SUCCESS;
 	p->tries = reply && d.state_changed ? row->s.attempts + 1 : 0;
 	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out,
@@ -343,7 +344,14 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
 			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
 			    a->reason);
-		if (ups[i].attention_raised)
+		if (ups[i].attention_raised && strcmp(a->reason, REASON_PAST_HORIZON) == 0)
+			log_warn(b->saga_id,
+			    "saga needs attention: it started before the retention horizon, and no "
+			    "participant takes its commands any more: left in %s, never sent "
+			    "again; "
+			    "settle it by hand (docs/operations.md, \"Retention\")",
+			    saga_state_name(a->state));
+		else if (ups[i].attention_raised)
 			log_warn(b->saga_id,
 			    "saga needs attention: %s failed %d times; retrying, each try "
 			    "waiting up to %lld ms for its reply and then up to %lld ms",
@@ -459,7 +467,14 @@ static bool engine_sweep(engine *e)
 	for (size_t i = 0; i < n; i++) {
 		/* the claim moved next_attempt_at; keep the lease in the row */
 		const saga_row *r = &rows[i];
-		if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
+		if (!horizon_may_send(&e->cfg.horizon, r->created_ms, now)) {
+			/* rule R3: too old for any participant to take a command */
+			saga_event ev = {.kind = SAGA_EV_PAST_HORIZON};
+			size_t before = npend;
+			engine_decide(e, r, &ev, now, "past_horizon", false, pend, &npend);
+			if (npend > before)
+				dl_rows[before] = *r;
+		} else if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
 			saga_event ev = {.kind = SAGA_EV_DEADLINE};
 			size_t before = npend;
 			engine_decide(e, r, &ev, now, "deadline", !full, pend, &npend);

@@ -18,6 +18,7 @@
 #include "daemon_net.h"
 #include "dbclock.h"
 #include "engine.h"
+#include "horizon.h"
 #include "fault.h"
 #include "health.h"
 #include "listen.h"
@@ -64,6 +65,7 @@ typedef struct orch_config {
 	int64_t max_waits;
 	int64_t db_wait;
 	int64_t stop_timeout;
+	int64_t retention_s, skew_s;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
 	char participant_cert[CONFIG_STR_MAX];
@@ -174,6 +176,14 @@ static const config_opt orch_opts[] = {
         "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
         "anyway (0 = no bound; docs/operations.md)",
         "MS"),
+    OPT("retention", "SAGA_ORCHESTRATOR_RETENTION_S", CONFIG_INT, "604800", 3600,
+        100LL * 365 * 86400, retention_s,
+        "a saga is driven for this long from its start (then flagged past_horizon), and "
+        "deleted with its history once finished and older than it plus 4 x "
+        "--max-clock-skew (docs/saga-semantics.md, \"Retention\"); the same on every daemon",
+        "S"),
+    OPT("max-clock-skew", "SAGA_ORCHESTRATOR_MAX_CLOCK_SKEW_S", CONFIG_INT, "300", 0, 86400, skew_s,
+        "the largest error tolerated between the databases' clocks; the same on every daemon", "S"),
     OPT("duplicate-delivery", "SAGA_ORCHESTRATOR_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
     OPT("fault", "SAGA_ORCHESTRATOR_FAULT", CONFIG_STR, "", 0, 0, fault,
@@ -325,6 +335,13 @@ int main(int argc, char **argv)
 	if (daemon_check_options(c.log_level, &level, c.db) != 0
 	    || daemon_net_check(&c.net, c.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
+	const horizon_policy horizon
+	    = {.retention_ms = c.retention_s * 1000, .skew_ms = c.skew_s * 1000};
+	const char *bad_horizon = horizon_policy_check(&horizon);
+	if (bad_horizon != NULL) {
+		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
+		return 2;
+	}
 	if (c.backoff_cap < c.backoff_base) {
 		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
 		    (long long)c.backoff_cap, (long long)c.backoff_base);
@@ -428,6 +445,7 @@ int main(int argc, char **argv)
 	    .send_batch = (int)c.send_batch,
 	    .max_inflight = (int)c.max_inflight,
 	    .duplicate_delivery = c.duplicate_delivery,
+	    .horizon = horizon,
 	};
 	waits *wt = NULL;
 	if (waits_open(&wt, (size_t)c.max_waits) != 0) {

@@ -261,6 +261,19 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		out->event_name = "ignored";
 		return;
 	}
+	if (ev->kind == SAGA_EV_PAST_HORIZON) {
+		/* rule R3: no participant takes a command of this saga any more
+		 * (or will not before it arrives): nothing is sent, the saga
+		 * stays in its state, flagged, never due again (an operator
+		 * settles it by hand: docs/operations.md, "Retention") */
+		out->event_name = "past_horizon";
+		saga_set_reason(&out->next, REASON_PAST_HORIZON);
+		out->attention_raised = !s->attention;
+		out->next.attention = true;
+		out->next.step_deadline_ms = 0;
+		out->next.next_attempt_ms = 0;
+		return;
+	}
 	if (ev->kind == SAGA_EV_DEADLINE) {
 		/* rule 4: a step whose outcome is unknown is compensated; a
 		 * state without a deadline (compensations, and SHIPPING: after

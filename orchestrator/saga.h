@@ -40,10 +40,13 @@ typedef enum saga_command {
 #define SAGA_CMD_LAST SAGA_CMD_SHIP_ORDER
 
 typedef enum saga_event_kind {
-	SAGA_EV_SUCCESS = 1,   /* the participant applied the command (OK) */
-	SAGA_EV_REFUSED = 2,   /* a definitive refusal (rule 3) */
-	SAGA_EV_TRANSIENT = 3, /* transport error, UNAVAILABLE, no reply (rule 3) */
-	SAGA_EV_DEADLINE = 4,  /* the step deadline passed (the sweep found it) */
+	SAGA_EV_SUCCESS = 1,      /* the participant applied the command (OK) */
+	SAGA_EV_REFUSED = 2,      /* a definitive refusal (rule 3) */
+	SAGA_EV_TRANSIENT = 3,    /* transport error, UNAVAILABLE, no reply (rule 3) */
+	SAGA_EV_DEADLINE = 4,     /* the step deadline passed (the sweep found it) */
+	SAGA_EV_PAST_HORIZON = 5, /* the saga started too long ago for any
+	                             participant to take its commands (rule R3,
+	                             common/horizon.h): parked, flagged */
 } saga_event_kind;
 
 typedef struct saga_event {

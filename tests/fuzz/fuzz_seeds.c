@@ -136,11 +136,13 @@ int main(int argc, char **argv)
 	rs.saga_id = (char *)SEED_ID;
 	rs.sku = (char *)"A1";
 	rs.qty = 2;
+	rs.saga_started_unix_ms = 1796256000000; /* 2026-12-03 */
 	SEED(st, 0, "/sagas.v1.Stock/ReserveStock", "reserve", 0, rs);
 	Sagas__V1__ReleaseStockRequest rl = SAGAS__V1__RELEASE_STOCK_REQUEST__INIT;
 	rl.saga_id = (char *)SEED_ID;
 	rl.sku = (char *)"A1";
 	rl.qty = 2;
+	rl.saga_started_unix_ms = 1796256000000; /* 2026-12-03 */
 	SEED(st, 1, "/sagas.v1.Stock/ReleaseStock", "release", 1, rl);
 	Sagas__V1__SetStockRequest ss = SAGAS__V1__SET_STOCK_REQUEST__INIT;
 	ss.sku = (char *)"B2";
@@ -158,11 +160,13 @@ int main(int argc, char **argv)
 	ch.saga_id = (char *)SEED_ID;
 	ch.customer = (char *)"ali";
 	ch.amount = 1000;
+	ch.saga_started_unix_ms = 1796256000000; /* 2026-12-03 */
 	SEED(pa, 0, "/sagas.v1.Payment/ChargePayment", "charge", 0, ch);
 	Sagas__V1__RefundPaymentRequest rf = SAGAS__V1__REFUND_PAYMENT_REQUEST__INIT;
 	rf.saga_id = (char *)SEED_ID;
 	rf.customer = (char *)"ali";
 	rf.amount = 1000;
+	rf.saga_started_unix_ms = 1796256000000; /* 2026-12-03 */
 	SEED(pa, 1, "/sagas.v1.Payment/RefundPayment", "refund", 1, rf);
 	Sagas__V1__DepositRequest dp = SAGAS__V1__DEPOSIT_REQUEST__INIT;
 	dp.customer = (char *)"sara";
@@ -182,6 +186,7 @@ int main(int argc, char **argv)
 	so.customer = (char *)"ali";
 	so.sku = (char *)"A1";
 	so.qty = 2;
+	so.saga_started_unix_ms = 1796256000000; /* 2026-12-03 */
 	SEED(sh, 0, "/sagas.v1.Shipping/ShipOrder", "ship", 0, so);
 	Sagas__V1__ListShipmentsRequest lh = SAGAS__V1__LIST_SHIPMENTS_REQUEST__INIT;
 	lh.include_shipments = 1;

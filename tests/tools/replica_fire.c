@@ -22,6 +22,7 @@
 #include <nng/nng.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "clock.h"
 #include "rpc.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
@@ -83,6 +84,7 @@ static int fire_send(
 		m.saga_id = (char *)id;
 		m.sku = (char *)name;
 		m.qty = (int32_t)amount;
+		m.saga_started_unix_ms = clock_wall_ms(); /* a saga of now (rule R1) */
 		return rpc_call_async(cl,
 		    !strcmp(v, "reserve") ? "/sagas.v1.Stock/ReserveStock"
 		                          : "/sagas.v1.Stock/ReleaseStock",
@@ -92,6 +94,7 @@ static int fire_send(
 	m.saga_id = (char *)id;
 	m.customer = (char *)name;
 	m.amount = amount;
+	m.saga_started_unix_ms = clock_wall_ms();
 	return rpc_call_async(cl,
 	    !strcmp(v, "charge") ? "/sagas.v1.Payment/ChargePayment"
 	                         : "/sagas.v1.Payment/RefundPayment",

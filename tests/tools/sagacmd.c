@@ -7,12 +7,15 @@
  * came, 1 when none came, 2 on usage errors. For a tls+tcp:// URL the
  * environment gives the files: SAGACMD_TLS_CA (required), SAGACMD_TLS_CERT
  * and SAGACMD_TLS_KEY (a role's certificate, or none); a refused TLS
- * handshake prints "HANDSHAKE_REFUSED" and exits 1. */
+ * handshake prints "HANDSHAKE_REFUSED" and exits 1. The command's saga
+ * started now (this host's clock), or at SAGACMD_STARTED_MS (ms since the
+ * epoch; 0 sends none): a late copy of an old saga's command (rule R1). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "rpc.h"
 #include "tls.h"
 #include "version.h"
@@ -47,6 +50,8 @@ int main(int argc, char **argv)
 	const char *url = argv[1], *verb = argv[2];
 	char *id = argv[3], *name = argv[4], *sku = ship ? argv[5] : NULL;
 	long long n = strtoll(argv[ship ? 6 : 5], NULL, 10);
+	const char *st = getenv("SAGACMD_STARTED_MS");
+	int64_t started = st ? strtoll(st, NULL, 10) : clock_wall_ms();
 	rpc_client *c = NULL;
 	rpc_client_opts opts = {.connect_now = true};
 	tls_conf *tls = NULL;
@@ -80,6 +85,7 @@ int main(int argc, char **argv)
 		m.saga_id = id;
 		m.sku = name;
 		m.qty = (int32_t)n;
+		m.saga_started_unix_ms = started;
 		/* both requests have the same fields, numbered alike */
 		rc = rpc_call(c,
 		    reserve ? "/sagas.v1.Stock/ReserveStock" : "/sagas.v1.Stock/ReleaseStock",
@@ -98,6 +104,7 @@ int main(int argc, char **argv)
 		m.saga_id = id;
 		m.customer = name;
 		m.amount = n;
+		m.saga_started_unix_ms = started;
 		rc = rpc_call(c,
 		    charge ? "/sagas.v1.Payment/ChargePayment" : "/sagas.v1.Payment/RefundPayment",
 		    &m.base, 5000, &res);
@@ -115,6 +122,7 @@ int main(int argc, char **argv)
 		m.customer = name;
 		m.sku = sku;
 		m.qty = (int32_t)n;
+		m.saga_started_unix_ms = started;
 		rc = rpc_call(c, "/sagas.v1.Shipping/ShipOrder", &m.base, 5000, &res);
 		if (rc == 0 && res.code == 0) {
 			Sagas__V1__ShipOrderReply *r = sagas__v1__ship_order_reply__unpack(
