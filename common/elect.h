@@ -23,6 +23,9 @@ typedef struct elect elect;
 #define ELECT_KEY_REPORT                                                                           \
 	7111 /* orchestratord's report of stuck sagas (7101: its                                   \
 	        schema; the participants' schemas theirs) */
+/* the retention job of a database (retention.h): orchestratord's, and each
+ * participant's in its own database */
+#define ELECT_KEY_RETENTION 7112
 
 /* elect_open prepares an election for the work named `what` (for logs;
  * copied) under lock `key`, on connections to `conninfo` (copied). It does
