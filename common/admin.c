@@ -7,12 +7,69 @@
 #include "authz.h"
 #include "fault.h"
 #include "log.h"
+#include "pg.h"
+#include "retention.h"
 #include "sagas/v1/admin.pb-c.h"
 #include "valid.h"
 
 #define ADMIN_PREFIX "/sagas.v1.Admin/"
 
 static atomic_ulong admin_refused;
+/* the retention job RunRetention runs (admin_set_retention); NULL: none */
+static const retention_config *admin_retention;
+
+void admin_set_retention(const retention_config *cfg)
+{
+	admin_retention = cfg;
+}
+
+/* admin_run_retention serves RunRetention: one pass (or a dry count) on a
+ * connection of its own. */
+static void admin_run_retention(const rpc_request *call, rpc_reply *reply)
+{
+	Sagas__V1__RunRetentionRequest *req
+	    = sagas__v1__run_retention_request__unpack(NULL, call->payload_len, call->payload);
+	if (req == NULL || !valid_pb_exact(&req->base, call->payload_len)) {
+		if (req != NULL)
+			sagas__v1__run_retention_request__free_unpacked(req, NULL);
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
+		    "could not decode RunRetentionRequest");
+		return;
+	}
+	bool dry = req->dry_run;
+	sagas__v1__run_retention_request__free_unpacked(req, NULL);
+	const retention_config *cfg = admin_retention;
+	if (cfg == NULL) {
+		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "no_retention",
+		    "this daemon keeps nothing that expires");
+		return;
+	}
+	PGconn *conn = pg_connect(cfg->conninfo, 1000);
+	if (conn == NULL) {
+		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_unavailable",
+		    "could not run retention: database unavailable");
+		return;
+	}
+	char peer[96];
+	log_info(NULL, "retention %s requested by %s", dry ? "dry run" : "pass",
+	    rpc_peer(call->pipe, peer, sizeof peer));
+	retention_counts c = {{0, 0}};
+	int rc = retention_run_pass(cfg, conn, dry, &c);
+	PQfinish(conn);
+	if (rc != 0) {
+		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_error",
+		    "could not run retention: %s (deleted %lld %s before it)", pg_err_name(rc),
+		    (long long)c.n[0], cfg->tables[0]);
+		return;
+	}
+	Sagas__V1__RunRetentionReply out = SAGAS__V1__RUN_RETENTION_REPLY__INIT;
+	out.dry_run = dry;
+	out.table = (char *)cfg->tables[0];
+	out.deleted = c.n[0];
+	out.other_table = (char *)(cfg->tables[1] ? cfg->tables[1] : "");
+	out.other_deleted = c.n[1];
+	rpc_reply_ok(reply, &out.base);
+}
 
 unsigned long admin_fault_refusals(void)
 {
@@ -79,6 +136,8 @@ void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 		    "--enable-fault-injection (tests only)");
 	} else if (!strcmp(m, "SetFault")) {
 		admin_set_fault(call, reply);
+	} else if (!strcmp(m, "RunRetention")) {
+		admin_run_retention(call, reply);
 	} else if (!strcmp(m, "ClearFaults")) {
 		fault_clear();
 		Sagas__V1__ClearFaultsReply out = SAGAS__V1__CLEAR_FAULTS_REPLY__INIT;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "retention.h"
 #include "rpc.h"
 
 /* What sagas.v1.Admin may do in this process (the ctx of admin_serve). */
@@ -19,8 +20,16 @@ typedef struct admin_service {
  * WARNING naming it and who armed it (peer address and role); without
  * fault_injection it is refused with FAILED_PRECONDITION reason
  * "fault_injection_disabled", arms nothing, and the refusal is counted and
- * logged (at most once per peer per interval). ClearFaults disarms all. */
+ * logged (at most once per peer per interval). ClearFaults disarms all.
+ * RunRetention runs a retention pass, or a dry count (admin_set_retention). */
 void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply);
+
+/* admin_set_retention makes RunRetention run `cfg`'s batches (a pass on a
+ * connection of its own, beside the elected background job: both delete
+ * with SKIP LOCKED, so they never delete a unit twice nor half). `cfg` is
+ * borrowed for the process's lifetime; call before serving. Without it,
+ * RunRetention is UNIMPLEMENTED no_retention. */
+void admin_set_retention(const retention_config *cfg);
 
 /* admin_fault_refusals returns how many SetFault calls were refused
  * because failure injection is off. */

@@ -34,6 +34,7 @@ static const authz_row authz_methods[] = {
     {"/sagas.v1.Shipping/ListShipments", ADMIN},
     {"/sagas.v1.Admin/SetFault", ADMIN},
     {"/sagas.v1.Admin/ClearFaults", ADMIN},
+    {"/sagas.v1.Admin/RunRetention", ADMIN},
     {"/sagas.v1.Orchestrator/RetrySaga", ADMIN},
     /* applications (and operators, who look at the same sagas) */
     {"/sagas.v1.Orchestrator/StartSaga", CLIENT | ADMIN},
