@@ -7,7 +7,9 @@
 # exactly those, each with all its history; a saga that is not terminal
 # stays however old, and so do the recent ones; a second pass deletes 0.
 # Every number is read from the database. The background job is off
-# (--retention-interval 0), so that only the calls delete.
+# (--retention-interval 0), so that only the calls delete, until a second
+# orchestrator with a short --retention-interval shows the elected job
+# deleting the rest of what is due.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -100,4 +102,34 @@ assert_eq "second pass" "deleted 0 sagas and 0 saga_history rows" "$(ctl retenti
 assert_eq "second dry run" "dry run: would delete 0 sagas and 0 saga_history rows" \
   "$(ctl retention --dry-run)"
 assert_eq "sagas after the second pass" "$((sagas_before - 2))" "$(count sagas)"
+
+# 6. the background job: a second orchestrator with --retention-interval
+# 200 (the first runs none) deletes the two recent finished sagas once
+# they are 30 days old too, and only them
+psql_db $O "UPDATE sagas SET created_at = created_at - interval '30 days',
+                             updated_at = updated_at - interval '30 days'
+             WHERE finished" >/dev/null
+due_hist=$(psql_db $O "SELECT count(*) FROM saga_history h JOIN sagas s USING (saga_id)
+                        WHERE s.finished")
+hist_before=$(count saga_history)
+echo "background: 2 finished sagas due, with $due_hist history rows"
+stack_start_orchestrator_as orch2 --retention-interval 200
+_only_old_left() { [ "$(psql_db $O "SELECT string_agg(saga_id::text, ',') FROM sagas")" = "$OLD" ]; }
+wait_until 60 _only_old_left
+assert_eq "background: only the unfinished one is left" "$OLD" \
+  "$(psql_db $O "SELECT string_agg(saga_id::text, ',') FROM sagas")"
+assert_eq "background: history rows left" "$((hist_before - due_hist))" "$(count saga_history)"
+assert_eq "background: its history stays" "2" \
+  "$(psql_db $O "SELECT count(*) FROM saga_history WHERE saga_id = '$OLD'")"
+_logged() { grep -q "retention: deleted 2 sagas and $due_hist saga_history rows" "$STACK_DIR/orch2.log"; }
+wait_until 10 _logged
+assert_eq "background: the pass's log line" "1" \
+  "$(grep -c "retention: deleted 2 sagas and $due_hist saga_history rows" "$STACK_DIR/orch2.log")"
+metrics=$(stack_metrics orch2)
+assert_eq "background metric: sagas deleted" "2" \
+  "$(awk '/^sagas_retention_deleted_total\{table="sagas"\}/ {print $2}' <<<"$metrics")"
+assert_eq "background metric: passes run" "yes" "$(awk '/^sagas_retention_passes_total/ \
+  {print ($2 >= 1 ? "yes" : "no: " $2)}' <<<"$metrics")"
+assert_eq "the first orchestrator ran no background pass" "0" \
+  "$(stack_metrics orchestratord | awk '/^sagas_retention_passes_total/ {n = $2} END {print n + 0}')"
 finish
