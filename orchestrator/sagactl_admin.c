@@ -554,14 +554,19 @@ int ctl_probe(ctl_ctx *c, char **args)
 int ctl_retention(ctl_ctx *c, char **args)
 {
 	(void)args;
-	ctl_svc svc = CTL_SVC_ORCHESTRATOR;
-	int rc = ctl_parse_service(c, c->o.target, &svc);
-	if (rc != 0)
-		return rc;
+	int svc = 0;
+	while (svc < CTL_SVC_COUNT && strcmp(c->o.target, ctl_svc_names[svc]) != 0)
+		svc++;
+	if (svc == CTL_SVC_COUNT)
+		return ctl_usage(c->cmd,
+		    "invalid --target \"%s\": expected one of orchestrator, stock, payment, "
+		    "shipping",
+		    c->o.target);
+	int rc;
 	Sagas__V1__RunRetentionRequest req = SAGAS__V1__RUN_RETENTION_REQUEST__INIT;
 	req.dry_run = c->o.dry_run;
 	rpc_result res;
-	rc = ctl_call(c, svc, "/sagas.v1.Admin/RunRetention", &req.base,
+	rc = ctl_call(c, (ctl_svc)svc, "/sagas.v1.Admin/RunRetention", &req.base,
 	    c->o.dry_run ? "count what retention would delete" : "run retention", c->o.timeout_ms,
 	    false, &res);
 	if (rc != 0)
@@ -570,7 +575,7 @@ int ctl_retention(ctl_ctx *c, char **args)
 	    = sagas__v1__run_retention_reply__unpack(NULL, res.payload_len, res.payload);
 	rpc_result_clear(&res);
 	if (rep == NULL)
-		return ctl_bad_reply(c, svc, "RunRetention");
+		return ctl_bad_reply(c, (ctl_svc)svc, "RunRetention");
 	if (c->o.json) {
 		rc = ctl_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, s:I}", "service",
 		    ctl_svc_names[svc], "dry_run", rep->dry_run, "table", rep->table, "deleted",
