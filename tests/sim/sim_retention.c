@@ -75,13 +75,25 @@
 #define SKEW      10
 #define T0        1000
 #define TRY_WAIT  3
-#define MAX_SAGAS 6
+#define MAX_SAGAS 8
 #define MAX_MSGS  512
 
 enum { N_STOCK, N_PAY, N_ORCH, N_NODES };
 enum { BRK_NONE, BRK_NO_SKEW, BRK_NO_REFUSAL, BRK_SEND_PAST };
 static const char *const break_names[] = {"", "no_skew", "no_refusal", "send_past_horizon"};
 static int brk;
+static bool trace;
+/* the largest error of a clock: skew/2 less half a try's wait by default
+ * (the header says why); --clock-bound changes it */
+static int64_t clock_bound = (SKEW - TRY_WAIT) / 2;
+
+#define TRACE(w, ...)                                                                              \
+	do {                                                                                       \
+		if (trace) {                                                                       \
+			printf("t=%lld ", (long long)(w)->t);                                      \
+			printf(__VA_ARGS__);                                                       \
+		}                                                                                  \
+	} while (0)
 
 typedef enum { S_RESERVING, S_CHARGING, S_REFUNDING, S_RELEASING, S_COMPLETED, S_CANCELLED } st;
 static const char *const st_names[]
@@ -215,6 +227,8 @@ static void try_send(world *w, int id)
 {
 	saga *s = &w->sagas[id];
 	if (!may_send(s->created, reading(w, N_ORCH))) {
+		TRACE(w, "saga %d: parked in %s (orchestrator reads %lld)\n", id,
+		    st_names[s->state], (long long)reading(w, N_ORCH));
 		s->parked = true; /* flagged past_horizon: never sent again */
 		s->timer = 0;
 		s->in_flight = false;
@@ -228,11 +242,14 @@ static void try_send(world *w, int id)
 		if (rnd(w, 10) == 0)
 			continue;
 		uint32_t r = rnd(w, 100);
-		int64_t d = r < 70 ? between(w, 1, 3)
-		    : r < 85       ? between(w, RET - 3 * SKEW, RET + 3 * SKEW)
+		int64_t d = r < 60 ? between(w, 1, 2)
+		    : r < 85       ? between(w, RET - 2 * SKEW, RET + 2 * SKEW)
 		    : r < 95       ? between(w, 1, RET + RET / 2)
 		                   : between(w, 1000, 20000);
 		m.at = w->t + d;
+		TRACE(w, "saga %d: %s %s try %d sent (orchestrator reads %lld), arrives at %lld\n",
+		    id, m.comp ? "compensation" : "step", m.node == N_STOCK ? "stock" : "payment",
+		    m.try_id, (long long)reading(w, N_ORCH), (long long)m.at);
 		post(w, &m);
 	}
 	s->in_flight = true;
@@ -260,11 +277,13 @@ static void orch_timer(world *w, int id)
 	if (s->in_flight) {
 		/* no reply in time: retry after a backoff */
 		s->in_flight = false;
-		s->timer = w->t + between(w, 1, 10);
+		s->timer = w->t + between(w, 1, 4);
 		return;
 	}
 	s->timer = 0;
 	if (!may_send(s->created, reading(w, N_ORCH))) {
+		TRACE(w, "saga %d: parked in %s (orchestrator reads %lld)\n", id,
+		    st_names[s->state], (long long)reading(w, N_ORCH));
 		s->parked = true;
 		return;
 	}
@@ -281,6 +300,7 @@ static void orch_reply(world *w, const msg *m)
 	saga *s = &w->sagas[m->saga];
 	if (s->parked || !s->in_flight || m->try_id != s->try_id)
 		return; /* a late reply: the call is over */
+	TRACE(w, "saga %d: %s in %s\n", m->saga, m->ok ? "OK" : "refused", st_names[s->state]);
 	switch (s->state) {
 	case S_RESERVING:
 		enter(w, m->saga, m->ok ? S_CHARGING : S_CANCELLED);
@@ -295,7 +315,7 @@ static void orch_reply(world *w, const msg *m)
 		} else {
 			/* a compensation is never refused for good (rule 3) */
 			s->in_flight = false;
-			s->timer = w->t + between(w, 1, 10);
+			s->timer = w->t + between(w, 1, 4);
 		}
 		break;
 	case S_COMPLETED:
@@ -313,7 +333,11 @@ static bool part_command(world *w, const msg *m)
 	int64_t now = reading(w, p);
 	if (w->t - s->t_start > RET)
 		w->late_copies++;
+	TRACE(w, "saga %d: %s %s arrives (try %d, this clock reads %lld, record %d)\n", m->saga,
+	    m->comp ? "compensation" : "step", p == N_STOCK ? "stock" : "payment", m->try_id,
+	    (long long)now, (int)r->kind);
 	if (part_refuses(s->created, now)) {
+		TRACE(w, "  refused past_horizon (started %lld)\n", (long long)s->created);
 		w->horizon_refusals++;
 		return false; /* rule R1: past_horizon, nothing applied */
 	}
@@ -369,12 +393,13 @@ static void part_retention(world *w, int p)
 		if (r->kind == R_NONE || r->created_at >= cutoff)
 			continue;
 		/* (c): refused at every reading still to come, the lowest first */
-		if (!part_refuses(w->sagas[i].created, w->t - SKEW / 2))
+		if (!part_refuses(w->sagas[i].created, w->t - clock_bound))
 			violation(w, 2, i, p,
 			    "record (created at %lld) deleted while a command could still be "
 			    "accepted: the saga started at %lld, this clock may still read %lld",
 			    (long long)r->created_at, (long long)w->sagas[i].created,
-			    (long long)(w->t - SKEW / 2));
+			    (long long)(w->t - clock_bound));
+		TRACE(w, "saga %d: %s record deleted\n", i, p == N_STOCK ? "stock" : "payment");
 		r->kind = R_NONE;
 		w->deletions++;
 	}
@@ -395,14 +420,15 @@ static void deliver(world *w, msg *m)
 	msg rep = mm;
 	rep.reply = true;
 	rep.ok = ok;
-	rep.at = w->t + between(w, 1, 3);
+	rep.at = w->t + between(w, 1, 2);
 	post(w, &rep);
 }
 
 static void step_clock(world *w, int n)
 {
-	int64_t h = SKEW / 2;
-	w->err[n] = rnd(w, 2) ? (rnd(w, 2) ? h : -h) : between(w, -h, h);
+	int64_t h = clock_bound;
+	w->err[n] = rnd(w, 4) ? (rnd(w, 2) ? h : -h) : between(w, -h, h);
+	TRACE(w, "clock %d error %lld\n", n, (long long)w->err[n]);
 	w->next_clk[n] = w->t + (w->t < w->busy_until ? between(w, 5, 40) : between(w, 200, 2000));
 }
 
@@ -419,7 +445,7 @@ static bool run(world *w, uint64_t seed, bool verbose)
 	w->rng = seed * 2654435761u + 1;
 	w->t = T0;
 	w->nsagas = 1 + (int)rnd(w, MAX_SAGAS);
-	w->step_timeout = rnd(w, 2) ? between(w, 10, 30) : between(w, 30, 2 * RET);
+	w->step_timeout = rnd(w, 4) == 0 ? between(w, 10, 30) : between(w, RET, 3 * RET);
 	w->busy_until = T0 + 2 * RET + 4 * RET;
 	for (int n = 0; n < N_NODES; n++)
 		step_clock(w, n);
@@ -435,15 +461,15 @@ static bool run(world *w, uint64_t seed, bool verbose)
 	}
 	/* outages: anywhere, or ending near a saga's horizon (the sweep then
 	 * resumes it there) */
-	if (rnd(w, 2))
+	if (rnd(w, 4))
 		for (int i = 0, k = 1 + (int)rnd(w, 3); i < k; i++) {
-			if (rnd(w, 2)) {
+			if (rnd(w, 3) == 0) {
 				w->down_from[i] = T0 + between(w, 0, 3 * RET);
 				w->down_until[i] = w->down_from[i] + between(w, 5, RET);
 			} else {
 				const saga *s = &w->sagas[rnd(w, (uint32_t)w->nsagas)];
-				w->down_from[i] = s->t_start + between(w, 2, RET / 2);
-				w->down_until[i] = s->t_start + RET - between(w, 0, 3 * SKEW);
+				w->down_from[i] = s->t_start + between(w, 0, 3);
+				w->down_until[i] = s->t_start + RET - between(w, 0, 2 * SKEW);
 			}
 		}
 	for (;;) {
@@ -532,6 +558,7 @@ int main(int argc, char **argv)
 {
 	unsigned long long a = 1, b = 2000;
 	bool expect_violation = false;
+	long long cb;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seeds") && i + 1 < argc
 		    && sscanf(argv[++i], "%llu..%llu", &a, &b) == 2 && a <= b)
@@ -543,13 +570,21 @@ int main(int argc, char **argv)
 					brk = k;
 			if (brk != BRK_NONE)
 				continue;
+		} else if (!strcmp(argv[i], "--clock-bound") && i + 1 < argc
+		    && sscanf(argv[++i], "%lld", &cb) == 1 && cb >= 0 && cb <= SKEW) {
+			clock_bound = cb;
+			continue;
+		} else if (!strcmp(argv[i], "--trace")) {
+			trace = true;
+			continue;
 		} else if (!strcmp(argv[i], "--expect-violation")) {
 			expect_violation = true;
 			continue;
 		}
 		fprintf(stderr,
 		    "usage: sim_retention [--seeds A..B] "
-		    "[--break no_skew|no_refusal|send_past_horizon] [--expect-violation]\n");
+		    "[--break no_skew|no_refusal|send_past_horizon] [--expect-violation] "
+		    "[--trace]\n");
 		return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 	}
 	const char *bad_policy = horizon_policy_check(&policy);
