@@ -74,7 +74,7 @@
 #define RET       100
 #define SKEW      10
 #define T0        1000
-#define TRY_WAIT  3
+#define TRY_WAIT  2
 #define MAX_SAGAS 8
 #define MAX_MSGS  512
 
@@ -242,7 +242,7 @@ static void try_send(world *w, int id)
 		if (rnd(w, 10) == 0)
 			continue;
 		uint32_t r = rnd(w, 100);
-		int64_t d = r < 60 ? between(w, 1, 2)
+		int64_t d = r < 60 ? 1
 		    : r < 85       ? between(w, RET - 2 * SKEW, RET + 2 * SKEW)
 		    : r < 95       ? between(w, 1, RET + RET / 2)
 		                   : between(w, 1000, 20000);
@@ -420,7 +420,7 @@ static void deliver(world *w, msg *m)
 	msg rep = mm;
 	rep.reply = true;
 	rep.ok = ok;
-	rep.at = w->t + between(w, 1, 2);
+	rep.at = w->t + 1;
 	post(w, &rep);
 }
 
@@ -461,17 +461,24 @@ static bool run(world *w, uint64_t seed, bool verbose)
 	}
 	/* outages: anywhere, or ending near a saga's horizon (the sweep then
 	 * resumes it there) */
-	if (rnd(w, 4))
+	uint32_t outages = rnd(w, 4); /* none, anywhere, or (2 in 4) near horizons */
+	if (outages)
 		for (int i = 0, k = 1 + (int)rnd(w, 3); i < k; i++) {
-			if (rnd(w, 3) == 0) {
+			if (outages == 1) {
 				w->down_from[i] = T0 + between(w, 0, 3 * RET);
 				w->down_until[i] = w->down_from[i] + between(w, 5, RET);
 			} else {
 				const saga *s = &w->sagas[rnd(w, (uint32_t)w->nsagas)];
-				w->down_from[i] = s->t_start + between(w, 0, 3);
-				w->down_until[i] = s->t_start + RET - between(w, 0, 2 * SKEW);
+				w->down_from[i] = s->t_start + between(w, 1, 3);
+				w->down_until[i] = s->t_start + RET - between(w, 0, SKEW + 2);
 			}
 		}
+	TRACE(w, "seed %llu: %d sagas, step timeout %lld\n", (unsigned long long)seed, w->nsagas,
+	    (long long)w->step_timeout);
+	for (int i = 0; i < 3; i++)
+		if (w->down_until[i])
+			TRACE(w, "orchestrator down from %lld to %lld\n",
+			    (long long)w->down_from[i], (long long)w->down_until[i]);
 	for (;;) {
 		/* the next event; clocks and retention do not keep the run going */
 		int64_t next = INT64_MAX;
