@@ -113,7 +113,8 @@ typedef struct msg {
 	int saga, node;
 	bool comp; /* a compensation (release, refund), else a step */
 	int try_id;
-	bool ok; /* a reply's outcome */
+	bool ok;           /* a reply's outcome */
+	bool past_horizon; /* a reply's refusal is rule R1's */
 } msg;
 
 typedef struct saga {
@@ -145,7 +146,7 @@ typedef struct world {
 	int nmsgs; /* slots in use are below it */
 	bool bad;
 	char what[256];
-	bool check_hit[3];
+	bool check_hit[4];
 	long deletions, horizon_refusals, late_copies;
 } world;
 
@@ -301,6 +302,15 @@ static void orch_reply(world *w, const msg *m)
 	if (s->parked || !s->in_flight || m->try_id != s->try_id)
 		return; /* a late reply: the call is over */
 	TRACE(w, "saga %d: %s in %s\n", m->saga, m->ok ? "OK" : "refused", st_names[s->state]);
+	if (m->past_horizon)
+		violation(w, 3, m->saga, m->node,
+		    "%s (try %d, sent while horizon_may_send held) refused past_horizon: the "
+		    "orchestrator takes it for \"nothing applied\"",
+		    s->state == S_RESERVING       ? "ReserveStock"
+		        : s->state == S_CHARGING  ? "ChargePayment"
+		        : s->state == S_REFUNDING ? "RefundPayment"
+		                                  : "ReleaseStock",
+		    m->try_id);
 	switch (s->state) {
 	case S_RESERVING:
 		enter(w, m->saga, m->ok ? S_CHARGING : S_CANCELLED);
@@ -324,8 +334,9 @@ static void orch_reply(world *w, const msg *m)
 	}
 }
 
-/* a participant takes a command; returns whether it answers OK */
-static bool part_command(world *w, const msg *m)
+/* a participant takes a command; returns whether it answers OK, and in
+ * *past_horizon whether it refused it by rule R1 */
+static bool part_command(world *w, const msg *m, bool *past_horizon)
 {
 	saga *s = &w->sagas[m->saga];
 	int p = m->node;
@@ -339,6 +350,7 @@ static bool part_command(world *w, const msg *m)
 	if (part_refuses(s->created, now)) {
 		TRACE(w, "  refused past_horizon (started %lld)\n", (long long)s->created);
 		w->horizon_refusals++;
+		*past_horizon = true;
 		return false; /* rule R1: past_horizon, nothing applied */
 	}
 	if (m->comp) {
@@ -414,12 +426,14 @@ static void deliver(world *w, msg *m)
 			orch_reply(w, &mm);
 		return;
 	}
-	bool ok = part_command(w, &mm);
+	bool ph = false;
+	bool ok = part_command(w, &mm, &ph);
 	if (rnd(w, 5) == 0)
 		return;
 	msg rep = mm;
 	rep.reply = true;
 	rep.ok = ok;
+	rep.past_horizon = ph;
 	rep.at = w->t + 1;
 	post(w, &rep);
 }
@@ -461,9 +475,9 @@ static bool run(world *w, uint64_t seed, bool verbose)
 	}
 	/* outages: anywhere, or ending near a saga's horizon (the sweep then
 	 * resumes it there) */
-	uint32_t outages = rnd(w, 4); /* none, anywhere, or (2 in 4) near horizons */
+	uint32_t outages = rnd(w, 4); /* none, 1-3 anywhere, or (2 in 4) one near a horizon */
 	if (outages)
-		for (int i = 0, k = 1 + (int)rnd(w, 3); i < k; i++) {
+		for (int i = 0, k = outages == 1 ? 1 + (int)rnd(w, 3) : 1; i < k; i++) {
 			if (outages == 1) {
 				w->down_from[i] = T0 + between(w, 0, 3 * RET);
 				w->down_until[i] = w->down_from[i] + between(w, 5, RET);
@@ -602,12 +616,12 @@ int main(int argc, char **argv)
 	world *w = malloc(sizeof *w);
 	if (w == NULL)
 		return 2;
-	unsigned long long bad = 0, by[3] = {0}, sagas = 0, parked = 0, completed = 0,
+	unsigned long long bad = 0, by[4] = {0}, sagas = 0, parked = 0, completed = 0,
 	                   cancelled = 0, deletions = 0, refusals = 0, late = 0;
 	for (unsigned long long s = a; s <= b; s++) {
 		if (!run(w, s, bad == 0))
 			bad++;
-		for (int c = 0; c < 3; c++)
+		for (int c = 0; c < 4; c++)
 			by[c] += w->check_hit[c];
 		for (int i = 0; i < w->nsagas; i++) {
 			sagas++;
@@ -621,9 +635,10 @@ int main(int argc, char **argv)
 	}
 	free(w);
 	printf("sim_retention%s%s%s: %llu seeds, %llu with a violation (a: %llu, b: %llu, c: "
-	       "%llu); %llu sagas (%llu completed, %llu cancelled, %llu parked), %llu records "
-	       "deleted, %llu copies delivered past retention, %llu refused past_horizon\n",
+	       "%llu, d: %llu); %llu sagas (%llu completed, %llu cancelled, %llu parked), %llu "
+	       "records deleted, %llu copies delivered past retention, %llu refused "
+	       "past_horizon\n",
 	    brk ? " (" : "", break_names[brk], brk ? ")" : "", b - a + 1, bad, by[0], by[1], by[2],
-	    sagas, completed, cancelled, parked, deletions, late, refusals);
+	    by[3], sagas, completed, cancelled, parked, deletions, late, refusals);
 	return expect_violation ? (bad > 0 ? 0 : 1) : (bad == 0 ? 0 : 1);
 }
