@@ -3,65 +3,76 @@
  * with the production functions horizon_refuses, horizon_record_cutoff_ms
  * and horizon_may_send, over a model of clocks, a lossy network and
  * participants that delete their idempotency records. Time is in units
- * (the functions take ms; a unit is one): retention 100, clock error
- * (skew) 10.
+ * (the functions take ms; a unit is one): retention 100, skew 10.
  *
  * The model, for each seed:
  *   - Clocks. True time t. The orchestrator (its database) and the two
- *     participants each read t + e, where e is the node's error, in
- *     [-skew/2, +skew/2], changed at random times (to an extreme half the
- *     time): a change downwards is a clock stepping back, by at most skew.
- *     So any two readings at one true time differ by at most skew, and a
- *     clock never reads less than t - skew/2 at or after true time t.
- *   - Sagas. 1-6 sagas start in the first 2 x retention; a saga's start
+ *     participants each read t + e, e the node's error, in [-B, +B],
+ *     changed every 5-40 units (every 200-2000 once the sagas are long
+ *     past their horizons), to an extreme 3 times in 4: a change downwards
+ *     is a clock stepping back, by at most 2B. So two readings at one true
+ *     time differ by at most 2B, and from true time t on a clock never
+ *     reads less than t - B. B is (skew - the try's wait) / 2 = 4 by
+ *     default, not skew/2: rule R3's margin (skew) must cover the two
+ *     clocks' errors and the time a command travels and still has its
+ *     answer taken (below). `--clock-bound 5` (skew/2, no room for the
+ *     travel) shows what breaks then (docs/testing.md, "Retention").
+ *   - Sagas. 1-8 sagas start in the first 2 x retention; a saga's start
  *     (created, sent in every command) is the orchestrator's reading. The
  *     orchestrator drives each by the rules of orchestrator/saga.c,
  *     simplified to two participants: ReserveStock, then ChargePayment,
  *     then COMPLETED (the charge is the pivot here); a refused reserve
  *     cancels, a refused charge releases, a step past its deadline (its
- *     clock; 10-30, or up to retention in half the seeds, as
- *     --step-timeout may be that long) compensates: RefundPayment then
- *     ReleaseStock, then CANCELLED. A try waits 3 units for its reply (a
- *     later reply is dropped, as the engine's call is over), then is
- *     retried after 1-10 units; a compensation is retried for ever, a
- *     refused one too (rule 3). Before every send it checks
+ *     clock; 10-30 in a quarter of the seeds, else 100-300: --step-timeout
+ *     may be as long as --retention) compensates: RefundPayment then
+ *     ReleaseStock, then CANCELLED. A try waits 2 units for its reply (a
+ *     later reply is dropped: the engine's call is over), then is retried
+ *     after 1-4 units; a compensation is retried for ever, a refused one
+ *     too (rule 3). A refusal is a refusal whatever its reason, as
+ *     saga_event_from_reply maps FAILED_PRECONDITION (past_horizon
+ *     included) to SAGA_EV_REFUSED. Before every send it checks
  *     horizon_may_send on its clock; when that fails it parks the saga
- *     (flagged past_horizon, not terminal, never sent again). In half the
- *     seeds it is down 1-3 times for 5-100 units (replies lost, tries
- *     late).
- *   - Network. Each send is 1-3 copies; each copy is dropped (1 in 10) or
- *     delivered after 1-3 units mostly, about retention later (70-130) in
- *     15 %, anywhere up to 150 in 10 %, and days later (1000-20000) in 5 %.
- *     A reply is dropped 1 in 5, else takes 1-3 units.
+ *     (flagged past_horizon, not terminal, never sent again). It is down
+ *     (replies lost, tries late) 1-3 times for 5-100 units in a quarter
+ *     of the seeds, and in half of them once, from just after a saga's
+ *     first try until 0-12 units before its horizon.
+ *   - Network. Each send is 1 copy, or 2-3 (3 in 10); a copy is dropped 1
+ *     in 10, else delivered after 1 unit (60 %), about retention later
+ *     (80-120, 25 %), anywhere up to 150 (10 %) or days later (1000-20000,
+ *     5 %). A reply is dropped 1 in 5, else takes 1 unit.
  *   - Participants (stock: reserve/release; payment: charge/refund) first
  *     refuse, without effect, a command with horizon_refuses on their
- *     clock (rule R1; the orchestrator takes it as a refusal, as
- *     saga_event_from_reply does FAILED_PRECONDITION); then apply it by
- *     its saga's record: the first command of a saga decides (a step is
- *     applied, or refused for the business: 15 % of sagas are out of stock,
- *     15 % out of funds; a compensation first writes a tombstone, and the
- *     step is refused after it); a duplicate is answered from the record.
- *     Every 1-6 units (rarer once every saga is past its horizon), each
- *     deletes the records created (its clock) before
- *     horizon_record_cutoff_ms (rule R2).
+ *     clock (rule R1, before the record is read, as common/pkit_rpc.c
+ *     does); then apply it by its saga's record: the first command of a
+ *     saga decides (a step is applied, or refused for the business: 15 %
+ *     of sagas are out of stock, 15 % out of funds; a compensation first
+ *     writes a tombstone, and the step is refused after it); a duplicate
+ *     is answered from the record. Every 1-6 units (every 50-2000 once the
+ *     sagas are long past their horizons) each deletes the records created
+ *     (its clock) before horizon_record_cutoff_ms (rule R2).
  * The run goes on until every message is delivered or dropped and every
- * saga is terminal or parked. Checks (a violation prints the seed and what
- * broke, and the run counts it):
+ * saga is terminal or parked. Checks (a violation prints the seed and the
+ * first thing that broke, and the seed counts once):
  *   (a) never applied twice: per saga and participant, the step's effect
  *       (a reservation, a charge) is applied at most once in the run;
  *   (b) no compensation lost: at the end a CANCELLED saga has nothing in
  *       effect at either participant, a COMPLETED one exactly one
- *       reservation and one charge, a parked one is flagged (it may hold
- *       effects: an operator settles it), and none is left in between;
+ *       reservation and one charge, a parked one is flagged (always, here:
+ *       it may hold effects, an operator settles it), and none is left in
+ *       between;
  *   (c) no record deleted too early: when a participant deletes a record,
  *       it refuses every command of that saga at every reading its clock
- *       can still show (from t - skew/2 up), by its own refusal rule.
+ *       can still show (t - B and up), by its own refusal rule;
+ *   (d) rule R3's promise: no try the orchestrator sent and takes the
+ *       answer of is refused past_horizon (it would read it as "nothing
+ *       applied", which a retry of an applied step is not: (b) follows).
  * `--break NAME` replaces one rule: `no_skew` deletes records at now -
  * retention (no clock margin), `no_refusal` makes participants accept any
  * old command, `send_past_horizon` lets the orchestrator send while
  * created >= now - retention (no margin for a participant ahead). Usage:
- * sim_retention [--seeds A..B] [--break NAME] [--expect-violation]; exit
- * 0 when the expectation holds (--expect-violation: some seed violates). */
+ * sim_retention [--seeds A..B] [--break NAME] [--expect-violation]
+ * [--clock-bound B] [--trace]; exit 0 when the expectation holds
+ * (--expect-violation: some seed violates), 2 on a usage error. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -605,7 +616,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		    "usage: sim_retention [--seeds A..B] "
 		    "[--break no_skew|no_refusal|send_past_horizon] [--expect-violation] "
-		    "[--trace]\n");
+		    "[--clock-bound B] [--trace]\n");
 		return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 	}
 	const char *bad_policy = horizon_policy_check(&policy);
