@@ -156,7 +156,7 @@ typedef struct world {
 	msg msgs[MAX_MSGS];
 	int nmsgs; /* slots in use are below it */
 	bool bad;
-	char what[256];
+	char what[4][256]; /* the first violation of each check */
 	bool check_hit[4];
 	long deletions, horizon_refusals, late_copies;
 } world;
@@ -182,17 +182,17 @@ static int64_t reading(const world *w, int node)
 __attribute__((format(printf, 5, 6))) static void violation(
     world *w, int check, int sid, int node, const char *fmt, ...)
 {
-	w->check_hit[check] = true;
-	if (w->bad)
-		return; /* the first is reported */
 	w->bad = true;
+	if (w->check_hit[check])
+		return; /* the first of each check is reported */
+	w->check_hit[check] = true;
 	char buf[200];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	snprintf(w->what, sizeof w->what, "(%c) saga %d at %s, t=%lld: %s", 'a' + check, sid,
-	    node == N_STOCK ? "stock" : "payment", (long long)w->t, buf);
+	snprintf(w->what[check], sizeof w->what[check], "(%c) saga %d at %s, t=%lld: %s",
+	    'a' + check, sid, node == N_STOCK ? "stock" : "payment", (long long)w->t, buf);
 }
 
 /* the rules, as the variant under test has them */
@@ -463,7 +463,7 @@ static bool saga_active(const saga *s)
 }
 
 /* runs seed `seed`; returns true when every check holds */
-static bool run(world *w, uint64_t seed, bool verbose)
+static bool run(world *w, uint64_t seed)
 {
 	memset(w, 0, sizeof *w);
 	w->seed = seed;
@@ -581,8 +581,6 @@ static bool run(world *w, uint64_t seed, bool verbose)
 		else if (s->state != S_CANCELLED && s->state != S_COMPLETED)
 			violation(w, 1, i, N_STOCK, "%s: neither ended nor parked", buf);
 	}
-	if (w->bad && verbose)
-		printf("seed %llu: %s\n", (unsigned long long)seed, w->what);
 	return !w->bad;
 }
 
@@ -630,10 +628,12 @@ int main(int argc, char **argv)
 	unsigned long long bad = 0, by[4] = {0}, sagas = 0, parked = 0, completed = 0,
 	                   cancelled = 0, deletions = 0, refusals = 0, late = 0;
 	for (unsigned long long s = a; s <= b; s++) {
-		if (!run(w, s, bad == 0))
+		if (!run(w, s))
 			bad++;
+		/* the first violation of each check in the run */
 		for (int c = 0; c < 4; c++)
-			by[c] += w->check_hit[c];
+			if (w->check_hit[c] && by[c]++ == 0)
+				printf("seed %llu: %s\n", s, w->what[c]);
 		for (int i = 0; i < w->nsagas; i++) {
 			sagas++;
 			parked += w->sagas[i].parked;
