@@ -161,7 +161,7 @@ typedef struct world {
 	long deletions, horizon_refusals, late_copies;
 } world;
 
-static horizon_policy policy = {.retention_ms = RET, .skew_ms = SKEW};
+static const horizon_policy policy = {.retention_ms = RET, .skew_ms = SKEW};
 
 static uint32_t rnd(world *w, uint32_t n)
 {
