@@ -12,11 +12,8 @@
  *     past their horizons), to an extreme 3 times in 4: a change downwards
  *     is a clock stepping back, by at most 2B. So two readings at one true
  *     time differ by at most 2B, and from true time t on a clock never
- *     reads less than t - B. B is (skew - the try's wait) / 2 = 4 by
- *     default, not skew/2: rule R3's margin (skew) must cover the two
- *     clocks' errors and the time a command travels and still has its
- *     answer taken (below). `--clock-bound 5` (skew/2, no room for the
- *     travel) shows what breaks then (docs/testing.md, "Retention").
+ *     reads less than t - B. B is skew/2 = 5 (the tolerated error: any
+ *     two clocks within skew of each other); `--clock-bound B` changes it.
  *   - Sagas. 1-8 sagas start in the first 2 x retention; a saga's start
  *     (created, sent in every command) is the orchestrator's reading. The
  *     orchestrator drives each by the rules of orchestrator/saga.c,
@@ -28,11 +25,11 @@
  *     ReleaseStock, then CANCELLED. A try waits 2 units for its reply (a
  *     later reply is dropped: the engine's call is over), then is retried
  *     after 1-4 units; a compensation is retried for ever, a refused one
- *     too (rule 3). A refusal is a refusal whatever its reason, as
- *     saga_event_from_reply maps FAILED_PRECONDITION (past_horizon
- *     included) to SAGA_EV_REFUSED. Before every send it checks
- *     horizon_may_send on its clock; when that fails it parks the saga
- *     (flagged past_horizon, not terminal, never sent again). It is down
+ *     too (rule 3). Before every send it checks horizon_may_send on its
+ *     clock; when that fails it parks the saga (flagged past_horizon, not
+ *     terminal, never sent again); a try refused past_horizon parks it the
+ *     same (orchestrator/saga.c: a retried step's first copy may have
+ *     been applied, so such a refusal is never "nothing applied"). It is down
  *     (replies lost, tries late) 1-3 times for 5-100 units in a quarter
  *     of the seeds, and in half of them once, from just after a saga's
  *     first try until 0-12 units before its horizon.
@@ -63,13 +60,18 @@
  *   (c) no record deleted too early: when a participant deletes a record,
  *       it refuses every command of that saga at every reading its clock
  *       can still show (t - B and up), by its own refusal rule;
- *   (d) rule R3's promise: no try the orchestrator sent and takes the
- *       answer of is refused past_horizon (it would read it as "nothing
- *       applied", which a retry of an applied step is not: (b) follows).
+ * Counted, not a check: tries sent while horizon_may_send held and refused
+ * past_horizon all the same (rule R3's margin did not cover the clocks and
+ * the time on the way: the saga is parked, which is safe; R3 only spares
+ * the participants commands they would refuse).
  * `--break NAME` replaces one rule: `no_skew` deletes records at now -
  * retention (no clock margin), `no_refusal` makes participants accept any
  * old command, `send_past_horizon` lets the orchestrator send while
- * created >= now - retention (no margin for a participant ahead). Usage:
+ * created >= now - retention (no margin for a participant ahead: more
+ * sagas parked by a refusal, still safe, so not a variant a check catches),
+ * `cancel_on_refusal` takes a past_horizon refusal for a plain refusal
+ * ("nothing applied": a reserve cancels, a charge releases), which loses
+ * the effect of a retried step whose first copy was applied ((b)). Usage:
  * sim_retention [--seeds A..B] [--break NAME] [--expect-violation]
  * [--clock-bound B] [--trace]; exit 0 when the expectation holds
  * (--expect-violation: some seed violates), 2 on a usage error. */
@@ -90,13 +92,14 @@
 #define MAX_MSGS  512
 
 enum { N_STOCK, N_PAY, N_ORCH, N_NODES };
-enum { BRK_NONE, BRK_NO_SKEW, BRK_NO_REFUSAL, BRK_SEND_PAST };
-static const char *const break_names[] = {"", "no_skew", "no_refusal", "send_past_horizon"};
+enum { BRK_NONE, BRK_NO_SKEW, BRK_NO_REFUSAL, BRK_SEND_PAST, BRK_CANCEL };
+static const char *const break_names[]
+    = {"", "no_skew", "no_refusal", "send_past_horizon", "cancel_on_refusal"};
 static int brk;
 static bool trace;
-/* the largest error of a clock: skew/2 less half a try's wait by default
- * (the header says why); --clock-bound changes it */
-static int64_t clock_bound = (SKEW - TRY_WAIT) / 2;
+/* the largest error of a clock: skew/2 (the header says why);
+ * --clock-bound changes it */
+static int64_t clock_bound = SKEW / 2;
 
 #define TRACE(w, ...)                                                                              \
 	do {                                                                                       \
@@ -158,7 +161,7 @@ typedef struct world {
 	bool bad;
 	char what[4][256]; /* the first violation of each check */
 	bool check_hit[4];
-	long deletions, horizon_refusals, late_copies;
+	long deletions, horizon_refusals, late_copies, refused_parks;
 } world;
 
 static const horizon_policy policy = {.retention_ms = RET, .skew_ms = SKEW};
@@ -314,14 +317,16 @@ static void orch_reply(world *w, const msg *m)
 		return; /* a late reply: the call is over */
 	TRACE(w, "saga %d: %s in %s\n", m->saga, m->ok ? "OK" : "refused", st_names[s->state]);
 	if (m->past_horizon)
-		violation(w, 3, m->saga, m->node,
-		    "%s (try %d, sent while horizon_may_send held) refused past_horizon: the "
-		    "orchestrator takes it for \"nothing applied\"",
-		    s->state == S_RESERVING       ? "ReserveStock"
-		        : s->state == S_CHARGING  ? "ChargePayment"
-		        : s->state == S_REFUNDING ? "RefundPayment"
-		                                  : "ReleaseStock",
-		    m->try_id);
+		w->refused_parks++; /* rule R3's margin was not enough: parked, safe */
+	if (m->past_horizon && brk != BRK_CANCEL) {
+		/* orchestrator/saga.c: a command refused past_horizon parks */
+		TRACE(w, "saga %d: parked in %s (refused past_horizon)\n", m->saga,
+		    st_names[s->state]);
+		s->parked = true;
+		s->timer = 0;
+		s->in_flight = false;
+		return;
+	}
 	switch (s->state) {
 	case S_RESERVING:
 		enter(w, m->saga, m->ok ? S_CHARGING : S_CANCELLED);
@@ -595,7 +600,7 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--break") && i + 1 < argc) {
 			i++;
-			for (int k = 1; k < 4; k++)
+			for (int k = 1; k < (int)(sizeof break_names / sizeof break_names[0]); k++)
 				if (!strcmp(argv[i], break_names[k]))
 					brk = k;
 			if (brk != BRK_NONE)
@@ -613,7 +618,8 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr,
 		    "usage: sim_retention [--seeds A..B] "
-		    "[--break no_skew|no_refusal|send_past_horizon] [--expect-violation] "
+		    "[--break no_skew|no_refusal|send_past_horizon|cancel_on_refusal] "
+		    "[--expect-violation] "
 		    "[--clock-bound B] [--trace]\n");
 		return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 	}
@@ -626,7 +632,7 @@ int main(int argc, char **argv)
 	if (w == NULL)
 		return 2;
 	unsigned long long bad = 0, by[4] = {0}, sagas = 0, parked = 0, completed = 0,
-	                   cancelled = 0, deletions = 0, refusals = 0, late = 0;
+	                   cancelled = 0, deletions = 0, refusals = 0, late = 0, rparks = 0;
 	for (unsigned long long s = a; s <= b; s++) {
 		if (!run(w, s))
 			bad++;
@@ -642,14 +648,15 @@ int main(int argc, char **argv)
 		}
 		deletions += (unsigned long long)w->deletions;
 		refusals += (unsigned long long)w->horizon_refusals;
+		rparks += (unsigned long long)w->refused_parks;
 		late += (unsigned long long)w->late_copies;
 	}
 	free(w);
 	printf("sim_retention%s%s%s: %llu seeds, %llu with a violation (a: %llu, b: %llu, c: "
-	       "%llu, d: %llu); %llu sagas (%llu completed, %llu cancelled, %llu parked), %llu "
-	       "records deleted, %llu copies delivered past retention, %llu refused "
-	       "past_horizon\n",
+	       "%llu); %llu sagas (%llu completed, %llu cancelled, %llu parked, %llu of them by a "
+	       "refusal), %llu records deleted, %llu copies delivered past retention, %llu "
+	       "refused past_horizon\n",
 	    brk ? " (" : "", break_names[brk], brk ? ")" : "", b - a + 1, bad, by[0], by[1], by[2],
-	    by[3], sagas, completed, cancelled, parked, deletions, late, refusals);
+	    sagas, completed, cancelled, parked, rparks, deletions, late, refusals);
 	return expect_violation ? (bad > 0 ? 0 : 1) : (bad == 0 ? 0 : 1);
 }
