@@ -65,14 +65,19 @@ clean:
 # (bench/compare.sh; about 4 minutes). Knobs: RUNS, BENCH_SECS, PGB_SECS, MIX.
 # Then bench/tls.sh: plain against mutual TLS, alternating (about 3 minutes),
 # bench/metrics.sh: scraped once a second against not (about 3 minutes),
-# and bench/feed.sh: the console and a feed follower against neither (about 3
-# minutes).
-.PHONY: bench bench-tls bench-metrics bench-feed
+# bench/feed.sh: the console and a feed follower against neither (about 3
+# minutes), and bench/retention.sh: a retention pass running against none
+# (about 5 minutes).
+.PHONY: bench bench-tls bench-metrics bench-feed bench-retention
 bench: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/compare.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/tls.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/metrics.sh
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/feed.sh
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/retention.sh
+
+bench-retention: build
+	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/retention.sh
 
 bench-feed: build
 	@SAGA_BIN_DIR=$(abspath $(BUILD))/bin bash bench/feed.sh

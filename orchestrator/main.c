@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "admin.h"
 #include "api.h"
 #include "authz.h"
 #include "clock.h"
@@ -17,6 +18,7 @@
 #include "daemon.h"
 #include "daemon_net.h"
 #include "dbclock.h"
+#include "elect.h"
 #include "engine.h"
 #include "horizon.h"
 #include "fault.h"
@@ -26,8 +28,10 @@
 #include "orch_metrics.h"
 #include "pg.h"
 #include "report.h"
+#include "retention.h"
 #include "rpc.h"
 #include "store.h"
+#include "store_retention.h"
 #include "tls.h"
 #include "waits.h"
 
@@ -66,6 +70,7 @@ typedef struct orch_config {
 	int64_t db_wait;
 	int64_t stop_timeout;
 	int64_t retention_s, skew_s;
+	int64_t retention_interval;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
 	char participant_cert[CONFIG_STR_MAX];
@@ -184,6 +189,12 @@ static const config_opt orch_opts[] = {
         "S"),
     OPT("max-clock-skew", "SAGA_ORCHESTRATOR_MAX_CLOCK_SKEW_S", CONFIG_INT, "300", 0, 86400, skew_s,
         "the largest error tolerated between the databases' clocks; the same on every daemon", "S"),
+    OPT("retention-interval", "SAGA_ORCHESTRATOR_RETENTION_INTERVAL_MS", CONFIG_INT, "60000", 0,
+        86400000, retention_interval,
+        "how often one of the orchestrators sharing the database (elected) deletes the sagas "
+        "past --retention (docs/operations.md, \"Retention\"); 0 = never (sagactl retention "
+        "still can)",
+        "MS"),
     OPT("duplicate-delivery", "SAGA_ORCHESTRATOR_DUPLICATE_DELIVERY", CONFIG_BOOL, "false", 0, 0,
         duplicate_delivery, "send every command twice at once (idempotency tests)", NULL),
     OPT("fault", "SAGA_ORCHESTRATOR_FAULT", CONFIG_STR, "", 0, 0, fault,
@@ -335,8 +346,10 @@ int main(int argc, char **argv)
 	if (daemon_check_options(c.log_level, &level, c.db) != 0
 	    || daemon_net_check(&c.net, c.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
-	const horizon_policy horizon
-	    = {.retention_ms = c.retention_s * 1000, .skew_ms = c.skew_s * 1000};
+	/* static: the retention job's arg, for the process's lifetime */
+	static horizon_policy horizon;
+	horizon
+	    = (horizon_policy) {.retention_ms = c.retention_s * 1000, .skew_ms = c.skew_s * 1000};
 	const char *bad_horizon = horizon_policy_check(&horizon);
 	if (bad_horizon != NULL) {
 		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
@@ -496,6 +509,17 @@ int main(int argc, char **argv)
 		waits_free(wt);
 		return 1;
 	}
+	/* the deletion of finished sagas past the horizon (rule R4): in the
+	 * background when elected, and by sagactl retention (Admin) */
+	static retention_config ret_cfg;
+	ret_cfg = (retention_config) {.conninfo = c.db,
+	    .what = "the retention of finished sagas",
+	    .elect_key = ELECT_KEY_RETENTION,
+	    .interval_ms = c.retention_interval,
+	    .tables = {"sagas", "saga_history"},
+	    .batch = store_retention_batch,
+	    .arg = &horizon};
+	admin_set_retention(&ret_cfg);
 	/* the API's handlers, plus the database probe of sagas.v1.Health */
 	static health_service health
 	    = {.service = "sagas.v1.Orchestrator", .healthy = orch_healthy};
@@ -524,7 +548,11 @@ int main(int argc, char **argv)
 	    .stuck_ms = c.stuck_after};
 	if (report_start(&rep, &rc_cfg) != 0)
 		log_warn(NULL, "could not start the report of stuck sagas and the database gauges");
+	retention *ret = NULL;
+	if (c.retention_interval > 0 && retention_start(&ret, &ret_cfg) != 0)
+		log_warn(NULL, "could not start the retention of finished sagas");
 	daemon_wait_for_stop(100);
+	retention_stop(ret);
 	report_stop(rep);
 	log_info(NULL, "shutting down");
 	if (daemon_stop_watchdog(c.stop_timeout) != 0)

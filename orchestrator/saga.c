@@ -261,7 +261,14 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		out->event_name = "ignored";
 		return;
 	}
-	if (ev->kind == SAGA_EV_PAST_HORIZON) {
+	/* a command refused past_horizon (rule R1: the clocks disagree by
+	 * more than --max-clock-skew, or the saga crossed the horizon while
+	 * its command was on the way) is parked like rule R3's: a refused
+	 * retry may follow a try that was applied, so neither cancelling nor
+	 * compensating on it would be safe */
+	bool refused_old = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
+	    && strcmp(ev->reason, REASON_PAST_HORIZON) == 0;
+	if (ev->kind == SAGA_EV_PAST_HORIZON || refused_old) {
 		/* rule R3: no participant takes a command of this saga any more
 		 * (or will not before it arrives): nothing is sent, the saga
 		 * stays in its state, flagged, never due again (an operator

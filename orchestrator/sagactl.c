@@ -183,6 +183,16 @@ static const config_opt ctl_opts_fault_set[] = {
         "how long a delay fault holds each call", "MS"},
 };
 
+static const config_opt ctl_opts_retention[] = {
+    CTL_OPT_GLOBAL,
+    {"dry-run", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, dry_run),
+        "count what a pass would delete now, delete nothing", NULL},
+    {"target", NULL, CONFIG_STR, "orchestrator", 0, 0, offsetof(ctl_opts, target),
+        "the daemon whose database to clean: orchestrator, stock, payment or shipping (at the "
+        "URL of that option)",
+        "SERVICE"},
+};
+
 /* ---- errors and arguments ---- */
 
 /* ctl_usage prints a usage error about the current verb and returns 2. */
@@ -424,6 +434,21 @@ static const ctl_cmd ctl_cmds[] = {
         "shipping).\n"
         "--json: {\"service\",\"cleared\":true}",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_fault_clear, ctl_fault_clear},
+    {"retention", "", "delete (or, --dry-run, count) what is past --retention now",
+        "sagactl retention [--dry-run] [--target SERVICE] [OPTIONS]",
+        "Run one retention pass now on the daemon --target names (orchestrator, the\n"
+        "default, stock, payment or shipping) through its Admin service\n"
+        "(sagas.v1.Admin/RunRetention, admin role), beside its background job: the\n"
+        "orchestrator deletes the finished sagas past its --retention plus 4 x\n"
+        "--max-clock-skew with all their history, a participant its expired\n"
+        "idempotency records (docs/operations.md, \"Retention\"). With --dry-run it\n"
+        "deletes nothing and counts what a pass would delete now. A long pass may\n"
+        "need a longer --timeout; an interrupted one keeps what it deleted.\n"
+        "Prints \"deleted N sagas and M saga_history rows\" (a participant: \"deleted N\n"
+        "reservations\"), or \"dry run: would delete ...\".\n"
+        "--json: {\"service\",\"dry_run\",\"table\",\"deleted\",\"other_table\","
+        "\"other_deleted\"}",
+        ctl_opts_retention, CTL_NELEM(ctl_opts_retention), ctl_args_none, ctl_retention},
     {"probe", "SERVICE", "health check: exit 0 when SERVICE is SERVING",
         "sagactl probe SERVICE [OPTIONS]",
         "Ask SERVICE (orchestrator, stock, payment or shipping, at the URL of\n"

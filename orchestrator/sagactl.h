@@ -7,7 +7,7 @@
  *   sagactl_rpc.c    calls: the clients of the services, errors, keyed calls
  *   sagactl_saga.c   the saga verbs: start, get, wait, list, history, retry
  *   sagactl_admin.c  the admin verbs: stock, deposit, accounts, shipments,
- *                    fault, probe
+ *                    fault, probe, retention
  *   sagactl_report.c report: every service's view, with counts
  *
  * Every function runs on sagactl's one thread. Functions that return an
@@ -98,6 +98,8 @@ typedef struct ctl_opts {
 	char method[CONFIG_STR_MAX];
 	int64_t count;
 	int64_t delay_ms;
+	bool dry_run;                /* retention --dry-run */
+	char target[CONFIG_STR_MAX]; /* retention --target: a SERVICE name */
 	char tls_cert[CONFIG_STR_MAX];
 	char tls_key[CONFIG_STR_MAX];
 	char tls_ca[CONFIG_STR_MAX];
@@ -339,6 +341,10 @@ int ctl_shipments(ctl_ctx *c, char **args);
 int ctl_fault_set(ctl_ctx *c, char **args);
 int ctl_fault_clear(ctl_ctx *c, char **args);
 int ctl_probe(ctl_ctx *c, char **args);
+/* ctl_retention calls /sagas.v1.Admin/RunRetention (dry with --dry-run) on
+ * the daemon --target names (default orchestrator) and prints what it
+ * deleted, or would delete; returns an exit code. */
+int ctl_retention(ctl_ctx *c, char **args);
 
 /* ---- sagactl_report.c ---- */
 

@@ -1,6 +1,6 @@
 /* sagactl_admin.c: the admin verbs of the participants (stock set and list,
  * deposit, accounts, shipments) and the test and health verbs of every
- * service (fault set and clear, probe) (sagactl.h). */
+ * service (fault set and clear, probe, retention) (sagactl.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -548,5 +548,47 @@ int ctl_probe(ctl_ctx *c, char **args)
 	        != SAGAS__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING_STATUS_SERVING)
 		rc = CTL_EXIT_ERROR;
 	sagas__v1__health_check_response__free_unpacked(rep, NULL);
+	return rc;
+}
+
+int ctl_retention(ctl_ctx *c, char **args)
+{
+	(void)args;
+	int svc = 0;
+	while (svc < CTL_SVC_COUNT && strcmp(c->o.target, ctl_svc_names[svc]) != 0)
+		svc++;
+	if (svc == CTL_SVC_COUNT)
+		return ctl_usage(c->cmd,
+		    "invalid --target \"%s\": expected one of orchestrator, stock, payment, "
+		    "shipping",
+		    c->o.target);
+	int rc;
+	Sagas__V1__RunRetentionRequest req = SAGAS__V1__RUN_RETENTION_REQUEST__INIT;
+	req.dry_run = c->o.dry_run;
+	rpc_result res;
+	rc = ctl_call(c, (ctl_svc)svc, "/sagas.v1.Admin/RunRetention", &req.base,
+	    c->o.dry_run ? "count what retention would delete" : "run retention", c->o.timeout_ms,
+	    false, &res);
+	if (rc != 0)
+		return rc;
+	Sagas__V1__RunRetentionReply *rep
+	    = sagas__v1__run_retention_reply__unpack(NULL, res.payload_len, res.payload);
+	rpc_result_clear(&res);
+	if (rep == NULL)
+		return ctl_bad_reply(c, (ctl_svc)svc, "RunRetention");
+	if (c->o.json) {
+		rc = ctl_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, s:I}", "service",
+		    ctl_svc_names[svc], "dry_run", rep->dry_run, "table", rep->table, "deleted",
+		    (json_int_t)rep->deleted, "other_table", rep->other_table, "other_deleted",
+		    (json_int_t)rep->other_deleted));
+	} else {
+		printf("%s %" PRId64 " %s", rep->dry_run ? "dry run: would delete" : "deleted",
+		    rep->deleted, rep->table);
+		if (rep->other_table[0] != '\0')
+			printf(" and %" PRId64 " %s rows", rep->other_deleted, rep->other_table);
+		printf("\n");
+		rc = CTL_EXIT_OK;
+	}
+	sagas__v1__run_retention_reply__free_unpacked(rep, NULL);
 	return rc;
 }

@@ -66,8 +66,9 @@ typedef struct store_update {
  * several orchestrators) (issue 20). 4: the listing's index on
  * (created_at, saga_id), sagas_listing, for paging (issue 21). 5: the
  * writing transaction's id in saga_history.xid, for the history feed
- * (issue 22). */
-#define STORE_SCHEMA_VERSION 5
+ * (issue 22). 6: retention, saga_retention_batch() and the DELETE of
+ * saga_history it alone may make (issue 23). */
+#define STORE_SCHEMA_VERSION 6
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;

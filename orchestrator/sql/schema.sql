@@ -208,10 +208,17 @@ BEGIN
 END
 $$;
 
--- Append-only (semantics rule 8).
+-- Append-only (semantics rule 8). The one exception (schema version 6,
+-- issue 23): retention deletes a finished saga's rows, whole, inside
+-- saga_retention_batch (below), which turns the transaction-local setting
+-- sagas.retention on around its DELETE. UPDATE and TRUNCATE are refused
+-- always, and a DELETE in any other transaction too.
 CREATE OR REPLACE FUNCTION saga_history_append_only() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'DELETE' AND current_setting('sagas.retention', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
     RAISE EXCEPTION 'saga_history is append-only: % refused', TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END
@@ -266,3 +273,71 @@ CREATE TABLE IF NOT EXISTS feed_key (
 INSERT INTO feed_key (key)
     SELECT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
     ON CONFLICT DO NOTHING;
+
+-- Retention (schema version 6, issue 23; docs/saga-semantics.md,
+-- "Retention", rule R4; docs/operations.md, "Retention"): one batch of the
+-- deletion of finished sagas with all their history
+-- (orchestrator/store_retention.c). A saga goes when it is finished
+-- (COMPLETED or CANCELLED), was created before saga_cutoff (now - retention
+-- - 4 x skew) and finished, its row last written, before finished_cutoff
+-- (now - retention). A saga that is not terminal stays, however old (one
+-- past the horizon is flagged past_horizon and settled by hand).
+--   dry:  counts those sagas and their history rows; deletes nothing (lim
+--         is ignored);
+--   else: takes at most lim of them, oldest first, in the order of the
+--         sagas_listing index (created_at, saga_id), which reads them as a
+--         range from the oldest and stops after lim, locking each (FOR
+--         UPDATE SKIP LOCKED: two passes at once never take the same
+--         saga, nor wait on each other), deletes their history rows (the
+--         append-only trigger lets them through while sagas.retention is
+--         'on', local to this transaction) and then their rows.
+-- Both DELETEs join the picked ids (unnest) to the primary keys: on a
+-- table of 220,000 sagas and 880,000 history rows a batch of 1000 is an
+-- index range on sagas_listing and nested loops on sagas_pkey and
+-- saga_history_pkey, 50 ms (a table small enough that the batch is a
+-- twentieth of it gets a sequential scan, the cheaper plan there). The
+-- dry count reads the sagas the planner's way (most of the table when
+-- most of it is past the horizon) and each one's history by its key.
+-- One call is one statement, so one transaction: a saga goes with all its
+-- history or not at all. Returns the sagas and history rows counted or
+-- deleted.
+CREATE OR REPLACE FUNCTION saga_retention_batch(saga_cutoff timestamptz,
+                                                finished_cutoff timestamptz,
+                                                lim integer, dry boolean)
+RETURNS TABLE(sagas bigint, history bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    ids uuid[];
+    n_sagas bigint := 0;
+    n_history bigint := 0;
+BEGIN
+    IF dry THEN
+        SELECT count(*), coalesce(sum((SELECT count(*) FROM saga_history h
+                                        WHERE h.saga_id = s.saga_id)), 0)
+          INTO n_sagas, n_history
+          FROM sagas s
+         WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
+           AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff;
+        RETURN QUERY SELECT n_sagas, n_history;
+        RETURN;
+    END IF;
+    SELECT array_agg(x.saga_id) INTO ids FROM (
+        SELECT s.saga_id FROM sagas s
+         WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
+           AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff
+         ORDER BY s.created_at, s.saga_id
+         LIMIT greatest(lim, 0)
+         FOR UPDATE SKIP LOCKED) x;
+    IF ids IS NOT NULL THEN
+        PERFORM set_config('sagas.retention', 'on', true);
+        DELETE FROM saga_history h USING unnest(ids) AS d(saga_id)
+         WHERE h.saga_id = d.saga_id;
+        GET DIAGNOSTICS n_history = ROW_COUNT;
+        PERFORM set_config('sagas.retention', 'off', true);
+        DELETE FROM sagas s USING unnest(ids) AS d(saga_id)
+         WHERE s.saga_id = d.saga_id;
+        GET DIAGNOSTICS n_sagas = ROW_COUNT;
+    END IF;
+    RETURN QUERY SELECT n_sagas, n_history;
+END
+$$;

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Participant retention (issue 23; docs/participants.md, "Retention"), on
 # real daemons with the default --retention and --max-clock-skew (7 days,
-# 5 minutes) and a pass every 200 ms: the seed lab's records, moved back
-# past the cutoff (7 days 10 minutes), are deleted by each participant's
-# elected job and folded into <records>_retired, exactly; a later saga's
-# records, moved back to 1 minute inside the cutoff, stay; stock and money
-# conservation hold before and after, counting the summaries.
+# 5 minutes): the seed lab's records, moved back past the cutoff (7 days
+# 10 minutes), are deleted and folded into <records>_retired, exactly, by
+# paymentd's and shippingd's elected job (a pass every 200 ms) and by
+# `sagactl retention --target stock` (stockd's job is off: interval 0); a
+# later saga's records, moved back to 1 minute inside the cutoff, stay;
+# stock and money conservation hold before and after, counting the
+# summaries.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
 source "$here/../lib/fault.sh"
 source "$here/../lib/seed_lab.sh"
 
-STOCK_FLAGS="--retention-interval 200"
+STOCK_FLAGS="--retention-interval 0"
 PAYMENT_FLAGS="--retention-interval 200"
 SHIPPING_FLAGS="--retention-interval 200"
 stack_start
@@ -38,7 +40,13 @@ for t in sagas_stock:reservations sagas_payment:charges sagas_shipping:shipments
   psql_db "${t%%:*}" "UPDATE ${t#*:} SET created_at = $age" >/dev/null
 done
 only_later() { [ "$(psql_db "$1" "SELECT string_agg(saga_id::text, ',') FROM $2")" = "$LATER" ]; }
-wait_until 20 only_later sagas_stock reservations || true
+assert_eq "stock: the dry run" "dry run: would delete 3 reservations" \
+  "$(ctl retention --target stock --dry-run)"
+assert_eq "stock: the dry run deleted nothing" "4" "$(psql_db sagas_stock "SELECT count(*) FROM reservations")"
+assert_eq "stock: the pass" "deleted 3 reservations" "$(ctl retention --target stock)"
+assert_eq "stock: a second pass" "deleted 0 reservations" "$(ctl retention --target stock)"
+assert_eq "stock: --json" '{"service":"stock","dry_run":true,"table":"reservations","deleted":0,"other_table":"","other_deleted":0}' \
+  "$(ctl retention --target stock --dry-run --json | jq -c .)"
 wait_until 20 only_later sagas_payment charges || true
 wait_until 20 only_later sagas_shipping shipments || true
 
@@ -65,6 +73,9 @@ for d in stockd:reservations:3 paymentd:charges:2 shippingd:shipments:1; do
   IFS=: read -r name table n <<<"$d"
   assert_eq "$name: sagas_retention_deleted_total" "$n" \
     "$(stack_metrics "$name" | awk -v t="sagas_retention_deleted_total{table=\"$table\"}" '$1 == t {print $2}')"
-  assert_eq "$name: the log line" "1" "$(log_count "$name" "retention: deleted $n $table in")"
 done
+assert_eq "stockd: the admin's pass logged" "1" "$(log_count stockd "retention: deleted 3 reservations (run by an admin call)")"
+assert_eq "stockd: no background job" "0" "$(log_count stockd "now leading the retention")"
+assert_eq "paymentd: the job's pass logged" "1" "$(log_count paymentd "retention: deleted 2 charges in")"
+assert_eq "shippingd: the job's pass logged" "1" "$(log_count shippingd "retention: deleted 1 shipments in")"
 finish

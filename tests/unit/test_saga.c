@@ -299,6 +299,44 @@ static void test_refunding(void **st)
 	assert_true(d.ignored); /* compensations have no deadline */
 }
 
+/* Rule R3 (docs/saga-semantics.md, "Retention"): a saga past the horizon
+ * is parked in its state, flagged, never due again, nothing sent; and a
+ * command refused past_horizon parks it the same (never a cancel without
+ * compensation: an earlier try of a step may have applied). */
+static void test_past_horizon_parks(void **st)
+{
+	(void)st;
+	const saga_state states[] = {SAGA_STATE_RESERVING, SAGA_STATE_CHARGING, SAGA_STATE_SHIPPING,
+	    SAGA_STATE_REFUNDING, SAGA_STATE_RELEASING};
+	const saga_command cmds[] = {SAGA_CMD_RESERVE_STOCK, SAGA_CMD_CHARGE_PAYMENT,
+	    SAGA_CMD_SHIP_ORDER, SAGA_CMD_REFUND_PAYMENT, SAGA_CMD_RELEASE_STOCK};
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		saga s = in_state(states[i]);
+		s.attempts = 1;
+		for (int how = 0; how < 2; how++) {
+			saga_decision d = how == 0
+			    ? run(&s, SAGA_EV_PAST_HORIZON, SAGA_CMD_NONE, "", NOW)
+			    : run(&s, SAGA_EV_REFUSED, cmds[i], REASON_PAST_HORIZON, NOW);
+			assert_false(d.ignored);
+			assert_false(d.state_changed);
+			assert_int_equal(d.next.state, states[i]);
+			assert_true(d.next.attention);
+			assert_true(d.attention_raised);
+			assert_string_equal(d.next.reason, REASON_PAST_HORIZON);
+			assert_int_equal(d.next.next_attempt_ms, 0); /* never due */
+			assert_int_equal(d.next.step_deadline_ms, 0);
+			assert_int_equal(d.send, SAGA_CMD_NONE);
+			assert_string_equal(d.event_name, "past_horizon");
+		}
+	}
+	/* already flagged: not raised again; a finished saga is left alone */
+	saga s = in_state(SAGA_STATE_REFUNDING);
+	s.attention = true;
+	assert_false(run(&s, SAGA_EV_PAST_HORIZON, SAGA_CMD_NONE, "", NOW).attention_raised);
+	s = in_state(SAGA_STATE_COMPLETED);
+	assert_true(run(&s, SAGA_EV_PAST_HORIZON, SAGA_CMD_NONE, "", NOW).ignored);
+}
+
 /* RELEASING | ReleaseStock | CANCELLED | never refused: retried | retried */
 static void test_releasing(void **st)
 {
@@ -556,6 +594,7 @@ int main(void)
 	    cmocka_unit_test(test_shipping_deadline_ignored),
 	    cmocka_unit_test(test_refunding),
 	    cmocka_unit_test(test_releasing),
+	    cmocka_unit_test(test_past_horizon_parks),
 	    cmocka_unit_test(test_terminal_ignores_everything),
 	    cmocka_unit_test(test_stale_reply_ignored),
 	    cmocka_unit_test(test_step_transient_retries_until_deadline),
