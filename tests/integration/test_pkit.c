@@ -1449,7 +1449,7 @@ static void put_record(
  * (key, status) order, joined by ", "; "" when empty */
 static const char *summary_of(fixture *f, const char *table)
 {
-	static char buf[512];
+	static char buf[4096];
 	char sql[256];
 	snprintf(sql, sizeof sql,
 	    "SELECT coalesce(string_agg(key || ' ' || status || ' ' || records || ' ' || total,"
@@ -1617,6 +1617,78 @@ static void test_retention(void **state)
 	PQfinish(c);
 }
 
+/* One of the two batch loops of test_retention_concurrent. */
+typedef struct ret_worker {
+	const char *conninfo;
+	pkit_retention *arg;
+	int64_t now_ms;
+	int64_t deleted;
+	int failures; /* batches that failed (a deadlock would be one) */
+} ret_worker;
+
+static void *ret_worker_main(void *p)
+{
+	ret_worker *w = p;
+	PGconn *c = PQconnectdb(w->conninfo);
+	if (PQstatus(c) != CONNECTION_OK) {
+		w->failures++;
+		PQfinish(c);
+		return NULL;
+	}
+	for (int i = 0; i < 1000; i++) {
+		retention_counts n = {{0, 0}};
+		if (pkit_retention_batch(w->arg, c, w->now_ms, 50, false, &n) != 0) {
+			w->failures++;
+			continue;
+		}
+		w->deleted += n.n[0];
+		if (n.n[0] == 0)
+			break;
+	}
+	PQfinish(c);
+	return NULL;
+}
+
+/* Two batch loops at once (the elected job and an admin's pass) over 3,000
+ * expired records of 40 keys and every status: they never take the same
+ * record (the deletions add up to exactly 3,000), never deadlock on the
+ * summaries (no batch fails), and the summaries hold exactly the records'
+ * counts and sums. */
+static void test_retention_concurrent(void **state)
+{
+	fixture *f = *state;
+	toy_reset(f, "");
+	sql_ok(f->admin,
+	    "INSERT INTO toy_records (saga_id, status, key, n, created_at)"
+	    " SELECT gen_random_uuid(),"
+	    " (ARRAY['TAKEN','SHORT','NO_ROW','RETURNED','TOMBSTONE'])[1 + i % 5],"
+	    " 'K' || (i % 40), 1 + i % 9, now() - interval '2 days' - i * interval '1 second'"
+	    " FROM generate_series(1, 3000) i",
+	    0, NULL);
+	const horizon_policy hp = {.retention_ms = 86400000, .skew_ms = 300000};
+	pkit_retention arg = {.svc = &toy_service, .horizon = &hp};
+	/* the summary the records make, per (key, status) */
+	static char made[4096];
+	db_text(f->admin,
+	    "SELECT string_agg(key || ' ' || status || ' ' || c || ' ' || s, ', '"
+	    " ORDER BY key, status) FROM (SELECT key, status, count(*) AS c, sum(n) AS s"
+	    " FROM toy_records GROUP BY 1, 2) g",
+	    NULL, made, sizeof made);
+	ret_worker w[2];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		w[i] = (ret_worker) {.conninfo = f->conninfo, .arg = &arg, .now_ms = db_now_ms(f)};
+		assert_int_equal(pthread_create(&th[i], NULL, ret_worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(w[0].failures + w[1].failures, 0);
+	assert_int_equal(w[0].deleted + w[1].deleted, 3000);
+	assert_int_equal(record_count(f), 0);
+	assert_string_equal(summary_of(f, "toy_records_retired"), made);
+	assert_int_equal(db_int(f->admin, "SELECT count(*) FROM toy_records_retired", NULL), 40);
+}
+
 /* the plan PostgreSQL logged (auto_explain at NOTICE) */
 static char plan_text[16384];
 
@@ -1705,6 +1777,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_no_rows, fault_teardown),
 	    cmocka_unit_test(test_service_check),
 	    cmocka_unit_test_teardown(test_retention, fault_teardown),
+	    cmocka_unit_test_teardown(test_retention_concurrent, fault_teardown),
 	    cmocka_unit_test_teardown(test_retention_plan, fault_teardown),
 	};
 	return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
