@@ -7,14 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "authz.h"
 #include "config.h"
 #include "daemon.h"
-#include "dbclock.h"
 #include "daemon_net.h"
+#include "dbclock.h"
+#include "elect.h"
 #include "fault.h"
 #include "health.h"
 #include "log.h"
+#include "retention.h"
 
 /* A worker that starts while the database is briefly away does not hold up
  * the others: it connects on its first call instead. */
@@ -33,6 +36,7 @@ typedef struct participant_config {
 	char fault[CONFIG_STR_MAX];
 	int64_t stop_timeout;
 	int64_t retention_s, skew_s;
+	int64_t retention_interval;
 } participant_config;
 
 /* one database probe per process, for sagas.v1.Health */
@@ -47,10 +51,10 @@ static bool participant_healthy(void *app)
 int participant_main(const participant_desc *d, int argc, char **argv)
 {
 	/* environment names are the daemon's prefix and the option's */
-	enum { N = 8 };
+	enum { N = 9 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
 	static const char *const suffix[N] = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT",
-	    "STOP_TIMEOUT_MS", "RETENTION_S", "MAX_CLOCK_SKEW_S"};
+	    "STOP_TIMEOUT_MS", "RETENTION_S", "MAX_CLOCK_SKEW_S", "RETENTION_INTERVAL_MS"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
@@ -87,6 +91,13 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "the largest error tolerated between the databases' clocks; the same on every "
 	        "daemon",
 	        "S"},
+	    {"retention-interval", env[8], CONFIG_INT, "60000", 0, 86400000,
+	        offsetof(participant_config, retention_interval),
+	        "between two passes of the retention job, which deletes the expired idempotency "
+	        "records and folds them into the records' _retired summary (one process at a "
+	        "time among those sharing the database; 0 = no background job, sagactl "
+	        "retention still runs a pass; docs/operations.md, \"Retention\")",
+	        "MS"},
 	};
 	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
 	    d->default_listen, d->default_metrics, "orchestrator");
@@ -145,6 +156,21 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		return 1;
 	}
 	pkit_metrics_init(d->kit);
+	/* retention (pkit.h, "Retention"): the elected background job, and the
+	 * pass an admin may run (sagactl retention); both outlive the server */
+	static pkit_retention retention_arg;
+	retention_arg = (pkit_retention) {.svc = d->kit, .horizon = &horizon};
+	static char conninfo[CONFIG_STR_MAX];
+	snprintf(conninfo, sizeof conninfo, "%s", cfg.db);
+	static retention_config retention_cfg;
+	retention_cfg = (retention_config) {.conninfo = conninfo,
+	    .what = "the retention of idempotency records",
+	    .elect_key = ELECT_KEY_RETENTION,
+	    .interval_ms = cfg.retention_interval,
+	    .tables = {d->kit->records, NULL},
+	    .batch = pkit_retention_batch,
+	    .arg = &retention_arg};
+	admin_set_retention(&retention_cfg);
 	/* the daemon's own handlers, plus the database probe of sagas.v1.Health */
 	static health_service health;
 	health = (health_service) {.service = d->service, .healthy = participant_healthy};
@@ -157,12 +183,24 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		valcache_free(app.cache);
 		return 1;
 	}
+	retention *ret = NULL;
+	if (cfg.retention_interval > 0) {
+		rc = retention_start(&ret, &retention_cfg);
+		if (rc != 0) {
+			log_error(NULL, "could not start the retention job: %s", pg_err_name(rc));
+			daemon_net_stop(srv);
+			health_db_close(participant_health);
+			valcache_free(app.cache);
+			return 1;
+		}
+	}
 	daemon_install_signals();
 	log_info(NULL, "%s listening on %s", d->prog, cfg.net.listen);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "%s stopping", d->prog);
 	if (daemon_stop_watchdog(cfg.stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");
+	retention_stop(ret);
 	daemon_net_stop(srv);
 	health_db_close(participant_health);
 	valcache_free(app.cache);

@@ -1,8 +1,9 @@
 /* participant: the main program of the participant kit (pkit.h), shared by
  * the participant daemons (stockd, paymentd, shippingd): configuration
- * table, schema, the rpc server with the Health probe of the database,
- * signals. Each daemon describes itself in a participant_desc and calls
- * participant_main from its main.
+ * table, schema, the rpc server with the Health probe of the database, the
+ * retention job of its records (pkit.h, "Retention"), signals. Each daemon
+ * describes itself in a participant_desc and calls participant_main from
+ * its main.
  */
 #ifndef SAGA_PARTICIPANT_H
 #define SAGA_PARTICIPANT_H
@@ -40,9 +41,12 @@ typedef struct participant_desc {
 	const rpc_server_ops *ops;   /* PKIT_RPC_OPS(its batch methods) */
 } participant_desc;
 
-/* participant_main runs the daemon described by `d` until SIGINT/SIGTERM.
- * Returns the process exit status: 0 after a clean stop (or --help), 1 when
- * it could not start (database, schema, listen), 2 on usage errors. */
+/* participant_main runs the daemon described by `d` until SIGINT/SIGTERM,
+ * with its retention job every --retention-interval ms (elected among the
+ * processes sharing its database; 0: none) and sagas.v1.Admin/RunRetention
+ * running the same batches. Returns the process exit status: 0 after a
+ * clean stop (or --help), 1 when it could not start (database, schema,
+ * listen, the retention job's thread), 2 on usage errors. */
 int participant_main(const participant_desc *d, int argc, char **argv);
 
 #endif

@@ -22,10 +22,31 @@
  *     once; the fault point fail_before_commit (docs/testing.md);
  *   - validation at the edge, one error vocabulary, the log lines.
  *
- * pkit_store.c holds the database side (the only SQL of the kit: generated
- * from the table and column names of the descriptor), pkit_rpc.c the
- * rpc_server_ops of a participant. The fuzz targets replace pkit_store.c by
- * an in-memory store with the same functions.
+ * Retention (docs/participants.md, "Retention"; pkit_retention.c): a record
+ * (any status, tombstones too) whose created_at is older than
+ * horizon_record_cutoff_ms (--retention plus twice --max-clock-skew) is
+ * deleted by the daemon's elected retention job, and in the same
+ * transaction folded into the service's summary table, which every service
+ * must declare in its schema beside the records:
+ *   CREATE TABLE IF NOT EXISTS <records>_retired (
+ *       key text NOT NULL,         -- the record's first text column (sku)
+ *       status text NOT NULL,      -- its status
+ *       records bigint NOT NULL DEFAULT 0 CHECK (records >= 0),
+ *       total bigint NOT NULL DEFAULT 0, -- sum of its first number column
+ *                                        -- (qty, amount); 0 without one
+ *       PRIMARY KEY (key, status));
+ * and an index whose first column is the records' created_at (the
+ * newest-first listing's (created_at DESC, saga_id) serves), by which the
+ * expired records are taken oldest first. The summaries are the business
+ * ledger kept for ever: conservation still holds with them (stock: on_hand
+ * + live RESERVED qty + retired RESERVED total = initial + restocks). The
+ * rows table is never touched by retention.
+ *
+ * pkit_store.c holds the database side of the commands (the only SQL of
+ * the kit with pkit_retention.c: generated from the table and column names
+ * of the descriptor), pkit_rpc.c the rpc_server_ops of a participant. The
+ * fuzz targets replace pkit_store.c by an in-memory store with the same
+ * functions (they link neither pkit_retention.c nor participant.c).
  */
 #ifndef SAGA_PKIT_H
 #define SAGA_PKIT_H
@@ -35,7 +56,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "horizon.h"
 #include "pg.h"
+#include "retention.h"
 #include "rpc.h"
 #include "valcache.h"
 #include "valid.h"
@@ -251,6 +274,31 @@ void pkit_store_learn(pkit_store *s, const char *key, int64_t value);
  * pg_err with every res[i] NULL. */
 int pkit_store_snapshot(pkit_store *s, const char *const *sql, int n, int32_t limit, PGresult **res)
     __attribute__((warn_unused_result));
+
+/* ---- retention (pkit_retention.c) ---- */
+
+/* What pkit_retention_batch deletes by: borrowed, both outliving it. */
+typedef struct pkit_retention {
+	const pkit_service *svc;       /* its records and <records>_retired */
+	const horizon_policy *horizon; /* retention_ms > 0; else nothing expires */
+} pkit_retention;
+
+/* pkit_retention_batch is the kit's retention_batch_fn (retention.h), `arg`
+ * a pkit_retention: on `conn` (outside a transaction), at `now_ms` (ms since
+ * the epoch, the database's clock), it deletes, in one statement and so one
+ * transaction, at most `limit` (> 0) records whose created_at is before
+ * horizon_record_cutoff_ms(now_ms) (rule R2), oldest first, skipping those
+ * another transaction holds (SKIP LOCKED: a record being answered, or taken
+ * by another batch), and folds them into <records>_retired (per key and
+ * status: records += how many, total += the sum of their first number
+ * column). With `dry` it deletes nothing and counts every record expired
+ * now (limit ignored). Sets out->n[0] to the records deleted (or counted),
+ * out->n[1] to 0. Returns 0 (also, with nothing done, when the horizon's
+ * retention_ms is 0), -EINVAL (limit < 1 without dry), PG_ERR_OTHER (the
+ * statement did not fit: a bug in the descriptor), or the negative enum
+ * pg_err of the failed statement, with nothing deleted. */
+int pkit_retention_batch(void *arg, PGconn *conn, int64_t now_ms, int limit, bool dry,
+    retention_counts *out) __attribute__((warn_unused_result));
 
 /* ---- the RPC side (pkit_rpc.c) ---- */
 

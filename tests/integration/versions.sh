@@ -25,8 +25,8 @@ assert_eq "start_order.py --version" "start_order.py $version" \
 assert_eq "list_shipments.py --version" "list_shipments.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
-# each component's schema version (the orchestrator's 6: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention)
-schema_v() { if [ "$1" = orchestrator ]; then echo 6; else echo 1; fi; }
+# each component's schema version (the orchestrator's 6: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention; the participants' 2: the <records>_retired summaries of retention)
+schema_v() { if [ "$1" = orchestrator ]; then echo 6; else echo 2; fi; }
 stack_start
 for s in orchestrator stock payment shipping; do
   d=${s}d
@@ -58,9 +58,9 @@ run_refused() { # run_refused NAME VERSION ARGS...: the daemon must exit 1 quick
     "$(grep -q "holds schema version 999 (applied by a later build), newer than the $known this $name knows: refusing to start" \
       "$STACK_DIR/$name.future.log" && echo yes || echo "no: $(cat "$STACK_DIR/$name.future.log")")"
 }
-run_refused stockd 1 "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
-run_refused paymentd 1 "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
-run_refused shippingd 1 "$SAGA_BIN_DIR/shippingd" --db "$PG_CONN dbname=sagas_shipping"
+run_refused stockd "$(schema_v stock)" "$SAGA_BIN_DIR/stockd" --db "$PG_CONN dbname=sagas_stock"
+run_refused paymentd "$(schema_v payment)" "$SAGA_BIN_DIR/paymentd" --db "$PG_CONN dbname=sagas_payment"
+run_refused shippingd "$(schema_v shipping)" "$SAGA_BIN_DIR/shippingd" --db "$PG_CONN dbname=sagas_shipping"
 run_refused orchestratord "$(schema_v orchestrator)" "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
   --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL"
 for s in orchestrator stock payment shipping; do

@@ -21,6 +21,20 @@ CREATE TABLE IF NOT EXISTS charges (
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The business ledger of the records retention deleted (docs/participants.md,
+-- "Retention"): a record older than --retention plus twice --max-clock-skew
+-- is deleted and, in the same transaction, counted here by its customer and
+-- status: how many (charges) and the sum of their amount (minor units). Kept
+-- for ever, so that money conservation still holds once records are gone:
+-- balance + live CHARGED amount + retired CHARGED total = initial + deposits.
+CREATE TABLE IF NOT EXISTS charges_retired (
+	key text NOT NULL,
+	status text NOT NULL,
+	records bigint NOT NULL DEFAULT 0 CHECK (records >= 0),
+	total bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (key, status)
+);
+
 -- The idempotency record of one keyed Deposit (proto Deposit.deposit_id):
 -- what it added and the balance right after, which a duplicate is answered
 -- with. Its primary key serialises concurrent duplicates: the second one's
@@ -38,7 +52,9 @@ CREATE TABLE IF NOT EXISTS deposits (
 );
 ALTER TABLE deposits ADD COLUMN IF NOT EXISTS applied_by uuid;
 
--- ListAccounts' newest-first page of charges, and the per-account sums.
+-- ListAccounts' newest-first page of charges, and the per-account sums;
+-- retention takes the expired charges oldest first by charges_newest
+-- (common/pkit_retention.c).
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
 CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);
 

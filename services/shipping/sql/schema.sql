@@ -17,7 +17,21 @@ CREATE TABLE IF NOT EXISTS shipments (
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
--- ListShipments' newest-first page.
+-- The business ledger of the records retention deleted (docs/participants.md,
+-- "Retention"): a record older than --retention plus twice --max-clock-skew
+-- is deleted and, in the same transaction, counted here by its customer and
+-- status: how many (shipments) and the sum of their qty. Kept for ever, so
+-- that what was shipped can still be told once records are gone.
+CREATE TABLE IF NOT EXISTS shipments_retired (
+	key text NOT NULL,
+	status text NOT NULL,
+	records bigint NOT NULL DEFAULT 0 CHECK (records >= 0),
+	total bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (key, status)
+);
+
+-- ListShipments' newest-first page; retention takes the expired shipments
+-- oldest first by it (common/pkit_retention.c).
 CREATE INDEX IF NOT EXISTS shipments_newest ON shipments (created_at DESC, saga_id);
 
 -- saga_check and saga_unchanged, which the kit's statements end with, come

@@ -20,11 +20,26 @@ CREATE TABLE IF NOT EXISTS reservations (
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The business ledger of the records retention deleted (docs/participants.md,
+-- "Retention"): a record older than --retention plus twice --max-clock-skew
+-- is deleted and, in the same transaction, counted here by its sku and
+-- status: how many (reservations) and the sum of their qty. Kept for ever,
+-- so that stock conservation still holds once records are gone:
+-- on_hand + live RESERVED qty + retired RESERVED total = initial + restocks.
+CREATE TABLE IF NOT EXISTS reservations_retired (
+	key text NOT NULL,
+	status text NOT NULL,
+	records bigint NOT NULL DEFAULT 0 CHECK (records >= 0),
+	total bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (key, status)
+);
+
 -- ListStock sums the live reservations of each sku.
 CREATE INDEX IF NOT EXISTS reservations_live_by_sku
 	ON reservations (sku) WHERE status = 'RESERVED';
 
--- ListStock's newest-first page of reservations.
+-- ListStock's newest-first page of reservations; retention takes the
+-- expired ones oldest first by it (common/pkit_retention.c).
 CREATE INDEX IF NOT EXISTS reservations_newest ON reservations (created_at DESC, saga_id);
 
 -- saga_check and saga_unchanged, which the kit's statements end with, come
