@@ -30,8 +30,12 @@ bench() {
   "$SAGA_BIN_DIR/sagabench" -o "$ORCH_URL" -s "$STOCK_URL" -p "$PAYMENT_URL" --no-progress \
     --skus 8 --customers 16 -t 150 "$@"
 }
-assert_eq "orchestratord dials the replicas' lists" "1" \
-  "$(grep -c "stock $STOCK_URL, payment $PAYMENT_URL" "$STACK_DIR/orchestratord.log" || true)"
+# (the line comes after the listener is up, which is what stack_start
+# waits for: under ASan it can come a moment later)
+_dials() { grep -c "stock $STOCK_URL, payment $PAYMENT_URL" "$STACK_DIR/orchestratord.log" || true; }
+_dials_once() { [ "$(_dials)" = 1 ]; }
+wait_until 10 _dials_once || true
+assert_eq "orchestratord dials the replicas' lists" "1" "$(_dials)"
 # served NAME VERB: how many VERB commands replica NAME decided (one debug or
 # info line each, a duplicate included)
 served() { grep -c " $2 [a-z]*=" "$STACK_DIR/$1.log" || true; }
