@@ -344,7 +344,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
 			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
 			    a->reason);
-		if (ups[i].attention_raised && strcmp(a->reason, REASON_PAST_HORIZON) == 0)
+		if (strcmp(a->reason, REASON_PAST_HORIZON) == 0
+		    && strcmp(b->s.reason, REASON_PAST_HORIZON) != 0)
 			log_warn(b->saga_id,
 			    "saga needs attention: it started before the retention horizon, and no "
 			    "participant takes its commands any more: left in %s, never sent "
