@@ -2,11 +2,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bgthread.h"
 #include "clock.h"
 #include "dbclock.h"
 #include "elect.h"
@@ -17,10 +16,7 @@
 struct retention {
 	retention_config cfg;
 	elect *el;
-	pthread_t thread;
-	pthread_mutex_t mtx;
-	pthread_cond_t cv;
-	bool stopping;
+	bgthread bg;
 	int limit; /* the batch size in use, kept from pass to pass */
 };
 
@@ -36,25 +32,6 @@ static const metric_def RETENTION_BATCH_SECONDS = {"sagas_retention_batch_second
 static const metric_def RETENTION_LIMIT = {"sagas_retention_batch_limit",
     "The most units a retention batch deletes now (it adapts to each batch's duration)",
     METRIC_GAUGE, "", NULL, 0};
-
-/* retention_sleep waits `ms` or until stopped; true when stopped. */
-static bool retention_sleep(retention *r, int64_t ms)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&r->mtx);
-	while (!r->stopping && pthread_cond_timedwait(&r->cv, &r->mtx, &until) != ETIMEDOUT)
-		;
-	bool stopped = r->stopping;
-	pthread_mutex_unlock(&r->mtx);
-	return stopped;
-}
 
 /* retention_adapt is the next batch size after one of `limit` took `ms`. */
 static int retention_adapt(int limit, int64_t ms)
@@ -101,7 +78,7 @@ static int retention_pass(
 		if (!more)
 			return 0;
 		/* throttled: the database is ours at most half of the time */
-		if (r != NULL ? retention_sleep(r, took > 10 ? took : 10) : false)
+		if (r != NULL ? bgthread_sleep(&r->bg, took > 10 ? took : 10) : false)
 			return 0;
 	}
 }
@@ -159,7 +136,7 @@ static void *retention_main(void *arg)
 					    c.n[0], cfg->tables[0], clock_mono_ms() - t0, r->limit);
 			}
 		}
-		if (retention_sleep(r, r->cfg.interval_ms))
+		if (bgthread_sleep(&r->bg, r->cfg.interval_ms))
 			break;
 	}
 	return NULL;
@@ -184,19 +161,11 @@ int retention_start(retention **out, const retention_config *cfg)
 		free(r);
 		return rc;
 	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&r->mtx, NULL);
-	rc = pthread_create(&r->thread, NULL, retention_main, r);
+	rc = bgthread_start(&r->bg, retention_main, r);
 	if (rc != 0) {
 		elect_close(r->el);
-		pthread_cond_destroy(&r->cv);
-		pthread_mutex_destroy(&r->mtx);
 		free(r);
-		return -rc;
+		return rc;
 	}
 	*out = r;
 	return 0;
@@ -206,13 +175,7 @@ void retention_stop(retention *r)
 {
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->mtx);
-	r->stopping = true;
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mtx);
-	pthread_join(r->thread, NULL);
+	bgthread_stop(&r->bg);
 	elect_close(r->el);
-	pthread_cond_destroy(&r->cv);
-	pthread_mutex_destroy(&r->mtx);
 	free(r);
 }

@@ -2,12 +2,11 @@
 #include "report.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bgthread.h"
 #include "clock.h"
 #include "elect.h"
 #include "log.h"
@@ -21,10 +20,7 @@ struct report {
 	char *conninfo;
 	int64_t next_report_ms, next_gauges_ms; /* clock_mono_ms; 0 = now */
 	bool shown;                             /* the gauges are exported */
-	pthread_t thread;
-	pthread_mutex_t mtx;
-	pthread_cond_t cv; /* CLOCK_MONOTONIC */
-	bool stopping;
+	bgthread bg;
 };
 
 /* report_log reads with the report's margin and logs what needs a look. */
@@ -99,23 +95,8 @@ static int64_t report_round(report *r)
 static void *report_main(void *arg)
 {
 	report *r = arg;
-	pthread_mutex_lock(&r->mtx);
-	while (!r->stopping) {
-		pthread_mutex_unlock(&r->mtx);
-		int64_t wait_ms = report_round(r);
-		pthread_mutex_lock(&r->mtx);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += wait_ms / 1000;
-		until.tv_nsec += (wait_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		while (!r->stopping && pthread_cond_timedwait(&r->cv, &r->mtx, &until) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&r->mtx);
+	while (!bgthread_sleep(&r->bg, report_round(r)))
+		;
 	return NULL;
 }
 
@@ -138,17 +119,9 @@ int report_start(report **out, const report_config *cfg)
 		free(r);
 		return rc;
 	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&r->mtx, NULL);
-	rc = pthread_create(&r->thread, NULL, report_main, r);
+	rc = bgthread_start(&r->bg, report_main, r);
 	if (rc != 0) {
 		elect_close(r->el);
-		pthread_cond_destroy(&r->cv);
-		pthread_mutex_destroy(&r->mtx);
 		free(r->conninfo);
 		free(r);
 		return rc;
@@ -161,14 +134,8 @@ void report_stop(report *r)
 {
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->mtx);
-	r->stopping = true;
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mtx);
-	pthread_join(r->thread, NULL);
+	bgthread_stop(&r->bg);
 	elect_close(r->el);
-	pthread_cond_destroy(&r->cv);
-	pthread_mutex_destroy(&r->mtx);
 	free(r->conninfo);
 	free(r);
 }
