@@ -210,6 +210,12 @@ typedef struct pkit_service {
 	pkit_sql *sql;          /* static storage the kit fills at first use */
 } pkit_service;
 
+/* pkit_sql_add appends printf-style text to the generated statement `b`
+ * (len bytes), keeping it NUL-terminated; *ok turns false when it did not
+ * fit (pkit_store.c; used by pkit_retention.c too). */
+__attribute__((format(printf, 4, 5))) void pkit_sql_add(
+    char *b, size_t len, bool *ok, const char *fmt, ...);
+
 /* ---- the store (pkit_store.c) ----
  * Errors are the negative enum pg_err values of pg.h: PG_ERR_CONNECTION
  * (the database is unreachable; a call re-runs once on a fresh connection

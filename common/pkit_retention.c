@@ -6,7 +6,6 @@
  * without being counted, nor counted twice. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,20 +18,6 @@
 /* The longest statement: the names of a table and three columns, each at
  * most a PostgreSQL identifier (63 bytes), and the text around them. */
 #define PKIT_RETENTION_SQL_MAX 2048
-
-/* ret_add appends to `b` (len bytes), keeping it NUL-terminated; *ok turns
- * false when it did not fit. */
-__attribute__((format(printf, 4, 5))) static void ret_add(
-    char *b, size_t len, bool *ok, const char *fmt, ...)
-{
-	size_t at = strlen(b);
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(b + at, len - at, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= len - at)
-		*ok = false;
-}
 
 /* pkit_retention_sql writes into `b` (len bytes) the statement of a batch
  * of `v`, or with `dry` its count; $1 is the cutoff (ms since the epoch),
@@ -55,7 +40,7 @@ static bool pkit_retention_sql(const pkit_service *v, bool dry, char *b, size_t 
 	bool ok = true;
 	b[0] = '\0';
 	if (dry) {
-		ret_add(b, len, &ok,
+		pkit_sql_add(b, len, &ok,
 		    "SELECT count(*) FROM %s WHERE created_at < to_timestamp($1::bigint / 1000.0)",
 		    v->records);
 		return ok;
@@ -67,7 +52,7 @@ static bool pkit_retention_sql(const pkit_service *v, bool dry, char *b, size_t 
 	    v->n_text > 0 ? v->text_cols[0] : "''::text");
 	snprintf(num, sizeof num, "%s%s", v->n_num > 0 ? "r." : "",
 	    v->n_num > 0 ? v->num_cols[0] : "0::bigint");
-	ret_add(b, len, &ok,
+	pkit_sql_add(b, len, &ok,
 	    "WITH doomed AS (SELECT saga_id FROM %s"
 	    " WHERE created_at < to_timestamp($1::bigint / 1000.0)"
 	    " ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED),"

@@ -38,10 +38,7 @@ struct pkit_store {
 
 /* ---- the generated statements ---- */
 
-/* sql_add appends to `b` (len bytes), keeping it NUL-terminated; *ok turns
- * false when it did not fit. */
-__attribute__((format(printf, 4, 5))) static void sql_add(
-    char *b, size_t len, bool *ok, const char *fmt, ...)
+void pkit_sql_add(char *b, size_t len, bool *ok, const char *fmt, ...)
 {
 	size_t at = strlen(b);
 	va_list ap;
@@ -57,9 +54,9 @@ __attribute__((format(printf, 4, 5))) static void sql_add(
 static void sql_cols(char *b, size_t len, bool *ok, const pkit_service *v, const char *pre)
 {
 	for (int i = 0; i < v->n_text; i++)
-		sql_add(b, len, ok, "%s%s", pre, v->text_cols[i]);
+		pkit_sql_add(b, len, ok, "%s%s", pre, v->text_cols[i]);
 	for (int i = 0; i < v->n_num; i++)
-		sql_add(b, len, ok, "%s%s", pre, v->num_cols[i]);
+		pkit_sql_add(b, len, ok, "%s%s", pre, v->num_cols[i]);
 }
 
 /* sql_unnest appends "unnest($k::uuid[], $k+1::text[], ...)" for a record's
@@ -67,26 +64,26 @@ static void sql_cols(char *b, size_t len, bool *ok, const pkit_service *v, const
 static void sql_unnest(char *b, size_t len, bool *ok, const pkit_service *v, int first)
 {
 	int k = first;
-	sql_add(b, len, ok, "unnest($%d::uuid[], $%d::text[]", k, k + 1);
+	pkit_sql_add(b, len, ok, "unnest($%d::uuid[], $%d::text[]", k, k + 1);
 	k += 2;
 	for (int i = 0; i < v->n_text; i++)
-		sql_add(b, len, ok, ", $%d::text[]", k++);
+		pkit_sql_add(b, len, ok, ", $%d::text[]", k++);
 	for (int i = 0; i < v->n_num; i++)
-		sql_add(b, len, ok, ", $%d::bigint[]", k++);
-	sql_add(b, len, ok, ")");
+		pkit_sql_add(b, len, ok, ", $%d::bigint[]", k++);
+	pkit_sql_add(b, len, ok, ")");
 }
 
 /* sql_insert appends the CTE part that inserts new records from parameter 1. */
 static void sql_insert(char *b, size_t len, bool *ok, const pkit_service *v)
 {
-	sql_add(b, len, ok, "ins AS (INSERT INTO %s (saga_id, status", v->records);
+	pkit_sql_add(b, len, ok, "ins AS (INSERT INTO %s (saga_id, status", v->records);
 	sql_cols(b, len, ok, v, ", ");
-	sql_add(b, len, ok, ") SELECT * FROM ");
+	pkit_sql_add(b, len, ok, ") SELECT * FROM ");
 	sql_unnest(b, len, ok, v, 1);
 	/* in key order: two transactions inserting the same new saga ids
 	 * wait on each other's index entries in one order, never in a cycle
 	 * (a service without rows has no row lock taken before) */
-	sql_add(b, len, ok, " ORDER BY 1 RETURNING 1)");
+	pkit_sql_add(b, len, ok, " ORDER BY 1 RETURNING 1)");
 }
 
 /* pkit_sql_build writes the four statements of `v` into v->sql. The rows
@@ -108,46 +105,46 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 
 	/* the locking reads */
 	char *b = q->text[0];
-	sql_add(b, len, &ok, "SELECT saga_id, status");
+	pkit_sql_add(b, len, &ok, "SELECT saga_id, status");
 	sql_cols(b, len, &ok, v, ", ");
-	sql_add(b, len, &ok, " FROM %s WHERE saga_id = ANY($1::uuid[]) ORDER BY saga_id FOR UPDATE",
-	    v->records);
+	pkit_sql_add(b, len, &ok,
+	    " FROM %s WHERE saga_id = ANY($1::uuid[]) ORDER BY saga_id FOR UPDATE", v->records);
 	b = q->text[1];
 	if (v->rows != NULL)
-		sql_add(b, len, &ok,
+		pkit_sql_add(b, len, &ok,
 		    "SELECT %s, %s FROM %s WHERE %s = ANY($1::text[]) ORDER BY %s FOR UPDATE",
 		    v->row_key, v->row_value, v->rows, v->row_key, v->row_key);
 
 	/* the writes of the locking path: new records, changed records,
 	 * changed rows; each must change exactly the rows decided on */
 	b = q->text[2];
-	sql_add(b, len, &ok, "WITH ");
+	pkit_sql_add(b, len, &ok, "WITH ");
 	sql_insert(b, len, &ok, v);
-	sql_add(b, len, &ok, ", upd AS (UPDATE %s r SET status = v.status", v->records);
+	pkit_sql_add(b, len, &ok, ", upd AS (UPDATE %s r SET status = v.status", v->records);
 	for (int i = 0; i < v->n_text; i++)
-		sql_add(b, len, &ok, ", %s = v.%s", v->text_cols[i], v->text_cols[i]);
+		pkit_sql_add(b, len, &ok, ", %s = v.%s", v->text_cols[i], v->text_cols[i]);
 	for (int i = 0; i < v->n_num; i++)
-		sql_add(b, len, &ok, ", %s = v.%s", v->num_cols[i], v->num_cols[i]);
-	sql_add(b, len, &ok, ", updated_at = now() FROM ");
+		pkit_sql_add(b, len, &ok, ", %s = v.%s", v->num_cols[i], v->num_cols[i]);
+	pkit_sql_add(b, len, &ok, ", updated_at = now() FROM ");
 	sql_unnest(b, len, &ok, v, k + 1);
-	sql_add(b, len, &ok, " AS v(saga_id, status");
+	pkit_sql_add(b, len, &ok, " AS v(saga_id, status");
 	sql_cols(b, len, &ok, v, ", ");
-	sql_add(b, len, &ok,
+	pkit_sql_add(b, len, &ok,
 	    ") WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($%d::uuid[]) RETURNING 1)", k + 1);
 	if (v->rows != NULL)
-		sql_add(b, len, &ok,
+		pkit_sql_add(b, len, &ok,
 		    ", w AS (UPDATE %s s SET %s = v.val FROM unnest($%d::text[], $%d::bigint[]) AS "
 		    "v(key, val)"
 		    " WHERE s.%s = v.key AND s.%s = ANY($%d::text[]) RETURNING 1)",
 		    v->rows, v->row_value, 2 * k + 1, 2 * k + 2, v->row_key, v->row_key, 2 * k + 1);
-	sql_add(b, len, &ok,
+	pkit_sql_add(b, len, &ok,
 	    " SELECT saga_check((SELECT count(*) FROM ins) = cardinality($1::uuid[])"
 	    " AND (SELECT count(*) FROM upd) = cardinality($%d::uuid[])",
 	    k + 1);
 	if (v->rows != NULL)
-		sql_add(b, len, &ok, " AND (SELECT count(*) FROM w) = cardinality($%d::text[])",
-		    2 * k + 1);
-	sql_add(b, len, &ok, ", 'a batch wrote other rows than it decided on')");
+		pkit_sql_add(b, len, &ok,
+		    " AND (SELECT count(*) FROM w) = cardinality($%d::text[])", 2 * k + 1);
+	pkit_sql_add(b, len, &ok, ", 'a batch wrote other rows than it decided on')");
 
 	/* The one-round-trip path: the new records and the rows, each row
 	 * written only if it still holds the value the decision was made on
@@ -161,10 +158,10 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 	 * (PostgreSQL ends a deadlock after deadlock_timeout, 1 s). A record
 	 * that exists already fails it with unique_violation. */
 	b = q->text[3];
-	sql_add(b, len, &ok, "WITH ");
+	pkit_sql_add(b, len, &ok, "WITH ");
 	if (v->rows != NULL) {
 		int r = k + 1;
-		sql_add(b, len, &ok,
+		pkit_sql_add(b, len, &ok,
 		    "locked AS (SELECT %s AS key, %s AS val FROM %s WHERE %s = ANY($%d::text[])"
 		    " ORDER BY %s FOR UPDATE),"
 		    " w AS (UPDATE %s s SET %s = v.now FROM unnest($%d::text[], $%d::bigint[], "
@@ -175,11 +172,11 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 		    v->row_value, r, r + 1, r + 2, v->row_key, v->row_key, r);
 	}
 	sql_insert(b, len, &ok, v);
-	sql_add(b, len, &ok, " SELECT saga_unchanged(");
+	pkit_sql_add(b, len, &ok, " SELECT saga_unchanged(");
 	if (v->rows != NULL)
-		sql_add(
+		pkit_sql_add(
 		    b, len, &ok, "(SELECT count(*) FROM w) = cardinality($%d::text[]) AND ", k + 1);
-	sql_add(b, len, &ok,
+	pkit_sql_add(b, len, &ok,
 	    "(SELECT count(*) FROM ins) = cardinality($1::uuid[]),"
 	    " 'a row changed since its value was cached')");
 
