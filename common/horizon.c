@@ -9,11 +9,6 @@ bool horizon_refuses(const horizon_policy *p, int64_t started_ms, int64_t now_ms
 	return started_ms < now_ms - p->retention_ms;
 }
 
-bool horizon_in_future(const horizon_policy *p, int64_t started_ms, int64_t now_ms)
-{
-	return p->retention_ms > 0 && started_ms > now_ms + p->skew_ms;
-}
-
 int64_t horizon_record_cutoff_ms(const horizon_policy *p, int64_t now_ms)
 {
 	return now_ms - p->retention_ms - 2 * p->skew_ms;

@@ -42,12 +42,6 @@ typedef struct horizon_policy {
  * (rule R1). */
 bool horizon_refuses(const horizon_policy *p, int64_t started_ms, int64_t now_ms);
 
-/* horizon_in_future is true when a command says its saga started after
- * `now_ms` + skew: no saga can have (rule R2's argument needs a record made
- * at or after its saga's start, within one clock error), so the command is
- * refused as invalid (a unit mistake, a bug, a forgery). */
-bool horizon_in_future(const horizon_policy *p, int64_t started_ms, int64_t now_ms);
-
 /* horizon_record_cutoff_ms is the created_at before which a participant's
  * idempotency record (or tombstone) may be deleted at `now_ms`: now -
  * retention - 2 x skew (rule R2). */

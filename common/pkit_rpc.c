@@ -163,8 +163,8 @@ static const pkit_method *pkit_method_of(const pkit_service *v, const char *meth
 	return NULL;
 }
 
-static void pkit_past_horizon(const pkit_method *m, const char *saga_id, int64_t started,
-    int64_t now, bool future, rpc_reply *r);
+static void pkit_past_horizon(
+    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r);
 
 /* pkit_parse decodes and checks `call` of method `m` into *c: the saga id,
  * each field of m->fields, and its saga's start against `hz` (rule R1,
@@ -199,9 +199,8 @@ static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc
 		int64_t started
 		    = pkit_num_at(c->msg, pkit_field_of(m->request, PKIT_STARTED_FIELD));
 		int64_t now = dbclock_now_ms();
-		bool future = horizon_in_future(hz, started, now);
-		if (future || horizon_refuses(hz, started, now)) {
-			pkit_past_horizon(m, c->cmd.saga_id, started, now, future, r);
+		if (horizon_refuses(hz, started, now)) {
+			pkit_past_horizon(m, c->cmd.saga_id, started, now, r);
 			ok = false;
 		}
 	}
@@ -366,32 +365,25 @@ static void pkit_count(const pkit_service *v, const pkit_call *c, int rc)
 }
 
 /* pkit_past_horizon refuses a command of a saga that started at `started`
- * (0: not said), before the horizon at `now` (rule R1: FAILED_PRECONDITION
- * past_horizon) or, with `future`, later than now + --max-clock-skew
- * (INVALID_ARGUMENT bad_field: no saga starts in the future), and logs and
- * counts the refusal (outcome "past_horizon" for both). */
-static void pkit_past_horizon(const pkit_method *m, const char *saga_id, int64_t started,
-    int64_t now, bool future, rpc_reply *r)
+ * (0: not said), before the horizon at `now` (rule R1), and logs and counts
+ * the refusal. */
+static void pkit_past_horizon(
+    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r)
 {
 	const char *l[2] = {pkit_command_name(m), "past_horizon"};
 	metric_inc(metric_get(&PKIT_COMMANDS, l));
-	if (future)
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid saga_started_unix_ms: %" PRId64
-		    " ms after this participant's clock, more than --max-clock-skew "
-		    "(docs/saga-semantics.md, rule R1)",
-		    started - now);
-	else if (started <= 0)
+	if (started <= 0) {
 		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
 		    "could not %s: saga_started_unix_ms is required (docs/saga-semantics.md, rule "
 		    "R1)",
 		    m->what);
-	else
+	} else {
 		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
 		    "could not %s: the saga started %" PRId64
 		    " ms ago, before this participant's retention horizon (docs/saga-semantics.md, "
 		    "rule R1)",
 		    m->what, now - started);
+	}
 	log_warn(saga_id, "refused %s: %s", pkit_command_name(m), r->message);
 }
 
