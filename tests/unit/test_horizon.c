@@ -13,8 +13,8 @@
 
 #include "horizon.h"
 
-static const horizon_policy P = {.retention_ms = HORIZON_RETENTION_DEFAULT_MS,
-    .skew_ms = HORIZON_SKEW_DEFAULT_MS};
+static const horizon_policy P
+    = {.retention_ms = HORIZON_RETENTION_DEFAULT_MS, .skew_ms = HORIZON_SKEW_DEFAULT_MS};
 static const int64_t NOW = 1796256000000; /* 2026-12-03 */
 
 static void test_refuses_before_horizon(void **st)
@@ -62,8 +62,8 @@ static void test_taken_then_deleted_is_refused(void **st)
 		assert_true(horizon_record_cutoff_ms(&P, later) > created);
 		/* a clock read one skew back from there, less the slack of
 		 * the estimate, still refuses it */
-		assert_true(horizon_refuses(
-		    &P, starts[i] - HORIZON_AHEAD_SLACK_MS, later - P.skew_ms));
+		assert_true(
+		    horizon_refuses(&P, starts[i] - HORIZON_AHEAD_SLACK_MS, later - P.skew_ms));
 	}
 }
 
