@@ -4,9 +4,15 @@ bool horizon_refuses(const horizon_policy *p, int64_t started_ms, int64_t now_ms
 {
 	if (p->retention_ms <= 0)
 		return false;
-	if (started_ms <= 0)
+	if (started_ms <= 0 || horizon_ahead(p, started_ms, now_ms))
 		return true;
 	return started_ms < now_ms - p->retention_ms;
+}
+
+bool horizon_ahead(const horizon_policy *p, int64_t started_ms, int64_t now_ms)
+{
+	/* now, skew and the slack are far from INT64_MAX: no overflow */
+	return p->retention_ms > 0 && started_ms > now_ms + p->skew_ms + HORIZON_AHEAD_SLACK_MS;
 }
 
 int64_t horizon_record_cutoff_ms(const horizon_policy *p, int64_t now_ms)

@@ -36,11 +36,26 @@ typedef struct horizon_policy {
 #define HORIZON_RETENTION_DEFAULT_MS (7LL * 24 * 3600 * 1000)
 #define HORIZON_SKEW_DEFAULT_MS      (5LL * 60 * 1000)
 
+/* The error of a daemon's estimate of its database's clock (dbclock.h: half
+ * a round trip, a few ms), allowed on top of skew_ms to a start ahead of
+ * the participant's clock, so that --max-clock-skew 0 does not refuse a
+ * saga's first command sent within ms of its start (ms). */
+#define HORIZON_AHEAD_SLACK_MS 1000
+
 /* horizon_refuses is true when a participant must refuse a command whose
- * saga started at `started_ms` (0: the field is missing, an orchestrator
+ * saga started at `started_ms` (<= 0: the field is missing, an orchestrator
  * older than retention: refused too), its own clock reading `now_ms`
- * (rule R1). */
+ * (rule R1): before the horizon, or ahead of its clock by more than the
+ * tolerated error (horizon_ahead). */
 bool horizon_refuses(const horizon_policy *p, int64_t started_ms, int64_t now_ms);
+
+/* horizon_ahead is true when `started_ms` is later than `now_ms` plus the
+ * tolerated clock error (and HORIZON_AHEAD_SLACK_MS): a start no clock
+ * within skew of this one can have read (a clock fault, or a forged start).
+ * Taken, such a command would stay young for ever: its record (created_at
+ * on this clock) would be deleted by rule R2 while a late copy, carrying
+ * the same start, would still be accepted and applied again. */
+bool horizon_ahead(const horizon_policy *p, int64_t started_ms, int64_t now_ms);
 
 /* horizon_record_cutoff_ms is the created_at before which a participant's
  * idempotency record (or tombstone) may be deleted at `now_ms`: now -

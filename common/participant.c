@@ -112,6 +112,15 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	if (daemon_check_options(cfg.log_level, &level, cfg.db) != 0
 	    || daemon_net_check(&cfg.net, cfg.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
+	/* checked with the other options, before the database is touched */
+	static horizon_policy horizon;
+	horizon = (horizon_policy) {
+	    .retention_ms = cfg.retention_s * 1000, .skew_ms = cfg.skew_s * 1000};
+	const char *bad = horizon_policy_check(&horizon);
+	if (bad != NULL) {
+		config_error("--retention and --max-clock-skew: %s\n", bad);
+		return 2;
+	}
 	log_init(d->prog, level);
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
@@ -137,14 +146,6 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 		    "until the next reading");
 	if (clk != NULL)
 		PQfinish(clk);
-	static horizon_policy horizon;
-	horizon = (horizon_policy) {
-	    .retention_ms = cfg.retention_s * 1000, .skew_ms = cfg.skew_s * 1000};
-	const char *bad = horizon_policy_check(&horizon);
-	if (bad != NULL) {
-		config_error("--retention and --max-clock-skew: %s\n", bad);
-		return 2;
-	}
 	participant_app app = {.conninfo = cfg.db,
 	    .connect_wait_ms = PARTICIPANT_WORKER_CONNECT_WAIT_MS,
 	    .kit = d->kit,

@@ -163,8 +163,8 @@ static const pkit_method *pkit_method_of(const pkit_service *v, const char *meth
 	return NULL;
 }
 
-static void pkit_past_horizon(
-    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r);
+static void pkit_past_horizon(const pkit_method *m, const horizon_policy *hz, const char *saga_id,
+    int64_t started, int64_t now, rpc_reply *r);
 
 /* pkit_parse decodes and checks `call` of method `m` into *c: the saga id,
  * each field of m->fields, and its saga's start against `hz` (rule R1,
@@ -200,7 +200,7 @@ static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc
 		    = pkit_num_at(c->msg, pkit_field_of(m->request, PKIT_STARTED_FIELD));
 		int64_t now = dbclock_now_ms();
 		if (horizon_refuses(hz, started, now)) {
-			pkit_past_horizon(m, c->cmd.saga_id, started, now, r);
+			pkit_past_horizon(m, hz, c->cmd.saga_id, started, now, r);
 			ok = false;
 		}
 	}
@@ -365,18 +365,26 @@ static void pkit_count(const pkit_service *v, const pkit_call *c, int rc)
 }
 
 /* pkit_past_horizon refuses a command of a saga that started at `started`
- * (0: not said), before the horizon at `now` (rule R1), and logs and counts
- * the refusal. */
-static void pkit_past_horizon(
-    const pkit_method *m, const char *saga_id, int64_t started, int64_t now, rpc_reply *r)
+ * (<= 0: not said), before the horizon at `now` or ahead of it by more than
+ * the tolerated clock error (rule R1), and logs and counts the refusal. */
+static void pkit_past_horizon(const pkit_method *m, const horizon_policy *hz, const char *saga_id,
+    int64_t started, int64_t now, rpc_reply *r)
 {
 	const char *l[2] = {pkit_command_name(m), "past_horizon"};
 	metric_inc(metric_get(&PKIT_COMMANDS, l));
 	if (started <= 0) {
 		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
-		    "could not %s: saga_started_unix_ms is required (docs/saga-semantics.md, rule "
-		    "R1)",
+		    "could not %s: saga_started_unix_ms is required and must be positive "
+		    "(docs/saga-semantics.md, rule R1)",
 		    m->what);
+	} else if (horizon_ahead(hz, started, now)) {
+		/* the orchestrator parks the saga, as for a start too old: a
+		 * clock fault (or a forged start) for an operator to look at */
+		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
+		    "could not %s: the saga starts %" PRId64
+		    " ms after this participant's clock, more than --max-clock-skew ahead (a clock "
+		    "fault or a forged start; docs/saga-semantics.md, rule R1)",
+		    m->what, started - now);
 	} else {
 		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
 		    "could not %s: the saga started %" PRId64

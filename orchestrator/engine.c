@@ -270,7 +270,10 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 		return;
 	}
 	int32_t n = d.next.attempts;
-	if (!d.state_changed && (n & (n - 1)) == 0) /* a retry: tries 1, 2, 4, 8, ... */
+	/* a retry: tries 1, 2, 4, 8, ...; a saga parked past the horizon is
+	 * not tried again (its own WARNING, engine_commit, says so) */
+	bool parked = strcmp(d.event_name, "past_horizon") == 0;
+	if (!d.state_changed && !parked && (n & (n - 1)) == 0)
 		log_info(row->saga_id, "%s failed (%s), try %d again in %lld ms",
 		    saga_command_name(saga_command_of(row->s.state)), why ? why : "unknown", n + 1,
 		    (long long)(d.next.next_attempt_ms - now));

@@ -50,6 +50,12 @@ for d in orchestratord stockd paymentd shippingd; do
 	expect $d 2 "^$d: error: option --config must be spelled in full \(--config FILE\)$" --conf "$TMP/bad.conf"
 	expect $d 2 "^$d: error: could not read config file \"$TMP\": a directory$" --config "$TMP"
 	expect $d 2 "^$d: error: unknown option \"--bogus\"$" --bogus
+	# retention (docs/saga-semantics.md, "Retention"): each value in range,
+	# the pair refused before the database is touched (a participant used
+	# to check it after connecting and applying its schema)
+	expect $d 2 "^$d: error: --retention and --max-clock-skew: retention must be at least 4 x the tolerated clock error$" --retention 3600 --max-clock-skew 901
+	expect $d 2 "^$d: error: invalid value for max-clock-skew \(from --max-clock-skew\): -1 is outside 0\.\.86400$" --max-clock-skew -1
+	expect $d 2 "^$d: error: invalid value for retention \(from --retention\): 99999999999999999999 is outside 3600\.\.3153600000$" --retention 99999999999999999999
 	# a name that starts with "127." is not loopback (DNS may send it anywhere)
 	expect $d 2 "^$d: error: invalid value for listen: \"tcp://127\.evil\.example:1\" is plain TCP" --listen tcp://127.evil.example:1
 	# --metrics-listen: plain http on loopback only, https with its files

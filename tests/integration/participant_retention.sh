@@ -68,6 +68,24 @@ assert_eq "shipments folded" "ali SHIPPED 1 2" "$(summary sagas_shipping shipmen
 assert_eq "the rows untouched" "2|25000|2000" "$(psql_db sagas_stock "SELECT on_hand FROM stock WHERE sku = 'A1'")|$(balance ali)|$(balance sara)"
 check_conservation "A1:5" "ali:50000 sara:2000"
 
+# a start ahead of the participant's clock by more than --max-clock-skew (a
+# clock fault, or a forged start) is refused past_horizon like one too old:
+# taken, it would keep the command young for ever, and a late copy would be
+# applied again once its record is deleted (rule R1); one a minute ahead
+# (inside the skew) is taken
+FUT=f0000000-0000-4000-8000-0000000000f1
+IN=f0000000-0000-4000-8000-0000000000f2
+fut() { SAGACMD_STARTED_MS=$1 "$SAGA_BIN_DIR/sagacmd" "$STOCK_URL" reserve "$2" A1 1 || true; }
+now_ms=$(psql_db sagas_stock "SELECT (extract(epoch FROM now()) * 1000)::bigint")
+assert_eq "a start in the year 3000" "FAILED_PRECONDITION past_horizon -" "$(fut 32503680000000 "$FUT")"
+assert_eq "a start at INT64_MAX" "FAILED_PRECONDITION past_horizon -" "$(fut 9223372036854775807 "$FUT")"
+assert_eq "a start 6 minutes ahead" "FAILED_PRECONDITION past_horizon -" "$(fut $((now_ms + 360000)) "$FUT")"
+assert_eq "no record of the refused ones" "0" "$(psql_db sagas_stock "SELECT count(*) FROM reservations WHERE saga_id = '$FUT'")"
+assert_eq "each refusal says why" "3" "$(log_count stockd "more than --max-clock-skew ahead")"
+assert_eq "a start 1 minute ahead" "OK - 1" "$(fut $((now_ms + 60000)) "$IN")"
+psql_db sagas_stock "DELETE FROM reservations WHERE saga_id = '$IN'" >/dev/null
+psql_db sagas_stock "UPDATE stock SET on_hand = on_hand + 1 WHERE sku = 'A1'" >/dev/null
+
 # counted in the metrics and the log, once each
 for d in stockd:reservations:3 paymentd:charges:2 shippingd:shipments:1; do
   IFS=: read -r name table n <<<"$d"
