@@ -17,7 +17,9 @@ struct retention {
 	retention_config cfg;
 	elect *el;
 	bgthread bg;
-	int limit; /* the batch size in use, kept from pass to pass */
+	int limit;     /* the batch size in use, kept from pass to pass */
+	PGconn *clock; /* not leading: the connection the database's clock
+	                  is read on (dbclock.h), every interval */
 };
 
 static const metric_def RETENTION_DELETED = {"sagas_retention_deleted_total",
@@ -135,6 +137,14 @@ static void *retention_main(void *arg)
 					    " ms (batch size now %d)",
 					    c.n[0], cfg->tables[0], clock_mono_ms() - t0, r->limit);
 			}
+		} else if (pg_ensure(&r->clock, cfg->conninfo, 1000)) {
+			/* every process keeps its reading of the database's clock
+			 * fresh (a participant's rule R1 compares with it), not
+			 * only the one whose pass reads it */
+			if (dbclock_sync(r->clock) != 0)
+				log_debug(NULL,
+				    "could not read the database's clock: the "
+				    "reading in use stays");
 		}
 		if (bgthread_sleep(&r->bg, r->cfg.interval_ms))
 			break;
@@ -177,5 +187,7 @@ void retention_stop(retention *r)
 		return;
 	bgthread_stop(&r->bg);
 	elect_close(r->el);
+	if (r->clock != NULL)
+		PQfinish(r->clock);
 	free(r);
 }

@@ -18,6 +18,9 @@
  *   sagas_retention_passes_total          passes run
  *   sagas_retention_batch_seconds         each batch's duration
  *   sagas_retention_batch_limit           the batch size in use
+ * The processes that do not lead read their database's clock at each
+ * interval instead (dbclock.h), so every participant's rule R1 compares
+ * with a fresh reading.
  * A kill -9 in the middle of a pass loses nothing: each batch commits whole
  * or not at all, and the next pass goes on.
  */
