@@ -17,7 +17,8 @@
 #     the same sums before and after, per sku and per customer;
 #   - late duplicates of an expired saga's ReserveStock, ChargePayment,
 #     RefundPayment and ReleaseStock (its real start, 30 days ago), and a
-#     command without a start, are refused past_horizon with no effect;
+#     command without a start, and one whose start is a day ahead, are
+#     refused past_horizon with no effect;
 #   - table sizes before, after the passes, and after VACUUM FULL, printed.
 # Every daemon's background job is off (--retention-interval 0): the test
 # runs each pass itself.
@@ -265,6 +266,10 @@ assert_eq "late RefundPayment" "FAILED_PRECONDITION past_horizon -" \
   "$(late "$LATE_START" "$PAYMENT_URL" refund "$LATE_CUST" "$LATE_AMT")"
 assert_eq "a ReserveStock that does not say when its saga started" "FAILED_PRECONDITION past_horizon -" \
   "$(late 0 "$STOCK_URL" reserve "$LATE_SKU" "$LATE_QTY")"
+# a start in the future (a clock fault, a unit mistake, a forgery): never
+# "young" for ever (rule R1's upper bound)
+assert_eq "a ChargePayment whose saga starts a day from now" "FAILED_PRECONDITION past_horizon -" \
+  "$(late $(($(date +%s%3N) + 86400000)) "$PAYMENT_URL" charge "$LATE_CUST" "$LATE_AMT")"
 assert_eq "on hand of $LATE_SKU after the late commands" "$stock0" "$(on_hand "$LATE_SKU")"
 assert_eq "balance of $LATE_CUST after the late commands" "$money0" "$(balance_of "$LATE_CUST")"
 assert_eq "no record made for the expired saga" "0 0" \

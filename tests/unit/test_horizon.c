@@ -67,12 +67,54 @@ static void test_taken_then_deleted_is_refused(void **st)
 	}
 }
 
+/* R2 and R4: the cutoffs, and their order: a saga goes only after its
+ * records may have (two skews later) */
+static void test_cutoffs(void **st)
+{
+	(void)st;
+	int64_t r = P.retention_ms, k = P.skew_ms;
+	assert_int_equal(horizon_record_cutoff_ms(&P, NOW), NOW - r - 2 * k);
+	assert_int_equal(horizon_saga_cutoff_ms(&P, NOW), NOW - r - 4 * k);
+	assert_true(horizon_saga_cutoff_ms(&P, NOW) < horizon_record_cutoff_ms(&P, NOW));
+}
+
+/* R3: the orchestrator sends while created >= now - retention + skew, so a
+ * participant whose clock is one skew ahead still takes the command */
+static void test_may_send(void **st)
+{
+	(void)st;
+	int64_t edge = NOW - P.retention_ms + P.skew_ms;
+	assert_true(horizon_may_send(&P, edge, NOW));
+	assert_false(horizon_may_send(&P, edge - 1, NOW));
+	assert_false(horizon_refuses(&P, edge, NOW + P.skew_ms));
+	const horizon_policy off = {0, 0}; /* no horizon: the kit's own tests */
+	assert_true(horizon_may_send(&off, 0, NOW));
+	assert_false(horizon_refuses(&off, 0, NOW));
+}
+
+static void test_policy_check(void **st)
+{
+	(void)st;
+	assert_null(horizon_policy_check(&P));
+	horizon_policy p = {.retention_ms = 0, .skew_ms = 0};
+	assert_non_null(horizon_policy_check(&p));
+	p = (horizon_policy) {.retention_ms = P.retention_ms, .skew_ms = -1};
+	assert_non_null(horizon_policy_check(&p));
+	p = (horizon_policy) {.retention_ms = 4 * P.skew_ms - 1, .skew_ms = P.skew_ms};
+	assert_non_null(horizon_policy_check(&p));
+	p = (horizon_policy) {.retention_ms = 4 * P.skew_ms, .skew_ms = P.skew_ms};
+	assert_null(horizon_policy_check(&p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_refuses_before_horizon),
 	    cmocka_unit_test(test_refuses_ahead),
 	    cmocka_unit_test(test_taken_then_deleted_is_refused),
+	    cmocka_unit_test(test_cutoffs),
+	    cmocka_unit_test(test_may_send),
+	    cmocka_unit_test(test_policy_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
