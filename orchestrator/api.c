@@ -799,7 +799,11 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	saga_row row;
 	int rc;
-	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, dbclock_now_ms(), &row));
+	int64_t now = dbclock_now_ms();
+	/* the edge of horizon_may_send: older, no participant takes it */
+	int64_t edge
+	    = a->horizon.retention_ms > 0 ? now - a->horizon.retention_ms + a->horizon.skew_ms : 0;
+	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, now, edge, &row));
 	if (rc == -ENOENT) {
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
@@ -808,6 +812,13 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	if (rc == -EPERM) {
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "terminal",
 		    "saga %s has finished: nothing to retry", req->saga_id);
+		goto out_free;
+	}
+	if (rc == -ETIMEDOUT) {
+		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
+		    "saga %s started before the retention horizon: no participant takes its "
+		    "commands any more; settle it by hand (docs/operations.md, \"Retention\")",
+		    req->saga_id);
 		goto out_free;
 	}
 	if (rc != 0) {

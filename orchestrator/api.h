@@ -12,14 +12,15 @@
 #include "waits.h"
 
 typedef struct api {
-	const char *db;       /* conninfo for the workers' connections; borrowed */
-	const char *instance; /* this orchestratord's name (orch_instance_name);
-	                         borrowed */
-	int64_t db_wait_ms;   /* how long a worker waits for the database */
-	engine **engs;        /* new sagas are handed to one of them; borrowed */
-	int n_engines;        /* 1.. */
-	saga_policy policy;   /* for the start row of a saga */
-	waits *waits;         /* held WaitSaga calls; borrowed */
+	const char *db;         /* conninfo for the workers' connections; borrowed */
+	const char *instance;   /* this orchestratord's name (orch_instance_name);
+	                           borrowed */
+	int64_t db_wait_ms;     /* how long a worker waits for the database */
+	engine **engs;          /* new sagas are handed to one of them; borrowed */
+	int n_engines;          /* 1.. */
+	saga_policy policy;     /* for the start row of a saga */
+	horizon_policy horizon; /* RetrySaga refuses a saga past it (rule R3) */
+	waits *waits;           /* held WaitSaga calls; borrowed */
 	/* Batching under load (rpc_server_ops.linger_us, api.c api_linger_us):
 	 * an API worker holding fewer calls than a frame, one of them a
 	 * StartSaga with wait_ms, sleeps batch_delay_us (microseconds; 0 =

@@ -347,13 +347,13 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
 			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
 			    a->reason);
-		if (strcmp(a->reason, REASON_PAST_HORIZON) == 0
-		    && strcmp(b->s.reason, REASON_PAST_HORIZON) != 0)
+		if (strcmp(ups[i].event, "past_horizon") == 0)
 			log_warn(b->saga_id,
-			    "saga needs attention: it started before the retention horizon, and no "
-			    "participant takes its commands any more: left in %s, never sent "
-			    "again; "
-			    "settle it by hand (docs/operations.md, \"Retention\")",
+			    "saga needs attention: past the retention horizon (it started before "
+			    "it, or a participant's database clock is off by more than "
+			    "--max-clock-skew): no participant takes its commands; left in %s, "
+			    "never sent again; settle it by hand, or retry it once the clocks "
+			    "agree (docs/operations.md, \"Retention\")",
 			    saga_state_name(a->state));
 		else if (ups[i].attention_raised)
 			log_warn(b->saga_id,

@@ -497,6 +497,7 @@ int main(int argc, char **argv)
 	    .engs = engs,
 	    .n_engines = n_engines,
 	    .policy = ec.policy,
+	    .horizon = ec.horizon,
 	    .waits = wt,
 	    .batch_delay_us = c.batch_delay,
 	    .batch_siblings = (int)c.batch_siblings,

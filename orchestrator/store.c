@@ -925,7 +925,8 @@ int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_g
 	return 0;
 }
 
-int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out)
+int store_rearm(
+    PGconn *conn, const char *saga_id, int64_t now_ms, int64_t created_after_ms, saga_row *out)
 {
 	char now[24];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -955,6 +956,10 @@ int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out
 	store_read_row(r, 0, out);
 	PQclear(r);
 	r = NULL;
+	if (out->created_ms < created_after_ms) {
+		rc = -ETIMEDOUT;
+		goto out_rollback;
+	}
 	rc = store_insert_history(
 	    conn, saga_id, out->version, out->s.state, out->s.state, "retry", out->s.reason);
 	if (rc != 0)

@@ -250,8 +250,11 @@ int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
  * attention flag and attempt count, bumps its version (a reply in flight is
  * then dropped) and appends a history row "retry", in one transaction.
  * Returns 0 with *out the new row, -ENOENT for an unknown saga, -EPERM for a
- * terminal one. */
-int store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms, saga_row *out);
+ * terminal one, -ETIMEDOUT (nothing changed) for one created before
+ * `created_after_ms` (ms since the epoch; 0: any): past the retention
+ * horizon, no participant takes its commands (rule R3). */
+int store_rearm(
+    PGconn *conn, const char *saga_id, int64_t now_ms, int64_t created_after_ms, saga_row *out);
 
 /* The gauges of the sagas in the database (metrics, report.c). */
 typedef struct store_gauges {

@@ -35,7 +35,7 @@ assert_eq "nothing reserved" "10|0" \
 assert_eq "stockd says the start is ahead" "1" "$(log_count stockd "more than --max-clock-skew ahead")"
 assert_eq "counted as past_horizon" "1" "$(stack_metrics stockd | awk '
   /^sagas_participant_commands_total\{command="ReserveStock",outcome="past_horizon"/ {print $2}')"
-assert_eq "one WARNING of the park" "1" "$(log_count orchestratord "saga needs attention: it started")"
+assert_eq "one WARNING of the park" "1" "$(log_count orchestratord "saga needs attention: past the retention horizon")"
 assert_eq "no try announced after it" "0" "$(log_count orchestratord "(FAILED_PRECONDITION past_horizon), try")"
 sleep 1 # never due again
 assert_eq "not sent again" "1" "$(log_count stockd "refused ReserveStock")"

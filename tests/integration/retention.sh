@@ -84,7 +84,16 @@ assert_eq "parked past_horizon: flagged, REFUNDING, never due again" \
   count(*) FILTER (WHERE next_attempt_at IS NULL), count(*) FILTER (WHERE retry_at IS NULL)
   FROM sagas WHERE NOT finished")"
 assert_eq "the log says so once per saga" "$PARKED" \
-  "$(log_count orchestratord 'started before the retention horizon')"
+  "$(log_count orchestratord 'saga needs attention: past the retention horizon')"
+# a retry of a parked saga is refused (no participant would take its
+# commands) and changes nothing
+P1=$(psql_db sagas_orchestrator "SELECT saga_id FROM sagas WHERE reason = 'past_horizon' LIMIT 1")
+row1=$(psql_db sagas_orchestrator "SELECT version, attention, next_attempt_at IS NULL FROM sagas WHERE saga_id = '$P1'")
+out=$(ctl retry "$P1" 2>&1 || true)
+assert_eq "sagactl retry of a parked saga: refused past_horizon" "yes" \
+  "$(grep -q 'FAILED_PRECONDITION (past_horizon)' <<<"$out" && echo yes || echo "no: $out")"
+assert_eq "the parked saga after the refused retry" "$row1" \
+  "$(psql_db sagas_orchestrator "SELECT version, attention, next_attempt_at IS NULL FROM sagas WHERE saga_id = '$P1'")"
 ctl fault clear payment >/dev/null
 
 # --- what the databases hold before -------------------------------------------
