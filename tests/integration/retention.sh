@@ -94,14 +94,36 @@ assert_eq "sagactl retry of a parked saga: refused past_horizon" "yes" \
   "$(grep -q 'FAILED_PRECONDITION (past_horizon)' <<<"$out" && echo yes || echo "no: $out")"
 assert_eq "the parked saga after the refused retry" "$row1" \
   "$(psql_db sagas_orchestrator "SELECT version, attention, next_attempt_at IS NULL FROM sagas WHERE saga_id = '$P1'")"
+# settled by hand with the statement of docs/operations.md ("Retention"):
+# the saga ends CANCELLED with its history row; a second run changes nothing
+settle() {
+  psql_db sagas_orchestrator "WITH s AS (SELECT saga_id, state FROM sagas
+             WHERE saga_id = '$1' AND reason = 'past_horizon' AND NOT finished FOR UPDATE),
+       u AS (UPDATE sagas t SET state = 'CANCELLED', reason = 'settled_by_hand',
+                    attention = false, finished = true, next_attempt_at = NULL,
+                    retry_at = NULL, step_deadline = NULL, version = t.version + 1,
+                    updated_at = now()
+             FROM s WHERE t.saga_id = s.saga_id
+             RETURNING t.saga_id, t.version, s.state AS was)
+  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)
+  SELECT saga_id, version, was, 'CANCELLED', 'settled', 'settled_by_hand' FROM u
+  RETURNING version"
+}
+vsettled=$(settle "$P1")
+assert_eq "settled by hand: the saga and its last history row" \
+  "CANCELLED|settled_by_hand|false|true|$vsettled|REFUNDING>CANCELLED settled" \
+  "$(psql_db sagas_orchestrator "SELECT s.state || '|' || s.reason || '|' || s.attention || '|' || s.finished
+    || '|' || s.version || '|' || h.from_state || '>' || h.to_state || ' ' || h.event
+    FROM sagas s JOIN saga_history h ON h.saga_id = s.saga_id AND h.version = s.version
+    WHERE s.saga_id = '$P1'")"
+assert_eq "settling it again changes nothing" "" "$(settle "$P1")"
 ctl fault clear payment >/dev/null
 
 # --- what the databases hold before -------------------------------------------
 q_orch() { psql_db sagas_orchestrator "$1"; }
-EXP_SAGAS=$(q_orch "SELECT count(*) FROM sagas WHERE finished
-  AND created_at < now() - interval '29 days'")
-EXP_HIST=$(q_orch "SELECT count(*) FROM saga_history h JOIN sagas s USING (saga_id)
-  WHERE s.finished AND s.created_at < now() - interval '29 days'")
+EXPIRED="finished AND created_at < now() - interval '29 days' AND updated_at < now() - interval '29 days'"
+EXP_SAGAS=$(q_orch "SELECT count(*) FROM sagas WHERE $EXPIRED")
+EXP_HIST=$(q_orch "SELECT count(*) FROM saga_history h JOIN sagas USING (saga_id) WHERE $EXPIRED")
 assert_eq "old finished sagas" "$OLD" "$EXP_SAGAS"
 # the participants' records of the moved sagas (every status, tombstones too)
 EXP_RES=$(psql_db sagas_stock "SELECT count(*) FROM reservations WHERE created_at < now() - interval '29 days'")
@@ -212,17 +234,16 @@ assert_eq "the killed pass deleted none or its whole first batch" "yes" \
 
 # --- resumed: the rest, exactly ------------------------------------------------
 stack_start_orchestrator
-left_sagas=$(q_orch "SELECT count(*) FROM sagas WHERE finished AND created_at < now() - interval '29 days'")
-left_hist=$(q_orch "SELECT count(*) FROM saga_history h JOIN sagas s USING (saga_id)
-  WHERE s.finished AND s.created_at < now() - interval '29 days'")
+left_sagas=$(q_orch "SELECT count(*) FROM sagas WHERE $EXPIRED")
+left_hist=$(q_orch "SELECT count(*) FROM saga_history h JOIN sagas USING (saga_id) WHERE $EXPIRED")
 assert_eq "the resumed pass" "deleted $left_sagas sagas and $left_hist saga_history rows" \
   "$(ctl --timeout 600000 retention)"
-assert_eq "sagas left: the new ones and the parked ones" "$((NEW + PARKED))" \
+assert_eq "sagas left: the new ones, the parked ones and the one settled today" "$((NEW + PARKED))" \
   "$(q_orch "SELECT count(*) FROM sagas")"
 assert_eq "history rows left: exactly those of the sagas left" "$((TOTAL_HIST - EXP_HIST))" \
   "$(q_orch "SELECT count(*) FROM saga_history")"
 assert_eq "no saga half deleted" "0" "$(half_deleted)"
-assert_eq "the parked sagas stay, however old" "$PARKED" \
+assert_eq "the parked sagas stay, however old (one of them settled)" "$((PARKED - 1))" \
   "$(q_orch "SELECT count(*) FROM sagas WHERE reason = 'past_horizon' AND attention")"
 assert_eq "a second pass deletes nothing" "deleted 0 sagas and 0 saga_history rows" \
   "$(ctl retention)"
