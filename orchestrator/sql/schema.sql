@@ -211,12 +211,17 @@ $$;
 -- Append-only (semantics rule 8). The one exception (schema version 6,
 -- issue 23): retention deletes a finished saga's rows, whole, inside
 -- saga_retention_batch (below), which turns the transaction-local setting
--- sagas.retention on around its DELETE. UPDATE and TRUNCATE are refused
--- always, and a DELETE in any other transaction too.
+-- sagas.retention to its own transaction id around its DELETE. UPDATE and
+-- TRUNCATE are refused always, and a DELETE in any other transaction too
+-- (a guard against mistakes: the owner of the table can drop the trigger).
 CREATE OR REPLACE FUNCTION saga_history_append_only() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' AND current_setting('sagas.retention', true) = 'on' THEN
+    -- the retention batch sets the flag to its own transaction's id: a
+    -- session that turns a plain 'on' (or anything else) on by hand still
+    -- cannot delete
+    IF TG_OP = 'DELETE'
+       AND current_setting('sagas.retention', true) = pg_current_xact_id()::text THEN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION 'saga_history is append-only: % refused', TG_OP
@@ -289,8 +294,8 @@ INSERT INTO feed_key (key)
 --         range from the oldest and stops after lim, locking each (FOR
 --         UPDATE SKIP LOCKED: two passes at once never take the same
 --         saga, nor wait on each other), deletes their history rows (the
---         append-only trigger lets them through while sagas.retention is
---         'on', local to this transaction) and then their rows.
+--         append-only trigger lets them through while sagas.retention
+--         holds this transaction's id, set locally) and then their rows.
 -- Both DELETEs join the picked ids (unnest) to the primary keys: on a
 -- table of 220,000 sagas and 880,000 history rows a batch of 1000 is an
 -- index range on sagas_listing and nested loops on sagas_pkey and
@@ -329,7 +334,7 @@ BEGIN
          LIMIT greatest(lim, 0)
          FOR UPDATE SKIP LOCKED) x;
     IF ids IS NOT NULL THEN
-        PERFORM set_config('sagas.retention', 'on', true);
+        PERFORM set_config('sagas.retention', pg_current_xact_id()::text, true);
         DELETE FROM saga_history h USING unnest(ids) AS d(saga_id)
          WHERE h.saga_id = d.saga_id;
         GET DIAGNOSTICS n_history = ROW_COUNT;
@@ -341,3 +346,6 @@ BEGIN
     RETURN QUERY SELECT n_sagas, n_history;
 END
 $$;
+-- Only the owner (the role the daemons apply this schema as) runs it: any
+-- other role that may read the tables cannot delete through it.
+REVOKE ALL ON FUNCTION saga_retention_batch(timestamptz, timestamptz, integer, boolean) FROM PUBLIC;

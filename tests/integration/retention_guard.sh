@@ -45,6 +45,10 @@ assert_eq "TRUNCATE refused" "saga_history is append-only: TRUNCATE refused" \
 assert_eq "UPDATE refused even with sagas.retention on" "saga_history is append-only: UPDATE refused" \
   "$(refused "BEGIN; SELECT set_config('sagas.retention', 'on', true);
               UPDATE saga_history SET reason = 'x' WHERE saga_id = '$SEED_SAGA_1'; COMMIT")"
+assert_eq "DELETE refused with sagas.retention turned on by hand" \
+  "saga_history is append-only: DELETE refused" \
+  "$(refused "BEGIN; SELECT set_config('sagas.retention', 'on', true);
+              DELETE FROM saga_history WHERE saga_id = '$SEED_SAGA_1'; COMMIT")"
 assert_eq "history untouched" "$hist_before" "$(count saga_history)"
 
 # 2. two finished sagas and one that is not terminal, 30 days old
