@@ -387,10 +387,10 @@ static void pkit_past_horizon(const pkit_method *m, const horizon_policy *hz, co
 		    m->what, started - now);
 	} else {
 		rpc_reply_error(r, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
-		    "could not %s: the saga started %" PRId64
-		    " ms ago, before this participant's retention horizon (docs/saga-semantics.md, "
-		    "rule R1)",
-		    m->what, now - started);
+		    "could not %s: the saga started %.1f days ago (%" PRId64
+		    " ms), before this participant's retention horizon (--retention; "
+		    "docs/saga-semantics.md, rule R1)",
+		    m->what, (double)(now - started) / 86400000.0, now - started);
 	}
 	log_warn(saga_id, "refused %s: %s", pkit_command_name(m), r->message);
 }

@@ -75,7 +75,10 @@ static int retention_pass(
 		total->n[0] += c.n[0];
 		total->n[1] += c.n[1];
 		bool more = c.n[0] >= *limit;
-		*limit = retention_adapt(*limit, took);
+		/* a batch that found less than it could take says nothing of
+		 * what a full one costs: only full or slow ones adapt */
+		if (more || took > RETENTION_TARGET_MS)
+			*limit = retention_adapt(*limit, took);
 		metric_set(metric_get(&RETENTION_LIMIT, NULL), *limit);
 		if (!more)
 			return 0;
@@ -100,13 +103,19 @@ int retention_run_pass(const retention_config *cfg, PGconn *conn, bool dry, rete
 	}
 	int limit = RETENTION_BATCH_START;
 	retention_counts c = {{0, 0}};
+	int64_t t0 = clock_mono_ms();
 	int rc = retention_pass(cfg, NULL, conn, &limit, &c);
 	total->n[0] += c.n[0];
 	total->n[1] += c.n[1];
-	if (c.n[0] > 0)
-		log_info(NULL, "retention: deleted %" PRId64 " %s%s%s (%s)", c.n[0], cfg->tables[0],
-		    cfg->tables[1] ? " and their " : "", cfg->tables[1] ? cfg->tables[1] : "",
-		    "run by an admin call");
+	if (c.n[0] > 0 && cfg->tables[1] != NULL)
+		log_info(NULL,
+		    "retention (an admin's pass): deleted %" PRId64 " %s and %" PRId64
+		    " %s rows in %" PRId64 " ms",
+		    c.n[0], cfg->tables[0], c.n[1], cfg->tables[1], clock_mono_ms() - t0);
+	else if (c.n[0] > 0)
+		log_info(NULL,
+		    "retention (an admin's pass): deleted %" PRId64 " %s in %" PRId64 " ms", c.n[0],
+		    cfg->tables[0], clock_mono_ms() - t0);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "sagactl.h"
+#include "status.h"
 
 /* ctl_wait waits until saga `id` is terminal with WaitSaga calls (a long
  * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator), until
@@ -411,7 +412,14 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 		return rc;
 	const Sagas__V1__Saga *s = rep->saga;
 	saga_state st = (saga_state)s->state;
-	if (!saga_is_terminal(st)) {
+	if (!saga_is_terminal(st) && strcmp(s->reason, REASON_PAST_HORIZON) == 0) {
+		/* rule R3: parked, never tried again */
+		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
+		    saga_command_name(saga_command_of(st)));
+		printf("  parked        past the retention horizon: never sent again\n");
+		printf("  attention     yes: settle it by hand (docs/operations.md, "
+		       "\"Retention\")\n");
+	} else if (!saga_is_terminal(st)) {
 		char t1[32], t2[32], t3[32];
 		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
 		    saga_command_name(saga_command_of(st)));

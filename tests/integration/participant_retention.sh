@@ -92,7 +92,7 @@ for d in stockd:reservations:3 paymentd:charges:2 shippingd:shipments:1; do
   assert_eq "$name: sagas_retention_deleted_total" "$n" \
     "$(stack_metrics "$name" | awk -v t="sagas_retention_deleted_total{table=\"$table\"}" '$1 == t {print $2}')"
 done
-assert_eq "stockd: the admin's pass logged" "1" "$(log_count stockd "retention: deleted 3 reservations (run by an admin call)")"
+assert_eq "stockd: the admin's pass logged" "1" "$(log_count stockd "retention (an admin's pass): deleted 3 reservations in")"
 assert_eq "stockd: no background job" "0" "$(log_count stockd "now leading the retention")"
 assert_eq "paymentd: the job's pass logged" "1" "$(log_count paymentd "retention: deleted 2 charges in")"
 assert_eq "shippingd: the job's pass logged" "1" "$(log_count shippingd "retention: deleted 1 shipments in")"
