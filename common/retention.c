@@ -82,8 +82,9 @@ static int retention_pass(
 		metric_set(metric_get(&RETENTION_LIMIT, NULL), *limit);
 		if (!more)
 			return 0;
-		/* throttled: the database is ours at most half of the time */
-		if (r != NULL ? bgthread_sleep(&r->bg, took > 10 ? took : 10) : false)
+		/* throttled: the database is ours at most a quarter of the time */
+		int64_t rest = RETENTION_REST * (took > 10 ? took : 10);
+		if (r != NULL ? bgthread_sleep(&r->bg, rest) : false)
 			return 0;
 	}
 }

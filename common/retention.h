@@ -11,18 +11,15 @@
  * adapts to how long each batch took (halved when one took longer than
  * RETENTION_TARGET_MS, doubled when it took less than half of it, within
  * RETENTION_BATCH_MIN..RETENTION_BATCH_MAX), and after each batch the loop
- * sleeps as long as the batch took, so deletion never holds the database
- * more than half of the time. Counts go to the log (one line a pass that
- * deleted anything) and to the metrics:
- *   sagas_retention_deleted_total{table}  rows deleted, per table
- *   sagas_retention_passes_total          passes run
- *   sagas_retention_batch_seconds         each batch's duration
- *   sagas_retention_batch_limit           the batch size in use
- * The processes that do not lead read their database's clock at each
- * interval instead (dbclock.h), so every participant's rule R1 compares
- * with a fresh reading.
- * A kill -9 in the middle of a pass loses nothing: each batch commits whole
- * or not at all, and the next pass goes on.
+ * sleeps RETENTION_REST times as long as the batch took, so deletion never
+ * holds the database more than a quarter of the time (bench/retention.sh:
+ * half was too much with four daemons' databases on one 2-core host). Counts go to the log (one
+ * line a pass that deleted anything) and to the metrics: sagas_retention_deleted_total{table}  rows
+ * deleted, per table sagas_retention_passes_total          passes run sagas_retention_batch_seconds
+ * each batch's duration sagas_retention_batch_limit           the batch size in use The processes
+ * that do not lead read their database's clock at each interval instead (dbclock.h), so every
+ * participant's rule R1 compares with a fresh reading. A kill -9 in the middle of a pass loses
+ * nothing: each batch commits whole or not at all, and the next pass goes on.
  */
 #ifndef SAGA_RETENTION_H
 #define SAGA_RETENTION_H
@@ -35,6 +32,7 @@
 #define RETENTION_BATCH_MIN   100
 #define RETENTION_BATCH_MAX   10000
 #define RETENTION_TARGET_MS   200
+#define RETENTION_REST        3 /* sleep after a batch: 3 x its time */
 
 /* What one batch (or a dry run) counted: n[0] units (sagas, records), n[1]
  * other rows deleted with them (history rows; 0 for participants). */
