@@ -297,6 +297,13 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 		                    i ? " " : "", f->name, c->cmd.args.num[k++]);
 		at += n > 0 ? (size_t)n : 0;
 	}
+	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0) {
+		log_warn(c->cmd.saga_id,
+		    "%s %s: refused saga_id_reused: the record is another saga's (started at "
+		    "%" PRId64 " ms; this one at %" PRId64 " ms), nothing changed",
+		    c->m->verb, args, o->record.started, c->cmd.args.started);
+		return;
+	}
 	char value[64] = "";
 	if (v->rows != NULL)
 		snprintf(value, sizeof value, ", %s %" PRId64, v->value_name, c->cmd.value);
