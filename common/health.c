@@ -134,9 +134,12 @@ static void health_db_fail(health_db *h, const char *what)
 /* health_db_connect connects without blocking past `deadline`. */
 static bool health_db_connect(health_db *h, int64_t deadline)
 {
-	const char *const keys[] = {"dbname", "application_name", NULL};
-	const char *const vals[] = {h->conninfo, "health", NULL};
-	h->conn = PQconnectStartParams(keys, vals, 1);
+	/* the link timeout's keepalives (pg.h), then the probe's name */
+	pg_params p;
+	pg_params_make(&p, h->conninfo);
+	p.keys[p.n] = "application_name", p.vals[p.n++] = "health";
+	p.keys[p.n] = NULL, p.vals[p.n] = NULL;
+	h->conn = PQconnectStartParams(p.keys, p.vals, 1);
 	if (h->conn == NULL || PQstatus(h->conn) == CONNECTION_BAD) {
 		health_db_fail(h, "could not connect");
 		return false;
