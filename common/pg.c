@@ -152,24 +152,31 @@ static PGconn *pg_connectdb(const char *conninfo)
 	return PQconnectdbParams(p.keys, p.vals, 1);
 }
 
-static void pg_session_setup(PGconn *conn)
+void pg_link_server_sql(char *buf, size_t len)
 {
-	pg_log_notices(conn);
-	/* the server's end of the link (pg.h, the link timeout): a backend
-	 * whose client vanished without a reset ends, and frees its advisory
-	 * locks; only what the server has at its built-in default is set */
 	int64_t ms = pg_link_ms;
 	pg_keepalive k = pg_keepalive_for(ms);
-	char sql[768];
-	snprintf(sql, sizeof sql,
-	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off; "
-	    "SET plan_cache_mode = force_generic_plan; "
+	snprintf(buf, len,
 	    "SELECT set_config(name, CASE name WHEN 'tcp_keepalives_idle' THEN '%d' "
 	    "WHEN 'tcp_keepalives_interval' THEN '%d' WHEN 'tcp_keepalives_count' THEN '%d' "
 	    "ELSE '%lld' END, false) FROM pg_settings WHERE name IN ('tcp_keepalives_idle', "
 	    "'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') "
 	    "AND source = 'default'",
 	    k.idle_s, k.interval_s, k.count, (long long)ms);
+}
+
+static void pg_session_setup(PGconn *conn)
+{
+	pg_log_notices(conn);
+	/* the server's end of the link (pg.h, the link timeout): a backend
+	 * whose client vanished without a reset ends, and frees its advisory
+	 * locks; only what the server has at its built-in default is set */
+	char link[512], sql[768];
+	pg_link_server_sql(link, sizeof link);
+	snprintf(sql, sizeof sql,
+	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off; "
+	    "SET plan_cache_mode = force_generic_plan; %s",
+	    link);
 	PGresult *r = PQexec(conn, sql);
 	PQclear(r);
 }

@@ -96,6 +96,13 @@ typedef struct pg_params {
 	char text[5][24]; /* the numbers, as text (vals points here) */
 } pg_params;
 
+/* pg_link_server_sql writes into `buf` (len bytes; 512 is enough) the one
+ * statement that sets the server's end of the link to the link timeout
+ * where the server has its built-in default (a SELECT of set_config, one
+ * row per setting changed). Every session made by pg_connect, pg_connect_once
+ * and pg_ensure runs it; a caller that connects otherwise runs it itself. */
+void pg_link_server_sql(char *buf, size_t len);
+
 /* pg_params_make fills *p for `conninfo` (borrowed: it must outlive the
  * connect call) with the current link timeout. */
 void pg_params_make(pg_params *p, const char *conninfo);
