@@ -344,7 +344,9 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	log_init("gatewayd", level);
-	daemon_install_signals();
+	/* the stop bound counts from the signal, whatever is running then */
+	if (daemon_install_signals(c.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	metrics_process_init("gatewayd");
 	authz_metrics_init();
 	gw_metrics_init();
@@ -357,8 +359,6 @@ int main(int argc, char **argv)
 	    c.orchestrator);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
-	if (daemon_stop_watchdog(c.stop_timeout) != 0)
-		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	gw_stop();
 	return 0;
 }
