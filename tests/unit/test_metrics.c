@@ -176,7 +176,7 @@ static void test_listener(void **state)
 	int port = free_port();
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 	metric_set(metric_get(&T_GAUGE, NULL), 11);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
 	char *r = http(port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
 	assert_non_null(strstr(r, "HTTP/1.0 200") ?: strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4"));
@@ -201,12 +201,12 @@ static void test_listener(void **state)
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
 	assert_int_equal(listen(s, 1), 0);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), -EADDRINUSE);
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), -EADDRINUSE);
 	assert_non_null(strstr(err, url));
 	close(s);
 	/* https without a TLS configuration: refused, never plain */
 	snprintf(url, sizeof url, "https://127.0.0.1:%d", free_port());
-	assert_int_not_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	assert_int_not_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
 }
 
 /* connect_from: a connection to the listener's port from the loopback
@@ -268,7 +268,7 @@ static void test_connection_cap(void **state)
 	char url[64], err[512];
 	int port = free_port();
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
 	int fds[18];
 	for (int i = 0; i < 10; i++)
 		fds[i] = connect_from(port, 1);
