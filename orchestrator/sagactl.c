@@ -245,9 +245,7 @@ int ctl_parse_name(ctl_ctx *c, const char *what, const char *text)
 {
 	if (valid_name(text))
 		return 0;
-	return ctl_usage(c->cmd,
-	    "invalid %s \"%s\": expected 1..%d bytes of UTF-8 without control characters", what,
-	    text, VALID_NAME_MAX);
+	return ctl_usage(c->cmd, "invalid %s \"%s\": expected " VALID_NAME_RULE, what, text);
 }
 
 /* ctl_parse_amount reads AMOUNT strictly; returns 0 or a usage exit code. */
