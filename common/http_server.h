@@ -114,4 +114,12 @@ const char *http_request_header(const http_request *req, const char *name);
 int http_request_query(const http_request *req,
     int (*fn)(void *fn_arg, const char *key, const char *value), void *fn_arg);
 
+/* http_request_gone is true when the caller of `req` has closed its
+ * connection or it failed: the socket reports a hang-up (the peer's FIN,
+ * POLLRDHUP; a reset) now, without reading from it. For a handler that
+ * waits long (thread_per_conn), polled between waits. A caller that only
+ * shut down its sending side (a half-close; no browser or HTTP library
+ * does) counts as gone. Thread: the handler's (common/http_gone.c). */
+bool http_request_gone(const http_request *req);
+
 #endif
