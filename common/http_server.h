@@ -11,8 +11,9 @@
  * per address per AUTHZ_LOG_INTERVAL_MS.
  *
  * Bounds, each the caller's: the connections in all and from one address
- * (past them the server stops accepting: a caller waits in the kernel's
- * backlog), an idle timeout (a stalled TLS handshake included), the memory
+ * (past them a new connection is closed at once, without an HTTP status;
+ * seen on gatewayd's thread_per_conn listeners for both caps), an idle
+ * timeout (a stalled TLS handshake included), the memory
  * of one connection's request headers, and the bytes of a request body
  * (past it: 413, the handler is not called).
  */
