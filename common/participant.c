@@ -168,7 +168,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	    .what = "the retention of idempotency records",
 	    .elect_key = ELECT_KEY_RETENTION,
 	    .interval_ms = cfg.retention_interval,
-	    .tables = {d->kit->records, NULL},
+	    .tables = {d->kit->records, NULL, NULL},
 	    .batch = pkit_retention_batch,
 	    .arg = &retention_arg};
 	admin_set_retention(&retention_cfg);

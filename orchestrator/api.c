@@ -249,6 +249,18 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		api_db_error(reply, rc, "start saga");
 		return;
 	}
+	if (!created && stored->s.state == SAGA_STATE_UNSPECIFIED) {
+		/* rule R5: a participant may still keep a record of the deleted
+		 * saga this id named; a new saga with it would be taken for that
+		 * one (or refused saga_id_reused), so it is not started */
+		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_SAGA_ID_RETIRED,
+		    "saga id %s was used by a saga that started at %lld ms and was deleted by "
+		    "retention; it is not reused while a participant may remember that saga "
+		    "(--saga-id-retention): start the order with a new saga id",
+		    row->saga_id, (long long)stored->created_ms);
+		log_info(row->saga_id, "StartSaga refused: saga_id_retired");
+		return;
+	}
 	if (!created
 	    && (strcmp(stored->customer, row->customer) != 0 || strcmp(stored->sku, row->sku) != 0
 	        || stored->qty != row->qty || stored->amount != row->amount)) {

@@ -69,7 +69,7 @@ typedef struct orch_config {
 	int64_t max_waits;
 	int64_t db_wait;
 	int64_t stop_timeout;
-	int64_t retention_s, skew_s;
+	int64_t retention_s, skew_s, id_retention_s;
 	int64_t retention_interval;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
@@ -186,6 +186,13 @@ static const config_opt orch_opts[] = {
         "a saga is driven for this long from its start (then flagged past_horizon), and "
         "deleted with its history once finished and older than it plus 4 x "
         "--max-clock-skew (docs/saga-semantics.md, \"Retention\"); the same on every daemon",
+        "S"),
+    OPT("saga-id-retention", "SAGA_ORCHESTRATOR_SAGA_ID_RETENTION_S", CONFIG_INT, "2592000", 3600,
+        100LL * 365 * 86400, id_retention_s,
+        "the longest --retention of any participant (a value below --retention counts as "
+        "--retention): a deleted saga's id is refused by StartSaga (saga_id_retired) until no "
+        "participant can keep a record "
+        "of it, this long past the saga's deletion (docs/saga-semantics.md, rule R5)",
         "S"),
     OPT("max-clock-skew", "SAGA_ORCHESTRATOR_MAX_CLOCK_SKEW_S", CONFIG_INT, "300", 0, 86400, skew_s,
         "the largest error tolerated between the databases' clocks; the same on every daemon", "S"),
@@ -348,8 +355,11 @@ int main(int argc, char **argv)
 		return 2;
 	/* static: the retention job's arg, for the process's lifetime */
 	static horizon_policy horizon;
-	horizon
-	    = (horizon_policy) {.retention_ms = c.retention_s * 1000, .skew_ms = c.skew_s * 1000};
+	horizon = (horizon_policy) {.retention_ms = c.retention_s * 1000,
+	    .skew_ms = c.skew_s * 1000,
+	    /* never below --retention (the participants' own, by default) */
+	    .id_retention_ms
+	    = (c.id_retention_s > c.retention_s ? c.id_retention_s : c.retention_s) * 1000};
 	const char *bad_horizon = horizon_policy_check(&horizon);
 	if (bad_horizon != NULL) {
 		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
@@ -517,7 +527,7 @@ int main(int argc, char **argv)
 	    .what = "the retention of finished sagas",
 	    .elect_key = ELECT_KEY_RETENTION,
 	    .interval_ms = c.retention_interval,
-	    .tables = {"sagas", "saga_history"},
+	    .tables = {"sagas", "saga_history", "saga_ids_retired"},
 	    .batch = store_retention_batch,
 	    .arg = &horizon};
 	admin_set_retention(&ret_cfg);

@@ -216,7 +216,8 @@ static const char *saga_refusal_reason(const char *reason, const char *fallback)
 {
 	if (!strcmp(reason, REASON_OUT_OF_STOCK) || !strcmp(reason, REASON_UNKNOWN_SKU)
 	    || !strcmp(reason, REASON_PAYMENT_DECLINED) || !strcmp(reason, REASON_UNKNOWN_ACCOUNT)
-	    || !strcmp(reason, REASON_TOMBSTONE) || !strcmp(reason, REASON_KEY_MISMATCH))
+	    || !strcmp(reason, REASON_TOMBSTONE) || !strcmp(reason, REASON_KEY_MISMATCH)
+	    || !strcmp(reason, REASON_SAGA_ID_REUSED))
 		return reason;
 	return fallback;
 }
@@ -268,6 +269,25 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	 * compensating on it would be safe */
 	bool refused_old = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
 	    && strcmp(ev->reason, REASON_PAST_HORIZON) == 0;
+	/* a step refused saga_id_reused (rule R5: the participant keeps the
+	 * record of another saga with this id) is parked too: the step did
+	 * not apply, but a copy of it still on the way applies once that
+	 * record is deleted, so cancelling would lose it, and a compensation
+	 * would be refused the same; an operator retries the saga once the
+	 * participant forgot the other one (docs/operations.md, "Retention").
+	 * A compensation or the retriable step so refused is retried (rule
+	 * 3): it succeeds by itself once the other record is gone. */
+	bool reused = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
+	    && strcmp(ev->reason, REASON_SAGA_ID_REUSED) == 0 && !saga_is_retried_forever(s->state);
+	if (reused) {
+		out->event_name = "saga_id_reused";
+		saga_set_reason(&out->next, REASON_SAGA_ID_REUSED);
+		out->attention_raised = !s->attention;
+		out->next.attention = true;
+		out->next.step_deadline_ms = 0;
+		out->next.next_attempt_ms = 0;
+		return;
+	}
 	if (ev->kind == SAGA_EV_PAST_HORIZON || refused_old) {
 		/* rule R3: no participant takes a command of this saga any more
 		 * (or will not before it arrives): nothing is sent, the saga

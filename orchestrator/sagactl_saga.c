@@ -419,6 +419,15 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 		printf("  parked        past the retention horizon: never sent again\n");
 		printf("  attention     yes: settle it by hand (docs/operations.md, "
 		       "\"Retention\")\n");
+	} else if (!saga_is_terminal(st) && strcmp(s->reason, REASON_SAGA_ID_REUSED) == 0
+	    && s->next_attempt_unix_ms == 0) {
+		/* rule R5: parked, its step refused for another saga's record */
+		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
+		    saga_command_name(saga_command_of(st)));
+		printf("  parked        refused saga_id_reused: a participant keeps an earlier "
+		       "saga with this id\n");
+		printf("  attention     yes: retry it once that participant's retention forgot "
+		       "it (docs/operations.md, \"Retention\")\n");
 	} else if (!saga_is_terminal(st)) {
 		char t1[32], t2[32], t3[32];
 		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
