@@ -68,6 +68,7 @@ typedef struct orch_config {
 	int64_t engines;
 	int64_t max_waits;
 	int64_t db_wait;
+	int64_t db_link_timeout;
 	int64_t stop_timeout;
 	int64_t retention_s, skew_s, id_retention_s;
 	int64_t retention_interval;
@@ -176,6 +177,13 @@ static const config_opt orch_opts[] = {
         "most WaitSaga calls waiting at once (more are answered at once, unfinished)", "N"),
     OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
         "how long to wait for the database at start and on reconnect", "MS"),
+    OPT("db-link-timeout", "SAGA_ORCHESTRATOR_DB_LINK_TIMEOUT_MS", CONFIG_INT, "20000", 2000,
+        3600000, db_link_timeout,
+        "a database connection that gets no answer for this long is taken as dead at both "
+        "ends (TCP keepalives and tcp_user_timeout, unless the conninfo sets them), and an "
+        "elected job's leader that cannot confirm its session within it stops leading "
+        "(docs/operations.md, \"A database link that stalls\")",
+        "MS"),
     OPT("stop-timeout", "SAGA_ORCHESTRATOR_STOP_TIMEOUT_MS", CONFIG_INT, "15000", 0, 3600000,
         stop_timeout,
         "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
@@ -406,7 +414,10 @@ int main(int argc, char **argv)
 		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
 		    "for anything but a laptop (docs/security.md)",
 		    c.stock, c.payment, c.shipping);
-	daemon_install_signals();
+	pg_set_link_timeout(c.db_link_timeout);
+	/* the stop bound counts from the signal, whatever is running then */
+	if (daemon_install_signals(c.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	static orch_probe probes[3 * RPC_URLS_MAX];
 	int n_probes = 0;
 	for (int i = 0; i < 3; i++)
@@ -563,11 +574,11 @@ int main(int argc, char **argv)
 	if (c.retention_interval > 0 && retention_start(&ret, &ret_cfg) != 0)
 		log_warn(NULL, "could not start the retention of finished sagas");
 	daemon_wait_for_stop(100);
+	/* bounded since the signal (daemon_install_signals): the elected jobs
+	 * may be waiting in libpq on a stalled link */
+	log_info(NULL, "shutting down");
 	retention_stop(ret);
 	report_stop(rep);
-	log_info(NULL, "shutting down");
-	if (daemon_stop_watchdog(c.stop_timeout) != 0)
-		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	waits_close(wt); /* answers the waiting calls while the server still runs */
 	daemon_net_stop(srv);
 	orch_engines_stop(engs, n_engines);

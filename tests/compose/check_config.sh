@@ -81,6 +81,15 @@ for s in stock stock2 payment payment2 shipping shipping2 orchestrator orchestra
   grep -qE '^      SAGA_[A-Z]+_METRICS_TLS_CA: /certs/ca-metrics\.crt$' <<<"$(svc_cfg "$s")" ||
     { echo "compose_config: FAIL: $s does not trust ca-metrics on its metrics listener" >&2; exit 1; }
 done
+# and answers the names prometheus.yml scrapes it by (any other Host is
+# 421: DNS rebinding): each target's host is in its --http-allowed-hosts
+for s in stock stock2 payment payment2 shipping shipping2 orchestrator orchestrator2; do
+  grep -q "\"$s:947[0-3]\"" deploy/prometheus/prometheus.yml ||
+    { echo "compose_config: FAIL: prometheus.yml does not scrape $s" >&2; exit 1; }
+  hosts=$(sed -n 's/^      SAGA_[A-Z]*_HTTP_ALLOWED_HOSTS: //p' <<<"$(svc_cfg "$s")")
+  tr ',' '\n' <<<"$hosts" | grep -qx "$s" ||
+    { echo "compose_config: FAIL: $s does not answer to the name prometheus scrapes it by ($s; its allowed hosts: '$hosts')" >&2; exit 1; }
+done
 [ -n "$(svc_cfg prometheus)" ] || { echo "compose_config: FAIL: no prometheus service" >&2; exit 1; }
 if dcc --env-file "$pwfile" -f compose.yaml config | grep -q '^    ports:'; then
   echo "compose_config: FAIL: compose.yaml alone publishes a port" >&2
