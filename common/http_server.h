@@ -11,8 +11,9 @@
  * per address per AUTHZ_LOG_INTERVAL_MS.
  *
  * Bounds, each the caller's: the connections in all and from one address
- * (past them the server stops accepting: a caller waits in the kernel's
- * backlog), an idle timeout (a stalled TLS handshake included), the memory
+ * (past them a new connection is closed at once, without an HTTP status;
+ * seen on gatewayd's thread_per_conn listeners for both caps), an idle
+ * timeout (a stalled TLS handshake included), the memory
  * of one connection's request headers, and the bytes of a request body
  * (past it: 413, the handler is not called).
  *
@@ -132,5 +133,13 @@ const char *http_request_header(const http_request *req, const char *name);
  * "="), until fn returns non-zero. Returns that value, or 0. */
 int http_request_query(const http_request *req,
     int (*fn)(void *fn_arg, const char *key, const char *value), void *fn_arg);
+
+/* http_request_gone is true when the caller of `req` has closed its
+ * connection or it failed: the socket reports a hang-up (the peer's FIN,
+ * POLLRDHUP; a reset) now, without reading from it. For a handler that
+ * waits long (thread_per_conn), polled between waits. A caller that only
+ * shut down its sending side (a half-close; no browser or HTTP library
+ * does) counts as gone. Thread: the handler's (common/http_gone.c). */
+bool http_request_gone(const http_request *req);
 
 #endif

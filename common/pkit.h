@@ -135,8 +135,8 @@ typedef struct pkit_sql {
 typedef struct pkit_store pkit_store;
 
 /* One field of a saga command's request, read by name from the decoded
- * message: a text (a string field, checked as a name: 1..VALID_NAME_MAX
- * bytes of UTF-8 without control characters) or a number (an int32 or
+ * message: a text (a string field, checked as a name by valid_name:
+ * VALID_NAME_RULE) or a number (an int32 or
  * int64 field, checked to be within min..max). The texts fill args.text
  * and the numbers args.num, each in the order listed. */
 typedef struct pkit_field {

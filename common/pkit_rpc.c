@@ -57,9 +57,8 @@ bool pkit_check_name(rpc_reply *r, const char *field, const char *s)
 {
 	if (valid_name(s))
 		return true;
-	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-	    "invalid %s: must be 1..%d bytes of UTF-8 without control characters", field,
-	    VALID_NAME_MAX);
+	rpc_reply_error(
+	    r, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s: must be " VALID_NAME_RULE, field);
 	return false;
 }
 

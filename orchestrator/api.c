@@ -106,15 +106,12 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	}
 	if (!valid_name(o->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.customer: must be 1..%d bytes of UTF-8 without control "
-		    "characters",
-		    VALID_NAME_MAX);
+		    "invalid order.customer: must be " VALID_NAME_RULE);
 		return false;
 	}
 	if (!valid_name(o->sku)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.sku: must be 1..%d bytes of UTF-8 without control characters",
-		    VALID_NAME_MAX);
+		    "invalid order.sku: must be " VALID_NAME_RULE);
 		return false;
 	}
 	if (o->qty < 1 || o->qty > VALID_QTY_MAX) {
@@ -495,8 +492,7 @@ static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_r
 	}
 	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid customer: must be 1..%d bytes of UTF-8 without control characters",
-		    VALID_NAME_MAX);
+		    "invalid customer: must be " VALID_NAME_RULE);
 		goto out_free;
 	}
 	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX

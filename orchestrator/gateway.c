@@ -237,6 +237,7 @@ static int gw_dial(gw_listener *l, const rpc_urls *u)
 	 * caller decides); failover re-sends only on a replica that died */
 	rpc_client_opts opts = {.resend_ms = 0, .failover = false};
 	int rc = rpc_client_open_urls(&l->up, u, &opts);
+	l->urls = u;
 	if (rc != 0) {
 		char text[1024];
 		log_error(NULL, "could not dial orchestratord at %s for the %s role: %s",
