@@ -450,8 +450,8 @@ say "prometheus: eight daemons scraped in https, rules loaded"
 # (stockd answers from the record the held call made), and they complete
 # while orchestrator is still down; then it is started again. The step
 # timeout is 60 s, so they complete rather than time out.
-stock1_admin=tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK_ADMIN_PORT?server_name=stock
-stock2_admin=tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK2_ADMIN_PORT?server_name=stock2
+stock1_admin="tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK_ADMIN_PORT?server_name=stock"
+stock2_admin="tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK2_ADMIN_PORT?server_name=stock2"
 K=(44444444-4444-4444-8444-44444444440{1,2,3,4})
 kin=$(printf "'%s'," "${K[@]}")
 kin=${kin%,}
