@@ -42,6 +42,7 @@ COPY --from=build /out/ /usr/local/bin/
 # then one volume per program with only its files
 COPY scripts/make-certs.sh /usr/local/bin/sagas-make-certs
 COPY deploy/certs-init.sh /usr/local/bin/sagas-certs-init
+COPY deploy/check-env.sh /usr/local/bin/sagas-check-env
 USER saga:saga
 # The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
 # interface, Health alone in plain TCP. Left unset, a daemon listens on the
