@@ -299,6 +299,11 @@ stack_kill() {
 }
 
 stack_start() {
+  # sagacmd's commands (tests/tools/sagacmd.c) carry one saga start for the
+  # whole test unless it says otherwise: a saga is its id and its start
+  # (rule R5), so the commands a test sends by hand for one saga id are one
+  # saga's (started_of gives an orchestrator's saga's own)
+  export SAGACMD_STARTED_MS=${SAGACMD_STARTED_MS:-$(date +%s%3N)}
   for b in orchestratord stockd paymentd shippingd sagactl; do
     [ -x "$SAGA_BIN_DIR/$b" ] || { echo "stack: $SAGA_BIN_DIR/$b is missing: build first" >&2; return 1; }
   done
