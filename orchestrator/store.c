@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pg.h"
 #include "rpc.h"
+#include "valid.h"
 #include "schema_sql.h"
 
 /* ms since the epoch of a timestamptz column, 0 when NULL */
@@ -45,7 +46,8 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	memset(out, 0, sizeof *out);
 	snprintf(out->saga_id, sizeof out->saga_id, "%s", PQgetvalue(r, i, 0));
 	out->s.state = saga_state_parse(PQgetvalue(r, i, 1));
-	snprintf(out->s.reason, sizeof out->s.reason, "%s", PQgetvalue(r, i, 2));
+	/* a reason longer than the field is cut at a character, never inside */
+	(void)valid_utf8_copy(out->s.reason, sizeof out->s.reason, PQgetvalue(r, i, 2));
 	snprintf(out->customer, sizeof out->customer, "%s", PQgetvalue(r, i, 3));
 	snprintf(out->sku, sizeof out->sku, "%s", PQgetvalue(r, i, 4));
 	out->qty = (int32_t)pg_get_i64(r, i, 5);
@@ -58,7 +60,7 @@ static void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->created_ms = pg_get_i64(r, i, 12);
 	out->updated_ms = pg_get_i64(r, i, 13);
 	out->epoch = pg_get_i64(r, i, 14);
-	snprintf(out->lease_owner, sizeof out->lease_owner, "%s", PQgetvalue(r, i, 15));
+	(void)valid_utf8_copy(out->lease_owner, sizeof out->lease_owner, PQgetvalue(r, i, 15));
 }
 
 /* The statements of the API and the engine, prepared once per session
@@ -548,7 +550,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 		e->from_state = saga_state_parse(PQgetvalue(r, i, 1));
 		e->to_state = saga_state_parse(PQgetvalue(r, i, 2));
 		snprintf(e->event, sizeof e->event, "%s", PQgetvalue(r, i, 3));
-		snprintf(e->reason, sizeof e->reason, "%s", PQgetvalue(r, i, 4));
+		(void)valid_utf8_copy(e->reason, sizeof e->reason, PQgetvalue(r, i, 4));
 		e->at_ms = pg_get_i64(r, i, 5);
 	}
 	*n = k;
