@@ -284,6 +284,23 @@ static const char *check_names(http_server *s, struct MHD_Connection *conn, cons
 	return reason;
 }
 
+/* refuse_closing answers `status` with the static JSON body `msg`, not to
+ * be cached or sniffed, and closes the connection: a refusal before any
+ * handler ran. */
+static enum MHD_Result refuse_closing(struct MHD_Connection *conn, unsigned status, char *msg)
+{
+	http_reply rep = {.status = status,
+	    .content_type = "application/json",
+	    .body = msg,
+	    .body_len = strlen(msg),
+	    .body_static = true};
+	rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
+	rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
+	rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
+	rep.n_headers = 3;
+	return queue_reply(conn, &rep);
+}
+
 /* refuse_names answers a request refused by check_names: 421 for a Host,
  * 403 for an Origin, a short JSON body, and the connection closed. */
 static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *reason)
@@ -295,16 +312,7 @@ static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *rea
 	                           "\"message\":\"a state-changing request from another origin "
 	                           "(docs/security.md, DNS rebinding)\"}\n";
 	bool host = reason[0] == 'h';
-	http_reply rep = {.status = host ? 421 : 403,
-	    .content_type = "application/json",
-	    .body = host ? host_msg : origin_msg,
-	    .body_len = strlen(host ? host_msg : origin_msg),
-	    .body_static = true};
-	rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
-	rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
-	rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
-	rep.n_headers = 3;
-	return queue_reply(conn, &rep);
+	return refuse_closing(conn, host ? 421 : 403, host ? host_msg : origin_msg);
 }
 
 /* on_request is the library's access handler: the first call (headers
@@ -340,16 +348,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (c->too_big) {
 		static char msg[] = "{\"code\":\"RESOURCE_EXHAUSTED\",\"reason\":\"too_big\","
 		                    "\"message\":\"the request body is too big\"}\n";
-		rep = (http_reply) {.status = 413,
-		    .content_type = "application/json",
-		    .body = msg,
-		    .body_len = strlen(msg),
-		    .body_static = true};
-		rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
-		rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
-		rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
-		rep.n_headers = 3;
-		return queue_reply(conn, &rep);
+		return refuse_closing(conn, 413, msg);
 	}
 	char peer[64];
 	http_request req = {.method = method,

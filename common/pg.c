@@ -353,11 +353,11 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	return rc;
 }
 
-int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
+/* pg_result_take ends a statement with its result `res` (NULL: none):
+ * success hands it to *out (or clears it when out is NULL) and returns
+ * PG_OK; else it is cleared and the enum pg_err of pg_fail returned. */
+static int pg_result_take(PGconn *conn, PGresult *res, PGresult **out)
 {
-	if (out)
-		*out = NULL;
-	PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (out)
@@ -369,6 +369,14 @@ int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *param
 	int rc = pg_fail(conn, res, "statement");
 	PQclear(res);
 	return rc;
+}
+
+int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
+{
+	if (out)
+		*out = NULL;
+	PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	return pg_result_take(conn, res, out);
 }
 
 /* pg_wait_socket waits until `conn`'s socket is ready for `events` or the
@@ -436,17 +444,7 @@ int pg_exec_within(PGconn *conn, const char *sql, int nparams, const char *const
 	}
 out_done:
 	PQsetnonblocking(conn, 0);
-	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-		if (out)
-			*out = res;
-		else
-			PQclear(res);
-		return PG_OK;
-	}
-	rc = pg_fail(conn, res, "statement");
-	PQclear(res);
-	return rc;
+	return pg_result_take(conn, res, out);
 out_broken:
 	rc = pg_fail(conn, NULL, "statement");
 	PQsetnonblocking(conn, 0); /* does not block: nothing left to flush that could */

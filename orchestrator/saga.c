@@ -222,6 +222,19 @@ static const char *saga_refusal_reason(const char *reason, const char *fallback)
 	return fallback;
 }
 
+/* saga_park leaves `s` in its state, flagged for attention with `reason`
+ * (static; also the event's name), never due again and without a deadline:
+ * nothing is sent until an operator acts (rules R3 and R5). */
+static void saga_park(const saga *s, const char *reason, saga_decision *out)
+{
+	out->event_name = reason;
+	saga_set_reason(&out->next, reason);
+	out->attention_raised = !s->attention;
+	out->next.attention = true;
+	out->next.step_deadline_ms = 0;
+	out->next.next_attempt_ms = 0;
+}
+
 /* saga_retry schedules another try of the current command. Steps never wait
  * past their deadline, so the sweep finds the deadline on time; compensations
  * and the retriable step after the pivot raise the attention flag after
@@ -280,12 +293,7 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	bool reused = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
 	    && strcmp(ev->reason, REASON_SAGA_ID_REUSED) == 0 && !saga_is_retried_forever(s->state);
 	if (reused) {
-		out->event_name = "saga_id_reused";
-		saga_set_reason(&out->next, REASON_SAGA_ID_REUSED);
-		out->attention_raised = !s->attention;
-		out->next.attention = true;
-		out->next.step_deadline_ms = 0;
-		out->next.next_attempt_ms = 0;
+		saga_park(s, REASON_SAGA_ID_REUSED, out);
 		return;
 	}
 	if (ev->kind == SAGA_EV_PAST_HORIZON || refused_old) {
@@ -293,12 +301,7 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 		 * (or will not before it arrives): nothing is sent, the saga
 		 * stays in its state, flagged, never due again (an operator
 		 * settles it by hand: docs/operations.md, "Retention") */
-		out->event_name = "past_horizon";
-		saga_set_reason(&out->next, REASON_PAST_HORIZON);
-		out->attention_raised = !s->attention;
-		out->next.attention = true;
-		out->next.step_deadline_ms = 0;
-		out->next.next_attempt_ms = 0;
+		saga_park(s, REASON_PAST_HORIZON, out);
 		return;
 	}
 	if (ev->kind == SAGA_EV_DEADLINE) {

@@ -144,6 +144,27 @@ static int store_insert_history(PGconn *conn, const char *saga_id, int64_t versi
 	    6, p);
 }
 
+/* store_exec_ids runs `st`, whose one parameter is the array of the `n`
+ * saga ids `ids` (uuid[]), into *r (the caller clears it). Returns 0,
+ * -ENOMEM or a negative enum pg_err. */
+static int store_exec_ids(
+    PGconn *conn, const pg_stmt *st, const char *const *ids, size_t n, PGresult **r)
+{
+	pg_buf arr = {0};
+	pg_array_open(&arr);
+	for (size_t i = 0; i < n; i++)
+		pg_array_add(&arr, ids[i]);
+	pg_array_close(&arr);
+	if (arr.oom) {
+		pg_buf_free(&arr);
+		return -ENOMEM;
+	}
+	const char *p[1] = {arr.p};
+	int rc = pg_exec_stmt(conn, st, 1, p, r);
+	pg_buf_free(&arr);
+	return rc;
+}
+
 /* store_retired_row fills *out as the row of a retired saga id: created_ms
  * the deleted saga's start, state SAGA_STATE_UNSPECIFIED. */
 static void store_retired_row(const char *saga_id, int64_t created_ms, saga_row *out)
@@ -160,21 +181,10 @@ static void store_retired_row(const char *saga_id, int64_t created_ms, saga_row 
 static int store_find_retired(
     PGconn *conn, const char *const *ids, size_t n, saga_row *out, bool *found)
 {
-	pg_buf arr = {0};
-	pg_array_open(&arr);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		found[i] = false;
-		pg_array_add(&arr, ids[i]);
-	}
-	pg_array_close(&arr);
-	if (arr.oom) {
-		pg_buf_free(&arr);
-		return -ENOMEM;
-	}
-	const char *p[1] = {arr.p};
 	PGresult *r = NULL;
-	int rc = pg_exec_stmt(conn, &STORE_GET_RETIRED, 1, p, &r);
-	pg_buf_free(&arr);
+	int rc = store_exec_ids(conn, &STORE_GET_RETIRED, ids, n, &r);
 	if (rc != 0)
 		return rc;
 	for (int k = 0; k < PQntuples(r); k++)
@@ -274,19 +284,8 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 		found[i] = false;
 	if (n == 0)
 		return 0;
-	pg_buf arr = {0};
-	pg_array_open(&arr);
-	for (size_t i = 0; i < n; i++)
-		pg_array_add(&arr, ids[i]);
-	pg_array_close(&arr);
-	if (arr.oom) {
-		pg_buf_free(&arr);
-		return -ENOMEM;
-	}
-	const char *p[1] = {arr.p};
 	PGresult *r = NULL;
-	int rc = pg_exec_stmt(conn, &STORE_GET_SAGAS, 1, p, &r);
-	pg_buf_free(&arr);
+	int rc = store_exec_ids(conn, &STORE_GET_SAGAS, ids, n, &r);
 	if (rc != 0)
 		return rc;
 	for (int k = 0; k < PQntuples(r); k++) {
