@@ -2,8 +2,8 @@
  * written once (docs/participants.md, "Writing a participant"). stockd,
  * paymentd and shippingd are built on it.
  *
- * A service brings its schema (a records table keyed by saga id, with the
- * column saga_started_ms bigint (PKIT_STARTED_COL), and
+ * A service brings its schema (a records table keyed by saga id, to which
+ * pkit_migrate adds the column saga_started_ms bigint (PKIT_STARTED_COL), and
  * optionally a table of rows with one int64 value each, such as a sku's
  * units or an account's balance), its pure decide function, and a
  * description of its messages (which request fields are the command's
@@ -253,7 +253,9 @@ __attribute__((format(printf, 4, 5))) void pkit_sql_add(
  * the kit's own SQL (common/sql/pkit.sql: the functions saga_check and
  * saga_unchanged its statements end with) and then svc->schema, as one
  * script (pg_apply_schema: one transaction, the service's lock and
- * version). Returns 0, -ENOMEM or a negative enum pg_err. */
+ * version), and last adds the column PKIT_STARTED_COL to svc->records
+ * when the schema did not (rule R5). Returns 0, -ENOMEM, -EINVAL (a
+ * records table name too long) or a negative enum pg_err. */
 int pkit_migrate(const pkit_service *svc, const char *conninfo, int64_t wait_ms)
     __attribute__((warn_unused_result));
 

@@ -208,15 +208,24 @@ static const pkit_sql *pkit_sql_of(const pkit_service *v)
 
 int pkit_migrate(const pkit_service *svc, const char *conninfo, int64_t wait_ms)
 {
-	/* the kit's functions first, then the service's schema: one script,
-	 * one transaction, under the service's lock and version */
+	/* the kit's functions first, then the service's schema, then the
+	 * kit's column of every records table (rule R5: a service's schema
+	 * that does not add it still gets it): one script, one transaction,
+	 * under the service's lock and version */
+	char col[160];
+	int c = snprintf(col, sizeof col,
+	    "\nALTER TABLE %s ADD COLUMN IF NOT EXISTS " PKIT_STARTED_COL " bigint;\n",
+	    svc->records);
+	if (c < 0 || (size_t)c >= sizeof col)
+		return -EINVAL;
 	size_t a = strlen(pkit_schema_sql), b = strlen(svc->schema.sql);
-	char *sql = malloc(a + b + 2);
+	char *sql = malloc(a + b + (size_t)c + 2);
 	if (sql == NULL)
 		return -ENOMEM;
 	memcpy(sql, pkit_schema_sql, a);
 	sql[a] = '\n';
-	memcpy(sql + a + 1, svc->schema.sql, b + 1);
+	memcpy(sql + a + 1, svc->schema.sql, b);
+	memcpy(sql + a + 1 + b, col, (size_t)c + 1);
 	pg_schema schema = svc->schema;
 	schema.sql = sql;
 	int rc = pg_connect_and_apply_schema(conninfo, wait_ms, &schema);
