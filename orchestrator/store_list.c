@@ -118,7 +118,8 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 		 * in created_at, saga_id); the plain bound serves the sweep's
 		 * indexes, which hold created_at alone */
 		int us = sl_param_i64(b, q->after_us), id = sl_param(b, q->after_id);
-		/* STORE_US_TS of $us, written out: its '%' is not a format */
+		/* the timestamptz of the key's us, exactly: whole seconds, then
+		 * the us */
 		char ts[160];
 		snprintf(ts, sizeof ts,
 		    "(to_timestamp(($%d::bigint / 1000000)::double precision)"
@@ -130,7 +131,10 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 	sl_cat(b, ") s");
 	if (q->overdue)
 		sl_cat(b, " WHERE " STORE_OVERDUE_ANY);
-	sl_cat(b, " ORDER BY created_at DESC, saga_id DESC LIMIT $%d", sl_param_i64(b, q->limit));
+	/* s.saga_id: the uuid, the index's order (a bare saga_id would be the
+	 * output column, its text, and need a sort) */
+	sl_cat(
+	    b, " ORDER BY s.created_at DESC, s.saga_id DESC LIMIT $%d", sl_param_i64(b, q->limit));
 }
 
 /* store_watched runs `sql` in a read-only transaction bounded and watched as

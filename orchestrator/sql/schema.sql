@@ -200,6 +200,9 @@ BEGIN
                    AND attname = 'cancelled' AND NOT attisdropped) THEN
         ALTER TABLE sagas ADD COLUMN cancelled boolean NOT NULL DEFAULT false;
         UPDATE sagas SET cancelled = true WHERE finished AND state = 'CANCELLED';
+        -- the planner's statistics of the new column now, not at the next
+        -- autovacuum: without them it cannot tell how rare CANCELLED is
+        ANALYZE sagas;
     END IF;
     IF to_regclass('sagas_customer') IS NULL THEN
         CREATE INDEX sagas_customer ON sagas (customer, created_at, saga_id);
