@@ -28,6 +28,7 @@ static int api_worker_init(void *app, void **worker)
 	api_worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
 		return -ENOMEM;
+	api_list_metrics_init();
 	/* a worker without a connection still starts: it answers UNAVAILABLE
 	 * and reconnects on the next call */
 	w->conn = pg_connect(a->db, a->db_wait_ms);

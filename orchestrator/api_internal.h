@@ -74,6 +74,10 @@ void api_db_error(rpc_reply *reply, int rc, const char *what);
  * timeout of the call's deadline, cancelled when the client goes. */
 void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
 
+/* api_list_metrics_init exports the listings' series at 0 (their rare
+ * events: refusals and cancels). Idempotent; thread-safe. */
+void api_list_metrics_init(void);
+
 /* api_list_pipe_closed notes that client connection `pipe` closed: a
  * listing of it that runs is cancelled in the database. Cheap; no I/O (it
  * runs on an nng thread, rpc_server_ops.pipe_closed). */

@@ -120,6 +120,15 @@ static void api_list_leave(int i)
 	metric_set(metric_get(&M_LIST_RUNNING, NULL), busy);
 }
 
+void api_list_metrics_init(void)
+{
+	metric_add(metric_get1(&M_LIST_REFUSED, "overall"), 0);
+	metric_add(metric_get1(&M_LIST_REFUSED, "caller"), 0);
+	metric_add(metric_get1(&M_LIST_CANCELLED, "statement_timeout"), 0);
+	metric_add(metric_get1(&M_LIST_CANCELLED, "client_gone"), 0);
+	metric_set(metric_get(&M_LIST_RUNNING, NULL), 0);
+}
+
 void api_list_pipe_closed(uint32_t pipe)
 {
 	pthread_mutex_lock(&api_list_mtx);
