@@ -25,8 +25,8 @@ assert_eq "start_order.py --version" "start_order.py $version" \
 assert_eq "list_shipments.py --version" "list_shipments.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
-# each component's schema version (the orchestrator's 6: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention; the participants' 2: the <records>_retired summaries of retention)
-schema_v() { if [ "$1" = orchestrator ]; then echo 6; else echo 2; fi; }
+# each component's schema version (the orchestrator's 7: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention, then the listing indexes of issue 32; the participants' 2: the <records>_retired summaries of retention)
+schema_v() { if [ "$1" = orchestrator ]; then echo 7; else echo 2; fi; }
 stack_start
 for s in orchestrator stock payment shipping; do
   d=${s}d
