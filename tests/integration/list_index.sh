@@ -19,7 +19,8 @@ STACK_FAULTS=1
 STACK_GATEWAY=1
 ORCH_FLAGS="--workers 4 --max-listings 2"
 # auto_explain is loaded in every session, off (its default) until the checks
-# turn it on (ALTER SYSTEM: a -c option here would take precedence)
+# turn it on for the orchestrator's database (a -c option here would take
+# precedence over that)
 export PG_EXTRA_OPTS="-c session_preload_libraries=auto_explain"
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
@@ -45,13 +46,13 @@ assert_eq "db: cancelled sagas" "$((N / 100))" "$cancelled"
 
 # ---- plans ----
 pg_log=$STACK_DIR/pg/server.log
-psql_db postgres "ALTER SYSTEM SET auto_explain.log_min_duration = 0" >/dev/null
-psql_db postgres "SELECT pg_reload_conf()" >/dev/null
-# the reload reaches every session before its next statement; a listing
-# from here on is logged with its plan (polled: one shows up)
-from=$(wc -l <"$pg_log")
-plan_logged() { ctl list --limit 1 >/dev/null && tail -n +"$from" "$pg_log" | grep -q created_us; }
-wait_until 10 plan_logged
+# every plan of the orchestrator's sessions logged: set for its database,
+# then the orchestrator started again, so that each of its sessions is new
+# (a reload reaches an idle session only after its next statement)
+psql_db postgres "ALTER DATABASE sagas_orchestrator SET auto_explain.log_min_duration = 0" >/dev/null
+stack_kill orchestratord
+stack_start_orchestrator
+wait_until 30 ctl list --limit 1
 from=$(wc -l <"$pg_log")
 day=86400000
 now_ms=$(psql_db sagas_orchestrator "SELECT (extract(epoch from now()) * 1000)::bigint")
@@ -76,8 +77,7 @@ gw "created_before_unix_ms=$((now_ms - 5 * day))&limit=1000" >/dev/null
 gw "created_after_unix_ms=$((now_ms - 5 * day))&created_before_unix_ms=$((now_ms - 4 * day))" >/dev/null
 counts=$(gw "limit=1&with_counts=true")
 calls=$((calls + 5)) # the gateway's four listings, and the counts' statement
-psql_db postgres "ALTER SYSTEM RESET auto_explain.log_min_duration" >/dev/null
-psql_db postgres "SELECT pg_reload_conf()" >/dev/null
+psql_db postgres "ALTER DATABASE sagas_orchestrator RESET auto_explain.log_min_duration" >/dev/null
 plans=$STACK_DIR/listing_plans.txt
 # one block per listing statement: its WHERE, then its plan
 awk 'function flush() { if (inq && q ~ /created_us|count\(\*\) > \$1/) print "== " q plan; inq = 0 }
