@@ -13,7 +13,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io build-essential cmake pkg-config \
       libnng-dev libmbedtls-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
-      libjansson-dev libcmocka-dev uthash-dev libmicrohttpd-dev libgnutls28-dev \
+      libjansson-dev libcmocka-dev uthash-dev libmicrohttpd-dev libgnutls28-dev libunistring-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The whole tree minus .dockerignore (docs, git, build folders, deployment
@@ -29,7 +29,7 @@ FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
-      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 libmicrohttpd12 libgnutls30 openssl \
+      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 libmicrohttpd12 libgnutls30 libunistring2 openssl \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 saga \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \
@@ -42,6 +42,7 @@ COPY --from=build /out/ /usr/local/bin/
 # then one volume per program with only its files
 COPY scripts/make-certs.sh /usr/local/bin/sagas-make-certs
 COPY deploy/certs-init.sh /usr/local/bin/sagas-certs-init
+COPY deploy/check-env.sh /usr/local/bin/sagas-check-env
 USER saga:saga
 # The listeners come from compose.yaml (SAGA_*_LISTEN): mutual TLS on every
 # interface, Health alone in plain TCP. Left unset, a daemon listens on the

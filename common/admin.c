@@ -53,7 +53,7 @@ static void admin_run_retention(const rpc_request *call, rpc_reply *reply)
 	char peer[96];
 	log_info(NULL, "retention %s requested by %s", dry ? "dry run" : "pass",
 	    rpc_peer(call->pipe, peer, sizeof peer));
-	retention_counts c = {{0, 0}};
+	retention_counts c = {{0, 0, 0}};
 	int rc = retention_run_pass(cfg, conn, dry, &c);
 	PQfinish(conn);
 	if (rc != 0) {

@@ -9,8 +9,24 @@
 #include "log.h"
 
 /* daemon_install_signals makes SIGINT and SIGTERM set the stop flag and
- * ignores SIGPIPE. Call once from main. */
-void daemon_install_signals(void);
+ * ignores SIGPIPE, and arms the stop bound: with `stop_timeout_ms` > 0 a
+ * watchdog thread, started now, waits for the first of those signals and,
+ * `stop_timeout_ms` ms after it arrived, logs an error naming the bound and
+ * ends the process with _exit(0) if it is still running. The bound is thus
+ * counted from the signal, whatever the process is doing then: starting,
+ * stopping, or with threads blocked in libpq on a stalled database link
+ * (docs/operations.md, "The stop bound"); it ends within the bound plus
+ * the time to write one log line. Why it is safe: nng 1.5.2's nng_close
+ * can wait forever in a pipe's nni_aio_stop (nng issue #1543), and a stop
+ * can wait on a database that is down or hung; ending the process there
+ * loses nothing, as a SIGKILL would not: every reply is sent only after
+ * the commit that makes it true, and every unfinished saga resumes from
+ * its stored state at the next start (docs/saga-semantics.md, rules 1 and
+ * 9). `stop_timeout_ms` <= 0: no bound. Call once from main, before the
+ * work that a stop must bound. Returns 0, or a negative errno when the
+ * watchdog could not start (the signals are set all the same; the stop is
+ * then unbounded). */
+int daemon_install_signals(int64_t stop_timeout_ms) __attribute__((warn_unused_result));
 
 /* daemon_should_stop is true once SIGINT or SIGTERM arrived. */
 bool daemon_should_stop(void);
@@ -26,20 +42,5 @@ void daemon_wait_for_stop(int64_t poll_ms);
  * usage error) after printing one "PROGRAM: error: invalid value for ..."
  * line for the first bad one (config_error). */
 int daemon_check_options(const char *log_level, enum log_level *level, const char *db);
-
-/* daemon_stop_watchdog bounds the rest of a stop: it starts a detached
- * thread that, if the process is still running `timeout_ms` ms from now,
- * logs an error naming the bound and ends the process with _exit(0). The
- * daemons call it right after they log that they are stopping. Why: nng
- * 1.5.2's nng_close can wait forever in a pipe's nni_aio_stop (nng issue
- * #1543; about 1 SIGTERM in 10 with hundreds of sagas in flight), and a
- * stop can also wait on a database that is down or hung (docs/operations.md,
- * "The stop bound"). Ending the process there loses
- * nothing, as a SIGKILL would not: every reply is sent only after the commit
- * that makes it true, and every unfinished saga resumes from its stored
- * state at the next start (docs/saga-semantics.md, rules 1 and 9).
- * `timeout_ms` <= 0: no bound. Returns 0, or a negative errno when the
- * thread could not start (the stop then goes on unbounded). */
-int daemon_stop_watchdog(int64_t timeout_ms) __attribute__((warn_unused_result));
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "admin.h"
 #include "authz.h"
+#include "http_names.h"
 #include "log.h"
 #include "pg.h"
 #include "metrics.h"
@@ -32,9 +33,10 @@ static struct {
 void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
     const char *default_listen, const char *default_metrics, const char *role)
 {
-	static const char *const suffix[DAEMON_NET_OPTS] = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT",
-	    "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA", "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS",
-	    "IDLE_TIMEOUT_MS", "MAX_MSG", "HEALTH_LISTEN", "METRICS_LISTEN", "METRICS_TLS_CA"};
+	static const char *const suffix[DAEMON_NET_OPTS]
+	    = {"LISTEN", "ADMIN_LISTEN", "TLS_CERT", "TLS_KEY", "TLS_CA", "ADMIN_TLS_CA",
+	        "ENABLE_FAULT_INJECTION", "MAX_CONNECTIONS", "IDLE_TIMEOUT_MS", "MAX_MSG",
+	        "HEALTH_LISTEN", "METRICS_LISTEN", "METRICS_TLS_CA", "HTTP_ALLOWED_HOSTS"};
 	for (int i = 0; i < DAEMON_NET_OPTS; i++)
 		snprintf(dn.env[i], sizeof dn.env[i], "%s_%s", env_prefix, suffix[i]);
 	snprintf(dn.help_listen, sizeof dn.help_listen,
@@ -81,6 +83,12 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 	    "the CA whose client certificates may scrape an https:// --metrics-listen "
 	    "(docs/security.md)",
 	    "FILE");
+	NET(13, "http-allowed-hosts", CONFIG_STR, "", 0, 0, http_allowed_hosts,
+	    "more names the /metrics listener answers to in a request's Host: comma-separated "
+	    "host or host:port (e.g. the name Prometheus scrapes it by); besides its "
+	    "--metrics-listen address, and localhost with its port on loopback; another Host is "
+	    "answered 421 (DNS rebinding, docs/security.md)",
+	    "HOSTS");
 #undef NET
 }
 
@@ -140,6 +148,10 @@ static int daemon_net_check_metrics(const daemon_net *n)
 {
 	bool tls;
 	char why[512];
+	if (http_hosts_check(n->http_allowed_hosts, why, sizeof why) != 0) {
+		config_error("invalid value for http-allowed-hosts: %s\n", why);
+		return 2;
+	}
 	if (metrics_url_check(n->metrics_listen, &tls, why, sizeof why) != 0) {
 		config_error("invalid value for metrics-listen: %s\n", why);
 		return 2;
@@ -311,7 +323,8 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, 
 	pg_metrics_init();
 	char err[512];
 	tls_files mf = {.cert = n->tls_cert, .key = n->tls_key, .ca = n->metrics_tls_ca};
-	int mrc = metrics_http_start(n->metrics_listen, &mf, err, sizeof err);
+	int mrc
+	    = metrics_http_start(n->metrics_listen, &mf, n->http_allowed_hosts, err, sizeof err);
 	if (mrc != 0) {
 		log_error(NULL, "metrics: %s", err);
 		daemon_net_free_tls();

@@ -14,6 +14,9 @@
  *   --metrics-listen URL   GET /metrics (metrics_http.h): http:// on loopback,
  *                          or https:// with --metrics-tls-ca ("" = none)
  *   --metrics-tls-ca       the CA whose client certificates may scrape it
+ *   --http-allowed-hosts   more names (host or host:port, comma-separated)
+ *                          the /metrics listener answers to in a Host
+ *                          header (http_names.h; "" = only its own)
  *
  * A tls+tcp:// listener requires a client certificate signed by its CA and
  * gives its callers its one role. A plain listener is only allowed where no
@@ -46,10 +49,11 @@ typedef struct daemon_net {
 	int64_t max_msg;
 	char metrics_listen[CONFIG_STR_MAX];
 	char metrics_tls_ca[CONFIG_STR_MAX];
+	char http_allowed_hosts[CONFIG_STR_MAX];
 } daemon_net;
 
 /* How many rows daemon_net_opts writes. */
-#define DAEMON_NET_OPTS 13
+#define DAEMON_NET_OPTS 14
 
 /* daemon_net_opts writes the DAEMON_NET_OPTS option rows into rows[0..]:
  * `base` is offsetof(the daemon's config, its daemon_net); environment
@@ -62,7 +66,8 @@ void daemon_net_opts(config_opt *rows, size_t base, const char *env_prefix,
 
 /* daemon_net_check checks the options (after config_load): URLs that nng
  * can listen on, a plain listener only where no other host reaches it, the
- * TLS files a TLS listener needs, --fault only with
+ * TLS files a TLS listener needs, --http-allowed-hosts entries that parse,
+ * --fault only with
  * --enable-fault-injection (`fault` is the --fault spec, "" for none).
  * Returns 0, or 2 after printing one "PROGRAM: error: ..." line that says
  * what to set (config_error). */

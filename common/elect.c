@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "pg.h"
 
@@ -61,10 +62,25 @@ bool elect_lead(elect *e)
 	PGresult *r = NULL;
 	/* held already: a round trip proves the session (and its lock) lives;
 	 * taking it again would stack a second hold, so only ask when not */
-	int rc = e->leading ? pg_exec(e->conn, "SELECT true", 0, NULL, &r)
-	                    : pg_exec(e->conn, "SELECT pg_try_advisory_lock($1::bigint)", 1, p, &r);
+	/* the leader's own bound: an answer within the link timeout (pg.h), or
+	 * the lead is given up and the session dropped; on a stalled link the
+	 * server ends that session within about the same time, which frees the
+	 * lock for another process (docs/operations.md, "A database link that
+	 * stalls") */
+	int64_t bound = pg_link_timeout_ms();
+	int64_t t0 = clock_mono_ms();
+	int rc = e->leading
+	    ? pg_exec_within(e->conn, "SELECT true", 0, NULL, &r, bound)
+	    : pg_exec_within(e->conn, "SELECT pg_try_advisory_lock($1::bigint)", 1, p, &r, bound);
 	if (rc != 0) {
-		elect_lost(e, pg_err_name(rc));
+		char why[160];
+		if (clock_mono_ms() - t0 >= bound)
+			snprintf(why, sizeof why,
+			    "its database session did not answer within %lld ms (db-link-timeout)",
+			    (long long)bound);
+		else
+			snprintf(why, sizeof why, "%s", pg_err_name(rc));
+		elect_lost(e, why);
 		return false;
 	}
 	bool held = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';

@@ -5,7 +5,11 @@
  * The leader is the process whose own connection holds the lock. A leader
  * that dies, or whose connection breaks or is cut off (a network partition,
  * the database restarting), loses the lock with its session, and the next
- * process to ask takes it: the work moves within one of its intervals.
+ * process to ask takes it: the work moves within one of its intervals. A
+ * link that stalls without a reset (packets dropped) ends the session too,
+ * by the keepalives and tcp_user_timeout every connection has (pg.h, the
+ * link timeout): the work then moves within the link timeout, one keepalive
+ * interval and one of the work's intervals.
  * Work elected this way must be safe to run twice in a row on two
  * processes for a moment (a leader cut off may still be finishing a round
  * when another takes over): it reads, or writes idempotently.
@@ -34,11 +38,15 @@ int elect_open(elect **out, const char *conninfo, int64_t key, const char *what)
     __attribute__((warn_unused_result));
 
 /* elect_lead is true when this process leads: it holds the lock already and
- * its connection still answers, or it took the lock now. Otherwise false
+ * its connection answered now, or it took the lock now. Otherwise false
  * (another process holds it, or the database cannot be reached; a broken
- * connection is reopened at the next call, waiting at most 1 s). Logs each
- * change of leadership once. One thread at a time per elect; blocks at most
- * about a second plus a round trip. */
+ * connection is reopened at the next call, waiting at most 1 s). A session
+ * that does not answer within the link timeout (pg_link_timeout_ms, the
+ * daemons' --db-link-timeout) is given up: the process stops leading and
+ * drops it (the leader's own bound; docs/operations.md, "A database link
+ * that stalls"). Logs each change of leadership once. One thread at a time
+ * per elect; blocks at most about a second, a connect (connect_timeout:
+ * the link timeout) and the link timeout. */
 bool elect_lead(elect *e);
 
 /* elect_conn is the connection that holds the lock, for the elected work

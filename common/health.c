@@ -72,6 +72,8 @@ struct health_db {
 	PGconn *conn;       /* under mu; NULL when not connected */
 	int64_t checked_ms; /* under mu: monotonic time of the last probe */
 	bool probed;        /* under mu: a probe has run */
+	bool fresh;         /* under mu: conn is new (its first probe sets the
+	                       server's end of the link, pg_link_server_sql) */
 	atomic_bool last;   /* the last result, read without the lock */
 	char why[256];      /* under mu: the last failure, for the log */
 };
@@ -134,9 +136,12 @@ static void health_db_fail(health_db *h, const char *what)
 /* health_db_connect connects without blocking past `deadline`. */
 static bool health_db_connect(health_db *h, int64_t deadline)
 {
-	const char *const keys[] = {"dbname", "application_name", NULL};
-	const char *const vals[] = {h->conninfo, "health", NULL};
-	h->conn = PQconnectStartParams(keys, vals, 1);
+	/* the link timeout's keepalives (pg.h), then the probe's name */
+	pg_params p;
+	pg_params_make(&p, h->conninfo);
+	p.keys[p.n] = "application_name", p.vals[p.n++] = "health";
+	p.keys[p.n] = NULL, p.vals[p.n] = NULL;
+	h->conn = PQconnectStartParams(p.keys, p.vals, 1);
 	if (h->conn == NULL || PQstatus(h->conn) == CONNECTION_BAD) {
 		health_db_fail(h, "could not connect");
 		return false;
@@ -159,6 +164,7 @@ static bool health_db_connect(health_db *h, int64_t deadline)
 		return false;
 	}
 	pg_log_notices(h->conn);
+	h->fresh = true;
 	/* a standby answers SELECT 1 but refuses every write of the daemon
 	 * (a conninfo without target_session_attrs=read-write, or a failover
 	 * not finished): not SERVING */
@@ -183,7 +189,12 @@ static bool health_db_ping(health_db *h)
 	}
 	if (h->conn == NULL && !health_db_connect(h, deadline))
 		return false;
-	if (!PQsendQuery(h->conn, "SELECT 1")) {
+	char sql[600] = "SELECT 1";
+	if (h->fresh) {
+		pg_link_server_sql(sql, sizeof sql - 16);
+		strcat(sql, "; SELECT 1");
+	}
+	if (!PQsendQuery(h->conn, sql)) {
 		health_db_fail(h, "could not send SELECT 1");
 		return false;
 	}
@@ -215,6 +226,7 @@ static bool health_db_ping(health_db *h)
 		health_db_fail(h, "SELECT 1 failed");
 		return false;
 	}
+	h->fresh = false;
 	return true;
 }
 

@@ -30,6 +30,12 @@ int64_t horizon_saga_cutoff_ms(const horizon_policy *p, int64_t now_ms)
 	return now_ms - p->retention_ms - 4 * p->skew_ms;
 }
 
+int64_t horizon_id_cutoff_ms(const horizon_policy *p, int64_t now_ms)
+{
+	int64_t id = p->id_retention_ms > 0 ? p->id_retention_ms : p->retention_ms;
+	return now_ms - p->retention_ms - id - 4 * p->skew_ms;
+}
+
 const char *horizon_policy_check(const horizon_policy *p)
 {
 	if (p->retention_ms <= 0)
@@ -39,5 +45,7 @@ const char *horizon_policy_check(const horizon_policy *p)
 	/* the orchestrator must have time to send: at least 2 x skew */
 	if (p->retention_ms < 4 * p->skew_ms)
 		return "retention must be at least 4 x the tolerated clock error";
+	if (p->id_retention_ms != 0 && p->id_retention_ms < p->retention_ms)
+		return "the retention of saga ids must be at least the retention";
 	return 0;
 }

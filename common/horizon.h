@@ -14,8 +14,9 @@
  * The orchestrator stops sending commands one clock error before the
  * horizon (a participant's clock may be that far ahead) and flags the saga
  * instead; it deletes a finished saga only after every participant may
- * have deleted its records, so that a StartSaga that reuses the id later
- * meets no half-remembered saga.
+ * have deleted its records, and keeps its id (a tombstone) until none can
+ * still keep one, refusing a StartSaga that reuses it meanwhile (rule R5;
+ * the participants also refuse a command whose start is not their record's).
  */
 #ifndef SAGA_HORIZON_H
 #define SAGA_HORIZON_H
@@ -25,11 +26,14 @@
 
 /* The retention settings, the same on every daemon of a deployment. */
 typedef struct horizon_policy {
-	int64_t retention_ms; /* how long a saga's commands are taken and its
-	                         records kept, from its start; 0: no horizon
-	                         (unit tests; the daemons require > 0) */
-	int64_t skew_ms;      /* >= 0; the tolerated error between any two of the
-	                         clocks compared (databases' clocks, a clock's step) */
+	int64_t retention_ms;    /* how long a saga's commands are taken and its
+	                            records kept, from its start; 0: no horizon
+	                            (unit tests; the daemons require > 0) */
+	int64_t skew_ms;         /* >= 0; the tolerated error between any two of the
+	                            clocks compared (databases' clocks, a clock's step) */
+	int64_t id_retention_ms; /* the orchestrator's only: the longest retention of
+	                            any participant, for which a deleted saga's id
+	                            stays refused (rule R5); 0: retention_ms */
 } horizon_policy;
 
 /* Defaults: 7 days of retention, 5 minutes of clock error. */
@@ -72,6 +76,17 @@ bool horizon_may_send(const horizon_policy *p, int64_t created_ms, int64_t now_m
  * before now - retention: now - retention - 4 x skew, past every
  * participant's record cutoff by 2 x skew (rule R4). */
 int64_t horizon_saga_cutoff_ms(const horizon_policy *p, int64_t now_ms);
+
+/* horizon_id_cutoff_ms is the created_at before which the orchestrator may
+ * forget a deleted saga's id (its tombstone), and so start a new saga with
+ * it, at `now_ms`: now - retention - id_retention - 4 x skew (rule R5). A
+ * saga's last command goes at created + retention - skew at the latest
+ * (R3), a participant's record of it is made by created + retention (its
+ * clock up to one skew ahead) and deleted by record + id_retention + 2 x
+ * skew (R2, id_retention >= its retention): so, with one more skew between
+ * the two databases' clocks, no participant keeps any record of the saga
+ * once its id is forgotten. */
+int64_t horizon_id_cutoff_ms(const horizon_policy *p, int64_t now_ms);
 
 /* horizon_policy_check: NULL when `p` is valid, else a static message. */
 const char *horizon_policy_check(const horizon_policy *p);

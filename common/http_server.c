@@ -23,6 +23,8 @@
 #include <nng/nng.h>
 
 #include "authz.h"
+#include "http_names.h"
+#include "metrics.h"
 
 struct http_server {
 	struct MHD_Daemon *mhd;
@@ -31,14 +33,22 @@ struct http_server {
 	/* the PEM texts given to the library (certificate, key, CA), kept
 	 * until it stops (it keeps pointers to them) */
 	char *pem[3];
+	http_names names; /* what a request's Host and Origin may name */
 };
+
+static const metric_def HTTP_REFUSALS = {"sagas_http_refusals_total",
+    "HTTP requests refused before their handler ran: a Host header that is not one of the "
+    "listener's names (host: 421) or a state-changing request from a foreign Origin (origin: "
+    "403); docs/security.md, \"DNS rebinding\"",
+    METRIC_COUNTER, "listener,reason", NULL, 0};
 
 /* One request's state between the library's calls. */
 typedef struct http_call {
 	char *body;
 	size_t len, cap;
 	bool too_big;
-	bool checked; /* the client certificate was checked */
+	bool checked;        /* the client certificate was checked */
+	const char *refused; /* "host" or "origin": answered 421 or 403 */
 } http_call;
 
 /* pem_free frees (the key's text zeroed first) the kept PEM texts. */
@@ -209,8 +219,105 @@ static bool declared_too_big(http_server *s, struct MHD_Connection *conn)
 	return end == cl || *end != '\0' || n > s->cfg.max_body;
 }
 
+/* refusal_count0 exports the listener's refusal counters at 0. */
+static void refusal_count0(const http_server *s)
+{
+	static const char *const reasons[] = {"host", "origin"};
+	for (int i = 0; i < 2; i++) {
+		const char *v[2] = {s->cfg.label ? s->cfg.label : s->cfg.name, reasons[i]};
+		metric_add(metric_get(&HTTP_REFUSALS, v), 0);
+	}
+}
+
+/* refusal_count adds one to sagas_http_refusals_total{listener,reason}. */
+static void refusal_count(const http_server *s, const char *reason)
+{
+	const char *v[2] = {s->cfg.label ? s->cfg.label : s->cfg.name, reason};
+	metric_inc(metric_get(&HTTP_REFUSALS, v));
+}
+
+/* printable copies at most 80 bytes of `in` (NULL: "(none)") into out,
+ * each byte outside printable ASCII as '?': a header value goes into a log
+ * line. */
+static const char *printable(const char *in, char *out, size_t len)
+{
+	if (in == NULL)
+		return snprintf(out, len, "(none)"), out;
+	size_t i = 0;
+	for (; in[i] != '\0' && i < 80 && i + 1 < len; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
+/* check_names returns NULL when the request's Host (and, for a method
+ * that changes state, its Origin when present) name this listener, else
+ * the refusal's reason ("host", "origin") after counting and logging it. */
+static const char *check_names(http_server *s, struct MHD_Connection *conn, const char *method)
+{
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *reason = NULL;
+	if (!http_names_host_ok(&s->names, host))
+		reason = "host";
+	else if (origin != NULL && http_method_changes(method)
+	    && !http_names_origin_ok(&s->names, origin))
+		reason = "origin";
+	if (reason == NULL)
+		return NULL;
+	refusal_count(s, reason);
+	char peer[64], what[512], shown[96];
+	peer_text(conn, peer, sizeof peer);
+	if (reason[0] == 'h')
+		snprintf(what, sizeof what,
+		    "%s: refused a request for Host %s: not one of this listener's names (421; "
+		    "--http-allowed-hosts, docs/security.md \"DNS rebinding\")",
+		    s->cfg.label ? s->cfg.label : s->cfg.name,
+		    printable(host, shown, sizeof shown));
+	else
+		snprintf(what, sizeof what,
+		    "%s: refused a %.10s from Origin %s: not one of this listener's names (403; "
+		    "--http-allowed-hosts, docs/security.md \"DNS rebinding\")",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, method,
+		    printable(origin, shown, sizeof shown));
+	authz_log_limited(reason[0] == 'h' ? "http_host" : "http_origin", peer, what);
+	return reason;
+}
+
+/* refuse_closing answers `status` with the static JSON body `msg`, not to
+ * be cached or sniffed, and closes the connection: a refusal before any
+ * handler ran. */
+static enum MHD_Result refuse_closing(struct MHD_Connection *conn, unsigned status, char *msg)
+{
+	http_reply rep = {.status = status,
+	    .content_type = "application/json",
+	    .body = msg,
+	    .body_len = strlen(msg),
+	    .body_static = true};
+	rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
+	rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
+	rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
+	rep.n_headers = 3;
+	return queue_reply(conn, &rep);
+}
+
+/* refuse_names answers a request refused by check_names: 421 for a Host,
+ * 403 for an Origin, a short JSON body, and the connection closed. */
+static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *reason)
+{
+	static char host_msg[] = "{\"code\":\"PERMISSION_DENIED\",\"reason\":\"misdirected\","
+	                         "\"message\":\"this listener does not answer to that Host "
+	                         "(docs/security.md, DNS rebinding)\"}\n";
+	static char origin_msg[] = "{\"code\":\"PERMISSION_DENIED\",\"reason\":\"foreign_origin\","
+	                           "\"message\":\"a state-changing request from another origin "
+	                           "(docs/security.md, DNS rebinding)\"}\n";
+	bool host = reason[0] == 'h';
+	return refuse_closing(conn, host ? 421 : 403, host ? host_msg : origin_msg);
+}
+
 /* on_request is the library's access handler: the first call (headers
- * read) checks the client certificate and the declared size, the next ones
+ * read) checks the client certificate, the Host and Origin and the
+ * declared size, the next ones
  * gather the body, the last one runs the handler. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
     const char *method, const char *version, const char *upload, size_t *upload_len, void **req_cls)
@@ -225,6 +332,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if ((c = calloc(1, sizeof *c)) == NULL)
 			return MHD_NO;
+		c->refused = check_names(s, conn, method);
 		c->too_big = declared_too_big(s, conn);
 		*req_cls = c;
 		return MHD_YES;
@@ -235,19 +343,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	http_reply rep = {0};
+	if (c->refused != NULL)
+		return refuse_names(conn, c->refused);
 	if (c->too_big) {
 		static char msg[] = "{\"code\":\"RESOURCE_EXHAUSTED\",\"reason\":\"too_big\","
 		                    "\"message\":\"the request body is too big\"}\n";
-		rep = (http_reply) {.status = 413,
-		    .content_type = "application/json",
-		    .body = msg,
-		    .body_len = strlen(msg),
-		    .body_static = true};
-		rep.headers[0][0] = "Connection", rep.headers[0][1] = "close";
-		rep.headers[1][0] = "X-Content-Type-Options", rep.headers[1][1] = "nosniff";
-		rep.headers[2][0] = "Cache-Control", rep.headers[2][1] = "no-store";
-		rep.n_headers = 3;
-		return queue_reply(conn, &rep);
+		return refuse_closing(conn, 413, msg);
 	}
 	char peer[64];
 	http_request req = {.method = method,
@@ -372,7 +473,9 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	}
 	s->cfg = *cfg;
 	s->tls = want_tls;
-	int rc = want_tls ? read_pems(s, cfg->tls, err, len) : 0;
+	int rc = http_names_init(&s->names, cfg->url, cfg->allowed_hosts, err, len);
+	if (rc == 0 && want_tls)
+		rc = read_pems(s, cfg->tls, err, len);
 	bool v6 = false;
 	int fd = rc == 0 ? bind_url(cfg->url, &v6, err, len) : rc;
 	if (fd < 0) {
@@ -390,6 +493,8 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	}
 	s->cfg.url = NULL;
 	s->cfg.tls = NULL;
+	s->cfg.allowed_hosts = NULL;
+	refusal_count0(s);
 	*out = s;
 	return 0;
 }

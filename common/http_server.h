@@ -11,10 +11,22 @@
  * per address per AUTHZ_LOG_INTERVAL_MS.
  *
  * Bounds, each the caller's: the connections in all and from one address
- * (past them the server stops accepting: a caller waits in the kernel's
- * backlog), an idle timeout (a stalled TLS handshake included), the memory
+ * (past them a new connection is closed at once, without an HTTP status;
+ * seen on gatewayd's thread_per_conn listeners for both caps), an idle
+ * timeout (a stalled TLS handshake included), the memory
  * of one connection's request headers, and the bytes of a request body
  * (past it: 413, the handler is not called).
+ *
+ * Names (http_names.h, docs/security.md "DNS rebinding"): a request whose
+ * Host header is not one of the listener's names (its listen address,
+ * localhost, 127.0.0.1 and [::1] with its port when it listens on loopback
+ * or every address, cfg.allowed_hosts) is answered 421 Misdirected
+ * Request, and a POST, PUT, DELETE or PATCH whose Origin header is present
+ * and names none of them 403, before the handler runs: nothing is changed,
+ * the refusal is counted (sagas_http_refusals_total{listener,reason="host"
+ * or "origin"}) and logged at most once per address per
+ * AUTHZ_LOG_INTERVAL_MS. A request without a Host (HTTP/1.0) is refused as
+ * a foreign one: every browser sends Host, and no client of ours omits it.
  */
 #ifndef SAGA_HTTP_SERVER_H
 #define SAGA_HTTP_SERVER_H
@@ -73,6 +85,13 @@ typedef struct http_server_cfg {
 	bool thread_per_conn;    /* a thread per connection (a handler may block) */
 	const char *name;        /* for logs: "metrics", "gatewayd"; static storage */
 	const char *ca_option;   /* the option of the CA, for logs: "--metrics-tls-ca" */
+	/* --http-allowed-hosts: more names the listener answers to ("host" or
+	 * "host:port", comma-separated; checked by http_hosts_check); NULL or
+	 * "": only its own; borrowed for the call (parsed and copied) */
+	const char *allowed_hosts;
+	/* the `listener` label of sagas_http_refusals_total: "metrics",
+	 * "client", "admin"; static storage; NULL: `name` */
+	const char *label;
 	/* optional: the open connections changed by `delta` (+1, -1) */
 	void (*on_conn)(void *arg, int delta);
 	/* optional: a connection without a verified client certificate was
@@ -96,7 +115,8 @@ int http_url_check(const char *url, bool *tls, const char *ca_option, const char
  * cfg->tls names and keeps their texts until http_server_stop. Returns 0
  * and *out, or a negative errno with a one-line reason in `err`:
  * -EADDRINUSE (the port is taken), -EINVAL (a URL or host it cannot bind,
- * https without its three files, a PEM file it cannot read), -ENOMEM, -EIO
+ * https without its three files, a PEM file it cannot read, an
+ * allowed_hosts entry that does not parse), -ENOMEM, -EIO
  * (the library did not start: TLS files it cannot use). */
 int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, size_t len);
 
@@ -113,5 +133,13 @@ const char *http_request_header(const http_request *req, const char *name);
  * "="), until fn returns non-zero. Returns that value, or 0. */
 int http_request_query(const http_request *req,
     int (*fn)(void *fn_arg, const char *key, const char *value), void *fn_arg);
+
+/* http_request_gone is true when the caller of `req` has closed its
+ * connection or it failed: the socket reports a hang-up (the peer's FIN,
+ * POLLRDHUP; a reset) now, without reading from it. For a handler that
+ * waits long (thread_per_conn), polled between waits. A caller that only
+ * shut down its sending side (a half-close; no browser or HTTP library
+ * does) counts as gone. Thread: the handler's (common/http_gone.c). */
+bool http_request_gone(const http_request *req);
 
 #endif

@@ -89,7 +89,8 @@ static void metrics_unverified(void *arg)
 	metric_inc(metric_get1(&METRICS_REFUSED, "unverified"));
 }
 
-int metrics_http_start(const char *url, const tls_files *tls, char *err, size_t len)
+int metrics_http_start(
+    const char *url, const tls_files *tls, const char *allowed_hosts, char *err, size_t len)
 {
 	bool want_tls;
 	if (metrics_url_check(url, &want_tls, err, len) != 0)
@@ -109,6 +110,8 @@ int metrics_http_start(const char *url, const tls_files *tls, char *err, size_t 
 	    .max_body = 1024,
 	    .name = "metrics",
 	    .ca_option = "--metrics-tls-ca",
+	    .allowed_hosts = allowed_hosts,
+	    .label = "metrics",
 	    .on_conn = metrics_conn_event,
 	    .on_unverified = metrics_unverified};
 	return http_server_start(&metrics_srv, &cfg, err, len);

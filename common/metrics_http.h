@@ -37,13 +37,18 @@ int metrics_url_check(const char *url, bool *tls, char *why, size_t len);
  * METRICS_CONNS_MAX connections, METRICS_CONNS_PER_IP from one address,
  * each closed after METRICS_CONN_TIMEOUT_S seconds without a byte (a
  * stalled TLS handshake too), 32 KiB of request headers
- * (docs/security.md, "Bounded resources").
+ * (docs/security.md, "Bounded resources"). A request whose Host is not one
+ * of its names (its address, localhost with its port on loopback, the
+ * entries of `allowed_hosts`: an --http-allowed-hosts value, borrowed; NULL
+ * or "": none) is answered 421 and counted (http_server.h).
  * Answers 404 for another path, 405 for another method. One listener per
  * process. Returns 0, or a negative errno with a one-line reason in `err`:
  * -EADDRINUSE (the port is taken), -EINVAL (a URL or host it cannot bind,
- * https without tls, a PEM file it cannot read), -EIO (the library did not start: TLS files it
+ * https without tls, a PEM file it cannot read, an allowed host that does
+ * not parse), -EIO (the library did not start: TLS files it
  * cannot use). */
-int metrics_http_start(const char *url, const tls_files *tls, char *err, size_t len);
+int metrics_http_start(
+    const char *url, const tls_files *tls, const char *allowed_hosts, char *err, size_t len);
 
 /* metrics_http_stop stops the listener; a no-op when none runs. */
 void metrics_http_stop(void);

@@ -33,6 +33,7 @@ typedef struct participant_config {
 	int64_t workers;
 	char log_level[CONFIG_STR_MAX];
 	int64_t db_wait;
+	int64_t db_link_timeout;
 	char fault[CONFIG_STR_MAX];
 	int64_t stop_timeout;
 	int64_t retention_s, skew_s;
@@ -51,10 +52,11 @@ static bool participant_healthy(void *app)
 int participant_main(const participant_desc *d, int argc, char **argv)
 {
 	/* environment names are the daemon's prefix and the option's */
-	enum { N = 9 };
+	enum { N = 10 };
 	static char env[N][64], help_fault[160], usage[64], file_env[64];
-	static const char *const suffix[N] = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT",
-	    "STOP_TIMEOUT_MS", "RETENTION_S", "MAX_CLOCK_SKEW_S", "RETENTION_INTERVAL_MS"};
+	static const char *const suffix[N]
+	    = {"DB", "WORKERS", "LOG_LEVEL", "DB_WAIT_MS", "FAULT", "STOP_TIMEOUT_MS",
+	        "RETENTION_S", "MAX_CLOCK_SKEW_S", "RETENTION_INTERVAL_MS", "DB_LINK_TIMEOUT_MS"};
 	for (int i = 0; i < N; i++)
 		snprintf(env[i], sizeof env[i], "%s_%s", d->env_prefix, suffix[i]);
 	snprintf(help_fault, sizeof help_fault, "failure injection, e.g. %s (docs/testing.md)",
@@ -98,6 +100,13 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	        "time among those sharing the database; 0 = no background job, sagactl "
 	        "retention still runs a pass; docs/operations.md, \"Retention\")",
 	        "MS"},
+	    {"db-link-timeout", env[9], CONFIG_INT, "20000", 2000, 3600000,
+	        offsetof(participant_config, db_link_timeout),
+	        "a database connection that gets no answer for this long is taken as dead at "
+	        "both ends (TCP keepalives and tcp_user_timeout, unless the conninfo sets them), "
+	        "and the retention job's leader that cannot confirm its session within it stops "
+	        "leading (docs/operations.md, \"A database link that stalls\")",
+	        "MS"},
 	};
 	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
 	    d->default_listen, d->default_metrics, "orchestrator");
@@ -124,6 +133,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	log_init(d->prog, level);
 	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
 		return 2;
+	pg_set_link_timeout(cfg.db_link_timeout);
 
 	if (!pkit_service_check(d->kit)) {
 		log_error(
@@ -168,7 +178,7 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	    .what = "the retention of idempotency records",
 	    .elect_key = ELECT_KEY_RETENTION,
 	    .interval_ms = cfg.retention_interval,
-	    .tables = {d->kit->records, NULL},
+	    .tables = {d->kit->records, NULL, NULL},
 	    .batch = pkit_retention_batch,
 	    .arg = &retention_arg};
 	admin_set_retention(&retention_cfg);
@@ -195,12 +205,14 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 			return 1;
 		}
 	}
-	daemon_install_signals();
+	/* until here SIGTERM ends the process at once (its default); from here
+	 * the stop bound counts from the signal, whatever is running then (a
+	 * worker or the retention job in libpq on a stalled link) */
+	if (daemon_install_signals(cfg.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	log_info(NULL, "%s listening on %s", d->prog, cfg.net.listen);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "%s stopping", d->prog);
-	if (daemon_stop_watchdog(cfg.stop_timeout) != 0)
-		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	retention_stop(ret);
 	daemon_net_stop(srv);
 	health_db_close(participant_health);

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,12 +98,90 @@ void pg_log_notices(PGconn *conn)
  *   few rows: the planner ran at every execution, 12% of PostgreSQL's CPU
  *   at 1,200 sagas/s (perf; docs/benchmarks.md). The statements read and
  *   write by key, so the generic plan is the plan a custom one would be. */
+static _Atomic int64_t pg_link_ms = PG_LINK_TIMEOUT_DEFAULT_MS;
+
+void pg_set_link_timeout(int64_t ms)
+{
+	pg_link_ms = ms < PG_LINK_TIMEOUT_MIN_MS ? PG_LINK_TIMEOUT_MIN_MS : ms;
+}
+
+int64_t pg_link_timeout_ms(void)
+{
+	return pg_link_ms;
+}
+
+pg_keepalive pg_keepalive_for(int64_t ms)
+{
+	int64_t t = ms / 1000 > 2 ? ms / 1000 : 2;
+	pg_keepalive k;
+	k.idle_s = (int)(t / 2);
+	k.interval_s = t / 8 > 1 ? (int)(t / 8) : 1;
+	/* idle + count x interval reaches the timeout: the count ends a link
+	 * where tcp_user_timeout is not known (with it, Linux ends the link
+	 * at the first probe past the timeout) */
+	k.count = (int)((t - k.idle_s + k.interval_s - 1) / k.interval_s);
+	if (k.count < 1)
+		k.count = 1;
+	return k;
+}
+
+void pg_params_make(pg_params *p, const char *conninfo)
+{
+	int64_t ms = pg_link_ms;
+	pg_keepalive k = pg_keepalive_for(ms);
+	snprintf(p->text[0], sizeof p->text[0], "%d", k.idle_s);
+	snprintf(p->text[1], sizeof p->text[1], "%d", k.interval_s);
+	snprintf(p->text[2], sizeof p->text[2], "%d", k.count);
+	snprintf(p->text[3], sizeof p->text[3], "%lld", (long long)ms);
+	snprintf(p->text[4], sizeof p->text[4], "%lld", (long long)((ms + 999) / 1000));
+	int n = 0;
+	p->keys[n] = "keepalives", p->vals[n++] = "1";
+	p->keys[n] = "keepalives_idle", p->vals[n++] = p->text[0];
+	p->keys[n] = "keepalives_interval", p->vals[n++] = p->text[1];
+	p->keys[n] = "keepalives_count", p->vals[n++] = p->text[2];
+	p->keys[n] = "tcp_user_timeout", p->vals[n++] = p->text[3];
+	p->keys[n] = "connect_timeout", p->vals[n++] = p->text[4];
+	/* last: the conninfo's own keywords override the defaults above
+	 * (libpq applies the arrays in order, expanding this first dbname) */
+	p->keys[n] = "dbname", p->vals[n++] = conninfo;
+	p->keys[n] = NULL, p->vals[n] = NULL;
+	p->n = n;
+}
+
+/* pg_connectdb is PQconnectdb(conninfo) with the link timeout's defaults. */
+static PGconn *pg_connectdb(const char *conninfo)
+{
+	pg_params p;
+	pg_params_make(&p, conninfo);
+	return PQconnectdbParams(p.keys, p.vals, 1);
+}
+
+void pg_link_server_sql(char *buf, size_t len)
+{
+	int64_t ms = pg_link_ms;
+	pg_keepalive k = pg_keepalive_for(ms);
+	snprintf(buf, len,
+	    "SELECT set_config(name, CASE name WHEN 'tcp_keepalives_idle' THEN '%d' "
+	    "WHEN 'tcp_keepalives_interval' THEN '%d' WHEN 'tcp_keepalives_count' THEN '%d' "
+	    "ELSE '%lld' END, false) FROM pg_settings WHERE name IN ('tcp_keepalives_idle', "
+	    "'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') "
+	    "AND source = 'default'",
+	    k.idle_s, k.interval_s, k.count, (long long)ms);
+}
+
 static void pg_session_setup(PGconn *conn)
 {
 	pg_log_notices(conn);
-	PGresult *r = PQexec(conn,
+	/* the server's end of the link (pg.h, the link timeout): a backend
+	 * whose client vanished without a reset ends, and frees its advisory
+	 * locks; only what the server has at its built-in default is set */
+	char link[512], sql[768];
+	pg_link_server_sql(link, sizeof link);
+	snprintf(sql, sizeof sql,
 	    "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET enable_seqscan = off; "
-	    "SET plan_cache_mode = force_generic_plan");
+	    "SET plan_cache_mode = force_generic_plan; %s",
+	    link);
+	PGresult *r = PQexec(conn, sql);
 	PQclear(r);
 }
 
@@ -151,7 +230,7 @@ static _Thread_local const PGconn *pg_read_only_conn;
 
 PGconn *pg_connect_once(const char *conninfo, char *why, size_t len)
 {
-	PGconn *conn = PQconnectdb(conninfo);
+	PGconn *conn = pg_connectdb(conninfo);
 	if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
 		pg_session_setup(conn);
 		return conn;
@@ -167,7 +246,7 @@ PGconn *pg_connect(const char *conninfo, int64_t wait_ms)
 	int64_t backoff = 50;
 	char why[512];
 	for (bool first = true;; first = false) {
-		PGconn *conn = PQconnectdb(conninfo);
+		PGconn *conn = pg_connectdb(conninfo);
 		if (conn != NULL && PQstatus(conn) == CONNECTION_OK
 		    && !pg_session_is_standby(conn)) {
 			if (conn == pg_read_only_conn) /* new, where a dropped one was */
@@ -278,11 +357,11 @@ static int pg_fail(PGconn *conn, PGresult *res, const char *what)
 	return rc;
 }
 
-int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
+/* pg_result_take ends a statement with its result `res` (NULL: none):
+ * success hands it to *out (or clears it when out is NULL) and returns
+ * PG_OK; else it is cleared and the enum pg_err of pg_fail returned. */
+static int pg_result_take(PGconn *conn, PGresult *res, PGresult **out)
 {
-	if (out)
-		*out = NULL;
-	PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		if (out)
@@ -294,6 +373,91 @@ int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *param
 	int rc = pg_fail(conn, res, "statement");
 	PQclear(res);
 	return rc;
+}
+
+int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
+{
+	if (out)
+		*out = NULL;
+	PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	return pg_result_take(conn, res, out);
+}
+
+/* pg_wait_socket waits until `conn`'s socket is ready for `events` or the
+ * monotonic `deadline` (ms) passes; true when ready (or in error: the next
+ * libpq call says which). */
+static bool pg_wait_socket(PGconn *conn, short events, int64_t deadline)
+{
+	int fd = PQsocket(conn);
+	if (fd < 0)
+		return true;
+	for (;;) {
+		int64_t left = deadline - clock_mono_ms();
+		if (left <= 0)
+			return false;
+		struct pollfd p = {.fd = fd, .events = events};
+		int n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true;
+	}
+}
+
+int pg_exec_within(PGconn *conn, const char *sql, int nparams, const char *const *params,
+    PGresult **out, int64_t timeout_ms)
+{
+	if (out)
+		*out = NULL;
+	int64_t deadline = clock_mono_ms() + timeout_ms;
+	int rc;
+	PGresult *res = NULL; /* the first failed result, else the last */
+	if (PQsetnonblocking(conn, 1) != 0
+	    || !PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0))
+		goto out_broken;
+	for (;;) {
+		int f = PQflush(conn);
+		if (f < 0)
+			goto out_broken;
+		if (f == 0)
+			break;
+		if (!pg_wait_socket(conn, POLLOUT, deadline))
+			goto out_timeout;
+	}
+	for (;;) {
+		while (!PQisBusy(conn)) {
+			PGresult *r = PQgetResult(conn);
+			if (r == NULL)
+				goto out_done;
+			bool res_ok = res != NULL
+			    && (PQresultStatus(res) == PGRES_COMMAND_OK
+			        || PQresultStatus(res) == PGRES_TUPLES_OK);
+			if (res == NULL || res_ok) {
+				PQclear(res);
+				res = r;
+			} else {
+				PQclear(r);
+			}
+		}
+		if (!pg_wait_socket(conn, POLLIN, deadline)) {
+			PQclear(res);
+			goto out_timeout;
+		}
+		if (!PQconsumeInput(conn)) {
+			PQclear(res);
+			goto out_broken;
+		}
+	}
+out_done:
+	PQsetnonblocking(conn, 0);
+	return pg_result_take(conn, res, out);
+out_broken:
+	rc = pg_fail(conn, NULL, "statement");
+	PQsetnonblocking(conn, 0); /* does not block: nothing left to flush that could */
+	return rc;
+out_timeout:
+	pg_count_error(PG_ERR_CONNECTION, NULL);
+	log_debug(NULL, "statement failed: no answer from the database within %lld ms",
+	    (long long)timeout_ms);
+	return PG_ERR_CONNECTION;
 }
 
 int pg_run(PGconn *conn, const char *sql, int nparams, const char *const *params)

@@ -50,6 +50,66 @@ int pg_classify(const char *sqlstate);
  * end, and other control bytes (ESC, BEL) '?'. Returns out. */
 const char *pg_one_line(const char *m, char *out, size_t len);
 
+/* The link timeout (docs/operations.md, "A database link that stalls"): how
+ * long a database connection may go without an answer from its server
+ * before both ends take it as dead. Every connection made here (pg_connect,
+ * pg_connect_once, pg_ensure, pg_params_make's users) gets, unless its
+ * conninfo says otherwise, TCP keepalives after half of it, probes every
+ * eighth (at least 1 s) until it has passed, tcp_user_timeout of all of it
+ * and a connect_timeout of it (libpq keywords keepalives, keepalives_idle,
+ * keepalives_interval, keepalives_count, tcp_user_timeout,
+ * connect_timeout); and its session sets the server's side to the same
+ * (tcp_keepalives_idle, tcp_keepalives_interval, tcp_keepalives_count,
+ * tcp_user_timeout), each only where the server still has its built-in
+ * default (a value from postgresql.conf, ALTER ROLE or the conninfo's
+ * `options` stays). So a link that stalls (packets dropped, no reset) ends
+ * within about the timeout plus one probe interval at both ends: the
+ * client's call fails with PG_ERR_CONNECTION, and PostgreSQL ends the
+ * backend, which frees its advisory locks (elect.h). */
+#define PG_LINK_TIMEOUT_DEFAULT_MS 20000
+#define PG_LINK_TIMEOUT_MIN_MS     2000
+
+/* pg_set_link_timeout sets the link timeout of the connections made from
+ * now on, in ms (PG_LINK_TIMEOUT_MIN_MS or more; smaller values are taken
+ * as the minimum). Call from main before connecting; until then it is
+ * PG_LINK_TIMEOUT_DEFAULT_MS. */
+void pg_set_link_timeout(int64_t ms);
+
+/* pg_link_timeout_ms is the link timeout in use, in ms. */
+int64_t pg_link_timeout_ms(void);
+
+/* The keepalive settings a link timeout of `ms` gives: idle and interval in
+ * seconds, the count of probes; tcp_user_timeout is `ms` itself. */
+typedef struct pg_keepalive {
+	int idle_s, interval_s, count;
+} pg_keepalive;
+pg_keepalive pg_keepalive_for(int64_t ms);
+
+/* The keyword/value arrays of a connection to `conninfo` with the link
+ * timeout's defaults in front (pg_params_make), for PQconnectdbParams or
+ * PQconnectStartParams with expand_dbname = 1: the conninfo comes last, as
+ * `dbname`, so every keyword it sets overrides the defaults. A caller may
+ * append PG_PARAMS_EXTRA pairs of its own at index n (they then override
+ * the conninfo's), then end the arrays with NULL at the new n. */
+#define PG_PARAMS_EXTRA 2
+typedef struct pg_params {
+	const char *keys[8 + PG_PARAMS_EXTRA + 1];
+	const char *vals[8 + PG_PARAMS_EXTRA + 1];
+	int n;            /* entries in use, before the NULL that ends them */
+	char text[5][24]; /* the numbers, as text (vals points here) */
+} pg_params;
+
+/* pg_link_server_sql writes into `buf` (len bytes; 512 is enough) the one
+ * statement that sets the server's end of the link to the link timeout
+ * where the server has its built-in default (a SELECT of set_config, one
+ * row per setting changed). Every session made by pg_connect, pg_connect_once
+ * and pg_ensure runs it; a caller that connects otherwise runs it itself. */
+void pg_link_server_sql(char *buf, size_t len);
+
+/* pg_params_make fills *p for `conninfo` (borrowed: it must outlive the
+ * connect call) with the current link timeout. */
+void pg_params_make(pg_params *p, const char *conninfo);
+
 /* pg_connect warns at its first failed try when it may wait this long (ms). */
 #define PG_CONNECT_WARN_WAIT_MS 1000
 
@@ -95,6 +155,15 @@ PGconn *pg_connect_once(const char *conninfo, char *why, size_t len);
  * debug level. Rows are returned as text. */
 int pg_exec(PGconn *conn, const char *sql, int nparams, const char *const *params, PGresult **out)
     __attribute__((warn_unused_result));
+
+/* pg_exec_within is pg_exec with a bound: when the whole result has not
+ * come within `timeout_ms` ms (the server or the link stalled), it gives up
+ * and returns PG_ERR_CONNECTION; the connection is then in the middle of a
+ * query and of no further use: the caller PQfinishes it (which does not
+ * block: it is left in non-blocking mode). Otherwise as pg_exec (the
+ * connection back in blocking mode). */
+int pg_exec_within(PGconn *conn, const char *sql, int nparams, const char *const *params,
+    PGresult **out, int64_t timeout_ms) __attribute__((warn_unused_result));
 
 /* pg_run is pg_exec for statements whose result is not needed. */
 int pg_run(PGconn *conn, const char *sql, int nparams, const char *const *params)

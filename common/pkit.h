@@ -2,7 +2,8 @@
  * written once (docs/participants.md, "Writing a participant"). stockd,
  * paymentd and shippingd are built on it.
  *
- * A service brings its schema (a records table keyed by saga id, and
+ * A service brings its schema (a records table keyed by saga id, with the
+ * column saga_started_ms bigint (PKIT_STARTED_COL), and
  * optionally a table of rows with one int64 value each, such as a sku's
  * units or an account's balance), its pure decide function, and a
  * description of its messages (which request fields are the command's
@@ -66,6 +67,9 @@
 /* The request field every saga command carries: its saga's start, ms since
  * the epoch (int64; docs/saga-semantics.md, rule R1). */
 #define PKIT_STARTED_FIELD "saga_started_unix_ms"
+/* The records' column that keeps it (bigint, NULL for a record made before
+ * rule R5): every service's records table has it. */
+#define PKIT_STARTED_COL "saga_started_ms"
 
 /* The most text and number columns of a record, besides saga_id and
  * status. */
@@ -79,6 +83,9 @@ typedef struct pkit_args {
 	int op;                          /* the service's op, > 0 */
 	const char *text[PKIT_TEXT_MAX]; /* borrowed; unused entries NULL */
 	int64_t num[PKIT_NUM_MAX];
+	/* the saga's start (PKIT_STARTED_FIELD, ms since the epoch): with the
+	 * saga id, the saga's identity (docs/saga-semantics.md, rule R5) */
+	int64_t started;
 } pkit_args;
 
 /* The idempotency record of one saga id, as its columns hold it. */
@@ -86,6 +93,9 @@ typedef struct pkit_record {
 	int status; /* the service's status; 0: no record */
 	char text[PKIT_TEXT_MAX][VALID_NAME_MAX + 1];
 	int64_t num[PKIT_NUM_MAX];
+	/* the start of the saga that made it (ms since the epoch; column
+	 * PKIT_STARTED_COL); 0: unknown, a record made before rule R5 */
+	int64_t started;
 } pkit_record;
 
 /* The row of a command's key (text[0]), read under lock. */
@@ -125,8 +135,8 @@ typedef struct pkit_sql {
 typedef struct pkit_store pkit_store;
 
 /* One field of a saga command's request, read by name from the decoded
- * message: a text (a string field, checked as a name: 1..VALID_NAME_MAX
- * bytes of UTF-8 without control characters) or a number (an int32 or
+ * message: a text (a string field, checked as a name by valid_name:
+ * VALID_NAME_RULE) or a number (an int32 or
  * int64 field, checked to be within min..max). The texts fill args.text
  * and the numbers args.num, each in the order listed. */
 typedef struct pkit_field {
@@ -209,6 +219,22 @@ typedef struct pkit_service {
 	const char *value_name; /* "on hand": the row's value in log lines */
 	pkit_sql *sql;          /* static storage the kit fills at first use */
 } pkit_service;
+
+/* pkit_decide is the kit's decision of one command `a` on the record `rec`
+ * of its saga id (status 0: none) and its row (`row`, NULL for a service
+ * without rows); it fills *out and never fails. Rule R5
+ * (docs/saga-semantics.md, "Retention"): a saga is its id and its start,
+ * so a command whose start differs from its record's (a new saga reusing
+ * the id of one whose record is still kept) is refused FAILED_PRECONDITION
+ * saga_id_reused, changing nothing, and never answered from, nor allowed to
+ * compensate, the other saga's record; out->record.started is then the
+ * record's start (for the message). A record of unknown start (0, made
+ * before R5) matches any start. Otherwise it is v->decide's decision, and a
+ * record it writes keeps its saga's start (a new one takes a->started).
+ * Pure: pkit_store.c, the fuzz targets' in-memory store and the unit tests
+ * call it. */
+void pkit_decide(const pkit_service *v, const pkit_record *rec, const pkit_row *row,
+    const pkit_args *a, pkit_outcome *out);
 
 /* pkit_sql_add appends printf-style text to the generated statement `b`
  * (len bytes), keeping it NUL-terminated; *ok turns false when it did not

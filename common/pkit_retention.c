@@ -75,6 +75,7 @@ int pkit_retention_batch(
 	const pkit_service *v = pr->svc;
 	out->n[0] = 0;
 	out->n[1] = 0;
+	out->n[2] = 0;
 	if (pr->horizon == NULL || pr->horizon->retention_ms <= 0)
 		return 0; /* no horizon: nothing ever expires */
 	if (!dry && limit < 1)

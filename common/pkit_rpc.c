@@ -57,9 +57,8 @@ bool pkit_check_name(rpc_reply *r, const char *field, const char *s)
 {
 	if (valid_name(s))
 		return true;
-	rpc_reply_error(r, RPC_INVALID_ARGUMENT, "bad_field",
-	    "invalid %s: must be 1..%d bytes of UTF-8 without control characters", field,
-	    VALID_NAME_MAX);
+	rpc_reply_error(
+	    r, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s: must be " VALID_NAME_RULE, field);
 	return false;
 }
 
@@ -195,9 +194,11 @@ static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc
 			    r, f->name, c->cmd.args.num[k++], f->min, f->max, f->unit);
 		}
 	}
-	if (ok && hz != NULL) {
-		int64_t started
+	if (ok)
+		c->cmd.args.started
 		    = pkit_num_at(c->msg, pkit_field_of(m->request, PKIT_STARTED_FIELD));
+	if (ok && hz != NULL) {
+		int64_t started = c->cmd.args.started;
 		int64_t now = dbclock_now_ms();
 		if (horizon_refuses(hz, started, now)) {
 			pkit_past_horizon(m, hz, c->cmd.saga_id, started, now, r);
@@ -244,6 +245,14 @@ static void pkit_refuse(const pkit_service *v, const pkit_call *c, rpc_reply *r)
 		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
 		return;
 	}
+	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0) {
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already used by another saga, which started at %" PRId64
+		    " ms (this one at %" PRId64 " ms) and whose record is still kept "
+		    "(docs/saga-semantics.md, rule R5)",
+		    what, o->record.started, c->cmd.args.started);
+		return;
+	}
 	if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0) {
 		rpc_reply_error(r, o->code, o->reason,
 		    "could not %s: saga id already used with another %s", what, v->args_name);
@@ -287,12 +296,21 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 		                    i ? " " : "", f->name, c->cmd.args.num[k++]);
 		at += n > 0 ? (size_t)n : 0;
 	}
+	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0) {
+		log_warn(c->cmd.saga_id,
+		    "%s %s: refused saga_id_reused: the record is another saga's (started at "
+		    "%" PRId64 " ms; this one at %" PRId64 " ms), nothing changed",
+		    c->m->verb, args, o->record.started, c->cmd.args.started);
+		return;
+	}
 	char value[64] = "";
 	if (v->rows != NULL)
 		snprintf(value, sizeof value, ", %s %" PRId64, v->value_name, c->cmd.value);
-	enum log_level lvl = o->write_record              ? LOG_LEVEL_INFO
-	    : strcmp(o->reason, REASON_KEY_MISMATCH) == 0 ? LOG_LEVEL_WARN
-	                                                  : LOG_LEVEL_DEBUG;
+	enum log_level lvl = o->write_record ? LOG_LEVEL_INFO
+	    : strcmp(o->reason, REASON_KEY_MISMATCH) == 0
+	        || strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0
+	    ? LOG_LEVEL_WARN
+	    : LOG_LEVEL_DEBUG;
 	log_msg(lvl, c->cmd.saga_id, "%s %s: %s%s%s%s%s", c->m->verb, args,
 	    v->status_name(o->reply_status), *o->reason ? " " : "", o->reason, value,
 	    o->write_record ? "" : " (from record)");
@@ -301,7 +319,8 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 static const metric_def PKIT_COMMANDS = {"sagas_participant_commands_total",
     "Saga commands answered, by command and outcome: applied, refused (a business refusal, "
     "or a step after its compensation), duplicate (answered from its record), tombstone (a "
-    "compensation that came first), key_mismatch, error (not committed)",
+    "compensation that came first), key_mismatch, past_horizon, saga_id_reused (another saga's "
+    "record holds its id), error (not committed)",
     METRIC_COUNTER, "command,outcome", NULL, 0};
 static const metric_def PKIT_DUPLICATES = {"sagas_participant_duplicates_total",
     "Saga commands answered from their idempotency record, by command", METRIC_COUNTER, "command",
@@ -314,8 +333,8 @@ static const metric_def PKIT_BATCH
     = {"sagas_participant_batch_size", "Saga commands per committed transaction", METRIC_HISTOGRAM,
         "", PKIT_BATCH_BUCKETS, sizeof PKIT_BATCH_BUCKETS / sizeof PKIT_BATCH_BUCKETS[0]};
 
-static const char *const PKIT_OUTCOMES[]
-    = {"applied", "refused", "duplicate", "tombstone", "key_mismatch", "past_horizon", "error"};
+static const char *const PKIT_OUTCOMES[] = {"applied", "refused", "duplicate", "tombstone",
+    "key_mismatch", "past_horizon", "saga_id_reused", "error"};
 
 /* pkit_command_name: "ReserveStock" of "/sagas.v1.Stock/ReserveStock". */
 static const char *pkit_command_name(const pkit_method *m)
@@ -349,6 +368,8 @@ static void pkit_count(const pkit_service *v, const pkit_call *c, int rc)
 		outcome = "error";
 	else if (strcmp(o->reason, REASON_KEY_MISMATCH) == 0)
 		outcome = "key_mismatch";
+	else if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0)
+		outcome = "saga_id_reused";
 	else if (o->write_record) {
 		tomb = strcmp(v->status_name(o->record.status), "TOMBSTONE") == 0;
 		outcome = tomb ? "tombstone" : o->code == RPC_OK ? "applied" : "refused";

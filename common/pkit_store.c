@@ -26,7 +26,10 @@
 #define PKIT_NOT_FAST 1
 /* The most array parameters of a statement: a record's columns twice, and
  * three for rows. */
-#define PKIT_COLS_MAX (2 * (2 + PKIT_TEXT_MAX + PKIT_NUM_MAX) + 3)
+#define PKIT_COLS_MAX (2 * (3 + PKIT_TEXT_MAX + PKIT_NUM_MAX) + 3)
+/* The columns of a record as the statements pass it: saga_id, status, the
+ * texts, the numbers, and its saga's start (PKIT_STARTED_COL). */
+#define PKIT_REC_COLS(v) (3 + (v)->n_text + (v)->n_num)
 
 struct pkit_store {
 	const pkit_service *svc;
@@ -70,7 +73,7 @@ static void sql_unnest(char *b, size_t len, bool *ok, const pkit_service *v, int
 		pkit_sql_add(b, len, ok, ", $%d::text[]", k++);
 	for (int i = 0; i < v->n_num; i++)
 		pkit_sql_add(b, len, ok, ", $%d::bigint[]", k++);
-	pkit_sql_add(b, len, ok, ")");
+	pkit_sql_add(b, len, ok, ", $%d::bigint[])", k); /* the saga's start */
 }
 
 /* sql_insert appends the CTE part that inserts new records from parameter 1. */
@@ -78,7 +81,7 @@ static void sql_insert(char *b, size_t len, bool *ok, const pkit_service *v)
 {
 	pkit_sql_add(b, len, ok, "ins AS (INSERT INTO %s (saga_id, status", v->records);
 	sql_cols(b, len, ok, v, ", ");
-	pkit_sql_add(b, len, ok, ") SELECT * FROM ");
+	pkit_sql_add(b, len, ok, ", " PKIT_STARTED_COL ") SELECT * FROM ");
 	sql_unnest(b, len, ok, v, 1);
 	/* in key order: two transactions inserting the same new saga ids
 	 * wait on each other's index entries in one order, never in a cycle
@@ -95,7 +98,7 @@ static void sql_insert(char *b, size_t len, bool *ok, const pkit_service *v)
 static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 {
 	bool ok = true;
-	const int k = 2 + v->n_text + v->n_num; /* columns of a record */
+	const int k = PKIT_REC_COLS(v); /* columns of a record */
 	memset(q, 0, sizeof *q);
 	static const char *const what[4]
 	    = {"lock_records", "lock_rows", "write_batch", "write_fast"};
@@ -107,6 +110,7 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 	char *b = q->text[0];
 	pkit_sql_add(b, len, &ok, "SELECT saga_id, status");
 	sql_cols(b, len, &ok, v, ", ");
+	pkit_sql_add(b, len, &ok, ", coalesce(" PKIT_STARTED_COL ", 0)");
 	pkit_sql_add(b, len, &ok,
 	    " FROM %s WHERE saga_id = ANY($1::uuid[]) ORDER BY saga_id FOR UPDATE", v->records);
 	b = q->text[1];
@@ -129,8 +133,10 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 	sql_unnest(b, len, &ok, v, k + 1);
 	pkit_sql_add(b, len, &ok, " AS v(saga_id, status");
 	sql_cols(b, len, &ok, v, ", ");
+	/* a record's start is never changed (rule R5) */
 	pkit_sql_add(b, len, &ok,
-	    ") WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($%d::uuid[]) RETURNING 1)", k + 1);
+	    ", started) WHERE r.saga_id = v.saga_id AND r.saga_id = ANY($%d::uuid[]) RETURNING 1)",
+	    k + 1);
 	if (v->rows != NULL)
 		pkit_sql_add(b, len, &ok,
 		    ", w AS (UPDATE %s s SET %s = v.val FROM unnest($%d::text[], $%d::bigint[]) AS "
@@ -337,6 +343,7 @@ static void pkit_add_record(
 		pg_array_add(&cols[2 + i], r->text[i]);
 	for (int i = 0; i < v->n_num; i++)
 		pg_array_add_i64(&cols[2 + v->n_text + i], r->num[i]);
+	pg_array_add_i64(&cols[2 + v->n_text + v->n_num], r->started);
 }
 
 /* pkit_try_fast is the one-round-trip path (docs/architecture.md,
@@ -382,7 +389,7 @@ static int pkit_try_fast(pkit_store *s, pkit_cmd *cmds, size_t n)
 		const pkit_record none = {.status = 0};
 		const pkit_row row = {.exists = true, .value = rows ? now[row_of[i]] : 0};
 		pkit_outcome *o = &cmds[i].out;
-		v->decide(&none, rows ? &row : NULL, &cmds[i].args, o);
+		pkit_decide(v, &none, rows ? &row : NULL, &cmds[i].args, o);
 		if (!o->write_record) { /* not a first step: not this path's case */
 			if (rows)
 				valcache_release(s->cache, keys, n_rows, was);
@@ -392,7 +399,7 @@ static int pkit_try_fast(pkit_store *s, pkit_cmd *cmds, size_t n)
 			now[row_of[i]] = o->value;
 		cmds[i].value = rows ? now[row_of[i]] : 0;
 	}
-	const int k = 2 + v->n_text + v->n_num;
+	const int k = PKIT_REC_COLS(v);
 	const int ncols = k + (rows ? 3 : 0);
 	pg_buf col[PKIT_COLS_MAX];
 	pg_arrays_open(col, ncols);
@@ -477,6 +484,7 @@ static int pkit_read_records(const pkit_service *v, pkit_tx *b, const PGresult *
 			    r->rec.text[t], sizeof r->rec.text[t], "%s", PQgetvalue(res, i, 2 + t));
 		for (int t = 0; t < v->n_num; t++)
 			r->rec.num[t] = pg_get_i64(res, i, 2 + v->n_text + t);
+		r->rec.started = pg_get_i64(res, i, 2 + v->n_text + v->n_num);
 		if (r->rec.status == 0) {
 			/* the CHECK constraint makes this a bug, not input */
 			log_error(r->saga_id, "could not read the %s record: unknown status \"%s\"",
@@ -493,7 +501,7 @@ static int pkit_read_records(const pkit_service *v, pkit_tx *b, const PGresult *
 static int pkit_write(pkit_store *s, pkit_tx *b)
 {
 	const pkit_service *v = s->svc;
-	const int k = 2 + v->n_text + v->n_num;
+	const int k = PKIT_REC_COLS(v);
 	const int ncols = 2 * k + (v->rows != NULL ? 2 : 0);
 	pg_buf col[PKIT_COLS_MAX];
 	pg_arrays_open(col, ncols);
@@ -580,7 +588,7 @@ static int pkit_try_locking(pkit_store *s, pkit_tx *b, pkit_cmd *cmds, size_t n)
 		pkit_rec_slot *r = pkit_find_rec(b, cmds[i].saga_id);
 		pkit_row_slot *w = rows ? pkit_find_row(b, cmds[i].args.text[0]) : NULL;
 		pkit_outcome *o = &cmds[i].out;
-		v->decide(&r->rec, w ? &w->row : NULL, &cmds[i].args, o);
+		pkit_decide(v, &r->rec, w ? &w->row : NULL, &cmds[i].args, o);
 		if (o->write_record) {
 			r->rec = o->record;
 			r->dirty = true;

@@ -51,7 +51,7 @@ static int retention_adapt(int limit, int64_t ms)
 
 static void retention_count(const retention_config *cfg, const retention_counts *c)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (cfg->tables[i] != NULL && c->n[i] > 0)
 			metric_add(metric_get1(&RETENTION_DELETED, cfg->tables[i]), c->n[i]);
 }
@@ -64,7 +64,7 @@ static int retention_pass(
 	for (;;) {
 		if (dbclock_sync(conn) != 0 && !dbclock_synced())
 			return PG_ERR_CONNECTION;
-		retention_counts c = {{0, 0}};
+		retention_counts c = {{0, 0, 0}};
 		int64_t t0 = clock_mono_ms();
 		int rc = cfg->batch(cfg->arg, conn, dbclock_now_ms(), *limit, false, &c);
 		int64_t took = clock_mono_ms() - t0;
@@ -74,7 +74,8 @@ static int retention_pass(
 		retention_count(cfg, &c);
 		total->n[0] += c.n[0];
 		total->n[1] += c.n[1];
-		bool more = c.n[0] >= *limit;
+		total->n[2] += c.n[2];
+		bool more = c.n[0] >= *limit || c.n[2] >= *limit;
 		/* a batch that found less than it could take says nothing of
 		 * what a full one costs: only full or slow ones adapt */
 		if (more || took > RETENTION_TARGET_MS)
@@ -94,20 +95,22 @@ int retention_run_pass(const retention_config *cfg, PGconn *conn, bool dry, rete
 	if (dry) {
 		if (dbclock_sync(conn) != 0 && !dbclock_synced())
 			return PG_ERR_CONNECTION;
-		retention_counts c = {{0, 0}};
+		retention_counts c = {{0, 0, 0}};
 		int rc = cfg->batch(cfg->arg, conn, dbclock_now_ms(), 0, true, &c);
 		if (rc == 0) {
 			total->n[0] += c.n[0];
 			total->n[1] += c.n[1];
+			total->n[2] += c.n[2];
 		}
 		return rc;
 	}
 	int limit = RETENTION_BATCH_START;
-	retention_counts c = {{0, 0}};
+	retention_counts c = {{0, 0, 0}};
 	int64_t t0 = clock_mono_ms();
 	int rc = retention_pass(cfg, NULL, conn, &limit, &c);
 	total->n[0] += c.n[0];
 	total->n[1] += c.n[1];
+	total->n[2] += c.n[2];
 	if (c.n[0] > 0 && cfg->tables[1] != NULL)
 		log_info(NULL,
 		    "retention (an admin's pass): deleted %" PRId64 " %s and %" PRId64
@@ -126,7 +129,7 @@ static void *retention_main(void *arg)
 	const retention_config *cfg = &r->cfg;
 	for (;;) {
 		if (elect_lead(r->el)) {
-			retention_counts c = {{0, 0}};
+			retention_counts c = {{0, 0, 0}};
 			int64_t t0 = clock_mono_ms();
 			int rc = retention_pass(cfg, r, elect_conn(r->el), &r->limit, &c);
 			metric_inc(metric_get(&RETENTION_PASSES, NULL));

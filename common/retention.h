@@ -35,9 +35,11 @@
 #define RETENTION_REST        3 /* sleep after a batch: 3 x its time */
 
 /* What one batch (or a dry run) counted: n[0] units (sagas, records), n[1]
- * other rows deleted with them (history rows; 0 for participants). */
+ * other rows deleted with them (history rows; 0 for participants), n[2]
+ * units of a second kind, at most the limit of them a batch too (the
+ * orchestrator's saga id tombstones, rule R5; 0 for participants). */
 typedef struct retention_counts {
-	int64_t n[2];
+	int64_t n[3];
 } retention_counts;
 
 /* A batch: on `conn`, at `now_ms` (the database's clock, dbclock.h), deletes
@@ -53,8 +55,8 @@ typedef struct retention_config {
 	const char *what;      /* "finished sagas": logs; borrowed */
 	int64_t elect_key;     /* the advisory lock (elect.h ELECT_KEY_*) */
 	int64_t interval_ms;   /* between passes; > 0 */
-	const char *tables[2]; /* the label of n[0] and n[1] ("sagas",
-	                          "saga_history"); n[1]'s NULL: none */
+	const char *tables[3]; /* the label of n[0], n[1] and n[2] ("sagas",
+	                          "saga_history", "saga_ids_retired"); NULL: none */
 	retention_batch_fn batch;
 	void *arg;
 } retention_config;

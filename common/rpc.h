@@ -294,12 +294,20 @@ typedef struct rpc_urls {
 	size_t n;                    /* 1..RPC_URLS_MAX */
 	char *url[RPC_URLS_MAX];     /* each NUL-terminated, inside buf */
 	tls_conf *tls[RPC_URLS_MAX]; /* rpc_urls_tls: for each TLS entry, else NULL */
-	char *buf;                   /* malloc'd copy of the list */
+	/* the name the server's certificate must hold when the entry says
+	 * "?server_name=NAME" (inside buf), else NULL: its URL's host */
+	const char *server_name[RPC_URLS_MAX];
+	char *buf; /* malloc'd copy of the list */
 } rpc_urls;
 
 /* rpc_urls_parse splits `list` at commas (spaces around an entry are
  * dropped) into *out, which the caller frees with rpc_urls_free (also after
- * a failure). Every entry must pass rpc_url_ok and appear once. Returns 0,
+ * a failure). Every entry must pass rpc_url_ok and appear once. A TLS
+ * entry may end in "?server_name=NAME" (tls_name_ok): its server's
+ * certificate must then name NAME, whatever address the URL dials
+ * (out->server_name[i]; out->url[i] is the URL without it, as nng dials
+ * it). The reasons of a bad one are "server_name= is for tls+tcp:// URLs"
+ * and "bad server_name (letters, digits, '.', '-' and '_')". Returns 0,
  * -ENOMEM, or -EINVAL with `err` (len bytes) naming the bad entry without
  * a prefix: "\"foo\": expected tls+tcp://HOST:PORT, tcp://HOST:PORT or
  * ipc://PATH" for a single URL, "\"foo\" (entry 2 of 3): ..." in a list;
@@ -316,7 +324,9 @@ const char *rpc_urls_tls_entry(const rpc_urls *u);
 bool rpc_urls_all_tls(const rpc_urls *u);
 
 /* rpc_urls_tls makes u->tls[i] for each TLS entry with tls_client_new(`f`)
- * (each its own: the server's name is its URL's host). Returns 0, or a
+ * (each its own: the server's name is u->server_name[i] when given, else
+ * its URL's host; the handshake fails unless the server's certificate
+ * names it). Returns 0, or a
  * negative errno with `err` (len bytes) "<url> (entry i of n): <reason>"
  * (just "<reason>" for a single URL); the ones made stay in `u` for
  * rpc_urls_free. */

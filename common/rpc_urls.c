@@ -21,6 +21,39 @@ static void rpc_urls_where(const char *url, size_t i, size_t n, char *buf, size_
 		snprintf(buf, len, "\"%s\" (entry %zu of %zu)", url, i + 1, n);
 }
 
+/* The one query a TLS URL may have: the name its server's certificate must
+ * hold when that is not the URL's host (a service reached by address). */
+#define RPC_URL_SERVER_NAME "?server_name="
+
+/* rpc_urls_split_name takes "?server_name=NAME" off entry i of `u` into
+ * u->server_name[i] (where: how errors name the entry). Returns 0, or
+ * -EINVAL with `err` filled. */
+static int rpc_urls_split_name(rpc_urls *u, size_t i, const char *where, char *err, size_t len)
+{
+	if (!tls_url(u->url[i])) {
+		if (strstr(u->url[i], RPC_URL_SERVER_NAME) == NULL)
+			return 0; /* nng judges the rest of a plain URL */
+		snprintf(err, len, "%s: server_name= is for tls+tcp:// URLs", where);
+		return -EINVAL;
+	}
+	char *q = strchr(u->url[i], '?');
+	if (q == NULL)
+		return 0;
+	if (strncmp(q, RPC_URL_SERVER_NAME, strlen(RPC_URL_SERVER_NAME)) != 0) {
+		snprintf(err, len, "%s: the only query a URL takes is ?server_name=NAME", where);
+		return -EINVAL;
+	}
+	const char *name = q + strlen(RPC_URL_SERVER_NAME);
+	if (!tls_name_ok(name)) {
+		snprintf(
+		    err, len, "%s: bad server_name (letters, digits, '.', '-' and '_')", where);
+		return -EINVAL;
+	}
+	*q = '\0';
+	u->server_name[i] = name;
+	return 0;
+}
+
 int rpc_urls_parse(rpc_urls *out, const char *list, char *err, size_t len)
 {
 	memset(out, 0, sizeof *out);
@@ -52,6 +85,8 @@ int rpc_urls_parse(rpc_urls *out, const char *list, char *err, size_t len)
 	char where[RPC_URL_WHERE_MAX];
 	for (size_t i = 0; i < out->n; i++) {
 		rpc_urls_where(out->url[i], i, out->n, where, sizeof where);
+		if (rpc_urls_split_name(out, i, where, err, len) != 0)
+			return -EINVAL;
 		if (out->url[i][0] == '\0' && out->n > 1) {
 			snprintf(err, len, "%s: empty", where);
 			return -EINVAL;
@@ -93,7 +128,9 @@ int rpc_urls_tls(rpc_urls *u, const tls_files *f, char *err, size_t len)
 		if (!tls_url(u->url[i]) || u->tls[i] != NULL)
 			continue;
 		char why[512];
-		int rc = tls_client_new(&u->tls[i], u->url[i], f, why, sizeof why);
+		int rc = u->server_name[i] != NULL
+		    ? tls_client_new_name(&u->tls[i], u->server_name[i], f, why, sizeof why)
+		    : tls_client_new(&u->tls[i], u->url[i], f, why, sizeof why);
 		if (rc != 0) {
 			u->tls[i] = NULL;
 			if (u->n == 1)

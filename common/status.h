@@ -35,5 +35,11 @@ enum rpc_code {
 /* a command of a saga that started before the participant's retention
  * horizon (docs/saga-semantics.md, rule R1), or without its start */
 #define REASON_PAST_HORIZON "past_horizon"
+/* a command whose saga id names another saga, with another start, whose
+ * record the participant still keeps (docs/saga-semantics.md, rule R5) */
+#define REASON_SAGA_ID_REUSED "saga_id_reused"
+/* StartSaga with the id of a saga that retention deleted, kept as a
+ * tombstone for as long as a participant may remember it (rule R5) */
+#define REASON_SAGA_ID_RETIRED "saga_id_retired"
 
 #endif

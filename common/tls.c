@@ -215,6 +215,31 @@ int tls_client_new(tls_conf **out, const char *url, const tls_files *f, char *er
 	return rc;
 }
 
+bool tls_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 253 || name[0] == '.' || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		        || c == '.' || c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int tls_client_new_name(tls_conf **out, const char *name, const tls_files *f, char *err, size_t len)
+{
+	if (!tls_name_ok(name)) {
+		snprintf(err, len,
+		    "\"%s\" is not a server name (letters, digits, '.', '-' and '_')",
+		    name ? name : "");
+		return -EINVAL;
+	}
+	return tls_new(out, NNG_TLS_MODE_CLIENT, name, f, err, len);
+}
+
 void tls_conf_free(tls_conf *c)
 {
 	if (c == NULL)

@@ -60,6 +60,18 @@ int tls_server_new(tls_conf **out, const tls_files *f, char *err, size_t len);
  * or a negative errno as tls_server_new, with `err` filled. */
 int tls_client_new(tls_conf **out, const char *url, const tls_files *f, char *err, size_t len);
 
+/* tls_client_new_name is tls_client_new for a server whose certificate must
+ * name `name` (a DNS name, tls_name_ok) whatever address is dialed: the
+ * handshake fails unless the certificate, verified against f->ca, lists
+ * `name` in its subjectAltName (mbedTLS compares DNS entries only). */
+int tls_client_new_name(
+    tls_conf **out, const char *name, const tls_files *f, char *err, size_t len);
+
+/* tls_name_ok is true when `name` can be a server name to check: 1 to 253
+ * bytes of letters, digits, '.', '-' and '_', not starting with '.' or
+ * '-'. */
+bool tls_name_ok(const char *name);
+
 /* tls_conf_free frees a configuration (nng keeps its own reference while a
  * listener or dialer uses it). NULL is ignored. */
 void tls_conf_free(tls_conf *c);

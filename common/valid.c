@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unictype.h>
+#include <unistr.h>
 #include <uuid/uuid.h>
 
 bool valid_uuid(const char *s)
@@ -83,22 +85,99 @@ size_t valid_utf8_copy(char *dst, size_t size, const char *src)
 	return n;
 }
 
+_Static_assert(VALID_NAME_MAX == 64, "VALID_NAME_RULE says 64 bytes");
+
+bool valid_visible(uint32_t uc)
+{
+	return !uc_is_property_white_space(uc) && !uc_is_property_default_ignorable_code_point(uc)
+	    && !uc_is_general_category(uc, UC_CATEGORY_M) && uc != 0x2800;
+}
+
 bool valid_name(const char *s)
 {
 	if (s == NULL)
 		return false;
 	size_t len = strlen(s);
-	if (len == 0 || len > VALID_NAME_MAX)
+	if (len == 0 || len > VALID_NAME_MAX || !valid_utf8(s, len))
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f)
+	bool visible = false;
+	for (size_t i = 0; i < len;) {
+		ucs4_t uc;
+		int n = u8_mbtouc(&uc, (const uint8_t *)s + i, len - i);
+		if (n <= 0)
 			return false;
-		/* C1 controls U+0080..U+009F are encoded as C2 80..C2 9F */
-		if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] <= 0x9f)
+		i += (size_t)n;
+		/* C0, DEL, C1 */
+		if (uc < 0x20 || (uc >= 0x7f && uc <= 0x9f))
 			return false;
+		if (uc_is_property_bidi_control(uc))
+			return false;
+		visible = visible || valid_visible(uc);
 	}
-	return valid_utf8(s, len);
+	return visible;
+}
+
+/* valid_escape_one writes the escape of `uc` (a code point, or with
+ * `byte` one byte that is no character) into buf (>= 8 bytes); returns its
+ * length, or 0 when it is shown as it is. */
+static size_t valid_escape_one(uint32_t uc, bool byte, char *buf)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	if (byte || uc < 0x20 || uc == 0x7f) {
+		const char *named = uc == '\t' ? "\\t"
+		    : uc == '\n'               ? "\\n"
+		    : uc == '\r'               ? "\\r"
+		                               : NULL;
+		if (!byte && named != NULL) {
+			memcpy(buf, named, 3);
+			return 2;
+		}
+		buf[0] = '\\', buf[1] = 'x', buf[2] = hex[(uc >> 4) & 0xf], buf[3] = hex[uc & 0xf];
+		return 4;
+	}
+	if (uc == '\\') {
+		buf[0] = buf[1] = '\\';
+		return 2;
+	}
+	if ((uc >= 0x80 && uc <= 0x9f) || uc == 0x2028 || uc == 0x2029
+	    || uc_is_property_bidi_control(uc)) {
+		buf[0] = '\\', buf[1] = 'u';
+		for (int i = 0; i < 4; i++)
+			buf[2 + i] = hex[(uc >> (12 - 4 * i)) & 0xf];
+		return 6;
+	}
+	return 0;
+}
+
+size_t valid_escape(char *dst, size_t size, const char *src)
+{
+	const uint8_t *s = (const uint8_t *)src;
+	size_t len = strlen(src), out = 0;
+	bool cut = size == 0;
+	for (size_t i = 0; i < len;) {
+		ucs4_t uc;
+		int n = u8_mbtoucr(&uc, s + i, len - i);
+		bool byte = n <= 0;
+		if (byte) {
+			uc = s[i];
+			n = 1;
+		}
+		char esc[8];
+		size_t k = valid_escape_one(uc, byte, esc);
+		const char *piece = k > 0 ? esc : (const char *)s + i;
+		size_t m = k > 0 ? k : (size_t)n;
+		if (!cut && out + m < size)
+			memcpy(dst + out, piece, m);
+		else if (!cut) {
+			dst[out] = '\0';
+			cut = true;
+		}
+		out += m;
+		i += (size_t)n;
+	}
+	if (!cut)
+		dst[out] = '\0';
+	return out;
 }
 
 int money_parse(const char *text, bool allow_zero, int64_t *out)

@@ -18,9 +18,29 @@
  * 8-4-4-4-12 hex digits). */
 bool valid_uuid(const char *s);
 
-/* valid_name is true when `s` is 1..VALID_NAME_MAX bytes of valid UTF-8 with
- * no control characters, C0 or C1 (used for sku and customer). */
+/* valid_name is true when `s` is a name that shows as what it is (sku and
+ * customer; saga-semantics.md, "Money and input"): 1..VALID_NAME_MAX bytes
+ * of valid UTF-8 with no control character (C0, DEL, C1), no bidirectional
+ * formatting character (Unicode's Bidi_Control: U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069, which reorder what is shown: "gnp.exe"
+ * shown as "exe.png") and at least one character that shows something
+ * (valid_visible). NULL is false. Every caller refuses with the one
+ * message VALID_NAME_RULE. */
 bool valid_name(const char *s);
+
+/* What valid_name asks, for error messages ("invalid sku: must be "
+ * VALID_NAME_RULE). */
+#define VALID_NAME_RULE                                                                            \
+	"1..64 bytes of UTF-8 with a visible character and no control or bidirectional "           \
+	"formatting characters"
+
+/* valid_visible is true when code point `uc` shows something on its own:
+ * not white space (White_Space), not a default-ignorable one (zero-width
+ * spaces and joiners U+200B..U+200D, U+2060, U+FEFF, variation selectors,
+ * Hangul fillers, tags...), not a combining mark (general category M,
+ * drawn on the character before it), not U+2800 (a blank braille
+ * pattern). Unicode properties from libunistring. */
+bool valid_visible(uint32_t uc);
 
 /* valid_utf8 is true when the `len` bytes at `s` are valid UTF-8 (RFC 3629:
  * no overlongs, no surrogates, nothing past U+10FFFF). */
@@ -35,6 +55,20 @@ bool valid_utf8(const char *s, size_t len);
  * keeps its ASCII and has every other byte as '?'. Returns the bytes copied
  * (without the NUL). */
 size_t valid_utf8_copy(char *dst, size_t size, const char *src);
+
+/* valid_escape writes the string `src` into `dst` (`size` bytes; nothing
+ * when size is 0, else always NUL-terminated) as text that a terminal
+ * shows as it is: the one function behind every human-readable output of
+ * a text that came from elsewhere (a server's reason or message, a name:
+ * sagactl's tables and lines). Escaped (shown here as printed): a
+ * backslash doubled, TAB, LF and CR as \t, \n and \r, every other C0
+ * control and DEL as \xNN (hex), a C1 control (U+0080..U+009F), a
+ * bidirectional control (Bidi_Control: U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069) and U+2028, U+2029 as \uXXXX, a byte
+ * that is not part of well-formed UTF-8 as \xNN. Everything else is copied. Returns the length of
+ * the whole escaped text (without the NUL), as snprintf does: the copy was cut (at a character's
+ * edge) when it is >= size. */
+size_t valid_escape(char *dst, size_t size, const char *src);
 
 /* money_parse reads a decimal amount in major units with at most two
  * fraction digits ("12", "12.5", "12.50") into minor units (*out, e.g. 1250).

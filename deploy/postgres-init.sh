@@ -10,12 +10,19 @@
 #   SAGA_SHIPPING_DB_PASSWORD
 set -euo pipefail
 
-for v in SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD SAGA_PAYMENT_DB_PASSWORD \
-  SAGA_SHIPPING_DB_PASSWORD; do
+# (compose's check-env service refuses them before this runs; here too for
+# a server set up without it)
+for v in POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD \
+  SAGA_PAYMENT_DB_PASSWORD SAGA_SHIPPING_DB_PASSWORD; do
   if [ -z "${!v:-}" ]; then
     echo "postgres-init: $v is not set" >&2
     exit 1
   fi
+  case ${!v} in change-me*)
+    echo "postgres-init: $v is still .env.example's placeholder: set a password of your own" >&2
+    exit 1
+    ;;
+  esac
 done
 
 psql -v ON_ERROR_STOP=1 --no-psqlrc --username "${POSTGRES_USER:-postgres}" \

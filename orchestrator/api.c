@@ -112,15 +112,12 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	}
 	if (!valid_name(o->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.customer: must be 1..%d bytes of UTF-8 without control "
-		    "characters",
-		    VALID_NAME_MAX);
+		    "invalid order.customer: must be " VALID_NAME_RULE);
 		return false;
 	}
 	if (!valid_name(o->sku)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.sku: must be 1..%d bytes of UTF-8 without control characters",
-		    VALID_NAME_MAX);
+		    "invalid order.sku: must be " VALID_NAME_RULE);
 		return false;
 	}
 	if (o->qty < 1 || o->qty > VALID_QTY_MAX) {
@@ -256,6 +253,18 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 {
 	if (rc != 0) {
 		api_db_error(reply, rc, "start saga");
+		return;
+	}
+	if (!created && stored->s.state == SAGA_STATE_UNSPECIFIED) {
+		/* rule R5: a participant may still keep a record of the deleted
+		 * saga this id named; a new saga with it would be taken for that
+		 * one (or refused saga_id_reused), so it is not started */
+		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_SAGA_ID_RETIRED,
+		    "saga id %s was used by a saga that started at %lld ms and was deleted by "
+		    "retention; it is not reused while a participant may remember that saga "
+		    "(--saga-id-retention): start the order with a new saga id",
+		    row->saga_id, (long long)stored->created_ms);
+		log_info(row->saga_id, "StartSaga refused: saga_id_retired");
 		return;
 	}
 	if (!created

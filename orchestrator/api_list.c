@@ -272,8 +272,7 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	}
 	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid customer: must be 1..%d bytes of UTF-8 without control characters",
-		    VALID_NAME_MAX);
+		    "invalid customer: must be " VALID_NAME_RULE);
 		goto out_free;
 	}
 	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX

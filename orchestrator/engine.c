@@ -272,7 +272,8 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	int32_t n = d.next.attempts;
 	/* a retry: tries 1, 2, 4, 8, ...; a saga parked past the horizon is
 	 * not tried again (its own WARNING, engine_commit, says so) */
-	bool parked = strcmp(d.event_name, "past_horizon") == 0;
+	bool parked = strcmp(d.event_name, "past_horizon") == 0
+	    || strcmp(d.event_name, "saga_id_reused") == 0;
 	if (!d.state_changed && !parked && (n & (n - 1)) == 0)
 		log_info(row->saga_id, "%s failed (%s), try %d again in %lld ms",
 		    saga_command_name(saga_command_of(row->s.state)), why ? why : "unknown", n + 1,
@@ -354,6 +355,16 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    "--max-clock-skew): no participant takes its commands; left in %s, "
 			    "never sent again; settle it by hand, or retry it once the clocks "
 			    "agree (docs/operations.md, \"Retention\")",
+			    saga_state_name(a->state));
+		else if (strcmp(ups[i].event, "saga_id_reused") == 0)
+			log_warn(b->saga_id,
+			    "saga needs attention: %s refused saga_id_reused (the participant "
+			    "still "
+			    "keeps the record of an earlier saga with this id, deleted here by "
+			    "retention): nothing applied; left in %s, never sent again; retry it "
+			    "once the participant's retention forgot the earlier saga "
+			    "(docs/operations.md, \"Retention\")",
+			    saga_command_name(saga_command_of(b->s.state)),
 			    saga_state_name(a->state));
 		else if (ups[i].attention_raised)
 			log_warn(b->saga_id,

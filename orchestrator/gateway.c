@@ -12,6 +12,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "gateway.h"
+#include "http_names.h"
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
@@ -38,6 +39,7 @@ typedef struct gw_config {
 	int64_t stop_timeout;
 	char metrics_listen[CONFIG_STR_MAX];
 	char metrics_tls_ca[CONFIG_STR_MAX];
+	char http_allowed_hosts[CONFIG_STR_MAX];
 	char log_level[CONFIG_STR_MAX];
 } gw_config;
 
@@ -106,6 +108,14 @@ static const config_opt gw_opts[] = {
         "URL"),
     OPT("metrics-tls-ca", "SAGA_GATEWAY_METRICS_TLS_CA", CONFIG_STR, "", 0, 0, metrics_tls_ca,
         "the CA whose client certificates may scrape an https:// --metrics-listen", "FILE"),
+    OPT("http-allowed-hosts", "SAGA_GATEWAY_HTTP_ALLOWED_HOSTS", CONFIG_STR, "", 0, 0,
+        http_allowed_hosts,
+        "more names the HTTP listeners (--listen, --admin-listen, --metrics-listen) answer to "
+        "in a request's Host, and in the Origin of a POST: comma-separated host or host:port "
+        "(e.g. the name the API is published under); besides each listener's address, and "
+        "localhost with its port on loopback; another Host is answered 421, a POST from "
+        "another Origin 403 (DNS rebinding, docs/security.md)",
+        "HOSTS"),
     OPT("log-level", "SAGA_GATEWAY_LOG_LEVEL", CONFIG_STR, "info", 0, 0, log_level,
         "debug, info, warn or error", "LEVEL"),
 };
@@ -187,6 +197,11 @@ static int gw_check(const gw_config *c, enum log_level *level)
 		    c->log_level);
 		return 2;
 	}
+	char why[512];
+	if (http_hosts_check(c->http_allowed_hosts, why, sizeof why) != 0) {
+		config_error("invalid value for http-allowed-hosts: %s\n", why);
+		return 2;
+	}
 	if (c->listen[0] == '\0' && c->admin_listen[0] == '\0') {
 		config_error("listen and admin-listen are both empty: nothing to serve\n");
 		return 2;
@@ -222,6 +237,7 @@ static int gw_dial(gw_listener *l, const rpc_urls *u)
 	 * caller decides); failover re-sends only on a replica that died */
 	rpc_client_opts opts = {.resend_ms = 0, .failover = false};
 	int rc = rpc_client_open_urls(&l->up, u, &opts);
+	l->urls = u;
 	if (rc != 0) {
 		char text[1024];
 		log_error(NULL, "could not dial orchestratord at %s for the %s role: %s",
@@ -248,7 +264,9 @@ static int gw_serve(
 	    .max_body = (size_t)c->max_body,
 	    .thread_per_conn = true,
 	    .name = "gatewayd",
-	    .ca_option = ca_option};
+	    .ca_option = ca_option,
+	    .allowed_hosts = c->http_allowed_hosts,
+	    .label = l->role_name};
 	char err[512];
 	int rc = http_server_start(&l->srv, &cfg, err, sizeof err);
 	if (rc != 0) {
@@ -272,7 +290,8 @@ static int gw_start(const gw_config *c)
 {
 	char err[512];
 	tls_files mf = {.cert = c->tls_cert, .key = c->tls_key, .ca = c->metrics_tls_ca};
-	if (metrics_http_start(c->metrics_listen, &mf, err, sizeof err) != 0) {
+	if (metrics_http_start(c->metrics_listen, &mf, c->http_allowed_hosts, err, sizeof err)
+	    != 0) {
 		log_error(NULL, "metrics: %s", err);
 		return -1;
 	}
@@ -344,7 +363,9 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	log_init("gatewayd", level);
-	daemon_install_signals();
+	/* the stop bound counts from the signal, whatever is running then */
+	if (daemon_install_signals(c.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	metrics_process_init("gatewayd");
 	authz_metrics_init();
 	gw_metrics_init();
@@ -357,8 +378,6 @@ int main(int argc, char **argv)
 	    c.orchestrator);
 	daemon_wait_for_stop(100);
 	log_info(NULL, "shutting down");
-	if (daemon_stop_watchdog(c.stop_timeout) != 0)
-		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	gw_stop();
 	return 0;
 }

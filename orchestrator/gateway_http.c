@@ -78,6 +78,7 @@ void gw_metrics_init(void)
 	static const char *const classes[] = {"2xx", "4xx", "5xx"};
 	for (size_t i = 0; i < 3; i++)
 		metric_add(metric_get1(&GW_REQUESTS, classes[i]), 0);
+	gw_wait_metrics_init();
 }
 
 /* gw_header adds a header (static strings) to the reply. */
@@ -408,12 +409,28 @@ static void gw_answer(const gw_route *r, const rpc_result *res, http_reply *rep)
 		gw_json(rep, status, j);
 }
 
-/* gw_forward sends the call and answers with its outcome. */
-static void gw_forward(
-    const gw_listener *l, const gw_route *r, const ProtobufCMessage *m, http_reply *rep)
+/* gw_waits is true when the call waits for a saga to end: WaitSaga, and
+ * StartSaga with wait_ms. */
+static bool gw_waits(const ProtobufCMessage *m)
+{
+	return m->descriptor == &sagas__v1__wait_saga_request__descriptor
+	    || (m->descriptor == &sagas__v1__start_saga_request__descriptor
+	        && ((const Sagas__V1__StartSagaRequest *)m)->wait_ms > 0);
+}
+
+/* gw_forward sends the call and answers with its outcome; a waiting call
+ * goes on a link of its own, ended when the caller goes (gw_call_waiting;
+ * then nobody is answered: status 0 closes the connection). */
+static void gw_forward(const gw_listener *l, const gw_route *r, const ProtobufCMessage *m,
+    const http_request *req, http_reply *rep)
 {
 	rpc_result res;
-	int err = rpc_call(l->up, r->rpc, m, gw_timeout(l, m), &res);
+	int err = gw_waits(m) ? gw_call_waiting(l, r->rpc, m, gw_timeout(l, m), req, &res)
+	                      : rpc_call(l->up, r->rpc, m, gw_timeout(l, m), &res);
+	if (err == -ECONNRESET) {
+		rep->status = 0;
+		return;
+	}
 	if (err != 0) {
 		if (err == -EMSGSIZE)
 			gw_error(rep, 413, RPC_RESOURCE_EXHAUSTED, "too_big",
@@ -507,7 +524,7 @@ static void gw_api(const gw_listener *l, const http_request *req, http_reply *re
 	ProtobufCMessage *m = gw_request_message(r, id, req, rep);
 	if (m == NULL)
 		return;
-	gw_forward(l, r, m, rep);
+	gw_forward(l, r, m, req, rep);
 	protobuf_c_message_free_unpacked(m, NULL);
 }
 
@@ -518,6 +535,8 @@ void gw_handle(void *arg, const http_request *req, http_reply *rep)
 	gw_header(rep, "Cache-Control", "no-store");
 	if (!gw_console(req, rep))
 		gw_api(l, req, rep);
+	if (rep->status == 0) /* the caller went away: nothing answered */
+		return;
 	const char *cls = rep->status >= 500 ? "5xx" : rep->status >= 400 ? "4xx" : "2xx";
 	metric_inc(metric_get1(&GW_REQUESTS, cls));
 }

@@ -70,8 +70,9 @@ typedef struct orch_config {
 	int64_t engines;
 	int64_t max_waits;
 	int64_t db_wait;
+	int64_t db_link_timeout;
 	int64_t stop_timeout;
-	int64_t retention_s, skew_s;
+	int64_t retention_s, skew_s, id_retention_s;
 	int64_t retention_interval;
 	bool duplicate_delivery;
 	char fault[CONFIG_STR_MAX];
@@ -185,6 +186,13 @@ static const config_opt orch_opts[] = {
         "most WaitSaga calls waiting at once (more are answered at once, unfinished)", "N"),
     OPT("db-wait", "SAGA_ORCHESTRATOR_DB_WAIT_MS", CONFIG_INT, "30000", 0, 3600000, db_wait,
         "how long to wait for the database at start and on reconnect", "MS"),
+    OPT("db-link-timeout", "SAGA_ORCHESTRATOR_DB_LINK_TIMEOUT_MS", CONFIG_INT, "20000", 2000,
+        3600000, db_link_timeout,
+        "a database connection that gets no answer for this long is taken as dead at both "
+        "ends (TCP keepalives and tcp_user_timeout, unless the conninfo sets them), and an "
+        "elected job's leader that cannot confirm its session within it stops leading "
+        "(docs/operations.md, \"A database link that stalls\")",
+        "MS"),
     OPT("stop-timeout", "SAGA_ORCHESTRATOR_STOP_TIMEOUT_MS", CONFIG_INT, "15000", 0, 3600000,
         stop_timeout,
         "after SIGTERM or SIGINT, the longest a stop may take before the process ends "
@@ -195,6 +203,13 @@ static const config_opt orch_opts[] = {
         "a saga is driven for this long from its start (then flagged past_horizon), and "
         "deleted with its history once finished and older than it plus 4 x "
         "--max-clock-skew (docs/saga-semantics.md, \"Retention\"); the same on every daemon",
+        "S"),
+    OPT("saga-id-retention", "SAGA_ORCHESTRATOR_SAGA_ID_RETENTION_S", CONFIG_INT, "2592000", 3600,
+        100LL * 365 * 86400, id_retention_s,
+        "the longest --retention of any participant (a value below --retention counts as "
+        "--retention): a deleted saga's id is refused by StartSaga (saga_id_retired) until no "
+        "participant can keep a record "
+        "of it, this long past the saga's deletion (docs/saga-semantics.md, rule R5)",
         "S"),
     OPT("max-clock-skew", "SAGA_ORCHESTRATOR_MAX_CLOCK_SKEW_S", CONFIG_INT, "300", 0, 86400, skew_s,
         "the largest error tolerated between the databases' clocks; the same on every daemon", "S"),
@@ -372,8 +387,11 @@ int main(int argc, char **argv)
 		return 2;
 	/* static: the retention job's arg, for the process's lifetime */
 	static horizon_policy horizon;
-	horizon
-	    = (horizon_policy) {.retention_ms = c.retention_s * 1000, .skew_ms = c.skew_s * 1000};
+	horizon = (horizon_policy) {.retention_ms = c.retention_s * 1000,
+	    .skew_ms = c.skew_s * 1000,
+	    /* never below --retention (the participants' own, by default) */
+	    .id_retention_ms
+	    = (c.id_retention_s > c.retention_s ? c.id_retention_s : c.retention_s) * 1000};
 	const char *bad_horizon = horizon_policy_check(&horizon);
 	if (bad_horizon != NULL) {
 		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
@@ -420,7 +438,10 @@ int main(int argc, char **argv)
 		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
 		    "for anything but a laptop (docs/security.md)",
 		    c.stock, c.payment, c.shipping);
-	daemon_install_signals();
+	pg_set_link_timeout(c.db_link_timeout);
+	/* the stop bound counts from the signal, whatever is running then */
+	if (daemon_install_signals(c.stop_timeout) != 0)
+		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	static orch_probe probes[3 * RPC_URLS_MAX];
 	int n_probes = 0;
 	for (int i = 0; i < 3; i++)
@@ -543,7 +564,7 @@ int main(int argc, char **argv)
 	    .what = "the retention of finished sagas",
 	    .elect_key = ELECT_KEY_RETENTION,
 	    .interval_ms = c.retention_interval,
-	    .tables = {"sagas", "saga_history"},
+	    .tables = {"sagas", "saga_history", "saga_ids_retired"},
 	    .batch = store_retention_batch,
 	    .arg = &horizon};
 	admin_set_retention(&ret_cfg);
@@ -579,11 +600,11 @@ int main(int argc, char **argv)
 	if (c.retention_interval > 0 && retention_start(&ret, &ret_cfg) != 0)
 		log_warn(NULL, "could not start the retention of finished sagas");
 	daemon_wait_for_stop(100);
+	/* bounded since the signal (daemon_install_signals): the elected jobs
+	 * may be waiting in libpq on a stalled link */
+	log_info(NULL, "shutting down");
 	retention_stop(ret);
 	report_stop(rep);
-	log_info(NULL, "shutting down");
-	if (daemon_stop_watchdog(c.stop_timeout) != 0)
-		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	waits_close(wt); /* answers the waiting calls while the server still runs */
 	daemon_net_stop(srv);
 	orch_engines_stop(engs, n_engines);

@@ -216,9 +216,23 @@ static const char *saga_refusal_reason(const char *reason, const char *fallback)
 {
 	if (!strcmp(reason, REASON_OUT_OF_STOCK) || !strcmp(reason, REASON_UNKNOWN_SKU)
 	    || !strcmp(reason, REASON_PAYMENT_DECLINED) || !strcmp(reason, REASON_UNKNOWN_ACCOUNT)
-	    || !strcmp(reason, REASON_TOMBSTONE) || !strcmp(reason, REASON_KEY_MISMATCH))
+	    || !strcmp(reason, REASON_TOMBSTONE) || !strcmp(reason, REASON_KEY_MISMATCH)
+	    || !strcmp(reason, REASON_SAGA_ID_REUSED))
 		return reason;
 	return fallback;
+}
+
+/* saga_park leaves `s` in its state, flagged for attention with `reason`
+ * (static; also the event's name), never due again and without a deadline:
+ * nothing is sent until an operator acts (rules R3 and R5). */
+static void saga_park(const saga *s, const char *reason, saga_decision *out)
+{
+	out->event_name = reason;
+	saga_set_reason(&out->next, reason);
+	out->attention_raised = !s->attention;
+	out->next.attention = true;
+	out->next.step_deadline_ms = 0;
+	out->next.next_attempt_ms = 0;
 }
 
 /* saga_retry schedules another try of the current command. Steps never wait
@@ -268,17 +282,26 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	 * compensating on it would be safe */
 	bool refused_old = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
 	    && strcmp(ev->reason, REASON_PAST_HORIZON) == 0;
+	/* a step refused saga_id_reused (rule R5: the participant keeps the
+	 * record of another saga with this id) is parked too: the step did
+	 * not apply, but a copy of it still on the way applies once that
+	 * record is deleted, so cancelling would lose it, and a compensation
+	 * would be refused the same; an operator retries the saga once the
+	 * participant forgot the other one (docs/operations.md, "Retention").
+	 * A compensation or the retriable step so refused is retried (rule
+	 * 3): it succeeds by itself once the other record is gone. */
+	bool reused = ev->kind == SAGA_EV_REFUSED && ev->cmd == in_flight && ev->reason != NULL
+	    && strcmp(ev->reason, REASON_SAGA_ID_REUSED) == 0 && !saga_is_retried_forever(s->state);
+	if (reused) {
+		saga_park(s, REASON_SAGA_ID_REUSED, out);
+		return;
+	}
 	if (ev->kind == SAGA_EV_PAST_HORIZON || refused_old) {
 		/* rule R3: no participant takes a command of this saga any more
 		 * (or will not before it arrives): nothing is sent, the saga
 		 * stays in its state, flagged, never due again (an operator
 		 * settles it by hand: docs/operations.md, "Retention") */
-		out->event_name = "past_horizon";
-		saga_set_reason(&out->next, REASON_PAST_HORIZON);
-		out->attention_raised = !s->attention;
-		out->next.attention = true;
-		out->next.step_deadline_ms = 0;
-		out->next.next_attempt_ms = 0;
+		saga_park(s, REASON_PAST_HORIZON, out);
 		return;
 	}
 	if (ev->kind == SAGA_EV_DEADLINE) {

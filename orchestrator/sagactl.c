@@ -196,14 +196,31 @@ static const config_opt ctl_opts_retention[] = {
 /* ---- errors and arguments ---- */
 
 /* ctl_usage prints a usage error about the current verb and returns 2. */
+/* ctl_vmessage prints "sagactl: error: <message>" with the message
+ * escaped (ctl_esc: it may hold a server's message or an argument). */
+static void ctl_vmessage(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+static void ctl_vmessage(const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (msg != NULL)
+		vsnprintf(msg, (size_t)n + 1, fmt, again);
+	va_end(again);
+	fprintf(stderr, "sagactl: error: %s\n", msg ? ctl_esc(msg) : "(out of memory)");
+	free(msg);
+}
+
+/* ctl_usage prints a usage error about the current verb and returns 2. */
 int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("sagactl: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ctl_vmessage(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nhint: see 'sagactl %s%s--help'\n", cmd ? cmd->name : "", cmd ? " " : "");
+	fprintf(stderr, "hint: see 'sagactl %s%s--help'\n", cmd ? cmd->name : "", cmd ? " " : "");
 	return CTL_EXIT_USAGE;
 }
 
@@ -211,11 +228,9 @@ int ctl_usage(const ctl_cmd *cmd, const char *fmt, ...)
 int ctl_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("sagactl: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ctl_vmessage(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return CTL_EXIT_ERROR;
 }
 
@@ -245,9 +260,7 @@ int ctl_parse_name(ctl_ctx *c, const char *what, const char *text)
 {
 	if (valid_name(text))
 		return 0;
-	return ctl_usage(c->cmd,
-	    "invalid %s \"%s\": expected 1..%d bytes of UTF-8 without control characters", what,
-	    text, VALID_NAME_MAX);
+	return ctl_usage(c->cmd, "invalid %s \"%s\": expected " VALID_NAME_RULE, what, text);
 }
 
 /* ctl_parse_amount reads AMOUNT strictly; returns 0 or a usage exit code. */
@@ -712,14 +725,14 @@ int main(int argc, char **argv)
 			else
 				fprintf(stderr,
 				    "sagactl: error: unknown %s subcommand \"%s\" (expected %s)\n",
-				    g->name, argv[vi + 1], g->subs);
+				    g->name, ctl_esc(argv[vi + 1]), g->subs);
 			fprintf(stderr, "hint: see 'sagactl %s --help'\n", g->name);
 			return CTL_EXIT_USAGE;
 		}
 		fprintf(stderr,
 		    "sagactl: error: unknown verb \"%s\"\nhint: see 'sagactl --help' for the "
 		    "verbs\n",
-		    argv[vi]);
+		    ctl_esc(argv[vi]));
 		return CTL_EXIT_USAGE;
 	}
 	/* the verb's argv: its name, the options before it, everything after it */

@@ -181,6 +181,16 @@ char *ctl_iso_ms(int64_t ms, char *buf, size_t len);
 /* ctl_money formats minor units as a decimal into buf (32 bytes); returns buf. */
 char *ctl_money(int64_t minor, char *buf);
 
+/* ctl_esc returns `s` (NULL: "") escaped for a terminal by valid_escape:
+ * every text a server sent (a name, a reason, a message, a token), and
+ * every echo of an argument, goes through it (or through ctl_table_row,
+ * ctl_error and ctl_usage, which use it) before it reaches the human
+ * output; --json has JSON's own escapes. The text lives in one of
+ * CTL_ESC_RING buffers that later calls reuse: use it in one printf's
+ * arguments, at most CTL_ESC_RING times there. Out of memory: "?". */
+#define CTL_ESC_RING 8
+const char *ctl_esc(const char *s);
+
 /* Names of status values ("CHARGED", "RESERVED", "SHIPPED", "SERVING");
  * "UNSPECIFIED" for unknown values. Static storage. */
 const char *ctl_charge_status_name(int s);

@@ -38,7 +38,7 @@ int ctl_stock_set(ctl_ctx *c, char **args)
 		rc = ctl_json_print(
 		    json_pack("{s:s, s:I}", "sku", args[0], "on_hand", (json_int_t)rep->on_hand));
 	} else {
-		printf("%s on hand: %" PRId64 "\n", args[0], (int64_t)rep->on_hand);
+		printf("%s on hand: %" PRId64 "\n", ctl_esc(args[0]), (int64_t)rep->on_hand);
 		rc = CTL_EXIT_OK;
 	}
 	sagas__v1__set_stock_reply__free_unpacked(rep, NULL);
@@ -166,7 +166,7 @@ int ctl_deposit(ctl_ctx *c, char **args)
 			fprintf(stderr,
 			    "hint: the deposit id was %s; the same command with --id %s retries it "
 			    "safely (it adds at most once)\n",
-			    id, id);
+			    ctl_esc(id), ctl_esc(id));
 		return rc;
 	}
 	Sagas__V1__DepositReply *rep
@@ -185,23 +185,26 @@ int ctl_deposit(ctl_ctx *c, char **args)
 	} else if (use == CTL_KEY_OURS) {
 		printf("deposited %s to %s; balance after it %s (deposit %s; the first reply was "
 		       "lost, and the call re-sent with its id found it applied)\n",
-		    ctl_money(amount, a), args[0], ctl_money(rep->balance, b), id);
+		    ctl_money(amount, a), ctl_esc(args[0]), ctl_money(rep->balance, b),
+		    ctl_esc(id));
 		rc = CTL_EXIT_OK;
 	} else if (use == CTL_KEY_MAYBE) {
 		printf(
 		    "deposit %s is applied (%s to %s), once: the call re-sent after a lost reply "
 		    "found it applied by this command's first try or an earlier call with this "
 		    "--id; balance after it %s\n",
-		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
+		    ctl_esc(id), ctl_money(amount, a), ctl_esc(args[0]),
+		    ctl_money(rep->balance, b));
 		rc = CTL_EXIT_OK;
 	} else if (use == CTL_KEY_OLD) {
 		printf("deposit %s was already applied (%s to %s): nothing added; balance after it "
 		       "%s\n",
-		    id, ctl_money(amount, a), args[0], ctl_money(rep->balance, b));
+		    ctl_esc(id), ctl_money(amount, a), ctl_esc(args[0]),
+		    ctl_money(rep->balance, b));
 		rc = CTL_EXIT_OK;
 	} else {
 		printf("deposited %s to %s; balance %s (deposit %s)\n", ctl_money(amount, a),
-		    args[0], ctl_money(rep->balance, b), id);
+		    ctl_esc(args[0]), ctl_money(rep->balance, b), ctl_esc(id));
 		rc = CTL_EXIT_OK;
 	}
 	sagas__v1__deposit_reply__free_unpacked(rep, NULL);
@@ -477,8 +480,8 @@ int ctl_fault_set(ctl_ctx *c, char **args)
 		else
 			snprintf(times, sizeof times, "the next %" PRId64 " matching call%s",
 			    c->o.count, c->o.count == 1 ? "" : "s");
-		printf("armed %s on %s for %s%s: fires on %s", args[1], ctl_svc_names[svc],
-		    c->o.method[0] ? "method " : "every method", c->o.method, times);
+		printf("armed %s on %s for %s%s: fires on %s", ctl_esc(args[1]), ctl_svc_names[svc],
+		    c->o.method[0] ? "method " : "every method", ctl_esc(c->o.method), times);
 		if (kind == SAGAS__V1__FAULT_KIND__FAULT_KIND_DELAY)
 			printf(", holding each %" PRId64 " ms", c->o.delay_ms);
 		printf("\n");
@@ -583,9 +586,10 @@ int ctl_retention(ctl_ctx *c, char **args)
 		    (json_int_t)rep->other_deleted));
 	} else {
 		printf("%s %" PRId64 " %s", rep->dry_run ? "dry run: would delete" : "deleted",
-		    rep->deleted, rep->table);
+		    rep->deleted, ctl_esc(rep->table));
 		if (rep->other_table[0] != '\0')
-			printf(" and %" PRId64 " %s rows", rep->other_deleted, rep->other_table);
+			printf(" and %" PRId64 " %s rows", rep->other_deleted,
+			    ctl_esc(rep->other_table));
 		printf("\n");
 		rc = CTL_EXIT_OK;
 	}

@@ -100,6 +100,29 @@ const char *ctl_serving_status_name(int s)
 	}
 }
 
+/* ---- escaping ---- */
+
+/* ctl_esc_dup returns a malloc'd valid_escape of `s`, or NULL. */
+static char *ctl_esc_dup(const char *s)
+{
+	size_t n = valid_escape(NULL, 0, s) + 1;
+	char *e = malloc(n);
+	if (e != NULL)
+		valid_escape(e, n, s);
+	return e;
+}
+
+const char *ctl_esc(const char *s)
+{
+	/* sagactl has one thread; the ring lives until exit */
+	static char *ring[CTL_ESC_RING];
+	static size_t next;
+	size_t i = next++ % CTL_ESC_RING;
+	free(ring[i]);
+	ring[i] = ctl_esc_dup(s ? s : "");
+	return ring[i] ? ring[i] : "?";
+}
+
 /* ---- tables (psql-like) ---- */
 
 /* ctl_table_row appends one row of t->ncols strings (copied). */
@@ -122,7 +145,8 @@ void ctl_table_row(ctl_table *t, ...)
 	va_start(ap, t);
 	for (size_t i = 0; i < t->ncols; i++) {
 		const char *s = va_arg(ap, const char *);
-		row[i] = strdup(s ? s : "");
+		/* every cell escaped: names, reasons, ids came from a server */
+		row[i] = ctl_esc_dup(s ? s : "");
 		if (row[i] == NULL)
 			t->oom = true;
 	}
@@ -276,11 +300,11 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 {
 	char amount[32], t1[32], t2[32], t3[32], t4[32];
 	const Sagas__V1__Order *o = s->order;
-	printf("saga_id       %s\n", s->saga_id);
+	printf("saga_id       %s\n", ctl_esc(s->saga_id));
 	printf("state         %s\n", saga_state_name((saga_state)s->state));
-	printf("reason        %s\n", s->reason[0] ? s->reason : "-");
-	printf("customer      %s\n", o->customer);
-	printf("sku           %s\n", o->sku);
+	printf("reason        %s\n", s->reason[0] ? ctl_esc(s->reason) : "-");
+	printf("customer      %s\n", ctl_esc(o->customer));
+	printf("sku           %s\n", ctl_esc(o->sku));
 	printf("qty           %d\n", (int)o->qty);
 	printf("amount        %s\n", ctl_money(o->amount, amount));
 	printf("attention     %s\n", s->attention ? "yes" : "no");
@@ -290,8 +314,8 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
 	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
 	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
-	printf("lease_owner   %s (epoch %" PRId64 ")\n", s->lease_owner[0] ? s->lease_owner : "-",
-	    (int64_t)s->epoch);
+	printf("lease_owner   %s (epoch %" PRId64 ")\n",
+	    s->lease_owner[0] ? ctl_esc(s->lease_owner) : "-", (int64_t)s->epoch);
 	if (created == CTL_KEY_NEW)
 		printf("created       yes\n");
 	else if (created == CTL_KEY_OLD)

@@ -128,7 +128,7 @@ int ctl_start(ctl_ctx *c, char **args)
 			fprintf(stderr,
 			    "hint: the saga id was %s; 'sagactl get %s' tells whether it started, "
 			    "and the same command with --id %s retries it safely\n",
-			    id, id, id);
+			    ctl_esc(id), ctl_esc(id), ctl_esc(id));
 		return rc;
 	}
 	Sagas__V1__StartSagaReply *rep
@@ -387,7 +387,7 @@ int ctl_list(ctl_ctx *c, char **args)
 	if (token[0] != '\0')
 		fprintf(stderr,
 		    "note: %zu sagas shown, more match: next page with --page-token %s\n", shown,
-		    token);
+		    ctl_esc(token));
 	else if (truncated && !c->o.all)
 		fprintf(stderr,
 		    "note: %zu sagas shown: the reply was cut at one frame (about 1 MiB)\n", shown);
@@ -419,6 +419,15 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 		printf("  parked        past the retention horizon: never sent again\n");
 		printf("  attention     yes: settle it by hand (docs/operations.md, "
 		       "\"Retention\")\n");
+	} else if (!saga_is_terminal(st) && strcmp(s->reason, REASON_SAGA_ID_REUSED) == 0
+	    && s->next_attempt_unix_ms == 0) {
+		/* rule R5: parked, its step refused for another saga's record */
+		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
+		    saga_command_name(saga_command_of(st)));
+		printf("  parked        refused saga_id_reused: a participant keeps an earlier "
+		       "saga with this id\n");
+		printf("  attention     yes: retry it once that participant's retention forgot "
+		       "it (docs/operations.md, \"Retention\")\n");
 	} else if (!saga_is_terminal(st)) {
 		char t1[32], t2[32], t3[32];
 		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
@@ -431,7 +440,7 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 			printf("  last failed   %s (%s)\n",
 			    ctl_iso_ms(s->updated_unix_ms, t1, sizeof t1),
 			    saga_is_retriable(st) && s->reason[0]
-			        ? s->reason
+			        ? ctl_esc(s->reason)
 			        : "no reply, or a transient error");
 		/* a claimed saga's next_attempt_at is the lease of its try in
 		 * flight (store.c), so "next" may be a try already sent */
@@ -442,7 +451,7 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 		    s->step_deadline_unix_ms ? ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3)
 		                             : "none: retried until it succeeds");
 		if (s->attention)
-			printf("  attention     yes (sagactl retry %s re-arms it)\n", id);
+			printf("  attention     yes (sagactl retry %s re-arms it)\n", ctl_esc(id));
 	}
 	sagas__v1__get_saga_reply__free_unpacked(rep, NULL);
 	return CTL_EXIT_OK;

@@ -125,9 +125,9 @@ static void ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply
 			json_decref(j);
 		} else {
 			printf("%s  %s  %3" PRId64 "  %s -> %s  %s%s%s\n",
-			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), f->saga_id,
-			    (int64_t)e->version, from ? from : "-", to, e->event,
-			    e->reason[0] ? "  " : "", e->reason);
+			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), ctl_esc(f->saga_id),
+			    (int64_t)e->version, from ? from : "-", to, ctl_esc(e->event),
+			    e->reason[0] ? "  " : "", ctl_esc(e->reason));
 		}
 	}
 }
@@ -213,7 +213,7 @@ int ctl_watch(ctl_ctx *c, char **args)
 		ctl_sleep_ms(c->o.poll_ms);
 	}
 	if (rc == 0 && !file[0])
-		fprintf(stderr, "cursor: %s\n", cursor);
+		fprintf(stderr, "cursor: %s\n", ctl_esc(cursor));
 	free(cursor);
 	return rc;
 }

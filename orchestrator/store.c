@@ -9,6 +9,7 @@
 #include "log.h"
 #include "pg.h"
 #include "rpc.h"
+#include "valid.h"
 #include "schema_sql.h"
 #include "store_internal.h"
 
@@ -35,7 +36,8 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 	memset(out, 0, sizeof *out);
 	snprintf(out->saga_id, sizeof out->saga_id, "%s", PQgetvalue(r, i, 0));
 	out->s.state = saga_state_parse(PQgetvalue(r, i, 1));
-	snprintf(out->s.reason, sizeof out->s.reason, "%s", PQgetvalue(r, i, 2));
+	/* a reason longer than the field is cut at a character, never inside */
+	(void)valid_utf8_copy(out->s.reason, sizeof out->s.reason, PQgetvalue(r, i, 2));
 	snprintf(out->customer, sizeof out->customer, "%s", PQgetvalue(r, i, 3));
 	snprintf(out->sku, sizeof out->sku, "%s", PQgetvalue(r, i, 4));
 	out->qty = (int32_t)pg_get_i64(r, i, 5);
@@ -48,7 +50,7 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->created_ms = pg_get_i64(r, i, 12);
 	out->updated_ms = pg_get_i64(r, i, 13);
 	out->epoch = pg_get_i64(r, i, 14);
-	snprintf(out->lease_owner, sizeof out->lease_owner, "%s", PQgetvalue(r, i, 15));
+	(void)valid_utf8_copy(out->lease_owner, sizeof out->lease_owner, PQgetvalue(r, i, 15));
 }
 
 /* The statements of the API and the engine, prepared once per session
@@ -59,8 +61,10 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter) VALUES ($1, $2, $3, $4, $5, $6, " TS("$7") ","
-    "    " TS("$8") ", $10, $9)"
+    "    step_deadline, lease_owner, waiter) SELECT $1::uuid, $2::text, $3::text, $4::text,"
+    "    $5::integer, $6::bigint, " TS("$7") ", " TS("$8") ", $10::text, $9::text"
+    /* rule R5: never an id whose deleted saga a participant may remember */
+    "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = $1::uuid)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
@@ -77,11 +81,16 @@ static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
     "    step_deadline, lease_owner, waiter) SELECT saga_id, state, customer, sku, qty, amount,"
     "    " TS("next_ms") ", " TS("deadline_ms") ", $10, waiter FROM v"
+    "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = v.saga_id)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT saga_id, 1, NULL, state, 'started', '' FROM ins)"
     " SELECT " SAGA_COLS " FROM ins", true};
+/* rule R5: the tombstones of deleted sagas among $1 (saga_ids_retired) */
+static const pg_stmt STORE_GET_RETIRED = {"saga_get_retired",
+    "SELECT saga_id, " MS("created_at") " FROM saga_ids_retired WHERE saga_id = ANY($1::uuid[])",
+    false};
 static const pg_stmt STORE_GET_SAGA = {"saga_get_saga",
     "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1", false};
 static const pg_stmt STORE_GET_SAGAS = {"saga_get_sagas",
@@ -125,6 +134,64 @@ static int store_insert_history(PGconn *conn, const char *saga_id, int64_t versi
 	    6, p);
 }
 
+/* store_exec_ids runs `st`, whose one parameter is the array of the `n`
+ * saga ids `ids` (uuid[]), into *r (the caller clears it). Returns 0,
+ * -ENOMEM or a negative enum pg_err. */
+static int store_exec_ids(
+    PGconn *conn, const pg_stmt *st, const char *const *ids, size_t n, PGresult **r)
+{
+	pg_buf arr = {0};
+	pg_array_open(&arr);
+	for (size_t i = 0; i < n; i++)
+		pg_array_add(&arr, ids[i]);
+	pg_array_close(&arr);
+	if (arr.oom) {
+		pg_buf_free(&arr);
+		return -ENOMEM;
+	}
+	const char *p[1] = {arr.p};
+	int rc = pg_exec_stmt(conn, st, 1, p, r);
+	pg_buf_free(&arr);
+	return rc;
+}
+
+/* store_retired_row fills *out as the row of a retired saga id: created_ms
+ * the deleted saga's start, state SAGA_STATE_UNSPECIFIED. */
+static void store_retired_row(const char *saga_id, int64_t created_ms, saga_row *out)
+{
+	memset(out, 0, sizeof *out);
+	snprintf(out->saga_id, sizeof out->saga_id, "%s", saga_id);
+	out->s.state = SAGA_STATE_UNSPECIFIED;
+	out->created_ms = created_ms;
+}
+
+/* store_find_retired looks up the `n` ids (n >= 1) in saga_ids_retired:
+ * for each found, out[i] becomes its retired row (store_retired_row) and
+ * found[i] true. Returns 0, -ENOMEM or a negative enum pg_err. */
+static int store_find_retired(
+    PGconn *conn, const char *const *ids, size_t n, saga_row *out, bool *found)
+{
+	for (size_t i = 0; i < n; i++)
+		found[i] = false;
+	PGresult *r = NULL;
+	int rc = store_exec_ids(conn, &STORE_GET_RETIRED, ids, n, &r);
+	if (rc != 0)
+		return rc;
+	for (int k = 0; k < PQntuples(r); k++)
+		for (size_t i = 0; i < n; i++)
+			if (!found[i] && strcmp(ids[i], PQgetvalue(r, k, 0)) == 0) {
+				store_retired_row(ids[i], pg_get_i64(r, k, 1), &out[i]);
+				found[i] = true;
+			}
+	PQclear(r);
+	return 0;
+}
+
+/* The tries of an insert that lost the race with a retention batch
+ * deleting the same id (the trigger saga_id_not_retired's
+ * serialization_failure): the next one sees its tombstone. */
+#define STORE_INSERT_TRIES 3
+
 int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, const char *waiter,
     bool *created, saga_row *existing)
 {
@@ -139,7 +206,9 @@ int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, cons
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
-	int rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 10, p, &r);
+	int rc = PG_ERR_RETRY;
+	for (int i = 0; i < STORE_INSERT_TRIES && rc == PG_ERR_RETRY; i++)
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 10, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -149,9 +218,17 @@ int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, cons
 		return 0;
 	}
 	PQclear(r);
-	/* a duplicate: the conflict waited for the first insert, so it is there */
+	/* a duplicate: the conflict waited for the first insert, so it is
+	 * there; or a retired id (rule R5) */
 	rc = store_get_saga(conn, row->saga_id, existing);
-	return rc == -ENOENT ? -ENOENT : rc;
+	if (rc == -ENOENT) {
+		bool found = false;
+		const char *ids[1] = {row->saga_id};
+		rc = store_find_retired(conn, ids, 1, existing, &found);
+		if (rc == 0 && !found)
+			rc = -ENOENT;
+	}
+	return rc;
 }
 
 int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out)
@@ -197,19 +274,8 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 		found[i] = false;
 	if (n == 0)
 		return 0;
-	pg_buf arr = {0};
-	pg_array_open(&arr);
-	for (size_t i = 0; i < n; i++)
-		pg_array_add(&arr, ids[i]);
-	pg_array_close(&arr);
-	if (arr.oom) {
-		pg_buf_free(&arr);
-		return -ENOMEM;
-	}
-	const char *p[1] = {arr.p};
 	PGresult *r = NULL;
-	int rc = pg_exec_stmt(conn, &STORE_GET_SAGAS, 1, p, &r);
-	pg_buf_free(&arr);
+	int rc = store_exec_ids(conn, &STORE_GET_SAGAS, ids, n, &r);
 	if (rc != 0)
 		return rc;
 	for (int k = 0; k < PQntuples(r); k++) {
@@ -265,8 +331,11 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		p[C_WAITER] = NULL; /* unnest pads a NULL array with NULLs */
 	p[C_N] = owner;
 	PGresult *r = NULL;
-	if (rc == 0)
-		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N + 1, p, &r);
+	if (rc == 0) {
+		rc = PG_ERR_RETRY;
+		for (int i = 0; i < STORE_INSERT_TRIES && rc == PG_ERR_RETRY; i++)
+			rc = pg_exec_stmt(conn, &STORE_INSERT_SAGAS, C_N + 1, p, &r);
+	}
 	pg_arrays_free(cols, C_N);
 	if (rc != 0)
 		return rc;
@@ -297,11 +366,26 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 	if (got == NULL)
 		return -ENOMEM;
 	rc = store_get_sagas(conn, ids, m, got, found);
+	/* the ids not stored: retired (rule R5), or a bug */
+	const char *gone[RPC_BATCH_MAX];
+	size_t gone_at[RPC_BATCH_MAX], ng = 0;
 	for (size_t j = 0; rc == 0 && j < m; j++) {
-		if (!found[j])
-			rc = -ENOENT;
-		else
+		if (found[j]) {
 			stored[at[j]] = got[j];
+		} else {
+			gone[ng] = ids[j];
+			gone_at[ng++] = at[j];
+		}
+	}
+	if (rc == 0 && ng > 0) {
+		bool retired[RPC_BATCH_MAX];
+		rc = store_find_retired(conn, gone, ng, got, retired);
+		for (size_t j = 0; rc == 0 && j < ng; j++) {
+			if (!retired[j])
+				rc = -ENOENT;
+			else
+				stored[gone_at[j]] = got[j];
+		}
 	}
 	free(got);
 	return rc;
@@ -352,7 +436,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 		e->from_state = saga_state_parse(PQgetvalue(r, i, 1));
 		e->to_state = saga_state_parse(PQgetvalue(r, i, 2));
 		snprintf(e->event, sizeof e->event, "%s", PQgetvalue(r, i, 3));
-		snprintf(e->reason, sizeof e->reason, "%s", PQgetvalue(r, i, 4));
+		(void)valid_utf8_copy(e->reason, sizeof e->reason, PQgetvalue(r, i, 4));
 		e->at_ms = pg_get_i64(r, i, 5);
 	}
 	*n = k;

@@ -68,9 +68,10 @@ typedef struct store_update {
  * (created_at, saga_id), sagas_listing, for paging (issue 21). 5: the
  * writing transaction's id in saga_history.xid, for the history feed
  * (issue 22). 6: retention, saga_retention_batch() and the DELETE of
- * saga_history it alone may make (issue 23). 7: sagas.cancelled and the
- * listing indexes sagas_customer and sagas_ended (issue 32). */
-#define STORE_SCHEMA_VERSION 7
+ * saga_history it alone may make (issue 23). 7: rule R5's saga id
+ * tombstones (issue 32). 8: sagas.cancelled and the listing indexes
+ * sagas_customer and sagas_ended (issue 32). */
+#define STORE_SCHEMA_VERSION 8
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
@@ -90,7 +91,12 @@ int store_apply_schema(PGconn *conn);
  * StartSaga serialise on the primary key). `waiter` is the new row's
  * sagas.waiter (borrowed): NULL when nobody waits for its end, the
  * inserting instance's name for a StartSaga with wait_ms (store_apply
- * NOTIFYs its end when another instance writes it). */
+ * NOTIFYs its end when another instance writes it). A saga id that
+ * retention deleted and still keeps as a tombstone (saga_ids_retired, rule
+ * R5 of docs/saga-semantics.md) is not inserted: *created is false and
+ * *existing holds only its saga_id, created_ms (the deleted saga's start)
+ * and state SAGA_STATE_UNSPECIFIED, which no stored saga has. Returns 0,
+ * -ENOENT (an existing row vanished: a bug) or a negative enum pg_err. */
 int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, const char *waiter,
     bool *created, saga_row *existing);
 
@@ -98,14 +104,12 @@ int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, cons
  * in one statement, so one transaction and one commit for StartSagas that
  * arrived together. A saga id given twice is created by its first entry
  * only. Fills created[i] and stored[i] (the row as stored, new or existing)
- * for each rows[i]. Returns 0, -EINVAL (n out of range), -ENOMEM,
- * -ENOENT (an existing row vanished: a bug) or a negative enum pg_err.
- * The new sagas are committed once the
- * insert statement succeeds, even when reading the existing ones then fails:
- * a caller that answers an error leaves them to the sweep (their lease
- * ends) and to the client, which retries with the same saga id.
- * waiters[i] is rows[i]'s sagas.waiter as in store_insert_saga (waiters
- * NULL: none has one); borrowed. `owner` as in store_insert_saga. */
+ * for each rows[i] (a retired id's row as in store_insert_saga). Returns 0, -EINVAL (n out of
+ * range), -ENOMEM, -ENOENT (an existing row vanished: a bug) or a negative enum pg_err. The new
+ * sagas are committed once the insert statement succeeds, even when reading the existing ones then
+ * fails: a caller that answers an error leaves them to the sweep (their lease ends) and to the
+ * client, which retries with the same saga id. waiters[i] is rows[i]'s sagas.waiter as in
+ * store_insert_saga (waiters NULL: none has one); borrowed. `owner` as in store_insert_saga. */
 int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *waiters, size_t n,
     const char *owner, bool *created, saga_row *stored);
 

@@ -21,9 +21,12 @@
  * now_ms - p->retention_ms (rule R4). Not dry: in one transaction (one
  * statement, on `conn`, outside any transaction of the caller's), deletes
  * at most `limit` (> 0) of them, oldest first, each with all its
- * saga_history rows, skipping any row another transaction holds; *out
- * gets n[0] sagas and n[1] history rows deleted. Dry: deletes nothing and
- * counts every such saga and its history rows (limit ignored). Returns 0
+ * saga_history rows, leaving its id and start in saga_ids_retired (rule
+ * R5), skipping any row another transaction holds; then deletes at most
+ * `limit` of those tombstones whose saga was created before
+ * horizon_id_cutoff_ms(p, now_ms); *out gets n[0] sagas, n[1] history rows
+ * and n[2] tombstones deleted. Dry: deletes nothing and counts every such
+ * saga, its history rows and every such tombstone (limit ignored). Returns 0
  * or a negative enum pg_err (nothing deleted; *out zero). */
 int store_retention_batch(
     void *arg, PGconn *conn, int64_t now_ms, int limit, bool dry, retention_counts *out);

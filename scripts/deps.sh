@@ -8,13 +8,14 @@
 # chromium and python3-websockets are for the console's browser test
 # (tests/integration/console_browser.sh drives headless chromium through
 # tests/lib/cdp.py); `make test` installs the main list, so they are in it.
+# nftables is for the stalled database link of tests/integration/db_stall.sh.
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
   protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
-  libmicrohttpd-dev libgnutls28-dev
+  libmicrohttpd-dev libgnutls28-dev libunistring-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
-  postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl
+  postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl nftables
   prometheus curl
   chromium python3-websockets)
 # npm only fetches buf for the proto lint: a Node.js that is already there

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make-certs.sh DIR [HOST...]: makes the certificates of a deployment with
-# mutual TLS (docs/security.md, "Certificates") into DIR, with openssl:
+# make-certs.sh DIR [DAEMON=HOST | HOST]...: makes the certificates of a
+# deployment with mutual TLS (docs/security.md, "Certificates") into DIR,
+# with openssl:
 #
 #   ca-server.crt         signs every daemon's server certificate; the callers
 #                         trust it (sagactl --tls-ca, --participant-tls-ca)
@@ -13,11 +14,25 @@
 #   ca-metrics.crt        signs the metrics scraper's certificate; every
 #                         daemon trusts it on an https --metrics-listen
 #                         (--metrics-tls-ca)
-#   stockd, paymentd, shippingd, orchestratord, gatewayd .crt/.key   server certificates, valid
-#                         for each HOST given (default: the daemon's name,
-#                         localhost and 127.0.0.1)
+#   stockd, paymentd, shippingd, orchestratord, gatewayd .crt/.key   server
+#                         certificates, each naming its daemon (DNS:stockd)
+#                         and only the hosts given for it
 #   orchestrator, admin, client .crt/.key       client certificates, one per role
 #   prometheus.crt/.key   the scraper's client certificate (signed by ca-metrics)
+#
+# Names: a caller checks the name it dials (the URL's host, or its
+# ?server_name=NAME) against the server's certificate, so a certificate
+# must name only its own service: one that also named paymentd's host would
+# let stockd's key serve as paymentd. DAEMON=HOST adds HOST to DAEMON's
+# certificate only (stockd=stock stockd=stock2 paymentd=payment ...). A
+# bare HOST goes into every server certificate: only for one machine where
+# every daemon is dialed by that name (the tests' localhost and 127.0.0.1);
+# there any daemon's key can serve as any other at that name. Without
+# arguments each certificate names only its daemon (callers dial
+# tls+tcp://ADDRESS:PORT?server_name=stockd, or a host name resolving to
+# it). An existing server certificate that names another daemon's host (its
+# name or a DAEMON=HOST of another daemon) is refused (exit 1): delete its
+# .crt and .key to have a new one made.
 #
 # A role is which CA signed a certificate: one CA per role, because nng
 # 1.5.2 cannot tell a server whose certificate a client showed, only that
@@ -26,7 +41,7 @@
 # again adds only what is missing (rotate: see docs/security.md). Keys are
 # written mode 0600 (KEY_MODE to change, e.g. 0640 for a group).
 set -euo pipefail
-dir=${1:?usage: make-certs.sh DIR [HOST...]}
+dir=${1:?usage: make-certs.sh DIR [DAEMON=HOST | HOST]...}
 shift
 days=${DAYS:-825}
 key_mode=${KEY_MODE:-0600}
@@ -62,17 +77,48 @@ leaf() { # leaf NAME CA EXTKEYUSAGE [SAN]
 }
 
 for c in ca-server ca-orchestrator ca-admin ca-client; do ca "$c"; done
-for d in stockd paymentd shippingd orchestratord gatewayd; do
-  san="DNS:$d"
-  hosts=("$@")
-  [ ${#hosts[@]} -gt 0 ] || hosts=(localhost 127.0.0.1)
-  for h in "${hosts[@]}"; do
+daemons=(stockd paymentd shippingd orchestratord gatewayd)
+declare -A own     # daemon -> its hosts, space-separated (its name first)
+declare -A owner   # host -> the daemon it was given for ("*": every one)
+for d in "${daemons[@]}"; do own[$d]=$d owner[$d]=$d; done
+for a in "$@"; do
+  if [[ "$a" == *=* ]]; then
+    d=${a%%=*} h=${a#*=}
+    [ -n "${own[$d]:-}" ] || { echo "make-certs.sh: $a: no daemon $d (${daemons[*]})" >&2; exit 2; }
+  else
+    d='*' h=$a
+  fi
+  [[ "$h" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "make-certs.sh: $a: not a host name or address" >&2; exit 2; }
+  if [ -n "${owner[$h]:-}" ] && [ "${owner[$h]}" != "$d" ]; then
+    echo "make-certs.sh: $h is given for ${owner[$h]} and for $d: a name belongs to one daemon (or, bare, to all)" >&2
+    exit 2
+  fi
+  owner[$h]=$d
+  if [ "$d" = '*' ]; then
+    for e in "${daemons[@]}"; do own[$e]+=" $h"; done
+  else
+    own[$d]+=" $h"
+  fi
+done
+for d in "${daemons[@]}"; do
+  san=""
+  for h in ${own[$d]}; do
     # mbedTLS 2.28 (Debian's nng) matches the name dialed only against DNS
     # entries, so an address is listed as one as well
-    san="$san,DNS:$h"
+    san="${san:+$san,}DNS:$h"
     [[ "$h" =~ ^[0-9.]+$ ]] && san="$san,IP:$h"
   done
   leaf "$d" ca-server serverAuth "$san"
+  # a certificate kept from before (or your own) must not name another
+  # daemon's host
+  for h in $(openssl x509 -in "$d.crt" -noout -ext subjectAltName 2>/dev/null |
+    tr ',' '\n' | sed -n 's/^ *DNS://p'); do
+    o=${owner[$h]:-}
+    if [ -n "$o" ] && [ "$o" != '*' ] && [ "$o" != "$d" ]; then
+      echo "make-certs.sh: $dir/$d.crt also names $h, a host of $o: the key of $d could serve as $o; delete $d.crt and $d.key and run again" >&2
+      exit 1
+    fi
+  done
 done
 leaf orchestrator ca-orchestrator clientAuth
 leaf admin ca-admin clientAuth

@@ -175,7 +175,7 @@ BEGIN
 END
 $$;
 
--- Listings from an index at any size (schema version 7, issue 32;
+-- Listings from an index at any size (schema version 8, issue 32;
 -- docs/operations.md, "Listing plans"): every ListSagas filter reads an
 -- index range that starts at the page's key and stops after the page,
 -- never a walk of every saga ever made:
@@ -344,15 +344,60 @@ INSERT INTO feed_key (key)
 -- One call is one statement, so one transaction: a saga goes with all its
 -- history or not at all. Returns the sagas and history rows counted or
 -- deleted.
+-- (The function is defined below, with rule R5's tombstones: version 7.)
+
+-- A saga is its id and its start (schema version 7, issue 32;
+-- docs/saga-semantics.md, rule R5). When retention deletes a saga, its id
+-- and start stay here, as a tombstone, for as long as a participant may
+-- still keep a record of that saga (horizon_id_cutoff_ms: created_at before
+-- now - retention - --saga-id-retention - 4 x skew; taken away by the same
+-- retention batches, oldest first). StartSaga refuses such an id
+-- (FAILED_PRECONDITION saga_id_retired) instead of starting a new saga that
+-- a participant would take for the old one: the insert skips it (NOT EXISTS
+-- below), and a StartSaga that raced the retention batch deleting it (its
+-- insert waited for that batch on the primary key, past its statement's
+-- snapshot) is stopped by the trigger saga_id_not_retired, whose query
+-- sees the batch's commit, and retried.
+CREATE TABLE IF NOT EXISTS saga_ids_retired (
+    saga_id    uuid PRIMARY KEY,
+    created_at timestamptz NOT NULL,          -- the deleted saga's start
+    retired_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS saga_ids_retired_created ON saga_ids_retired (created_at, saga_id);
+
+CREATE OR REPLACE FUNCTION saga_id_not_retired() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM saga_ids_retired r JOIN new_sagas n USING (saga_id)) THEN
+        -- a lost race with a retention batch: the caller re-runs the insert,
+        -- whose NOT EXISTS then sees the tombstone
+        RAISE EXCEPTION 'saga id retired while being started'
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS saga_id_not_retired ON sagas;
+CREATE TRIGGER saga_id_not_retired
+    AFTER INSERT ON sagas REFERENCING NEW TABLE AS new_sagas
+    FOR EACH STATEMENT EXECUTE FUNCTION saga_id_not_retired();
+
+-- saga_retention_batch, version 7: as above, and each deleted saga leaves
+-- its tombstone in the same transaction; then at most lim tombstones whose
+-- saga was created before id_cutoff go (not dry; dry counts them).
+-- Returns the sagas, history rows and tombstones counted or deleted.
+DROP FUNCTION IF EXISTS saga_retention_batch(timestamptz, timestamptz, integer, boolean);
 CREATE OR REPLACE FUNCTION saga_retention_batch(saga_cutoff timestamptz,
                                                 finished_cutoff timestamptz,
+                                                id_cutoff timestamptz,
                                                 lim integer, dry boolean)
-RETURNS TABLE(sagas bigint, history bigint)
+RETURNS TABLE(sagas bigint, history bigint, ids bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    ids uuid[];
+    picked uuid[];
     n_sagas bigint := 0;
     n_history bigint := 0;
+    n_ids bigint := 0;
 BEGIN
     IF dry THEN
         SELECT count(*), coalesce(sum((SELECT count(*) FROM saga_history h
@@ -361,29 +406,42 @@ BEGIN
           FROM sagas s
          WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
            AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff;
-        RETURN QUERY SELECT n_sagas, n_history;
+        SELECT count(*) INTO n_ids FROM saga_ids_retired WHERE created_at < id_cutoff;
+        RETURN QUERY SELECT n_sagas, n_history, n_ids;
         RETURN;
     END IF;
-    SELECT array_agg(x.saga_id) INTO ids FROM (
+    SELECT array_agg(x.saga_id) INTO picked FROM (
         SELECT s.saga_id FROM sagas s
          WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
            AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff
          ORDER BY s.created_at, s.saga_id
          LIMIT greatest(lim, 0)
          FOR UPDATE SKIP LOCKED) x;
-    IF ids IS NOT NULL THEN
+    IF picked IS NOT NULL THEN
         PERFORM set_config('sagas.retention', pg_current_xact_id()::text, true);
-        DELETE FROM saga_history h USING unnest(ids) AS d(saga_id)
+        DELETE FROM saga_history h USING unnest(picked) AS d(saga_id)
          WHERE h.saga_id = d.saga_id;
         GET DIAGNOSTICS n_history = ROW_COUNT;
         PERFORM set_config('sagas.retention', 'off', true);
-        DELETE FROM sagas s USING unnest(ids) AS d(saga_id)
-         WHERE s.saga_id = d.saga_id;
+        WITH gone AS (
+            DELETE FROM sagas s USING unnest(picked) AS d(saga_id)
+             WHERE s.saga_id = d.saga_id RETURNING s.saga_id, s.created_at)
+        INSERT INTO saga_ids_retired (saga_id, created_at)
+            SELECT saga_id, created_at FROM gone
+            ON CONFLICT (saga_id) DO UPDATE SET created_at = EXCLUDED.created_at,
+                                                retired_at = now();
         GET DIAGNOSTICS n_sagas = ROW_COUNT;
     END IF;
-    RETURN QUERY SELECT n_sagas, n_history;
+    DELETE FROM saga_ids_retired r USING (
+        SELECT saga_id FROM saga_ids_retired WHERE created_at < id_cutoff
+         ORDER BY created_at, saga_id LIMIT greatest(lim, 0)
+         FOR UPDATE SKIP LOCKED) x
+     WHERE r.saga_id = x.saga_id;
+    GET DIAGNOSTICS n_ids = ROW_COUNT;
+    RETURN QUERY SELECT n_sagas, n_history, n_ids;
 END
 $$;
 -- Only the owner (the role the daemons apply this schema as) runs it: any
 -- other role that may read the tables cannot delete through it.
-REVOKE ALL ON FUNCTION saga_retention_batch(timestamptz, timestamptz, integer, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION saga_retention_batch(timestamptz, timestamptz, timestamptz, integer, boolean)
+    FROM PUBLIC;

@@ -15,7 +15,7 @@
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
  * with every change of the schema; a database that records a newer one is
  * refused at start. */
-#define PAYMENT_SCHEMA_VERSION 2
+#define PAYMENT_SCHEMA_VERSION 3
 
 /* ---- the kit's terms: text[0] = customer (the row's key), num[0] =
  * amount in minor units ---- */

@@ -16,7 +16,7 @@
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
  * with every change of the schema; a database that records a newer one is
  * refused at start. */
-#define SHIPPING_SCHEMA_VERSION 2
+#define SHIPPING_SCHEMA_VERSION 3
 
 /* ---- the kit's terms: text[0] = customer, text[1] = sku, num[0] = qty;
  * no rows ---- */

@@ -14,7 +14,7 @@
 /* The version of sql/schema.sql (docs/operations.md, "Upgrading"): raise it
  * with every change of the schema; a database that records a newer one is
  * refused at start. */
-#define STOCK_SCHEMA_VERSION 2
+#define STOCK_SCHEMA_VERSION 3
 
 /* ---- the kit's terms: text[0] = sku (the row's key), num[0] = qty ---- */
 

@@ -5,6 +5,29 @@
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root"
+# .env.example's change-me-* passwords are refused at `up`: the check-env
+# service's script, run here as compose runs it, names each one
+passwords=(POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD
+  SAGA_PAYMENT_DB_PASSWORD SAGA_SHIPPING_DB_PASSWORD)
+example=()
+while IFS= read -r line; do example+=("$line"); done < <(grep -E '^[A-Z_]+_PASSWORD=' .env.example)
+[ "${#example[@]}" = 5 ] || { echo "compose_config: FAIL: .env.example has ${#example[@]} passwords, not 5" >&2; exit 1; }
+if out=$(env -i PATH="$PATH" "${example[@]}" sh deploy/check-env.sh "${passwords[@]}" 2>&1); then
+  echo "compose_config: FAIL: check-env accepts .env.example's passwords" >&2
+  exit 1
+fi
+for v in "${passwords[@]}"; do
+  grep -q "^check-env: $v is still .env.example's placeholder" <<<"$out" ||
+    { echo "compose_config: FAIL: check-env does not name $v: $out" >&2; exit 1; }
+done
+fresh=()
+for v in "${passwords[@]}"; do fresh+=("$v=$(head -c 9 /dev/urandom | od -An -tx1 | tr -d ' \n')"); done
+env -i PATH="$PATH" "${fresh[@]}" sh deploy/check-env.sh "${passwords[@]}" >/dev/null ||
+  { echo "compose_config: FAIL: check-env refuses passwords of one's own" >&2; exit 1; }
+if env -i PATH="$PATH" "${fresh[@]:1}" sh deploy/check-env.sh "${passwords[@]}" >/dev/null 2>&1; then
+  echo "compose_config: FAIL: check-env accepts a missing POSTGRES_PASSWORD" >&2
+  exit 1
+fi
 if ! command -v docker-compose >/dev/null; then
   echo "compose_config: SKIPPED: docker-compose not installed (scripts/deps.sh installs it)"
   exit 77
@@ -14,8 +37,6 @@ fi
 empty=$(mktemp)
 pwfile=$(mktemp)
 trap 'rm -f "$empty" "$pwfile"' EXIT
-passwords=(POSTGRES_PASSWORD SAGA_ORCHESTRATOR_DB_PASSWORD SAGA_STOCK_DB_PASSWORD
-  SAGA_PAYMENT_DB_PASSWORD SAGA_SHIPPING_DB_PASSWORD)
 printf '%s=x\n' "${passwords[@]}" >"$pwfile"
 unset_pw=()
 for v in "${passwords[@]}"; do unset_pw+=(-u "$v"); done
@@ -81,9 +102,28 @@ for s in stock stock2 payment payment2 shipping shipping2 orchestrator orchestra
   grep -qE '^      SAGA_[A-Z]+_METRICS_TLS_CA: /certs/ca-metrics\.crt$' <<<"$(svc_cfg "$s")" ||
     { echo "compose_config: FAIL: $s does not trust ca-metrics on its metrics listener" >&2; exit 1; }
 done
+# and answers the names prometheus.yml scrapes it by (any other Host is
+# 421: DNS rebinding): each target's host is in its --http-allowed-hosts
+for s in stock stock2 payment payment2 shipping shipping2 orchestrator orchestrator2; do
+  grep -q "\"$s:947[0-3]\"" deploy/prometheus/prometheus.yml ||
+    { echo "compose_config: FAIL: prometheus.yml does not scrape $s" >&2; exit 1; }
+  hosts=$(sed -n 's/^      SAGA_[A-Z]*_HTTP_ALLOWED_HOSTS: //p' <<<"$(svc_cfg "$s")")
+  tr ',' '\n' <<<"$hosts" | grep -qx "$s" ||
+    { echo "compose_config: FAIL: $s does not answer to the name prometheus scrapes it by ($s; its allowed hosts: '$hosts')" >&2; exit 1; }
+done
 [ -n "$(svc_cfg prometheus)" ] || { echo "compose_config: FAIL: no prometheus service" >&2; exit 1; }
 if dcc --env-file "$pwfile" -f compose.yaml config | grep -q '^    ports:'; then
   echo "compose_config: FAIL: compose.yaml alone publishes a port" >&2
   exit 1
 fi
+# postgres (so every daemon, which waits for it) starts only after check-env
+# exited 0, and check-env checks all five passwords, with no network
+svc_cfg postgres | grep -A1 '^      check-env:$' | grep -q 'condition: service_completed_successfully' ||
+  { echo "compose_config: FAIL: postgres does not wait for check-env to succeed" >&2; exit 1; }
+for v in "${passwords[@]}"; do
+  svc_cfg check-env | grep -qx -- "    - $v" ||
+    { echo "compose_config: FAIL: check-env does not check $v" >&2; exit 1; }
+done
+svc_cfg check-env | grep -qx '    network_mode: none' ||
+  { echo "compose_config: FAIL: check-env has a network" >&2; exit 1; }
 echo "compose_config: compose.yaml valid ($(docker-compose version --short))"

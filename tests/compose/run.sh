@@ -328,18 +328,20 @@ for s in "${daemons[@]}"; do
 done
 check "prometheus's certificate files" "ca-server.crt prometheus.crt prometheus.key " \
   "$(in_svc prometheus ls /certs | LC_ALL=C sort | tr '\n' ' ')"
-# the server certificates name every host a caller dials, both replicas'
-# (the certs service's command; mbedTLS matches the host of the URL)
+# each server certificate names its own service only (both replicas; the
+# orchestrators' also localhost and 127.0.0.1 for deploy/publish.yaml): the
+# certs service's command, DAEMON=HOST (stockd's key cannot pass for paymentd)
 # shellcheck disable=SC2016
 sans=$(dc run --rm -T --no-deps --entrypoint sh certs -c '
   for d in stockd paymentd shippingd orchestratord; do
     openssl x509 -in /certs/ca/$d.crt -noout -ext subjectAltName | sed -n 2p | tr -d " "
   done')
-hosts="DNS:orchestrator,DNS:orchestrator2,DNS:stock,DNS:stock2,DNS:payment,DNS:payment2,DNS:shipping,DNS:shipping2,DNS:localhost,DNS:127.0.0.1,IPAddress:127.0.0.1"
 i=0
-for d in stockd paymentd shippingd orchestratord; do
+for want in "DNS:stockd,DNS:stock,DNS:stock2" "DNS:paymentd,DNS:payment,DNS:payment2" \
+  "DNS:shippingd,DNS:shipping,DNS:shipping2" \
+  "DNS:orchestratord,DNS:orchestrator,DNS:orchestrator2,DNS:localhost,DNS:127.0.0.1,IPAddress:127.0.0.1"; do
   i=$((i + 1))
-  check "$d certificate's names" "DNS:$d,$hosts" "$(sed -n "${i}p" <<<"$sans")"
+  check "${want%%,*} certificate's names" "$want" "$(sed -n "${i}p" <<<"$sans")"
 done
 
 # ---- mutual TLS: the certs service made the certificates; without one, or
@@ -348,7 +350,8 @@ done
 # checked is that reaching them gives nothing)
 certs="$LAB/certs"
 rm -rf "$certs" && mkdir -p "$certs"
-for f in ca-server.crt client.crt client.key prometheus.crt prometheus.key; do
+for f in ca-server.crt client.crt client.key prometheus.crt prometheus.key orchestrator.crt \
+  orchestrator.key; do
   dc run --rm -T --no-deps --entrypoint cat certs "/certs/ca/$f" >"$certs/$f"
 done
 sagacmd=${SAGA_BIN_DIR:-$repo/build/bin}/sagacmd
@@ -362,16 +365,25 @@ if [ -x "$sagacmd" ]; then
   }
   charge=(charge 5ec0e000-0000-4000-8000-000000000009 ali 100)
   ship=(ship 5ec0e000-0000-4000-8000-00000000000a ali A1 1)
-  check "paymentd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT" "" "${charge[@]}")"
-  check "paymentd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT" client "${charge[@]}")"
-  check "paymentd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_ADMIN_PORT" client "${charge[@]}")"
-  check "shippingd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT" "" "${ship[@]}")"
-  check "shippingd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT" client "${ship[@]}")"
-  check "shippingd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_ADMIN_PORT" client "${ship[@]}")"
+  check "paymentd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT?server_name=payment" "" "${charge[@]}")"
+  check "paymentd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT?server_name=payment" client "${charge[@]}")"
+  check "paymentd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_ADMIN_PORT?server_name=payment" client "${charge[@]}")"
+  check "shippingd, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT?server_name=shipping" "" "${ship[@]}")"
+  check "shippingd, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_PORT?server_name=shipping" client "${ship[@]}")"
+  check "shippingd admin listener, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING_ADMIN_PORT?server_name=shipping" client "${ship[@]}")"
   check "orchestrator, client certificate, ChargePayment" PERMISSION_DENIED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_ORCH_PORT" client "${charge[@]}")"
-  check "payment2, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT2_PORT" client "${charge[@]}")"
-  check "shipping2, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING2_PORT" "" "${ship[@]}")"
+  check "payment2, client certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT2_PORT?server_name=payment2" client "${charge[@]}")"
+  check "shipping2, no certificate" HANDSHAKE_REFUSED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_SHIPPING2_PORT?server_name=shipping2" "" "${ship[@]}")"
   check "orchestrator2, client certificate, ChargePayment" PERMISSION_DENIED "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_ORCH2_PORT" client "${charge[@]}")"
+  # the orchestrator's own certificate, dialing a name: stock's listener
+  # dialed as payment is refused at the handshake (its certificate names
+  # stock only), payment's answers (an unknown customer: nothing charged)
+  nocharge=(charge 5ec0e000-0000-4000-8000-00000000000b name-check-nobody 100)
+  check "stock's listener dialed as payment" HANDSHAKE_REFUSED \
+    "$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK_PORT?server_name=payment" orchestrator "${nocharge[@]}")"
+  named=$(tls_try "tls+tcp://127.0.0.1:$SAGAS_TEST_PAYMENT_PORT?server_name=payment" orchestrator "${nocharge[@]}")
+  check "payment's listener dialed as payment answers" answered \
+    "$([ -n "$named" ] && [ "$named" != HANDSHAKE_REFUSED ] && [ "$named" != UNREACHABLE ] && echo answered || echo "$named")"
   check "ali untouched" "300.00" "$(ctl report --json | jq -r '.accounts[] | select(.customer == "ali") | .balance')"
   check "no shipment added" 1 "$(ctl shipments --json | jq -r '.total')"
 else
@@ -413,9 +425,10 @@ check "prometheus: sagas finished" "CANCELLED:2 COMPLETED:1" \
 check "prometheus: gauges from one orchestrator" "1 0" \
   "$(prom_wait 'count(sagas_db_gauges_timestamp_seconds)' '.data.result[0].value[1]' 1 45) $(promq 'max(sagas_attention)' '.data.result[0].value[1]')"
 # the metrics listeners serve only a client certificate of ca-metrics
-scrape() { # SERVICE CERT|"": served or refused
+scrape() { # SERVICE CERT|"": served or refused (SERVICE's name resolved to 127.0.0.1)
   if curl -fsS --max-time 10 -o /dev/null --cacert "$certs/ca-server.crt" \
-    ${2:+--cert "$certs/$2.crt" --key "$certs/$2.key"} "https://127.0.0.1:${metrics_port[$1]}/metrics" 2>/dev/null
+    --resolve "$1:${metrics_port[$1]}:127.0.0.1" \
+    ${2:+--cert "$certs/$2.crt" --key "$certs/$2.key"} "https://$1:${metrics_port[$1]}/metrics" 2>/dev/null
   then echo served; else echo refused; fi
 }
 check "stock metrics, prometheus certificate" served "$(scrape stock prometheus)"
@@ -437,8 +450,8 @@ say "prometheus: eight daemons scraped in https, rules loaded"
 # (stockd answers from the record the held call made), and they complete
 # while orchestrator is still down; then it is started again. The step
 # timeout is 60 s, so they complete rather than time out.
-stock1_admin=tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK_ADMIN_PORT
-stock2_admin=tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK2_ADMIN_PORT
+stock1_admin="tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK_ADMIN_PORT?server_name=stock"
+stock2_admin="tls+tcp://127.0.0.1:$SAGAS_TEST_STOCK2_ADMIN_PORT?server_name=stock2"
 K=(44444444-4444-4444-8444-44444444440{1,2,3,4})
 kin=$(printf "'%s'," "${K[@]}")
 kin=${kin%,}

@@ -20,7 +20,7 @@ stack_kill paymentd
 PAYMENT_FLAGS=""
 stack_start_payment
 assert_eq "late charge refused" "ABORTED tombstone -" \
-  "$("$SAGA_BIN_DIR/sagacmd" "$PAYMENT_URL" charge "$S" c1 3000 || true)"
+  "$(SAGACMD_STARTED_MS=$(started_of "$S") "$SAGA_BIN_DIR/sagacmd" "$PAYMENT_URL" charge "$S" c1 3000 || true)"
 assert_eq "c1 after the late charge" "10000" "$(balance c1)"
 check_invariants "X:10" "c1:10000"
 finish

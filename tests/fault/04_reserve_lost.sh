@@ -19,7 +19,7 @@ assert_eq "early compensation recorded a tombstone" "TOMBSTONE" "$(reservation "
 elapsed=$(psql_db sagas_orchestrator "SELECT (extract(epoch FROM updated_at - created_at) * 1000)::int FROM sagas WHERE saga_id = '$S'")
 assert_eq "cancelled within deadline + retry interval" "yes" "$([ "$elapsed" -le 2500 ] && echo yes || echo "no ($elapsed ms)")"
 assert_eq "replayed ReserveStock refused" "ABORTED tombstone -" \
-  "$("$SAGA_BIN_DIR/sagacmd" "$STOCK_URL" reserve "$S" X 2 || true)"
+  "$(SAGACMD_STARTED_MS=$(started_of "$S") "$SAGA_BIN_DIR/sagacmd" "$STOCK_URL" reserve "$S" X 2 || true)"
 assert_eq "X" "10" "$(on_hand X)"
 assert_eq "c1" "10000" "$(balance c1)"
 check_invariants "X:10" "c1:10000"

@@ -55,6 +55,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check(got < room && dst[got] == '\0', "the copy fits");
 		if (ok)
 			fuzz_check(valid_utf8(dst, got), "a copy of UTF-8 is UTF-8");
+		/* the terminal escaping: UTF-8 with no control byte, whatever
+		 * the input, and the length snprintf would give */
+		char esc[512];
+		size_t n = valid_escape(esc, sizeof esc, s);
+		if (n < sizeof esc) {
+			fuzz_check(strlen(esc) == n, "the escape's length is returned");
+			fuzz_check(valid_utf8(esc, n), "an escape is UTF-8");
+			for (size_t i = 0; i < n; i++)
+				fuzz_check((unsigned char)esc[i] >= 0x20 && esc[i] != 0x7f,
+				    "an escape holds no control byte");
+		}
 		break;
 	}
 	}

@@ -138,7 +138,7 @@ static int mem_apply_one(pkit_store *s, pkit_cmd *c)
 	bool rows = s->svc->rows != NULL;
 	int64_t *v = rows ? mem_row(s, c->args.text[0], false) : NULL;
 	pkit_row row = {.exists = v != NULL, .value = v != NULL ? *v : 0};
-	s->svc->decide(&s->recs[r].rec, rows ? &row : NULL, &c->args, &c->out);
+	pkit_decide(s->svc, &s->recs[r].rec, rows ? &row : NULL, &c->args, &c->out);
 	if (c->out.write_record) {
 		s->recs[r].rec = c->out.record;
 		if (r == s->nrec)

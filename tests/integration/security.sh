@@ -16,7 +16,7 @@ C=$STACK_DIR/certs
 
 # a rogue CA with certificates of the same names, and an expired admin and
 # orchestrator certificate from the real CAs (signed in 2020, valid 1 day)
-bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/rogue" >/dev/null
+bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/rogue" localhost 127.0.0.1 >/dev/null
 expired() { # expired NAME CA
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$C/expired-$1.key" 2>/dev/null
   openssl req -new -key "$C/expired-$1.key" -subj "/CN=expired $1" 2>/dev/null |

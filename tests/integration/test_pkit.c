@@ -89,6 +89,7 @@ static const char toy_schema_sql[]
       "	n bigint NOT NULL CHECK (n > 0),\n"
       "	status text NOT NULL\n"
       "	    CHECK (status IN ('TAKEN', 'SHORT', 'NO_ROW', 'RETURNED', 'TOMBSTONE')),\n"
+      "	saga_started_ms bigint,\n"
       "	created_at timestamptz NOT NULL DEFAULT now(),\n"
       "	updated_at timestamptz NOT NULL DEFAULT now()\n"
       ");\n"
@@ -247,6 +248,7 @@ static const char notes_schema_sql[]
       "	who text NOT NULL,\n"
       "	what text NOT NULL,\n"
       "	status text NOT NULL CHECK (status IN ('NOTED')),\n"
+      "	saga_started_ms bigint,\n"
       "	created_at timestamptz NOT NULL DEFAULT now(),\n"
       "	updated_at timestamptz NOT NULL DEFAULT now()\n"
       ");\n"
@@ -634,6 +636,50 @@ static void test_tombstone(void **state)
 }
 
 /* ---- 3. the same saga id with other arguments ---- */
+
+/* Rule R5 on real PostgreSQL: a record keeps its saga's start (the
+ * one-round-trip path's insert and the locking path's alike); a command of
+ * another start with the same saga id is refused saga_id_reused, alone or
+ * in a batch beside commands that apply, and changes nothing. */
+static void test_saga_identity(void **state)
+{
+	fixture *f = *state;
+	toy_reset(f, "K=10");
+	saga_id_t t, u;
+	make_id(t, 9, 1);
+	make_id(u, 9, 2);
+	pkit_store *s = open_store(f, &toy_service, NULL);
+	const int64_t S1 = 1700000000000, S2 = 1700700000000;
+	pkit_cmd x = toy_cmd(t, TOY_OP_TAKE, "K", 3);
+	x.args.started = S1;
+	apply_ok(s, &x, 1);
+	expect_out("take t", &x, RPC_OK, "", TOY_TAKEN, true, 7);
+	assert_int_equal(
+	    db_int(f->admin, "SELECT saga_started_ms FROM toy_records WHERE saga_id = $1", t), S1);
+	/* another saga with t's id: its step and its compensation refused */
+	pkit_cmd y[2] = {toy_cmd(t, TOY_OP_GIVEBACK, "K", 3), toy_cmd(u, TOY_OP_TAKE, "K", 2)};
+	y[0].args.started = S2;
+	y[1].args.started = S2;
+	apply_ok(s, y, 2);
+	expect_out("give back t as another saga", &y[0], RPC_FAILED_PRECONDITION,
+	    REASON_SAGA_ID_REUSED, TOY_TAKEN, false, 7);
+	expect_out("take u beside it", &y[1], RPC_OK, "", TOY_TAKEN, true, 5);
+	x = toy_cmd(t, TOY_OP_TAKE, "K", 3);
+	x.args.started = S2;
+	apply_ok(s, &x, 1);
+	expect_out("take t as another saga", &x, RPC_FAILED_PRECONDITION, REASON_SAGA_ID_REUSED,
+	    TOY_TAKEN, false, 5);
+	assert_string_equal(record_of(f, t), "TAKEN K 3");
+	assert_int_equal(row_value(f, "K"), 5);
+	/* its own saga's compensation still gives back */
+	x = toy_cmd(t, TOY_OP_GIVEBACK, "K", 3);
+	x.args.started = S1;
+	apply_ok(s, &x, 1);
+	expect_out("give back t", &x, RPC_OK, "", TOY_RETURNED, true, 8);
+	assert_int_equal(
+	    db_int(f->admin, "SELECT saga_started_ms FROM toy_records WHERE saga_id = $1", t), S1);
+	pkit_store_close(s);
+}
 
 static void test_key_mismatch(void **state)
 {
@@ -1768,6 +1814,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_duplicates, fault_teardown),
 	    cmocka_unit_test_teardown(test_tombstone, fault_teardown),
 	    cmocka_unit_test_teardown(test_key_mismatch, fault_teardown),
+	    cmocka_unit_test_teardown(test_saga_identity, fault_teardown),
 	    cmocka_unit_test_teardown(test_batch_order, fault_teardown),
 	    cmocka_unit_test_teardown(test_fast_path, fault_teardown),
 	    cmocka_unit_test_teardown(test_fault, fault_teardown),

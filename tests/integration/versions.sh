@@ -25,8 +25,15 @@ assert_eq "start_order.py --version" "start_order.py $version" \
 assert_eq "list_shipments.py --version" "list_shipments.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
-# each component's schema version (the orchestrator's 7: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention, then the listing indexes of issue 32; the participants' 2: the <records>_retired summaries of retention)
-schema_v() { if [ "$1" = orchestrator ]; then echo 7; else echo 2; fi; }
+# each component's schema version (the orchestrator's: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention, then R5's saga id tombstones, then the listing indexes of issue 32 (sagas.cancelled); the participants': the <records>_retired summaries of retention, then R5's saga_started_ms)
+# (read from the sources: STORE_SCHEMA_VERSION, <SERVICE>_SCHEMA_VERSION)
+schema_v() {
+  if [ "$1" = orchestrator ]; then
+    sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$STACK_ROOT/orchestrator/store.h"
+  else
+    sed -n 's/^#define [A-Z]*_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$STACK_ROOT/services/$1/service.c"
+  fi
+}
 stack_start
 for s in orchestrator stock payment shipping; do
   d=${s}d

@@ -16,7 +16,8 @@ opens one page and runs the steps of its command line in order:
   --sh COMMAND      run a shell command (bash -c) while the page stays open;
                     it failing fails the step
 
-Waits are bounded (--timeout, seconds, default 15). Exits 1 on the first
+--browser-arg ARG (repeatable) adds ARG to chromium's command line (e.g.
+--proxy-server=http://127.0.0.1:PORT). Waits are bounded (--timeout, seconds, default 15). Exits 1 on the first
 failed step, 2 when chromium cannot start, and 3 when the page threw a
 JavaScript exception or logged an error (a CSP violation, say) unless
 --allow-errors. CDP_CHROMIUM names another browser binary. Needs python3-websockets (Debian's, /usr/bin/python3).
@@ -107,14 +108,14 @@ def js_str(s):
     return json.dumps(s)
 
 
-def start_chromium(profile):
+def start_chromium(profile, extra=()):
     exe = shutil.which(os.environ.get("CDP_CHROMIUM", "chromium"))
     if not exe:
         raise RuntimeError("chromium is not installed (scripts/deps.sh installs it)")
     args = [exe, "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
             f"--user-data-dir={profile}", "--no-first-run", "--no-default-browser-check",
             "--disable-gpu", "--disable-dev-shm-usage", "--disable-extensions",
-            "--disable-background-networking", "--window-size=1600,1000", "about:blank"]
+            "--disable-background-networking", "--window-size=1600,1000", *extra, "about:blank"]
     log = open(os.path.join(profile, "chromium.log"), "wb")
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     port_file = os.path.join(profile, "DevToolsActivePort")
@@ -216,13 +217,14 @@ def main():
         ap.add_argument("--" + name, dest=name.replace("-", "_"), action=Step, default=None)
     ap.add_argument("--timeout", type=float, default=15)
     ap.add_argument("--allow-errors", action="store_true")
+    ap.add_argument("--browser-arg", action="append", default=[])
     a = ap.parse_args()
 
     profile = tempfile.mkdtemp(prefix="cdp-profile.")
     proc = None
     try:
         try:
-            proc, port = start_chromium(profile)
+            proc, port = start_chromium(profile, a.browser_arg)
         except Exception as e:  # noqa: BLE001 - any failure to start is one outcome
             print(f"cdp: {e}", file=sys.stderr)
             return 2

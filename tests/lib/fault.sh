@@ -54,6 +54,11 @@ shipment() { psql_db sagas_shipping "SELECT status FROM shipments WHERE saga_id 
 path_of() {
   psql_db sagas_orchestrator "SELECT string_agg(to_state, '>' ORDER BY version) FROM saga_history WHERE saga_id = '$1' AND (from_state IS NULL OR from_state <> to_state)"
 }
+# started_of ID: the start of saga ID as its commands carry it
+# (saga_started_unix_ms, ms), for a command sent by hand as that saga's.
+started_of() {
+  psql_db sagas_orchestrator "SELECT (extract(epoch FROM created_at) * 1000)::bigint FROM sagas WHERE saga_id = '$1'"
+}
 # log_count NAME PATTERN: lines of a daemon's log matching a fixed string.
 log_count() { grep -cF -- "$2" "$STACK_DIR/$1.log" || true; }
 

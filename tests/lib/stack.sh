@@ -22,6 +22,14 @@
 # $STOCK_ADMIN_URL, $PAYMENT_ADMIN_URL, $SHIPPING_ADMIN_URL), and `ctl` speaking to those with
 # the admin certificate. Without it the daemons listen on plain loopback
 # (every role on one listener) and the *_ADMIN_URL are the *_URL.
+# The server certificates all name localhost and 127.0.0.1 (STACK_CERT_HOSTS,
+# make-certs.sh's bare hosts: one machine, where any daemon's key could
+# serve as any other). STACK_TLS_NAMES=1 (with STACK_TLS=1): each certificate
+# names only its daemon (make-certs.sh without hosts), and every URL a
+# caller dials (STOCK_URL, ..., ORCH_URL, the *_ADMIN_URL and
+# STACK_ADMIN_URL_OF) ends in ?server_name=DAEMON (stockd, orchestratord,
+# ...): the name its server's certificate must hold (docs/security.md);
+# the listeners take the URL without it (_stack_listen_url).
 # STACK_FAULTS=1: the daemons start with --enable-fault-injection (tests
 # that arm faults; off otherwise, as in production).
 # STACK_PG_SETUP=FUNCTION: a shell function run instead of starting the one
@@ -114,8 +122,8 @@ _stack_common_flags() {
   [ "${STACK_TLS:-0}" = 1 ] || return 0
   local admin_url role_ca=ca-orchestrator
   case $name in
-  orchestratord) admin_url=$ORCH_ADMIN_URL role_ca=ca-client ;;
-  *) admin_url=$2 ;;
+  orchestratord) admin_url=$(_stack_listen_url "$ORCH_ADMIN_URL") role_ca=ca-client ;;
+  *) admin_url=$(_stack_listen_url "$2") ;;
   esac
   printf '%s\n' --admin-listen "$admin_url" --tls-cert "$c/$name.crt" --tls-key "$c/$name.key" \
     --tls-ca "$c/$role_ca.crt" --admin-tls-ca "$c/ca-admin.crt"
@@ -126,6 +134,15 @@ _stack_common_flags() {
 }
 
 _stack_listening() { ! _stack_port_free "$1"; }
+
+# _stack_dial_url URL DAEMON: URL as callers dial it: with
+# ?server_name=DAEMON under STACK_TLS_NAMES=1, else URL.
+_stack_dial_url() {
+  if [ "${STACK_TLS_NAMES:-0}" = 1 ]; then echo "$1?server_name=$2"; else echo "$1"; fi
+}
+
+# _stack_listen_url URL: URL without its ?server_name= (a listener's).
+_stack_listen_url() { echo "${1%%\?*}"; }
 
 # skewed_clock OFFSET: prints a wrapper (for ORCH_WRAP and the others) that
 # runs a daemon with its wall clock moved by OFFSET (libfaketime: "+10m",
@@ -180,7 +197,7 @@ stack_start_orchestrator() {
   mapfile -t common < <(_stack_common_flags orchestratord)
   # shellcheck disable=SC2086
   _stack_daemon orchestratord "$ORCH_PORT" ${ORCH_WRAP:-} "$SAGA_BIN_DIR/orchestratord" \
-    --listen "$ORCH_URL" --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" \
+    --listen "$(_stack_listen_url "$ORCH_URL")" --stock "$STOCK_URL" --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" \
     --db "$PG_CONN dbname=sagas_orchestrator" ${common[@]+"${common[@]}"} ${ORCH_FLAGS:-}
 }
 
@@ -199,7 +216,9 @@ stack_start_orchestrator_as() {
   [ "${STACK_TLS:-0}" = 1 ] && scheme=tls+tcp
   STACK_URL_OF[$name]="$scheme://127.0.0.1:$port"
   STACK_ADMIN_URL_OF[$name]=${STACK_URL_OF[$name]}
-  [ "${STACK_TLS:-0}" = 1 ] && STACK_ADMIN_URL_OF[$name]="$scheme://127.0.0.1:$(_stack_free_port)"
+  if [ "${STACK_TLS:-0}" = 1 ]; then
+    STACK_ADMIN_URL_OF[$name]=$(_stack_dial_url "$scheme://127.0.0.1:$(_stack_free_port)" orchestratord)
+  fi
   _stack_metrics_url "$name"
   mapfile -t common < <(ORCH_ADMIN_URL=${STACK_ADMIN_URL_OF[$name]} _stack_common_flags orchestratord "" "$name")
   # shellcheck disable=SC2086
@@ -280,6 +299,11 @@ stack_kill() {
 }
 
 stack_start() {
+  # sagacmd's commands (tests/tools/sagacmd.c) carry one saga start for the
+  # whole test unless it says otherwise: a saga is its id and its start
+  # (rule R5), so the commands a test sends by hand for one saga id are one
+  # saga's (started_of gives an orchestrator's saga's own)
+  export SAGACMD_STARTED_MS=${SAGACMD_STARTED_MS:-$(date +%s%3N)}
   for b in orchestratord stockd paymentd shippingd sagactl; do
     [ -x "$SAGA_BIN_DIR/$b" ] || { echo "stack: $SAGA_BIN_DIR/$b is missing: build first" >&2; return 1; }
   done
@@ -297,12 +321,15 @@ stack_start() {
   STACK_CTL_TLS=()
   local scheme=tcp
   if [ "${STACK_TLS:-0}" = 1 ]; then
-    bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/certs" >/dev/null
+    local hosts=()
+    [ "${STACK_TLS_NAMES:-0}" = 1 ] || read -ra hosts <<<"${STACK_CERT_HOSTS:-localhost 127.0.0.1}"
+    bash "$STACK_ROOT/scripts/make-certs.sh" "$STACK_DIR/certs" ${hosts[@]+"${hosts[@]}"} >/dev/null
     scheme=tls+tcp
-    ORCH_ADMIN_URL="$scheme://127.0.0.1:$(_stack_free_port)"
+    ORCH_ADMIN_URL=$(_stack_dial_url "$scheme://127.0.0.1:$(_stack_free_port)" orchestratord)
     read -ra STACK_CTL_TLS <<<"$(tls_flags admin)"
   fi
   ORCH_URL="$scheme://127.0.0.1:$ORCH_PORT"
+  [ "${STACK_TLS:-0}" = 1 ] && ORCH_URL=$(_stack_dial_url "$ORCH_URL" orchestratord)
   [ "${STACK_TLS:-0}" = 1 ] || ORCH_ADMIN_URL=$ORCH_URL
   # each participant's replicas: a port, a URL and an admin URL each; the
   # *_URL and *_ADMIN_URL are their lists
@@ -319,7 +346,10 @@ stack_start() {
       else
         STACK_ADMIN_URL_OF[$name]=${STACK_URL_OF[$name]}
       fi
-      urls+="${urls:+,}${STACK_URL_OF[$name]}"
+      if [ "${STACK_TLS:-0}" = 1 ]; then
+        STACK_ADMIN_URL_OF[$name]=$(_stack_dial_url "${STACK_ADMIN_URL_OF[$name]}" "$base")
+      fi
+      urls+="${urls:+,}$(_stack_dial_url "${STACK_URL_OF[$name]}" "$base")"
       admins+="${admins:+,}${STACK_ADMIN_URL_OF[$name]}"
     done
     # shellcheck disable=SC2034 # the *_PORT: replica 1's, for the tests

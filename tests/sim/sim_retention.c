@@ -64,6 +64,17 @@
  * past_horizon all the same (rule R3's margin did not cover the clocks and
  * the time on the way: the saga is parked, which is safe; R3 only spares
  * the participants commands they would refuse).
+ *   - Saga ids (rule R5). In half the seeds a saga may reuse the id of an
+ *     earlier one, starting anywhere in the first 6 x retention: when the
+ *     orchestrator still keeps that saga (not terminal), StartSaga finds
+ *     it and nothing starts; else (the orchestrator forgot it, at once:
+ *     the worst case) a new saga with that id starts, whatever the
+ *     participants still keep. A participant's record keeps its saga's
+ *     start; a command of another start is refused saga_id_reused without
+ *     effect (common/pkit_decide.c); a step so refused parks its saga, a
+ *     compensation so refused is retried. Effects count for the saga whose
+ *     record they change, so (a) and (b) check every saga with a reused id
+ *     and the one whose id it reused.
  * `--break NAME` replaces one rule: `no_skew` deletes records at now -
  * retention (no clock margin), `no_refusal` makes participants accept any
  * old command, `send_past_horizon` lets the orchestrator send while
@@ -71,7 +82,12 @@
  * sagas parked by a refusal, still safe, so not a variant a check catches),
  * `cancel_on_refusal` takes a past_horizon refusal for a plain refusal
  * ("nothing applied": a reserve cancels, a charge releases), which loses
- * the effect of a retried step whose first copy was applied ((b)). Usage:
+ * the effect of a retried step whose first copy was applied ((b)),
+ * `id_only` matches a command to a record by saga id alone (the records
+ * before R5: the new saga is answered from the old one's record, or
+ * compensates it), `cancel_on_reuse` takes a saga_id_reused refusal of a
+ * step for "nothing applied" (a copy still on the way applies once the old
+ * record is deleted, to a saga already cancelled). Usage:
  * sim_retention [--seeds A..B] [--break NAME] [--expect-violation]
  * [--clock-bound B] [--trace]; exit 0 when the expectation holds
  * (--expect-violation: some seed violates), 2 on a usage error. */
@@ -92,9 +108,17 @@
 #define MAX_MSGS  512
 
 enum { N_STOCK, N_PAY, N_ORCH, N_NODES };
-enum { BRK_NONE, BRK_NO_SKEW, BRK_NO_REFUSAL, BRK_SEND_PAST, BRK_CANCEL };
-static const char *const break_names[]
-    = {"", "no_skew", "no_refusal", "send_past_horizon", "cancel_on_refusal"};
+enum {
+	BRK_NONE,
+	BRK_NO_SKEW,
+	BRK_NO_REFUSAL,
+	BRK_SEND_PAST,
+	BRK_CANCEL,
+	BRK_ID_ONLY,
+	BRK_CANCEL_REUSED
+};
+static const char *const break_names[] = {"", "no_skew", "no_refusal", "send_past_horizon",
+    "cancel_on_refusal", "id_only", "cancel_on_reuse"};
 static int brk;
 static bool trace;
 /* the largest error of a clock: skew/2 (the header says why);
@@ -119,6 +143,8 @@ typedef enum { R_NONE, R_APPLIED, R_REFUSED, R_UNDONE, R_TOMBSTONE } rec_kind;
 typedef struct record {
 	rec_kind kind;
 	int64_t created_at; /* the participant's clock */
+	int owner;          /* the saga that made it (rule R5: its identity) */
+	int64_t started;    /* that saga's start, as its commands carry it */
 } record;
 
 typedef struct msg {
@@ -129,6 +155,7 @@ typedef struct msg {
 	int try_id;
 	bool ok;           /* a reply's outcome */
 	bool past_horizon; /* a reply's refusal is rule R1's */
+	bool id_reused;    /* a reply's refusal is rule R5's */
 } msg;
 
 typedef struct saga {
@@ -142,6 +169,10 @@ typedef struct saga {
 	bool no_stock, no_funds;
 	/* per participant: the step applied, the compensation applied */
 	int applied[2], undone[2];
+	int id;      /* its saga id: its own index, or an earlier saga's (R5) */
+	bool never;  /* a reuser whose id's saga was still kept at its start:
+	                StartSaga found that one (deduplicated), nothing started */
+	bool reused; /* parked by a saga_id_reused refusal */
 } saga;
 
 typedef struct world {
@@ -161,7 +192,7 @@ typedef struct world {
 	bool bad;
 	char what[4][256]; /* the first violation of each check */
 	bool check_hit[4];
-	long deletions, horizon_refusals, late_copies, refused_parks;
+	long deletions, horizon_refusals, late_copies, refused_parks, reuses, reuse_refusals;
 } world;
 
 static const horizon_policy policy = {.retention_ms = RET, .skew_ms = SKEW};
@@ -318,6 +349,19 @@ static void orch_reply(world *w, const msg *m)
 	TRACE(w, "saga %d: %s in %s\n", m->saga, m->ok ? "OK" : "refused", st_names[s->state]);
 	if (m->past_horizon)
 		w->refused_parks++; /* rule R3's margin was not enough: parked, safe */
+	bool step = s->state == S_RESERVING || s->state == S_CHARGING;
+	if (m->id_reused && step && brk != BRK_CANCEL_REUSED) {
+		/* orchestrator/saga.c: a step refused saga_id_reused parks (rule
+		 * R5): a copy still on the way applies once the other saga's
+		 * record is deleted, so cancelling could lose it */
+		TRACE(w, "saga %d: parked in %s (refused saga_id_reused)\n", m->saga,
+		    st_names[s->state]);
+		s->parked = true;
+		s->reused = true;
+		s->timer = 0;
+		s->in_flight = false;
+		return;
+	}
 	if (m->past_horizon && brk != BRK_CANCEL) {
 		/* orchestrator/saga.c: a command refused past_horizon parks */
 		TRACE(w, "saga %d: parked in %s (refused past_horizon)\n", m->saga,
@@ -352,11 +396,11 @@ static void orch_reply(world *w, const msg *m)
 
 /* a participant takes a command; returns whether it answers OK, and in
  * *past_horizon whether it refused it by rule R1 */
-static bool part_command(world *w, const msg *m, bool *past_horizon)
+static bool part_command(world *w, const msg *m, bool *past_horizon, bool *id_reused)
 {
 	saga *s = &w->sagas[m->saga];
 	int p = m->node;
-	record *r = &w->rec[p][m->saga];
+	record *r = &w->rec[p][s->id];
 	int64_t now = reading(w, p);
 	if (w->t - s->t_start > RET)
 		w->late_copies++;
@@ -369,15 +413,24 @@ static bool part_command(world *w, const msg *m, bool *past_horizon)
 		*past_horizon = true;
 		return false; /* rule R1: past_horizon, nothing applied */
 	}
+	if (r->kind != R_NONE && r->started != s->created && brk != BRK_ID_ONLY) {
+		/* rule R5 (common/pkit_decide.c): another saga's record */
+		TRACE(w, "  refused saga_id_reused (the record is saga %d's)\n", r->owner);
+		w->reuse_refusals++;
+		*id_reused = true;
+		return false;
+	}
 	if (m->comp) {
 		switch (r->kind) {
 		case R_NONE:
 			r->kind = R_TOMBSTONE;
 			r->created_at = now;
+			r->owner = m->saga;
+			r->started = s->created;
 			return true;
 		case R_APPLIED:
 			r->kind = R_UNDONE;
-			s->undone[p]++;
+			w->sagas[r->owner].undone[p]++; /* the record's saga's effect */
 			return true;
 		case R_REFUSED:
 		case R_UNDONE:
@@ -389,6 +442,8 @@ static bool part_command(world *w, const msg *m, bool *past_horizon)
 	switch (r->kind) {
 	case R_NONE:
 		r->created_at = now;
+		r->owner = m->saga;
+		r->started = s->created;
 		if (p == N_STOCK ? s->no_stock : s->no_funds) {
 			r->kind = R_REFUSED;
 			return false;
@@ -421,11 +476,11 @@ static void part_retention(world *w, int p)
 		if (r->kind == R_NONE || r->created_at >= cutoff)
 			continue;
 		/* (c): refused at every reading still to come, the lowest first */
-		if (!part_refuses(w->sagas[i].created, w->t - clock_bound))
-			violation(w, 2, i, p,
+		if (!part_refuses(r->started, w->t - clock_bound))
+			violation(w, 2, r->owner, p,
 			    "record (created at %lld) deleted while a command could still be "
 			    "accepted: the saga started at %lld, this clock may still read %lld",
-			    (long long)r->created_at, (long long)w->sagas[i].created,
+			    (long long)r->created_at, (long long)r->started,
 			    (long long)(w->t - clock_bound));
 		TRACE(w, "saga %d: %s record deleted\n", i, p == N_STOCK ? "stock" : "payment");
 		r->kind = R_NONE;
@@ -442,14 +497,15 @@ static void deliver(world *w, msg *m)
 			orch_reply(w, &mm);
 		return;
 	}
-	bool ph = false;
-	bool ok = part_command(w, &mm, &ph);
+	bool ph = false, reused = false;
+	bool ok = part_command(w, &mm, &ph, &reused);
 	if (rnd(w, 5) == 0)
 		return;
 	msg rep = mm;
 	rep.reply = true;
 	rep.ok = ok;
 	rep.past_horizon = ph;
+	rep.id_reused = reused;
 	rep.at = w->t + 1;
 	post(w, &rep);
 }
@@ -464,7 +520,7 @@ static void step_clock(world *w, int n)
 
 static bool saga_active(const saga *s)
 {
-	return !s->parked && s->state != S_COMPLETED && s->state != S_CANCELLED;
+	return !s->parked && !s->never && s->state != S_COMPLETED && s->state != S_CANCELLED;
 }
 
 /* runs seed `seed`; returns true when every check holds */
@@ -488,6 +544,16 @@ static bool run(world *w, uint64_t seed)
 		s->no_funds = rnd(w, 100) < 15;
 		s->timer = s->t_start; /* StartSaga: the first try */
 		s->state = S_RESERVING;
+		s->id = i;
+		/* rule R5: in half the seeds, a saga reuses an earlier saga's
+		 * id, at any time from that saga's start to long after it
+		 * (an orchestrator whose retention forgot it at once, and
+		 * participants that keep its records any time) */
+		if (i > 0 && seed % 2 == 0 && rnd(w, 3) == 0) {
+			s->id = w->sagas[rnd(w, (uint32_t)i)].id;
+			s->t_start = T0 + between(w, 0, 6 * RET);
+			s->timer = s->t_start;
+		}
 	}
 	/* outages: anywhere, or ending near a saga's horizon (the sweep then
 	 * resumes it there) */
@@ -557,6 +623,26 @@ static bool run(world *w, uint64_t seed)
 				s->timer = up;
 				continue;
 			}
+			if (s->created == 0 && s->id != i) {
+				/* StartSaga of a reused id: deduplicated while the
+				 * orchestrator keeps a saga with that id (one not
+				 * terminal is never deleted, rule R4) */
+				for (int k = 0; k < i; k++)
+					if (w->sagas[k].id == s->id && !w->sagas[k].never
+					    && (w->sagas[k].created == 0
+					        || saga_active(&w->sagas[k])
+					        || w->sagas[k].parked)) {
+						s->never = true;
+						break;
+					}
+				if (s->never) {
+					TRACE(w,
+					    "saga %d: StartSaga of saga %d's id deduplicated\n", i,
+					    s->id);
+					continue;
+				}
+				w->reuses++;
+			}
 			if (s->created == 0) {
 				/* StartSaga: its start, then the first try */
 				s->created = reading(w, N_ORCH);
@@ -576,7 +662,7 @@ static bool run(world *w, uint64_t seed)
 		char buf[160];
 		snprintf(buf, sizeof buf, "%s%s with %d reservation(s) and %d charge(s) in effect",
 		    st_names[s->state], s->parked ? " (parked, flagged)" : "", net_stock, net_pay);
-		if (s->parked)
+		if (s->parked || s->never)
 			continue;
 		if (s->state == S_CANCELLED && (net_stock != 0 || net_pay != 0))
 			violation(
@@ -618,7 +704,8 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr,
 		    "usage: sim_retention [--seeds A..B] "
-		    "[--break no_skew|no_refusal|send_past_horizon|cancel_on_refusal] "
+		    "[--break no_skew|no_refusal|send_past_horizon|cancel_on_refusal|id_only|"
+		    "cancel_on_reuse] "
 		    "[--expect-violation] "
 		    "[--clock-bound B] [--trace]\n");
 		return strcmp(argv[i], "--help") == 0 ? 0 : 2;
@@ -632,7 +719,8 @@ int main(int argc, char **argv)
 	if (w == NULL)
 		return 2;
 	unsigned long long bad = 0, by[4] = {0}, sagas = 0, parked = 0, completed = 0,
-	                   cancelled = 0, deletions = 0, refusals = 0, late = 0, rparks = 0;
+	                   cancelled = 0, deletions = 0, refusals = 0, late = 0, rparks = 0,
+	                   reuses = 0, reused = 0, reuse_refusals = 0;
 	for (unsigned long long s = a; s <= b; s++) {
 		if (!run(w, s))
 			bad++;
@@ -649,14 +737,20 @@ int main(int argc, char **argv)
 		deletions += (unsigned long long)w->deletions;
 		refusals += (unsigned long long)w->horizon_refusals;
 		rparks += (unsigned long long)w->refused_parks;
+		reuses += (unsigned long long)w->reuses;
+		reuse_refusals += (unsigned long long)w->reuse_refusals;
+		for (int i = 0; i < w->nsagas; i++)
+			reused += w->sagas[i].reused;
 		late += (unsigned long long)w->late_copies;
 	}
 	free(w);
 	printf("sim_retention%s%s%s: %llu seeds, %llu with a violation (a: %llu, b: %llu, c: "
 	       "%llu); %llu sagas (%llu completed, %llu cancelled, %llu parked, %llu of them by a "
 	       "refusal), %llu records deleted, %llu copies delivered past retention, %llu "
-	       "refused past_horizon\n",
+	       "refused past_horizon; %llu sagas reused an id, %llu commands refused "
+	       "saga_id_reused, %llu sagas parked by it\n",
 	    brk ? " (" : "", break_names[brk], brk ? ")" : "", b - a + 1, bad, by[0], by[1], by[2],
-	    sagas, completed, cancelled, parked, rparks, deletions, late, refusals);
+	    sagas, completed, cancelled, parked, rparks, deletions, late, refusals, reuses,
+	    reuse_refusals, reused);
 	return expect_violation ? (bad > 0 ? 0 : 1) : (bad == 0 ? 0 : 1);
 }

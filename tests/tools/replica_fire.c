@@ -12,7 +12,11 @@
  * retries, rule 3 of saga-semantics.md) is sent again, up to 50 rounds.
  * Prints one line per (verb, code, reply status) with its count, sorted:
  * "reserve OK 1 600", and "resent K". Exits 0 when every command got an
- * answer, 1 when some did not, 2 on usage errors. Plain URLs only. */
+ * answer, 1 when some did not, 2 on usage errors. Plain URLs only. Every
+ * command carries one saga start, SAGACMD_STARTED_MS (ms since the epoch;
+ * tests/lib/stack.sh sets it for a whole test) or else the time it starts:
+ * a saga is its id and its start (rule R5), so a run's commands of one
+ * saga id, and those of later runs in the test, are one saga's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +78,9 @@ static void fire_done(void *arg, const rpc_result *res)
 	nng_mtx_unlock(st.mtx);
 }
 
+/* the start every command carries (main) */
+static int64_t fire_started;
+
 /* fire_send sends call `c` (saga id `id`) with verb `v` on `cl`, its
  * answer to fire_done. Returns 0 or a negative errno (rpc_call_async). */
 static int fire_send(
@@ -84,7 +91,7 @@ static int fire_send(
 		m.saga_id = (char *)id;
 		m.sku = (char *)name;
 		m.qty = (int32_t)amount;
-		m.saga_started_unix_ms = clock_wall_ms(); /* a saga of now (rule R1) */
+		m.saga_started_unix_ms = fire_started; /* rules R1 and R5 */
 		return rpc_call_async(cl,
 		    !strcmp(v, "reserve") ? "/sagas.v1.Stock/ReserveStock"
 		                          : "/sagas.v1.Stock/ReleaseStock",
@@ -94,7 +101,7 @@ static int fire_send(
 	m.saga_id = (char *)id;
 	m.customer = (char *)name;
 	m.amount = amount;
-	m.saga_started_unix_ms = clock_wall_ms();
+	m.saga_started_unix_ms = fire_started;
 	return rpc_call_async(cl,
 	    !strcmp(v, "charge") ? "/sagas.v1.Payment/ChargePayment"
 	                         : "/sagas.v1.Payment/RefundPayment",
@@ -115,6 +122,8 @@ int main(int argc, char **argv)
 		    "COPIES NAME AMOUNT\n");
 		return 2;
 	}
+	const char *start = getenv("SAGACMD_STARTED_MS");
+	fire_started = start != NULL && *start != '\0' ? strtoll(start, NULL, 10) : clock_wall_ms();
 	char *urls = strdup(argv[1]), *vlist = strdup(argv[2]);
 	const char *prefix = argv[3], *name = argv[7];
 	long first = atol(argv[4]), n = atol(argv[5]), copies = atol(argv[6]);

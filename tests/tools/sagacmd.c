@@ -6,7 +6,8 @@
  * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply
  * came, 1 when none came, 2 on usage errors. For a tls+tcp:// URL the
  * environment gives the files: SAGACMD_TLS_CA (required), SAGACMD_TLS_CERT
- * and SAGACMD_TLS_KEY (a role's certificate, or none); a refused TLS
+ * and SAGACMD_TLS_KEY (a role's certificate, or none), and the URL may end
+ * in "?server_name=NAME" (the name checked; rpc_urls_parse); a refused TLS
  * handshake prints "HANDSHAKE_REFUSED" and exits 1. The command's saga
  * started now (this host's clock), or at SAGACMD_STARTED_MS (ms since the
  * epoch; 0 sends none): a late copy of an old saga's command (rule R1). */
@@ -54,26 +55,33 @@ int main(int argc, char **argv)
 	int64_t started = st ? strtoll(st, NULL, 10) : clock_wall_ms();
 	rpc_client *c = NULL;
 	rpc_client_opts opts = {.connect_now = true};
-	tls_conf *tls = NULL;
-	if (tls_url(url)) {
+	/* one URL, through the lists' parser: "?server_name=NAME" works */
+	rpc_urls urls;
+	char err[512];
+	int prc = rpc_urls_parse(&urls, url, err, sizeof err);
+	if (prc != 0 || urls.n != 1) {
+		fprintf(stderr, "sagacmd: %s\n", prc != 0 ? err : "one URL, not a list");
+		rpc_urls_free(&urls);
+		return 2;
+	}
+	if (tls_url(urls.url[0])) {
 		const char *cert = getenv("SAGACMD_TLS_CERT"), *key = getenv("SAGACMD_TLS_KEY");
 		tls_files f = {.cert = cert ? cert : "",
 		    .key = key ? key : "",
 		    .ca = getenv("SAGACMD_TLS_CA") ? getenv("SAGACMD_TLS_CA") : ""};
-		char err[512];
-		if (tls_client_new(&tls, url, &f, err, sizeof err) != 0) {
+		if (rpc_urls_tls(&urls, &f, err, sizeof err) != 0) {
 			fprintf(stderr, "sagacmd: %s\n", err);
+			rpc_urls_free(&urls);
 			return 2;
 		}
-		opts.tls = tls;
 	}
-	int orc = rpc_client_open(&c, url, &opts);
+	int orc = rpc_client_open_urls(&c, &urls, &opts);
 	if (orc != 0) {
 		if (orc == -EACCES)
 			printf("HANDSHAKE_REFUSED\n");
 		else
 			printf("UNREACHABLE %s\n", strerror(-orc));
-		tls_conf_free(tls);
+		rpc_urls_free(&urls);
 		return 1;
 	}
 	rpc_result res;
@@ -134,11 +142,11 @@ int main(int argc, char **argv)
 		}
 	} else {
 		rpc_client_close(c);
-		tls_conf_free(tls);
+		rpc_urls_free(&urls);
 		return sagacmd_usage(stderr);
 	}
 	rpc_client_close(c);
-	tls_conf_free(tls);
+	rpc_urls_free(&urls);
 	if (rc != 0 || res.transport) {
 		fprintf(stderr, "sagacmd: no reply (%s)\n", rc == 0 ? res.message : "send failed");
 		return 1;

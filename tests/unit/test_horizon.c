@@ -78,6 +78,32 @@ static void test_cutoffs(void **st)
 	assert_true(horizon_saga_cutoff_ms(&P, NOW) < horizon_record_cutoff_ms(&P, NOW));
 }
 
+/* R5: a deleted saga's id is kept until no participant, with a retention
+ * of up to id_retention, can keep a record of it: its last command goes by
+ * created + retention - skew (R3), a record of it is made by created +
+ * retention on a clock one skew ahead, and goes id_retention + 2 x skew
+ * after that (R2), read on clocks one skew apart */
+static void test_id_cutoff(void **st)
+{
+	(void)st;
+	int64_t r = P.retention_ms, k = P.skew_ms;
+	assert_int_equal(horizon_id_cutoff_ms(&P, NOW), NOW - 2 * r - 4 * k); /* 0: retention */
+	horizon_policy longer = P;
+	longer.id_retention_ms = 5 * r;
+	assert_int_equal(horizon_id_cutoff_ms(&longer, NOW), NOW - 6 * r - 4 * k);
+	/* the last record a participant with retention id_retention can make
+	 * of a saga created at C, and when it may delete it, in the
+	 * orchestrator's clock: the id is still kept then */
+	int64_t C = NOW - 6 * r - 4 * k;         /* forgotten from NOW on */
+	int64_t last_record = C + r - k + k + k; /* R3's last send, one skew ahead, + transit */
+	int64_t deleted = last_record + longer.id_retention_ms + 2 * k + k;
+	assert_true(deleted <= NOW + k);
+	assert_true(horizon_id_cutoff_ms(&longer, NOW) < horizon_saga_cutoff_ms(&longer, NOW));
+	assert_null(horizon_policy_check(&longer));
+	longer.id_retention_ms = r - 1;
+	assert_non_null(horizon_policy_check(&longer));
+}
+
 /* R3: the orchestrator sends while created >= now - retention + skew, so a
  * participant whose clock is one skew ahead still takes the command */
 static void test_may_send(void **st)
@@ -87,7 +113,7 @@ static void test_may_send(void **st)
 	assert_true(horizon_may_send(&P, edge, NOW));
 	assert_false(horizon_may_send(&P, edge - 1, NOW));
 	assert_false(horizon_refuses(&P, edge, NOW + P.skew_ms));
-	const horizon_policy off = {0, 0}; /* no horizon: the kit's own tests */
+	const horizon_policy off = {0, 0, 0}; /* no horizon: the kit's own tests */
 	assert_true(horizon_may_send(&off, 0, NOW));
 	assert_false(horizon_refuses(&off, 0, NOW));
 }
@@ -113,6 +139,7 @@ int main(void)
 	    cmocka_unit_test(test_refuses_ahead),
 	    cmocka_unit_test(test_taken_then_deleted_is_refused),
 	    cmocka_unit_test(test_cutoffs),
+	    cmocka_unit_test(test_id_cutoff),
 	    cmocka_unit_test(test_may_send),
 	    cmocka_unit_test(test_policy_check),
 	};

@@ -176,21 +176,37 @@ static void test_listener(void **state)
 	int port = free_port();
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
 	metric_set(metric_get(&T_GAUGE, NULL), 11);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
-	char *r = http(port, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
+	char req[256];
+#define REQ(fmt) (snprintf(req, sizeof req, fmt, port), req)
+	char *r = http(port, REQ("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n"));
 	assert_non_null(strstr(r, "HTTP/1.0 200") ?: strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "Content-Type: text/plain; version=0.0.4"));
 	assert_non_null(strstr(r, "\nt_open 11\n"));
 	free(r);
-	r = http(port, "GET /other HTTP/1.0\r\n\r\n");
+	r = http(port, REQ("GET /other HTTP/1.0\r\nHost: localhost:%d\r\n\r\n"));
 	assert_non_null(strstr(r, " 404 "));
 	free(r);
-	r = http(port, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+	r = http(
+	    port, REQ("POST /metrics HTTP/1.0\r\nHost: [::1]:%d\r\nContent-Length: 0\r\n\r\n"));
 	assert_non_null(strstr(r, " 405 "));
 	free(r);
-	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
-	assert_non_null(strstr(r, "sagas_metrics_scrapes_total 1\n"));
+	/* DNS rebinding: a page's name, no Host at all: 421, not scraped */
+	r = http(port, REQ("GET /metrics HTTP/1.1\r\nHost: evil.example:%d\r\n\r\n"));
+	assert_non_null(strstr(r, "HTTP/1.1 421 "));
+	assert_null(strstr(r, "t_open"));
 	free(r);
+	r = http(port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(r, " 421 "));
+	free(r);
+	r = http(port, REQ("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n"));
+	assert_non_null(strstr(r, "sagas_metrics_scrapes_total 1\n"));
+	assert_non_null(
+	    strstr(r, "sagas_http_refusals_total{listener=\"metrics\",reason=\"host\"} 2\n"));
+	assert_non_null(
+	    strstr(r, "sagas_http_refusals_total{listener=\"metrics\",reason=\"origin\"} 0\n"));
+	free(r);
+#undef REQ
 	metrics_http_stop();
 	/* a port taken by someone else */
 	int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -201,12 +217,12 @@ static void test_listener(void **state)
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
 	assert_int_equal(listen(s, 1), 0);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), -EADDRINUSE);
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), -EADDRINUSE);
 	assert_non_null(strstr(err, url));
 	close(s);
 	/* https without a TLS configuration: refused, never plain */
 	snprintf(url, sizeof url, "https://127.0.0.1:%d", free_port());
-	assert_int_not_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	assert_int_not_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
 }
 
 /* connect_from: a connection to the listener's port from the loopback
@@ -268,7 +284,7 @@ static void test_connection_cap(void **state)
 	char url[64], err[512];
 	int port = free_port();
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-	assert_int_equal(metrics_http_start(url, NULL, err, sizeof err), 0);
+	assert_int_equal(metrics_http_start(url, NULL, NULL, err, sizeof err), 0);
 	int fds[18];
 	for (int i = 0; i < 10; i++)
 		fds[i] = connect_from(port, 1);
@@ -277,7 +293,8 @@ static void test_connection_cap(void **state)
 		fds[i] = connect_from(port, 2);
 	assert_true(page_has("\nsagas_metrics_connections 16\n"));
 	int late = connect_from(port, 3);
-	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+	char req[128];
+	snprintf(req, sizeof req, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n", port);
 	assert_int_equal(write(late, req, strlen(req)), (ssize_t)strlen(req));
 	struct timeval tv = {1, 0};
 	setsockopt(late, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -114,6 +114,52 @@ static void test_parse(void **state)
 	rpc_urls_free(&u); /* twice, and a zeroed one: ignored */
 }
 
+/* "?server_name=NAME" on a TLS entry: the name checked, off the URL nng
+ * dials; refused on a plain URL, with another query, or a bad name. */
+static void test_server_name(void **state)
+{
+	(void)state;
+	rpc_urls u;
+	char err[1024];
+	assert_int_equal(
+	    rpc_urls_parse(&u, "tls+tcp://127.0.0.1:1?server_name=paymentd,tls+tcp://payment2:2",
+	        err, sizeof err),
+	    0);
+	assert_int_equal(u.n, 2);
+	assert_string_equal(u.url[0], "tls+tcp://127.0.0.1:1");
+	assert_string_equal(u.server_name[0], "paymentd");
+	assert_string_equal(u.url[1], "tls+tcp://payment2:2");
+	assert_null(u.server_name[1]);
+	rpc_urls_free(&u);
+	/* the same address under two names is still the same URL */
+	assert_int_equal(
+	    rpc_urls_parse(&u,
+	        "tls+tcp://127.0.0.1:1?server_name=a,tls+tcp://127.0.0.1:1?server_name=b", err,
+	        sizeof err),
+	    -EINVAL);
+	assert_non_null(strstr(err, "the same URL as entry 1"));
+	rpc_urls_free(&u);
+	assert_int_equal(
+	    rpc_urls_parse(&u, "tcp://127.0.0.1:1?server_name=paymentd", err, sizeof err), -EINVAL);
+	assert_string_equal(
+	    err, "\"tcp://127.0.0.1:1?server_name=paymentd\": server_name= is for tls+tcp:// URLs");
+	rpc_urls_free(&u);
+	assert_int_equal(
+	    rpc_urls_parse(&u, "tls+tcp://127.0.0.1:1?name=x", err, sizeof err), -EINVAL);
+	assert_non_null(strstr(err, "the only query a URL takes is ?server_name=NAME"));
+	rpc_urls_free(&u);
+	const char *bad[] = {"tls+tcp://h:1?server_name=", "tls+tcp://h:1?server_name=a/b",
+	    "tls+tcp://h:1?server_name=-x", "tls+tcp://h:1?server_name=a&b=c"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(rpc_urls_parse(&u, bad[i], err, sizeof err), -EINVAL);
+		assert_non_null(strstr(err, "bad server_name"));
+		rpc_urls_free(&u);
+	}
+	assert_true(tls_name_ok("stock2.sagas.example"));
+	assert_false(tls_name_ok(".x"));
+	assert_false(tls_name_ok(NULL));
+}
+
 /* Two servers "a" and "b" and their URLs. */
 typedef struct pair {
 	srv_app app[2];
@@ -303,6 +349,7 @@ int main(int argc, char **argv)
 		serve_a();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_server_name),
 	    cmocka_unit_test(test_spread),
 	    cmocka_unit_test(test_failover),
 	    cmocka_unit_test(test_no_failover),

@@ -337,6 +337,52 @@ static void test_past_horizon_parks(void **st)
 	assert_true(run(&s, SAGA_EV_PAST_HORIZON, SAGA_CMD_NONE, "", NOW).ignored);
 }
 
+/* Rule R5: a step refused saga_id_reused (a participant keeps another
+ * saga's record under this id) parks its saga: neither cancelled (a copy
+ * still on the way applies once that record is deleted) nor compensated;
+ * a compensation or the retriable step so refused is retried (rule 3),
+ * which succeeds once the other record is gone. */
+static void test_saga_id_reused(void **st)
+{
+	(void)st;
+	const saga_state steps[] = {SAGA_STATE_RESERVING, SAGA_STATE_CHARGING};
+	const saga_command step_cmds[] = {SAGA_CMD_RESERVE_STOCK, SAGA_CMD_CHARGE_PAYMENT};
+	for (size_t i = 0; i < 2; i++) {
+		saga s = in_state(steps[i]);
+		saga_decision d
+		    = run(&s, SAGA_EV_REFUSED, step_cmds[i], REASON_SAGA_ID_REUSED, NOW);
+		assert_false(d.ignored);
+		assert_false(d.state_changed);
+		assert_int_equal(d.next.state, steps[i]);
+		assert_true(d.next.attention);
+		assert_true(d.attention_raised);
+		assert_string_equal(d.next.reason, REASON_SAGA_ID_REUSED);
+		assert_int_equal(d.next.next_attempt_ms, 0); /* never due */
+		assert_int_equal(d.next.step_deadline_ms, 0);
+		assert_int_equal(d.send, SAGA_CMD_NONE);
+		assert_string_equal(d.event_name, "saga_id_reused");
+		/* a late reply of another command changes nothing */
+		assert_true(
+		    run(&s, SAGA_EV_REFUSED, SAGA_CMD_SHIP_ORDER, REASON_SAGA_ID_REUSED, NOW)
+		        .ignored);
+	}
+	const saga_state forever[]
+	    = {SAGA_STATE_SHIPPING, SAGA_STATE_REFUNDING, SAGA_STATE_RELEASING};
+	const saga_command forever_cmds[]
+	    = {SAGA_CMD_SHIP_ORDER, SAGA_CMD_REFUND_PAYMENT, SAGA_CMD_RELEASE_STOCK};
+	for (size_t i = 0; i < 3; i++) {
+		saga s = in_state(forever[i]);
+		saga_decision d
+		    = run(&s, SAGA_EV_REFUSED, forever_cmds[i], REASON_SAGA_ID_REUSED, NOW);
+		assert_false(d.state_changed);
+		assert_int_equal(d.next.state, forever[i]);
+		assert_int_equal(d.send, SAGA_CMD_NONE);
+		assert_int_equal(d.next.attempts, 1);
+		assert_true(d.next.next_attempt_ms > NOW); /* retried */
+		assert_string_equal(d.event_name, "transient");
+	}
+}
+
 /* RELEASING | ReleaseStock | CANCELLED | never refused: retried | retried */
 static void test_releasing(void **st)
 {
@@ -595,6 +641,7 @@ int main(void)
 	    cmocka_unit_test(test_refunding),
 	    cmocka_unit_test(test_releasing),
 	    cmocka_unit_test(test_past_horizon_parks),
+	    cmocka_unit_test(test_saga_id_reused),
 	    cmocka_unit_test(test_terminal_ignores_everything),
 	    cmocka_unit_test(test_stale_reply_ignored),
 	    cmocka_unit_test(test_step_transient_retries_until_deadline),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -81,8 +82,9 @@ static void test_names(void **st)
 	assert_false(valid_name("tab\there"));
 	assert_false(valid_name("\x7f"));
 	assert_false(valid_name("a\xc2\x85"
-	                        "b"));                /* U+0085, a C1 control */
-	assert_true(valid_name("\xc2\xa0"));          /* U+00A0 is not a control */
+	                        "b")); /* U+0085, a C1 control */
+	assert_true(valid_name("a\xc2\xa0"
+	                       "b"));                 /* U+00A0 is not a control */
 	assert_false(valid_name("\xc3\x28"));         /* bad continuation */
 	assert_false(valid_name("\xc0\xaf"));         /* overlong */
 	assert_false(valid_name("\xed\xa0\x80"));     /* surrogate */
@@ -95,6 +97,61 @@ static void test_names(void **st)
 	longname[VALID_NAME_MAX] = 'x';
 	longname[VALID_NAME_MAX + 1] = '\0';
 	assert_false(valid_name(longname));
+}
+
+/* Names that display as something else (issue 32, part 6): a
+ * bidirectional control anywhere, or nothing visible at all. */
+static void test_names_display(void **st)
+{
+	(void)st;
+	/* every Bidi_Control, alone in a name that is otherwise fine */
+	static const char *const bidi[] = {
+	    "\xd8\x9c",                                     /* U+061C ALM */
+	    "\xe2\x80\x8e", "\xe2\x80\x8f",                 /* U+200E LRM, U+200F RLM */
+	    "\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac", /* U+202A LRE, RLE, PDF */
+	    "\xe2\x80\xad", "\xe2\x80\xae",                 /* U+202D LRO, U+202E RLO */
+	    "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", /* U+2066 LRI, RLI, FSI */
+	    "\xe2\x81\xa9",                                 /* U+2069 PDI */
+	};
+	char name[32];
+	for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++) {
+		snprintf(name, sizeof name, "gnp%s.exe", bidi[i]);
+		assert_false(valid_name(name));
+		snprintf(name, sizeof name, "%sK1", bidi[i]);
+		assert_false(valid_name(name));
+	}
+	/* the attack's own: "gnp" RLO "exe.png" shows as "gnpgnp.exe" */
+	assert_false(valid_name("invoice\xe2\x80\xaegnp.exe"));
+	/* nothing visible: zero-width characters, white space, marks alone */
+	static const char *const blank[] = {
+	    "\xe2\x80\x8b",                      /* U+200B ZWSP */
+	    "\xe2\x80\x8c\xe2\x80\x8d",          /* U+200C ZWNJ, U+200D ZWJ */
+	    "\xe2\x81\xa0",                      /* U+2060 WORD JOINER */
+	    "\xef\xbb\xbf",                      /* U+FEFF BOM */
+	    " ", "   ", "\xc2\xa0",              /* spaces, U+00A0 */
+	    "\xe3\x80\x80",                      /* U+3000 IDEOGRAPHIC SPACE */
+	    "\xe2\x80\xa8",                      /* U+2028 LINE SEPARATOR */
+	    "\xcc\x81", "\xcc\x81\xcc\x81",      /* U+0301 COMBINING ACUTE, alone */
+	    "\xe2\x83\x9d",                      /* U+20DD COMBINING ENCLOSING CIRCLE */
+	    "\xc2\xad",                          /* U+00AD SOFT HYPHEN */
+	    "\xe3\x85\xa4",                      /* U+3164 HANGUL FILLER */
+	    "\xef\xb8\x8f",                      /* U+FE0F VARIATION SELECTOR-16 */
+	    "\xf3\xa0\x80\x81",                  /* U+E0001 LANGUAGE TAG */
+	    "\xe2\xa0\x80",                      /* U+2800 BRAILLE PATTERN BLANK */
+	    "\xe2\x80\x8b \xef\xbb\xbf\xcc\x81", /* a mix of them */
+	};
+	for (size_t i = 0; i < sizeof blank / sizeof blank[0]; i++)
+		assert_false(valid_name(blank[i]));
+	/* a visible character with them is a name */
+	assert_true(valid_name("e\xcc\x81"));                    /* e + COMBINING ACUTE */
+	assert_true(valid_name("A\xe2\x80\x8b"));                /* A + ZWSP */
+	assert_true(valid_name("\xf0\x9f\x91\x8d\xef\xb8\x8f")); /* thumbs up + VS16 */
+	assert_true(valid_name("\xd7\xa9\xd7\xa8\xd7\x94"));     /* Hebrew, RTL by itself */
+	assert_true(valid_name("John Smith"));
+	assert_true(valid_visible('a'));
+	assert_false(valid_visible(' '));
+	assert_false(valid_visible(0x200b));
+	assert_false(valid_visible(0x0301));
 }
 
 /* valid_utf8_copy cuts at a character boundary: "é" is 2 bytes, "€" 3 and
@@ -127,6 +184,57 @@ static void test_utf8_copy(void **st)
 	assert_true(valid_utf8(msg, n));
 }
 
+/* valid_escape: what a terminal would act on is shown as text; the
+ * rest is copied byte for byte. */
+static void test_escape(void **st)
+{
+	(void)st;
+	char out[256];
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"plain K1", "plain K1"}, {"", ""},
+	    {"a\x1b]0;pwned\x07z", "a\\x1B]0;pwned\\x07z"}, /* a window title */
+	    {"ok\r\nFORGED", "ok\\r\\nFORGED"}, {"tab\there", "tab\\there"},
+	    {"del\x7f", "del\\x7F"}, {"back\\slash", "back\\\\slash"},
+	    {"c1\xc2\x9b"
+	     "31m",
+	        "c1\\u009B31m"},                             /* U+009B CSI */
+	    {"rlo\xe2\x80\xaegnp.exe", "rlo\\u202Egnp.exe"}, /* U+202E */
+	    {"\xd8\x9c\xe2\x81\xa6\xe2\x80\x8f", "\\u061C\\u2066\\u200F"},
+	    {"ls\xe2\x80\xa8ps\xe2\x80\xa9", "ls\\u2028ps\\u2029"},
+	    {"bad\xff\xc3", "bad\\xFF\\xC3"},    /* not UTF-8 */
+	    {"\xed\xa0\x80", "\\xED\\xA0\\x80"}, /* a surrogate */
+	    {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+	    {"\xd7\xa9\xd7\xa8\xd7\x94", "\xd7\xa9\xd7\xa8\xd7\x94"}, /* Hebrew is text */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = valid_escape(out, sizeof out, cases[i].in);
+		assert_string_equal(out, cases[i].want);
+		assert_int_equal(n, strlen(cases[i].want));
+	}
+	/* nothing a terminal acts on is left, whatever the bytes: every byte
+	 * value in every position of a short string */
+	for (unsigned b = 1; b < 256; b++) {
+		char in[4] = {'x', (char)b, 'y', '\0'};
+		valid_escape(out, sizeof out, in);
+		for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+			assert_true(*p >= 0x20 && *p != 0x7f);
+		assert_true(valid_utf8(out, strlen(out)));
+	}
+	/* cut as snprintf: the length of the whole, the copy shorter and
+	 * never inside an escape or a character */
+	char small[6];
+	assert_int_equal(valid_escape(small, sizeof small, "ab\ncd"), 6);
+	assert_string_equal(small, "ab\\nc");
+	assert_int_equal(valid_escape(small, sizeof small, "abcd\n"), 6);
+	assert_string_equal(small, "abcd");
+	assert_int_equal(valid_escape(small, sizeof small, "abc\xe2\x82\xac"), 6);
+	assert_string_equal(small, "abc");
+	assert_int_equal(valid_escape(NULL, 0, "a\x1b"), 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +243,8 @@ int main(void)
 	    cmocka_unit_test(test_money_format),
 	    cmocka_unit_test(test_uuid),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_names_display),
+	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_utf8_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
