@@ -5,7 +5,7 @@
 #   - a follower on the feed: sagactl watch --follow (WatchHistory over nng,
 #     a page as soon as more is ready, else every 500 ms, its default);
 #   - the console open: through gatewayd, what the console's list view asks
-#     every 2 s (the newest 50 sagas and one count per state), as one
+#     every 2 s (the newest 50 sagas and the counts by state), as one
 #     process keeping its connection (HTTP keep-alive);
 # alternating, RUNS rounds of each: sagabench at C=64 for BENCH_SECS s and
 # at C=1 for half as long, on a fresh durable stack each time (PG_FAST=0).
@@ -27,8 +27,8 @@ console_loop() {
   exec python3 - "$STACK_DIR/console" "${GATEWAY_URL#http://}" <<'PY'
 import http.client, sys, time
 out, target = sys.argv[1], sys.argv[2]
-paths = ["/v1/sagas?limit=50"] + ["/v1/sagas?limit=1000&state=" + s for s in
-         ("RESERVING", "CHARGING", "SHIPPING", "REFUNDING", "RELEASING")]
+# the list and the counts by state (one request since issue 32)
+paths = ["/v1/sagas?limit=50", "/v1/sagas?limit=1&with_counts=true"]
 conn, n = None, 0
 while True:
     t0 = time.monotonic()

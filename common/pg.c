@@ -32,6 +32,8 @@ const char *pg_err_name(int rc)
 		return "injected fault";
 	case PG_ERR_SCHEMA_NEWER:
 		return "database schema newer than this program";
+	case PG_ERR_CANCELED:
+		return "statement cancelled (statement_timeout or a cancel request)";
 	default:
 		return rc < 0 ? strerror(-rc) : "unknown error";
 	}
@@ -47,6 +49,8 @@ int pg_classify(const char *sqlstate)
 		return PG_ERR_UNIQUE;
 	if (!strcmp(sqlstate, "23514"))
 		return PG_ERR_CHECK;
+	if (!strcmp(sqlstate, "57014"))
+		return PG_ERR_CANCELED;
 	/* 25006 read_only_sql_transaction: the session is on a standby (a
 	 * failover demoted its server, or a conninfo without
 	 * target_session_attrs=read-write chose one): not a bad statement but

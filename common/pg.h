@@ -25,6 +25,9 @@ enum pg_err {
 	                                the transaction before COMMIT */
 	PG_ERR_SCHEMA_NEWER = -1007, /* the database's schema is newer than
 	                                this program knows (pg_apply_schema) */
+	PG_ERR_CANCELED = -1008,     /* 57014 query_canceled: the session's
+	                                statement_timeout fired, or a cancel
+	                                request (PQcancel) ended the statement */
 };
 
 /* pg_err_name names a return code for logs: "connection lost",

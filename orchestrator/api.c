@@ -1,4 +1,5 @@
 #include "api.h"
+#include "api_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 #include "fault.h"
 #include "log.h"
 #include "orch_metrics.h"
-#include "page_token.h"
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "status.h"
@@ -18,38 +18,9 @@
 #include "store.h"
 #include "valid.h"
 
-#define API_LIST_DEFAULT 100
-#define API_LIST_MAX     10000
 /* WatchHistory's page: by default and at most */
 #define API_FEED_DEFAULT 1000
 #define API_FEED_MAX     10000
-/* ListSagas' ages and margins, in ms: at most ten years and one year */
-#define API_OLDER_THAN_MAX INT64_C(315360000000)
-/* created_after/before_unix_ms: up to the year 9999 */
-#define API_INSTANT_MAX INT64_C(253402300799999)
-#define API_MARGIN_MAX  INT64_C(31536000000)
-
-/* API_DB runs the store call `expr` on the worker's connection and, when it
- * failed because the connection was lost, once more on a fresh one
- * (pg_may_rerun). Every store call here is safe to run twice: reads, and
- * writes keyed by saga id (a StartSaga whose first COMMIT went through finds
- * its own row). */
-#define API_DB(a, w, rc, expr)                                                                     \
-	do {                                                                                       \
-		bool api_rerun_ = false;                                                           \
-		(rc) = pg_ready(&(w)->conn, (a)->db, 0);                                           \
-		if ((rc) == 0)                                                                     \
-			(rc) = (expr);                                                             \
-		if (pg_may_rerun(&(w)->conn, (a)->db, 0, (rc), &api_rerun_))                       \
-			(rc) = (expr);                                                             \
-	} while (0)
-
-typedef struct api_worker {
-	PGconn *conn;
-	/* the database's feed key (WatchHistory's cursors), read on first use */
-	bool has_feed_key;
-	uint8_t feed_key[FEED_KEY_LEN];
-} api_worker;
 
 static int api_worker_init(void *app, void **worker)
 {
@@ -57,6 +28,7 @@ static int api_worker_init(void *app, void **worker)
 	api_worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
 		return -ENOMEM;
+	api_list_metrics_init();
 	/* a worker without a connection still starts: it answers UNAVAILABLE
 	 * and reconnects on the next call */
 	w->conn = pg_connect(a->db, a->db_wait_ms);
@@ -73,6 +45,39 @@ static void api_worker_fini(void *app, void *worker)
 	free(w);
 }
 
+int api_db_timeout(api *a, api_worker *w)
+{
+	(void)a;
+	int64_t ms = API_STATEMENT_MAX_MS;
+	if (w->deadline_mono_ms > 0) {
+		int64_t left = w->deadline_mono_ms - clock_mono_ms() - API_STATEMENT_MARGIN_MS;
+		if (left < ms)
+			ms = left >= 2000 ? left / 1000 * 1000
+			    : left >= 200 ? left / 100 * 100
+			                  : left;
+	}
+	if (ms < 1)
+		ms = 1; /* the deadline passed: the statement fails at once */
+	int pid = PQbackendPID(w->conn);
+	if (pid == w->session_pid && ms == w->session_timeout_ms)
+		return 0;
+	char sql[64];
+	/* an integer formatted here; SET takes no parameter */
+	snprintf(sql, sizeof sql, "SET statement_timeout = %lld", (long long)ms);
+	PGresult *r = PQexec(w->conn, sql);
+	int rc = 0;
+	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = PQstatus(w->conn) == CONNECTION_OK && r != NULL
+		    ? pg_classify(PQresultErrorField(r, PG_DIAG_SQLSTATE))
+		    : PG_ERR_CONNECTION;
+	PQclear(r);
+	if (rc == 0) {
+		w->session_pid = pid;
+		w->session_timeout_ms = ms;
+	}
+	return rc;
+}
+
 /* api_engine_of picks the engine a new saga is handed to: by its id, so
  * the sagas spread evenly over the engines (each engine is independent:
  * its own thread, connection and commits; docs/architecture.md). */
@@ -84,11 +89,12 @@ static engine *api_engine_of(api *a, const char *saga_id)
 	return a->engs[h % (uint32_t)a->n_engines];
 }
 
-/* api_db_error answers a store failure: connection trouble is UNAVAILABLE,
- * never a business refusal. */
-static void api_db_error(rpc_reply *reply, int rc, const char *what)
+void api_db_error(rpc_reply *reply, int rc, const char *what)
 {
-	if (rc == PG_ERR_CONNECTION || rc == PG_ERR_RETRY)
+	if (rc == PG_ERR_CANCELED)
+		rpc_reply_error(reply, RPC_DEADLINE_EXCEEDED, "statement_timeout",
+		    "could not %s: the database did not answer within the call's deadline", what);
+	else if (rc == PG_ERR_CONNECTION || rc == PG_ERR_RETRY)
 		rpc_reply_error(reply, RPC_UNAVAILABLE, "database_unavailable",
 		    "could not %s: database unavailable", what);
 	else
@@ -445,143 +451,6 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 		api_answer_wait(saga_id, 0, &row, false, reply);
 }
 
-static void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
-{
-	Sagas__V1__ListSagasRequest *req
-	    = sagas__v1__list_sagas_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListSagasRequest");
-		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListSagasRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-		sagas__v1__list_sagas_request__free_unpacked(req, NULL);
-		return;
-	}
-	saga_row *rows = NULL;
-	size_t n = 0;
-	Sagas__V1__Saga *ms = NULL, **mp = NULL;
-	Sagas__V1__Order *os = NULL;
-	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_LAST) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid state: %d is not a SagaState", (int)req->state);
-		goto out_free;
-	}
-	if (req->limit < 0 || req->limit > API_LIST_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid limit: must be 0..%d", API_LIST_MAX);
-		goto out_free;
-	}
-	if (req->older_than_ms < 0 || req->older_than_ms > API_OLDER_THAN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid older_than_ms: must be 0..%lld", (long long)API_OLDER_THAN_MAX);
-		goto out_free;
-	}
-	if (req->overdue_margin_ms < 0 || req->overdue_margin_ms > API_MARGIN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid overdue_margin_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
-		goto out_free;
-	}
-	if (req->stuck_after_ms < 0 || req->stuck_after_ms > API_MARGIN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
-		goto out_free;
-	}
-	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid customer: must be " VALID_NAME_RULE);
-		goto out_free;
-	}
-	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
-	    || req->created_before_unix_ms < 0 || req->created_before_unix_ms > API_INSTANT_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid %s: must be 0..%lld (ms since the epoch)",
-		    req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
-		        ? "created_after_unix_ms"
-		        : "created_before_unix_ms",
-		    (long long)API_INSTANT_MAX);
-		goto out_free;
-	}
-	page_key after;
-	bool has_after = req->page_token != NULL && req->page_token[0] != '\0';
-	if (has_after && page_token_decode(req->page_token, &after) != 0) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid page_token: not a token of a ListSagas reply");
-		goto out_free;
-	}
-	int limit = req->limit ? req->limit : API_LIST_DEFAULT;
-	store_list_query q = {.state = (saga_state)req->state,
-	    .attention_only = req->attention_only,
-	    .overdue = req->overdue,
-	    .margin_ms = req->overdue_margin_ms ? req->overdue_margin_ms : a->overdue_margin_ms,
-	    .stuck_ms = req->stuck_after_ms ? req->stuck_after_ms : a->stuck_after_ms,
-	    .older_than_ms = req->older_than_ms,
-	    .customer = req->customer,
-	    .created_after_ms = req->created_after_unix_ms,
-	    .created_before_ms = req->created_before_unix_ms,
-	    .after = has_after,
-	    .after_us = has_after ? after.created_us : 0,
-	    .after_id = has_after ? after.saga_id : NULL,
-	    /* one more than the page: is there a next page? */
-	    .limit = limit + 1};
-	int rc;
-	API_DB(a, w, rc, store_list_sagas(w->conn, &q, &rows, &n));
-	if (rc != 0) {
-		api_db_error(reply, rc, "list sagas");
-		goto out_free;
-	}
-	bool more = n > (size_t)limit;
-	if (more)
-		n = (size_t)limit;
-	ms = calloc(n + 1, sizeof *ms);
-	os = calloc(n + 1, sizeof *os);
-	mp = calloc(n + 1, sizeof *mp);
-	if (ms == NULL || os == NULL || mp == NULL) {
-		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
-		goto out_free;
-	}
-	size_t k = 0, bytes = 0;
-	for (; k < n; k++) {
-		codec_saga_to_pb(&ms[k], &os[k], &rows[k]);
-		/* tag + length prefix (<= 3 bytes for a saga) + the saga */
-		bytes += 4 + sagas__v1__saga__get_packed_size(&ms[k]);
-		if (bytes > RPC_REPLY_BUDGET)
-			break;
-		mp[k] = &ms[k];
-	}
-	Sagas__V1__ListSagasReply out = SAGAS__V1__LIST_SAGAS_REPLY__INIT;
-	out.n_sagas = k;
-	out.sagas = mp;
-	out.truncated = k < n;
-	char token[PAGE_TOKEN_LEN + 1] = "";
-	if ((more || k < n) && k > 0) {
-		page_key last = {.created_us = rows[k - 1].created_us};
-		snprintf(last.saga_id, sizeof last.saga_id, "%s", rows[k - 1].saga_id);
-		if (page_token_encode(&last, token) != 0) {
-			/* a created_at past the year 9999: the row, not the request */
-			rpc_reply_error(reply, RPC_INTERNAL, "database_error",
-			    "could not list sagas: saga %s has a created_at out of range",
-			    rows[k - 1].saga_id);
-			goto out_free;
-		}
-	}
-	out.next_page_token = token;
-	if (req->overdue) {
-		out.overdue_margin_ms = q.margin_ms;
-		out.stuck_after_ms = q.stuck_ms;
-	}
-	rpc_reply_ok(reply, &out.base);
-out_free:
-	free(rows);
-	free(ms);
-	free(os);
-	free(mp);
-	sagas__v1__list_sagas_request__free_unpacked(req, NULL);
-}
-
 static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
 	Sagas__V1__GetSagaHistoryRequest *req
@@ -851,6 +720,7 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 {
 	api *a = app;
 	api_worker *w = worker;
+	w->deadline_mono_ms = call->deadline_mono_ms;
 	if (!strcmp(call->method, API_START_METHOD))
 		api_start_saga(a, w, call, reply);
 	else if (!strcmp(call->method, API_GET_METHOD))
@@ -870,6 +740,23 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 		    call->method);
 }
 
+/* api_batch_deadline sets the worker's deadline for the statements of a
+ * batch of `n` calls: the latest of theirs (none when one has none), so
+ * that one call with a short deadline does not cut the others' statement. */
+static void api_batch_deadline(api_worker *w, const rpc_request *calls, size_t n)
+{
+	int64_t d = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (calls[i].deadline_mono_ms <= 0) {
+			d = 0;
+			break;
+		}
+		if (calls[i].deadline_mono_ms > d)
+			d = calls[i].deadline_mono_ms;
+	}
+	w->deadline_mono_ms = d;
+}
+
 /* api_handle_batch serves calls that arrived together: their StartSagas as
  * one insert statement (one commit, store_insert_sagas), their GetSagas as
  * one read (store_get_sagas), anything else one by one. Every reply is sent
@@ -887,6 +774,7 @@ static void api_handle_batch(
 		return;
 	}
 	saga_row *stored = rows + n, *got = rows + 2 * n, *submit = rows + 3 * n;
+	api_batch_deadline(w, calls, n);
 	size_t nsubmit = 0;
 	bool created[RPC_BATCH_MAX], found[RPC_BATCH_MAX];
 	int32_t waits_ms[RPC_BATCH_MAX];
@@ -946,6 +834,7 @@ static void api_pipe_closed(void *app, uint32_t pipe_id)
 {
 	api *a = app;
 	waits_pipe_closed(a->waits, pipe_id);
+	api_list_pipe_closed(pipe_id);
 }
 
 /* What a batch frame may carry: calls answered at once with small replies

@@ -2,7 +2,9 @@
  * GetSagaHistory, RetrySaga,
  * WaitSaga) served on a pool of rpc workers, each with its own
  * PGconn. Validation at the edge: bad input is INVALID_ARGUMENT naming the
- * field and changes nothing.
+ * field and changes nothing. Every statement runs under a statement_timeout
+ * tied to its call's deadline; ListSagas is capped and cancelled in the
+ * database when its client goes (api_list.c).
  */
 #ifndef SAGA_API_H
 #define SAGA_API_H
@@ -33,6 +35,14 @@ typedef struct api {
 	 * gives none: --overdue-margin and --stuck-after, ms */
 	int64_t overdue_margin_ms;
 	int64_t stuck_after_ms;
+	/* ListSagas served at once (--max-listings; 1.., kept below the
+	 * workers so that a listing never holds every worker StartSaga needs)
+	 * and at once for one caller, by its address without the port
+	 * (--max-listings-per-caller; 0 = max_listings): past either, a
+	 * listing is refused RESOURCE_EXHAUSTED before it reads anything
+	 * (api_list.c) */
+	int max_listings;
+	int max_listings_per_caller;
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

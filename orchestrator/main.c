@@ -60,6 +60,8 @@ typedef struct orch_config {
 	int64_t gauge_interval;
 	int64_t overdue_margin;
 	int64_t stuck_after;
+	int64_t max_listings;
+	int64_t max_listings_per_caller;
 	int64_t batch;
 	int64_t send_batch;
 	int64_t max_inflight;
@@ -109,6 +111,13 @@ static const config_opt orch_opts[] = {
         participant_ca, "the CA that signs the participants' certificates (PEM)", "FILE"),
     OPT("workers", "SAGA_ORCHESTRATOR_WORKERS", CONFIG_INT, "4", 1, 64, workers,
         "API worker threads (each with its own database connection)", "N"),
+    OPT("max-listings", "SAGA_ORCHESTRATOR_MAX_LISTINGS", CONFIG_INT, "2", 1, 64, max_listings,
+        "most ListSagas served at once (more are refused RESOURCE_EXHAUSTED); kept below "
+        "--workers, so that listings never hold every worker StartSaga needs",
+        "N"),
+    OPT("max-listings-per-caller", "SAGA_ORCHESTRATOR_MAX_LISTINGS_PER_CALLER", CONFIG_INT, "0", 0,
+        64, max_listings_per_caller,
+        "most ListSagas served at once for one caller (its address); 0 = --max-listings", "N"),
     OPT("step-timeout", "SAGA_ORCHESTRATOR_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000,
         step_timeout, "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
     OPT("request-timeout", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
@@ -341,6 +350,21 @@ static void orch_probe_links(orch_probe *probes, int n)
 	}
 }
 
+/* orch_max_listings is --max-listings kept below --workers (one worker
+ * stays free for StartSaga and the rest; with one worker there is none to
+ * keep), said when lowered. */
+static int orch_max_listings(int64_t max, int64_t workers)
+{
+	int64_t keep = workers > 1 ? workers - 1 : 1;
+	if (max <= keep)
+		return (int)max;
+	log_info(NULL,
+	    "--max-listings %lld lowered to %lld: at least one of the %lld --workers stays free "
+	    "of listings",
+	    (long long)max, (long long)keep, (long long)workers);
+	return (int)keep;
+}
+
 int main(int argc, char **argv)
 {
 	enum { NO = sizeof orch_opts / sizeof orch_opts[0] };
@@ -523,7 +547,9 @@ int main(int argc, char **argv)
 	    .batch_delay_us = c.batch_delay,
 	    .batch_siblings = (int)c.batch_siblings,
 	    .overdue_margin_ms = c.overdue_margin,
-	    .stuck_after_ms = c.stuck_after};
+	    .stuck_after_ms = c.stuck_after,
+	    .max_listings = orch_max_listings(c.max_listings, c.workers),
+	    .max_listings_per_caller = (int)c.max_listings_per_caller};
 	if (health_db_open(&orch_health, c.db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		orch_engines_stop(engs, n_engines);

@@ -11,12 +11,7 @@
 #include "rpc.h"
 #include "valid.h"
 #include "schema_sql.h"
-
-/* ms since the epoch of a timestamptz column, 0 when NULL */
-#define MS(col) "coalesce((extract(epoch from " col ") * 1000)::bigint, 0)"
-/* a timestamptz from a ms parameter, NULL when 0 */
-#define TS(p)                                                                                      \
-	"(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
+#include "store_internal.h"
 
 /* The waits of several orchestrators (issue 20, schema.sql "waiter"): the
  * write that ends a saga somebody waits for on another instance NOTIFYs
@@ -36,12 +31,7 @@
 #define STORE_NOTIFY(cond, id)                                                                     \
 	"CASE WHEN " cond " THEN pg_notify('" STORE_NOTIFY_CHANNEL "', " id "::text) END"
 
-#define SAGA_COLS                                                                                  \
-	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
-	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
-	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, '')"
-
-static void store_read_row(const PGresult *r, int i, saga_row *out)
+void store_read_row(const PGresult *r, int i, saga_row *out)
 {
 	memset(out, 0, sizeof *out);
 	snprintf(out->saga_id, sizeof out->saga_id, "%s", PQgetvalue(r, i, 0));
@@ -401,18 +391,6 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 	return rc;
 }
 
-static int store_rows(PGresult *r, saga_row **rows, size_t *n)
-{
-	int count = PQntuples(r);
-	*rows = calloc(count > 0 ? (size_t)count : 1, sizeof **rows);
-	if (*rows == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < count; i++)
-		store_read_row(r, i, &(*rows)[i]);
-	*n = (size_t)count;
-	return 0;
-}
-
 const char *store_overdue_name(store_overdue_reason r)
 {
 	switch (r) {
@@ -426,97 +404,6 @@ const char *store_overdue_name(store_overdue_reason r)
 		break;
 	}
 	return "";
-}
-
-/* clang-format off */
-#define STORE_STR_(x) #x
-#define STORE_STR(x)  STORE_STR_(x)
-/* An unfinished saga, in words the sweep's two partial indexes (sagas_open,
- * sagas_retry: schema.sql) answer; the state test keeps a row that an
- * orchestrator older than `finished` ended out. */
-#define STORE_UNFINISHED                                                                           \
-	"((NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL)"                            \
-	" AND state NOT IN ('COMPLETED', 'CANCELLED')"
-/* The three overdue conditions of an unfinished row of sagas (store.h,
- * store_overdue_reason) as three boolean columns, by the database's clock:
- * `m` is past_deadline's margin and `st` stuck's threshold (ms, bigint
- * parameters). The ONE definition: the overdue listing (store_list_sagas)
- * and the gauges (store_read_gauges) both select these. */
-#define STORE_OVERDUE_COLS(m, st)                                                                  \
-	"coalesce(step_deadline < now() - " m "::bigint * interval '1 millisecond', false)"        \
-	" AS past_deadline,"                                                                       \
-	" (state IN ('REFUNDING', 'RELEASING')"                                                    \
-	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
-	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck"
-#define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck)"
-/* created_at in us since the epoch (a page token's key: numeric, exact) */
-#define STORE_CREATED_US "(extract(epoch from created_at) * 1000000)::bigint"
-/* the timestamptz of a us parameter, exactly: whole seconds, then the us */
-#define STORE_US_TS(p)                                                                             \
-	"(to_timestamp((" p "::bigint / 1000000)::double precision)"                               \
-	" + (" p "::bigint % 1000000) * interval '1 microsecond')"
-/* The listing: $1 margin, $2 stuck threshold, $3 state (NULL: any), $4
- * older than (ms, 0: any age), $5/$6 the key to start after (NULL: the
- * newest), $7 limit, $8 overdue only, $9 customer (NULL: any), $10/$11
- * created at or after / before (unix ms, 0: no bound). `where` picks the index
- * (store_list_sagas); the parameters' tests fold away, since pg_exec plans
- * with their values. */
-#define STORE_LIST_SQL(where)                                                                      \
-	"SELECT " SAGA_COLS ", created_us, past_deadline, compensation_failing, stuck FROM ("     \
-	"  SELECT *, " STORE_CREATED_US " AS created_us, " STORE_OVERDUE_COLS("$1", "$2")         \
-	"  FROM sagas WHERE " where                                                                \
-	"   AND ($3::text IS NULL OR state = $3::text)"                                            \
-	"   AND ($4::bigint = 0 OR created_at < now() - $4::bigint * interval '1 millisecond')"   \
-	"   AND ($5::bigint IS NULL OR (created_at, saga_id) < (" STORE_US_TS("$5") ", $6::uuid))" \
-	"   AND ($9::text IS NULL OR customer = $9::text)"                                         \
-	"   AND ($10::bigint = 0 OR created_at >= to_timestamp($10::bigint / 1000.0))"            \
-	"   AND ($11::bigint = 0 OR created_at < to_timestamp($11::bigint / 1000.0))"             \
-	") s WHERE (NOT $8::boolean OR " STORE_OVERDUE_ANY ")"                                     \
-	" ORDER BY created_at DESC, saga_id DESC LIMIT $7"
-/* clang-format on */
-
-int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, size_t *n)
-{
-	char margin[24], stuck[24], older[24], after[24], lim[16], cafter[24], cbefore[24];
-	snprintf(margin, sizeof margin, "%" PRId64, q->margin_ms);
-	snprintf(stuck, sizeof stuck, "%" PRId64, q->stuck_ms);
-	snprintf(older, sizeof older, "%" PRId64, q->older_than_ms > 0 ? q->older_than_ms : 0);
-	snprintf(after, sizeof after, "%" PRId64, q->after_us);
-	snprintf(lim, sizeof lim, "%d", q->limit);
-	snprintf(
-	    cafter, sizeof cafter, "%" PRId64, q->created_after_ms > 0 ? q->created_after_ms : 0);
-	snprintf(cbefore, sizeof cbefore, "%" PRId64,
-	    q->created_before_ms > 0 ? q->created_before_ms : 0);
-	const char *p[11] = {margin, stuck,
-	    q->state == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(q->state), older,
-	    q->after ? after : NULL, q->after ? q->after_id : NULL, lim,
-	    q->overdue ? "true" : "false",
-	    q->customer != NULL && q->customer[0] != '\0' ? q->customer : NULL, cafter, cbefore};
-	const char *sql;
-	if (q->attention_only)
-		/* the partial index of flagged sagas (a few) */
-		sql = STORE_LIST_SQL("attention");
-	else if (q->overdue || (q->state != SAGA_STATE_UNSPECIFIED && !saga_is_terminal(q->state)))
-		/* unfinished sagas: the sweep's two indexes, not a walk of every
-		 * saga ever made from the newest */
-		sql = STORE_LIST_SQL(STORE_UNFINISHED);
-	else
-		/* sagas_listing, from the page's key down */
-		sql = STORE_LIST_SQL("true");
-	PGresult *r = NULL;
-	int rc = pg_exec(conn, sql, 11, p, &r);
-	if (rc != 0)
-		return rc;
-	rc = store_rows(r, rows, n);
-	for (size_t i = 0; rc == 0 && i < *n; i++) {
-		saga_row *row = &(*rows)[i];
-		row->created_us = pg_get_i64(r, (int)i, 16);
-		for (int k = 0; q->overdue && k < STORE_OVERDUE_N; k++)
-			if (PQgetvalue(r, (int)i, 17 + k)[0] == 't')
-				row->overdue |= 1u << k;
-	}
-	PQclear(r);
-	return rc;
 }
 
 int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, size_t *n)
@@ -598,6 +485,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " STORE_LEASE " END," \
 	"  retry_at = CASE WHEN attempts > 0 AND NOT " STORE_TERMINAL " THEN"      \
 	"    " STORE_LEASE " END, finished = " STORE_TERMINAL                      \
+	", cancelled = (state = 'CANCELLED')"                                      \
 	" WHERE saga_id = ANY(ARRAY(" \
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
@@ -685,12 +573,12 @@ static int store_apply_one(PGconn *conn, store_update *u, const char *writer)
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
 	    "next_attempt_at = " TS("$6") ", step_deadline = " TS(
 	        "$7") ", "
-	              "finished = $9, retry_at = " TS(
-	                  "$10") ", "
-	                         "version = version + 1, updated_at = now() "
-	                         "WHERE saga_id = $1 AND version = $8 AND epoch = $11"
-	                         /* waits elsewhere (STORE_NOTIFY_IF) */
-	                         " RETURNING " STORE_NOTIFY_IF("", "$12::text"),
+	              "finished = $9, cancelled = ($9::boolean AND $2 = 'CANCELLED'), retry_at "
+	              "= " TS("$10") ", "
+	                             "version = version + 1, updated_at = now() "
+	                             "WHERE saga_id = $1 AND version = $8 AND epoch = $11"
+	                             /* waits elsewhere (STORE_NOTIFY_IF) */
+	                             " RETURNING " STORE_NOTIFY_IF("", "$12::text"),
 	    12, p, &r);
 	if (rc != 0)
 		return rc;
@@ -759,6 +647,7 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "    attention = u.attention, next_attempt_at = " TSC("u.next_ms") ","
     "    step_deadline = " TSC("u.deadline_ms") ","
     "    finished = u.finished, retry_at = " TSC("u.retry_ms") ","
+    "    cancelled = (u.finished AND u.state = 'CANCELLED'),"
     "    version = s.version + 1, updated_at = now()"
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver AND s.epoch = u.epoch"
     /* the same key as an array: an index scan under any cached plan */
@@ -780,6 +669,7 @@ static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
     "    attention = $5::boolean, next_attempt_at = " TSC("$6::bigint") ","
     "    step_deadline = " TSC("$7::bigint") ","
     "    finished = $11::boolean, retry_at = " TSC("$12::bigint") ","
+    "    cancelled = ($11::boolean AND $2 = 'CANCELLED'),"
     "    version = version + 1, updated_at = now()"
     "  WHERE saga_id = $1::uuid AND version = $8::bigint AND epoch = $13::bigint"
     "  RETURNING " MS("updated_at") " AS updated_ms,"

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg_watch.h"
 #include "saga.h"
 #include "valid.h"
 
@@ -67,8 +68,10 @@ typedef struct store_update {
  * (created_at, saga_id), sagas_listing, for paging (issue 21). 5: the
  * writing transaction's id in saga_history.xid, for the history feed
  * (issue 22). 6: retention, saga_retention_batch() and the DELETE of
- * saga_history it alone may make (issue 23). */
-#define STORE_SCHEMA_VERSION 7
+ * saga_history it alone may make (issue 23). 7: rule R5's saga id
+ * tombstones (issue 32). 8: sagas.cancelled and the listing indexes
+ * sagas_customer and sagas_ended (issue 32). */
+#define STORE_SCHEMA_VERSION 8
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
@@ -179,13 +182,46 @@ typedef struct store_list_query {
 	int limit;                 /* at most this many rows (1..) */
 } store_list_query;
 
+/* How a listing's statements are bounded (store_list_sagas,
+ * store_count_sagas): they run in one read-only transaction whose
+ * statement_timeout (SET LOCAL) is timeout_ms, and while PostgreSQL works
+ * on them gone(arg) is polled: once it holds (the client went away) the
+ * statement is cancelled (pg_watch.h). */
+typedef struct store_watch {
+	int64_t timeout_ms;    /* 1.. ms: the statement_timeout of the transaction */
+	pg_watch_gone_fn gone; /* NULL: never */
+	void *arg;
+	bool cancelled; /* out: a cancel request was sent (gone held) */
+} store_watch;
+
 /* store_list_sagas returns up to q->limit sagas matching q, newest first:
  * ordered on (created_at DESC, saga_id DESC), after q's key when q->after,
  * so that pages following each other list every saga once, new sagas
- * being newer. Through an index: sagas_listing, sagas_attention, or the
- * sweep's two (unfinished states and overdue). *rows is malloc'd (caller
- * frees), *n its length. Returns 0, -ENOMEM or a negative enum pg_err. */
-int store_list_sagas(PGconn *conn, const store_list_query *q, saga_row **rows, size_t *n);
+ * being newer. Each filter reads an index range from the page's key
+ * (docs/operations.md, "Listing plans"): sagas_listing (no filter, the
+ * ages), sagas_customer, sagas_ended (COMPLETED, CANCELLED),
+ * sagas_attention, or the sweep's two (unfinished states and overdue).
+ * Bounded and watched as `w` says. *rows is malloc'd (caller frees), *n
+ * its length. Returns 0, -ENOMEM or a negative enum pg_err
+ * (PG_ERR_CANCELED: the statement_timeout fired or w->gone held). */
+int store_list_sagas(
+    PGconn *conn, const store_list_query *q, store_watch *w, saga_row **rows, size_t *n);
+
+/* The number of sagas in one state (store_count_sagas). */
+typedef struct store_count {
+	int64_t n; /* exact when !more; else the bound: at least this many */
+	bool more; /* more than the bound (COMPLETED and CANCELLED only) */
+} store_count;
+
+/* store_count_sagas counts the sagas of every state, in one statement
+ * bounded and watched as `w` says: the unfinished states exactly (the
+ * sweep's indexes: as many entries as unfinished sagas), COMPLETED and
+ * CANCELLED exactly up to `bound` sagas each and otherwise as "more than
+ * bound" (an index range of sagas_ended that stops after bound + 1
+ * entries), so the answer costs the same at any size. out is indexed by
+ * saga_state (SAGA_STATE_LAST + 1 entries; UNSPECIFIED stays 0). Returns 0
+ * or a negative enum pg_err as store_list_sagas. */
+int store_count_sagas(PGconn *conn, int64_t bound, store_watch *w, store_count *out);
 
 /* store_history returns the history of one saga, oldest first; *out is
  * malloc'd (caller frees). -ENOENT when the saga does not exist. */

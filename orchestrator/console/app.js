@@ -14,8 +14,9 @@ const STATES = ['RESERVING', 'CHARGING', 'SHIPPING', 'REFUNDING', 'RELEASING', '
   'CANCELLED'];
 const FINISHED = new Set(['COMPLETED', 'CANCELLED']);
 const PAGE_SIZE = 50;
-// counts by state: one request per state with this limit; more shows "N+"
-const COUNT_LIMIT = 1000;
+// counts by state: one request (with_counts); COMPLETED and CANCELLED are
+// counted up to 10000, more shows "10000+" (docs/operations.md, "Counts by
+// state")
 
 // ---- helpers ----
 
@@ -204,18 +205,20 @@ function filterForm(params) {
   return form;
 }
 
-// counts by state, over every saga (not the other filters): one request per
-// state of COUNT_LIMIT sagas at most; "1000+" when there are more
+// counts by state, over every saga (not the other filters), in one request
+// answered from the indexes: exact for the unfinished states, "10000+" past
+// 10000 for the finished ones; "?" for each when the request fails (e.g. 429,
+// too many listings at once)
 async function renderCounts(box, seq) {
-  const results = await Promise.all(STATES.map(async (s) => {
-    try {
-      const r = await api('GET', '/v1/sagas?state=SAGA_STATE_' + s + '&limit=' + COUNT_LIMIT);
-      const n = (r.sagas || []).length;
-      return [s, n + (r.nextPageToken || r.truncated ? '+' : '')];
-    } catch (e) {
-      return [s, '?'];
-    }
-  }));
+  let results;
+  try {
+    const r = await api('GET', '/v1/sagas?limit=1&with_counts=true');
+    const byState = new Map((r.counts || []).map((c) =>
+      [String(c.state).replace('SAGA_STATE_', ''), String(c.count || 0) + (c.more ? '+' : '')]));
+    results = STATES.map((s) => [s, byState.get(s) || '0']);
+  } catch (e) {
+    results = STATES.map((s) => [s, '?']);
+  }
   if (seq !== renderSeq) return;
   box.replaceChildren();
   box.dataset.done = '1';
@@ -235,7 +238,7 @@ async function renderList(params, seq) {
     pageStack = [];
   }
   const overdue = params.get('overdue') === '1';
-  const counts = el('ul', {id: 'counts', title: 'sagas by state (all sagas; "1000+": more than 1000)'});
+  const counts = el('ul', {id: 'counts', title: 'sagas by state (all sagas; "10000+": more than 10000)'});
   v.append(el('h2', {}, 'Sagas'), counts, filterForm(params));
   renderCounts(counts, seq);
 

@@ -175,6 +175,44 @@ BEGIN
 END
 $$;
 
+-- Listings from an index at any size (schema version 8, issue 32;
+-- docs/operations.md, "Listing plans"): every ListSagas filter reads an
+-- index range that starts at the page's key and stops after the page,
+-- never a walk of every saga ever made:
+--   sagas_customer: (customer, created_at, saga_id), customer=...;
+--   sagas_ended:    (cancelled, created_at, saga_id) of finished sagas,
+--                   state=COMPLETED (cancelled false) and state=CANCELLED
+--                   (true), and their bounded counts;
+-- the unfinished states and --overdue through sagas_open and sagas_retry,
+-- --attention through sagas_attention, the ages (created_after/before,
+-- older_than) and no filter through sagas_listing. `cancelled` is a plain
+-- column that every writer of `finished` sets with it (store.c):
+-- cancelled = finished AND state = 'CANCELLED'. No index holds `state`, which
+-- every transition changes: a transition of a saga on its first try changes
+-- none of these columns, so it stays HOT; only the terminal one (already
+-- indexed by sagas_open's `finished`) adds an entry to sagas_ended. The
+-- column is added without a rewrite; the CANCELLED sagas of before are
+-- marked once, and both indexes are built once (CREATE INDEX blocks writes
+-- to sagas while it runs: seconds per million sagas).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'cancelled' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN cancelled boolean NOT NULL DEFAULT false;
+        UPDATE sagas SET cancelled = true WHERE finished AND state = 'CANCELLED';
+        -- the planner's statistics of the new column now, not at the next
+        -- autovacuum: without them it cannot tell how rare CANCELLED is
+        ANALYZE sagas;
+    END IF;
+    IF to_regclass('sagas_customer') IS NULL THEN
+        CREATE INDEX sagas_customer ON sagas (customer, created_at, saga_id);
+    END IF;
+    IF to_regclass('sagas_ended') IS NULL THEN
+        CREATE INDEX sagas_ended ON sagas (cancelled, created_at, saga_id) WHERE finished;
+    END IF;
+END
+$$;
+
 -- The history of every saga, keyed by (saga_id, version): every row is
 -- written in the statement that writes the saga row it follows (store.c),
 -- so the saga exists; there is no foreign key, whose check on every insert

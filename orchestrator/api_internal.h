@@ -1,0 +1,86 @@
+/* api_internal: what the Orchestrator service's files share (api.c,
+ * api_list.c): the worker's state and the way a handler reaches the
+ * database. Not for any other file.
+ */
+#ifndef SAGA_API_INTERNAL_H
+#define SAGA_API_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "feed_cursor.h"
+#include "pg.h"
+#include "rpc.h"
+
+/* The longest statement_timeout an API statement gets, for a call without
+ * a deadline (ms). */
+#define API_STATEMENT_MAX_MS 30000
+/* What a statement leaves of the call's deadline for the reply to reach
+ * the caller (ms). */
+#define API_STATEMENT_MARGIN_MS 50
+
+typedef struct api_worker {
+	PGconn *conn;
+	/* the database's feed key (WatchHistory's cursors), read on first use */
+	bool has_feed_key;
+	uint8_t feed_key[FEED_KEY_LEN];
+	/* the deadline of the call (or batch) being served, clock_mono_ms; 0:
+	 * none (api_handle, api_handle_batch) */
+	int64_t deadline_mono_ms;
+	/* the session's statement_timeout as last set (api_db_timeout), and
+	 * the backend it was set on (a new session starts without it) */
+	int64_t session_timeout_ms;
+	int session_pid;
+} api_worker;
+
+/* api_db_timeout gives the worker's session a statement_timeout tied to
+ * the deadline of the call being served (w->deadline_mono_ms): what is left
+ * of it less API_STATEMENT_MARGIN_MS, at most API_STATEMENT_MAX_MS, rounded
+ * down to whole seconds (to 100 ms under 2 s), so that calls with the same
+ * timeout find it set and pay no round trip. Returns 0 or a negative enum
+ * pg_err. */
+int api_db_timeout(api *a, api_worker *w);
+
+/* API_DB runs the store call `expr` on the worker's connection, with a
+ * statement_timeout tied to the call's deadline (api_db_timeout), and, when
+ * it failed because the connection was lost, once more on a fresh one
+ * (pg_may_rerun). Every store call here is safe to run twice: reads, and
+ * writes keyed by saga id (a StartSaga whose first COMMIT went through finds
+ * its own row). */
+#define API_DB(a, w, rc, expr)                                                                     \
+	do {                                                                                       \
+		bool api_rerun_ = false;                                                           \
+		(rc) = pg_ready(&(w)->conn, (a)->db, 0);                                           \
+		if ((rc) == 0)                                                                     \
+			(rc) = api_db_timeout((a), (w));                                           \
+		if ((rc) == 0)                                                                     \
+			(rc) = (expr);                                                             \
+		if (pg_may_rerun(&(w)->conn, (a)->db, 0, (rc), &api_rerun_)) {                     \
+			(rc) = api_db_timeout((a), (w));                                           \
+			if ((rc) == 0)                                                             \
+				(rc) = (expr);                                                     \
+		}                                                                                  \
+	} while (0)
+
+/* api_db_error answers a store failure: connection trouble is UNAVAILABLE,
+ * a statement cancelled by its timeout DEADLINE_EXCEEDED (reason
+ * "statement_timeout"), never a business refusal. */
+void api_db_error(rpc_reply *reply, int rc, const char *what);
+
+/* api_list_sagas serves ListSagas (api_list.c): refused RESOURCE_EXHAUSTED
+ * past the listing caps, else the page (and the counts) under a statement
+ * timeout of the call's deadline, cancelled when the client goes. */
+void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+
+/* api_list_metrics_init exports the listings' series at 0 (their rare
+ * events: refusals and cancels). Idempotent; thread-safe. */
+void api_list_metrics_init(void);
+
+/* api_list_pipe_closed notes that client connection `pipe` closed: a
+ * listing of it that runs is cancelled in the database. Cheap; no I/O (it
+ * runs on an nng thread, rpc_server_ops.pipe_closed). */
+void api_list_pipe_closed(uint32_t pipe);
+
+#endif

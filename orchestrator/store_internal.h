@@ -1,0 +1,54 @@
+/* store_internal: what the orchestrator's store files share (store.c,
+ * store_list.c): the SQL fragments of a saga row and the reader of one. Not
+ * for any other file: SQL lives only in store files.
+ */
+#ifndef SAGA_STORE_INTERNAL_H
+#define SAGA_STORE_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "store.h"
+
+/* ms since the epoch of a timestamptz column, 0 when NULL */
+#define MS(col) "coalesce((extract(epoch from " col ") * 1000)::bigint, 0)"
+/* a timestamptz from a ms parameter, NULL when 0 */
+#define TS(p)                                                                                      \
+	"(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
+
+/* The columns store_read_row reads, in its order (16). */
+#define SAGA_COLS                                                                                  \
+	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
+	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
+	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, '')"
+
+/* clang-format off */
+#define STORE_STR_(x) #x
+#define STORE_STR(x)  STORE_STR_(x)
+/* An unfinished saga, in words the sweep's two partial indexes (sagas_open,
+ * sagas_retry: schema.sql) answer; the state test keeps a row that an
+ * orchestrator older than `finished` ended out. */
+#define STORE_UNFINISHED                                                                           \
+	"((NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL)"                            \
+	" AND state NOT IN ('COMPLETED', 'CANCELLED')"
+/* The three overdue conditions of an unfinished row of sagas (store.h,
+ * store_overdue_reason) as three boolean columns, by the database's clock:
+ * `m` is past_deadline's margin and `st` stuck's threshold (ms, bigint
+ * parameters). The ONE definition: the overdue listing (store_list_sagas)
+ * and the gauges (store_read_gauges) both select these. */
+#define STORE_OVERDUE_COLS(m, st)                                                                  \
+	"coalesce(step_deadline < now() - " m "::bigint * interval '1 millisecond', false)"        \
+	" AS past_deadline,"                                                                       \
+	" (state IN ('REFUNDING', 'RELEASING')"                                                    \
+	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
+	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck"
+#define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck)"
+/* created_at in us since the epoch (a page token's key: numeric, exact) */
+#define STORE_CREATED_US "(extract(epoch from created_at) * 1000000)::bigint"
+/* clang-format on */
+
+/* store_read_row fills *out from row i of `r`, whose first columns are
+ * SAGA_COLS. */
+void store_read_row(const PGresult *r, int i, saga_row *out);
+
+#endif
