@@ -236,9 +236,8 @@ static bool api_hold_wait(api *a, api_worker *w, const rpc_request *call, const 
 			 * client waits again) */
 			if (waits_take(a->waits, ticket, row->saga_id))
 				waits_reply(h, row, false, as);
-		} else if (saga_is_terminal(again.s.state)
-		    && waits_take(a->waits, ticket, row->saga_id))
-			waits_reply(h, &again, true, as);
+		} else if (saga_wait_over(&again.s) && waits_take(a->waits, ticket, row->saga_id))
+			waits_reply(h, &again, saga_is_terminal(again.s.state), as);
 	}
 	return true;
 }
@@ -275,7 +274,8 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		    "saga %s exists with another order", row->saga_id);
 		return;
 	}
-	bool finished = saga_is_terminal(stored->s.state);
+	/* a saga parked at once (rule R5) is not held for either */
+	bool finished = saga_wait_over(&stored->s);
 	waits_as as = {.start = true, .created = created};
 	/* held before the engine has it, so its end cannot pass unseen; a
 	 * duplicate's saga is read again for an end since it was read */
@@ -289,7 +289,7 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		submit[(*nsubmit)++] = *stored; /* api_submit hands it to its engine */
 	}
 	if (!held)
-		codec_reply_start(reply, stored, created, finished);
+		codec_reply_start(reply, stored, created, saga_is_terminal(stored->s.state));
 }
 
 /* api_submit hands the `n` new sagas in `rows` to their engines, those of
@@ -442,8 +442,8 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 	saga_row row;
 	int rc;
 	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
-	if (rc != 0 || saga_is_terminal(row.s.state)) {
-		api_answer_wait(saga_id, rc, &row, rc == 0, reply);
+	if (rc != 0 || saga_wait_over(&row.s)) {
+		api_answer_wait(saga_id, rc, &row, rc == 0 && saga_is_terminal(row.s.state), reply);
 		return;
 	}
 	waits_as as = {.start = false};

@@ -381,7 +381,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (ups[i].state_changed && saga_is_terminal(a->state))
 			orch_metrics_finished(
 			    a->state, a->reason, pend[i].after.updated_ms - b->created_ms);
-		if (saga_is_terminal(a->state) && e->cfg.on_finished)
+		/* its waits end when it ends, or parks (never due again) */
+		if (saga_wait_over(a) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
 	log_release();

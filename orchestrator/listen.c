@@ -104,7 +104,7 @@ static int listener_answer(listener *l, const listen_id *ids, size_t n)
 			p[i] = ids[at + i];
 		rc = store_get_sagas(l->conn, p, m, rows, found);
 		for (size_t i = 0; rc == 0 && i < m; i++) {
-			if (!found[i] || !saga_is_terminal(rows[i].s.state))
+			if (!found[i] || !saga_wait_over(&rows[i].s))
 				continue;
 			log_debug(rows[i].saga_id,
 			    "finished (%s), written elsewhere: answering the "

@@ -321,10 +321,11 @@ static void *orch_probe_link(void *arg)
 		log_info(NULL, "mutual TLS with %s at %s: handshake done", p->name, p->url);
 	else if (rc == -EACCES)
 		log_error(NULL,
-		    "mutual TLS with %s at %s: the handshake was refused: does %s trust the CA of "
+		    "mutual TLS with %s at %s: the handshake failed: does its certificate name "
+		    "the host dialled (dial an address as tls+tcp://ADDR:PORT?server_name=NAME, "
+		    "NAME a name in its certificate)? does %s trust the CA of "
 		    "--participant-tls-cert (the orchestrator role's), and --participant-tls-ca "
-		    "its "
-		    "certificate? Commands to it will time out (docs/security.md)",
+		    "its certificate? Commands to it will time out (docs/security.md)",
 		    p->name, p->url, p->name);
 	else
 		log_warn(NULL, "%s at %s is not reachable yet: %s (the engine keeps dialing)",

@@ -88,6 +88,16 @@ bool saga_is_terminal(saga_state state)
 	return state == SAGA_STATE_COMPLETED || state == SAGA_STATE_CANCELLED;
 }
 
+bool saga_is_parked(const saga *s)
+{
+	return !saga_is_terminal(s->state) && s->next_attempt_ms == 0 && s->attention;
+}
+
+bool saga_wait_over(const saga *s)
+{
+	return saga_is_terminal(s->state) || saga_is_parked(s);
+}
+
 bool saga_is_compensating(saga_state state)
 {
 	return state == SAGA_STATE_REFUNDING || state == SAGA_STATE_RELEASING;

@@ -128,6 +128,15 @@ saga_command saga_command_of(saga_state state);
 /* saga_is_terminal is true for COMPLETED and CANCELLED. */
 bool saga_is_terminal(saga_state state);
 
+/* saga_is_parked is true for a saga that is not terminal and is never due
+ * again (next_attempt_ms 0) and flagged: parked by rule R3 (past_horizon)
+ * or R5 (saga_id_reused) until an operator acts. */
+bool saga_is_parked(const saga *s);
+
+/* saga_wait_over is true when a wait for `s`'s end is over: it is
+ * terminal, or parked (nothing happens to it without an operator). */
+bool saga_wait_over(const saga *s);
+
 /* saga_is_compensating is true for REFUNDING and RELEASING. */
 bool saga_is_compensating(saga_state state);
 

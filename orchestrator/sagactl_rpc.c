@@ -64,9 +64,12 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 			    ctl_svc_names[svc], url);
 		else
 			*rc = ctl_error(
-			    "could not reach %s at %s: the TLS handshake failed (does it "
-			    "trust the CA of --tls-cert, a CA of the role the listener "
-			    "serves, and --tls-ca its certificate? docs/security.md)",
+			    "could not reach %s at %s: the TLS handshake failed (does its "
+			    "certificate name the host dialled? dial an address as "
+			    "tls+tcp://ADDR:PORT?server_name=NAME, NAME a name in its "
+			    "certificate; does it trust the CA of --tls-cert, a CA of the role "
+			    "the listener serves, and --tls-ca its certificate? "
+			    "docs/security.md)",
 			    ctl_svc_names[svc], url);
 		c->client[svc] = NULL;
 		return NULL;

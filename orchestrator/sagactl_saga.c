@@ -9,7 +9,7 @@
 #include "sagactl.h"
 #include "status.h"
 
-/* ctl_wait waits until saga `id` is terminal with WaitSaga calls (a long
+/* ctl_wait waits until saga `id` is terminal (parked: an error) with WaitSaga calls (a long
  * poll: each waits up to CTL_WAIT_CALL_MS on the orchestrator), until
  * `deadline` (clock_mono_ms) at the latest. Returns 0
  * with the final reply in *out (free it), or an exit code after printing an
@@ -51,6 +51,16 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 			if (saga_is_terminal(last)) {
 				*out = rep;
 				return 0;
+			}
+			if (rep->saga->next_attempt_unix_ms == 0 && rep->saga->attention) {
+				/* parked (rules R3, R5): nothing happens to it
+				 * until an operator acts, so waiting is over */
+				rc = ctl_error(
+				    "saga %s is parked in %s (%s): it is not tried again "
+				    "until an operator acts, see 'sagactl history %s'",
+				    id, saga_state_name(last), ctl_esc(rep->saga->reason), id);
+				sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
+				return rc;
 			}
 			sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
 		}

@@ -27,7 +27,8 @@
  * SELECT of a statement is always run for every row (a CTE that nothing
  * reads would not be), and CASE calls pg_notify only when cond is true. */
 #define STORE_NOTIFY_IF(t, w)                                                                      \
-	"(" t "finished AND " t "waiter IS NOT NULL AND " t "waiter IS DISTINCT FROM " w ")"
+	"((" t "finished OR (" t "next_attempt_at IS NULL AND " t "attention)) AND " t             \
+	"waiter IS NOT NULL AND " t "waiter IS DISTINCT FROM " w ")"
 #define STORE_NOTIFY(cond, id)                                                                     \
 	"CASE WHEN " cond " THEN pg_notify('" STORE_NOTIFY_CHANNEL "', " id "::text) END"
 

@@ -223,7 +223,7 @@ void waits_finished(waits *w, const saga_row *row)
 	while (list != NULL) {
 		waiter *x = list;
 		list = x->next;
-		waits_reply(x->held, row, true, &x->as);
+		waits_reply(x->held, row, saga_is_terminal(row->s.state), &x->as);
 		free(x);
 	}
 }

@@ -2,7 +2,8 @@
  *
  * A WaitSaga for an unfinished saga is held (rpc_hold) and registered here
  * by saga id; the engine reports every saga that reaches COMPLETED or
- * CANCELLED (waits_finished), and so does the listener (listen.h) for the
+ * CANCELLED, or is parked (saga_wait_over: rules R3 and R5; answered with
+ * finished false) (waits_finished), and so does the listener (listen.h) for the
  * ones another orchestrator ended, which answers its waiting calls at once
  * with the terminal row (a second report of the same end finds none left), and a timer thread
  * answers the calls whose wait ran out with the row as read when they began (finished = false).

@@ -98,7 +98,8 @@ assert_eq "the parked saga after the refused retry" "$row1" \
 # the saga ends CANCELLED with its history row; a second run changes nothing
 settle() {
   psql_db sagas_orchestrator "WITH s AS (SELECT saga_id, state FROM sagas
-             WHERE saga_id = '$1' AND reason = 'past_horizon' AND NOT finished FOR UPDATE),
+             WHERE saga_id = '$1' AND reason IN ('past_horizon', 'saga_id_reused')
+               AND NOT finished FOR UPDATE),
        u AS (UPDATE sagas t SET state = 'CANCELLED', reason = 'settled_by_hand',
                     attention = false, finished = true, next_attempt_at = NULL,
                     retry_at = NULL, step_deadline = NULL, version = t.version + 1,

@@ -115,7 +115,14 @@ assert_eq "paymentd's pass" "deleted 2 charges" "$(ctl retention --target paymen
 psql_db sagas_orchestrator "UPDATE saga_ids_retired SET created_at = created_at - interval '30 days'" >/dev/null
 ctl retention >/dev/null
 assert_eq "no tombstone left" "0" "$(psql_db sagas_orchestrator "SELECT count(*) FROM saga_ids_retired")"
-ctl start ali K1 1 100.00 --id "$Y" >/dev/null
+# waited for, it returns as soon as it is parked (not at --wait-timeout)
+set +e
+out=$(ctl start ali K1 1 100.00 --id "$Y" --wait --wait-timeout 60000 2>&1)
+rc=$?
+set -e
+assert_eq "start --wait of a parked saga: exit code" "1" "$rc"
+assert_eq "start --wait of a parked saga: says so" "1" \
+  "$(grep -c "saga $Y is parked in RESERVING (saga_id_reused)" <<<"$out")"
 wait_until 20 parked "$Y"
 assert_eq "Y's new saga: no charge" "" "$(charge "$Y")"
 AFTER="7|70000|100000|0|2" # the two charges retired: in charges_retired
