@@ -41,7 +41,12 @@
 # again adds only what is missing (rotate: see docs/security.md). Keys are
 # written mode 0600 (KEY_MODE to change, e.g. 0640 for a group).
 set -euo pipefail
-dir=${1:?usage: make-certs.sh DIR [DAEMON=HOST | HOST]...}
+usage="usage: make-certs.sh DIR [DAEMON=HOST | HOST]... (DAEMON: stockd, paymentd, shippingd, orchestratord, gatewayd; docs/security.md, \"Certificates\")"
+case "${1:-}" in
+  -h | --help) echo "$usage"; exit 0 ;;
+  '' | -*) echo "$usage" >&2; exit 2 ;;
+esac
+dir=$1
 shift
 days=${DAYS:-825}
 key_mode=${KEY_MODE:-0600}
@@ -111,11 +116,20 @@ for d in "${daemons[@]}"; do
   leaf "$d" ca-server serverAuth "$san"
   # a certificate kept from before (or your own) must not name another
   # daemon's host
-  for h in $(openssl x509 -in "$d.crt" -noout -ext subjectAltName 2>/dev/null |
-    tr ',' '\n' | sed -n 's/^ *DNS://p'); do
+  names=$(openssl x509 -in "$d.crt" -noout -ext subjectAltName 2>/dev/null |
+    tr ',' '\n' | sed -n 's/^ *DNS://p')
+  for h in $names; do
     o=${owner[$h]:-}
     if [ -n "$o" ] && [ "$o" != '*' ] && [ "$o" != "$d" ]; then
       echo "make-certs.sh: $dir/$d.crt also names $h, a host of $o: the key of $d could serve as $o; delete $d.crt and $d.key and run again" >&2
+      exit 1
+    fi
+  done
+  # and a kept certificate must name every host asked for it now (a kept
+  # file is never changed: a host added later would fail every handshake)
+  for h in ${own[$d]}; do
+    if ! grep -qxF -- "$h" <<<"$names"; then
+      echo "make-certs.sh: $dir/$d.crt, kept from before, does not name $h: delete $d.crt and $d.key and run again to have it made with every host given for $d" >&2
       exit 1
     fi
   done

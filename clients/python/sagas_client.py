@@ -77,6 +77,32 @@ _SCHEMES = ("tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://"
 URLS_MAX = 16
 
 
+_SERVER_NAME = "?server_name="
+
+
+def split_server_name(url):
+    """Takes "?server_name=NAME" off a tls+tcp:// URL, as the C tools do
+    (common/rpc_urls.c): returns (the URL to dial, NAME or None). NAME is
+    the name checked against the server's certificate in place of the
+    URL's host, so that an address can be dialled while the certificate
+    names only its service (docs/security.md, "Certificates"). Raises
+    ValueError for a query on a plain URL, any other query, or a bad NAME
+    (letters, digits, '.', '-' and '_')."""
+    if not url.startswith("tls+"):
+        if _SERVER_NAME in url:
+            raise ValueError('"%s": server_name= is for tls+tcp:// URLs' % url)
+        return url, None
+    at = url.find("?")
+    if at < 0:
+        return url, None
+    if not url.startswith(_SERVER_NAME, at):
+        raise ValueError('"%s": the only query a URL takes is ?server_name=NAME' % url)
+    name = url[at + len(_SERVER_NAME):]
+    if not name or not all(c.isascii() and (c.isalnum() or c in ".-_") for c in name):
+        raise ValueError("\"%s\": bad server_name (letters, digits, '.', '-' and '_')" % url)
+    return url[:at], name
+
+
 def parse_urls(urls):
     """Splits a comma-separated list of URLs ("tcp://a:1,tcp://b:2": several
     orchestrators, or the replicas of one daemon) or takes a list of them;
@@ -103,6 +129,7 @@ def parse_urls(urls):
                              % where)
         if u in items[:i]:
             raise ValueError("%s: the same URL as entry %d" % (where, items.index(u) + 1))
+        split_server_name(u)  # a bad ?server_name= raises ValueError
     return items
 
 
@@ -168,14 +195,16 @@ def _strerror(rv):
 
 def _tls_config(url, cert, key, ca):
     """An nng TLS client configuration for `url`: the server verified against
-    the CA file `ca` and the URL's host name, `cert`/`key` (PEM files) shown as
-    this client's certificate (its CA is its role, docs/security.md)."""
+    the CA file `ca` and the URL's ?server_name=, else its host name,
+    `cert`/`key` (PEM files) shown as this client's certificate (its CA is
+    its role, docs/security.md)."""
     lib = _nng()
     cfg = ctypes.c_void_p()
     rv = lib.nng_tls_config_alloc(ctypes.byref(cfg), _NNG_TLS_MODE_CLIENT)
     if rv != 0:
         raise OSError("nng_tls_config_alloc: %s" % _strerror(rv))
-    host = url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
+    url, name = split_server_name(url)
+    host = name or url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
     with open(ca, "rb") as f:
         ca_pem = f.read()
     steps = [lambda: lib.nng_tls_config_auth_mode(cfg, _NNG_TLS_AUTH_MODE_REQUIRED),
@@ -247,8 +276,10 @@ class Client:
             u, tls, rv = failed[0]
             why = _strerror(rv)
             if tls and rv in (_NNG_ECONNSHUT, _NNG_ECRYPTO, _NNG_EPEERAUTH):
-                why += (" (the TLS handshake failed: does the daemon trust the CA of the "
-                        "client certificate, and tls_ca the daemon's certificate?)")
+                why += (" (the TLS handshake failed: does the daemon's certificate name the "
+                        "host dialled? dial an address as tls+tcp://ADDR:PORT?server_name=NAME; "
+                        "does the daemon trust the CA of the client certificate, and tls_ca the "
+                        "daemon's certificate?)")
             raise RpcError(UNAVAILABLE, "transport",
                            "could not reach %s: %s" % (u, why), transport=True)
         for u, _, _ in failed:
@@ -261,7 +292,8 @@ class Client:
         lib = _nng()
         dialer = _Dialer()
         cfg = None
-        rv = lib.nng_dialer_create(ctypes.byref(dialer), self._sock, url.encode())
+        rv = lib.nng_dialer_create(ctypes.byref(dialer), self._sock,
+                                   split_server_name(url)[0].encode())
         if rv == 0 and url.startswith("tls+"):
             cfg = _tls_config(url, tls_cert, tls_key, tls_ca)
             rv = lib.nng_dialer_set_ptr(dialer, b"tls-config", cfg)

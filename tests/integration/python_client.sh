@@ -185,4 +185,33 @@ for bad in ([], [1]):
     except Exception as e:
         out.append(type(e).__name__)
 print(" ".join(out))')"
+# ?server_name= (as the C tools): bad forms are ValueErrors; under TLS an
+# address dialled with the orchestrator's name completes an order, and with
+# another daemon's name the handshake fails (each certificate names its
+# daemon: DNS:orchestratord)
+assert_eq "parse_urls checks ?server_name=" "ValueError ValueError ValueError ok" \
+  "$(PYTHONPATH="$STACK_ROOT/clients/python" "$PY" -c '
+import sagas_client as s
+out = []
+for u in ("tcp://a:1?server_name=x", "tls+tcp://a:1?foo=1", "tls+tcp://a:1?server_name=a/b",
+          "tls+tcp://a:1?server_name=orchestratord"):
+    try:
+        s.parse_urls(u)
+        out.append("ok")
+    except ValueError:
+        out.append("ValueError")
+print(" ".join(out))')"
+if [ "${STACK_TLS:-0}" = 1 ]; then
+  addr=${ORCH_URL%%\?*}
+  out=$("$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" \
+    --orchestrator "$addr?server_name=orchestratord" --json py P1 1 1500)
+  assert_eq "?server_name=orchestratord: the order completes" "COMPLETED" "$(jq -r .state <<<"$out")"
+  set +e
+  err=$("$PY" "$STACK_ROOT/clients/python/start_order.py" --gen "$gen" \
+    --orchestrator "$addr?server_name=paymentd" py P1 1 1500 2>&1)
+  rc=$?
+  set -e
+  assert_eq "?server_name=paymentd: refused at the handshake" "1 1" \
+    "$([ "$rc" -ne 0 ] && echo 1 || echo 0) $(grep -c 'TLS handshake failed' <<<"$err")"
+fi
 finish
