@@ -68,6 +68,8 @@ static void admin_run_retention(const rpc_request *call, rpc_reply *reply)
 	out.deleted = c.n[0];
 	out.other_table = (char *)(cfg->tables[1] ? cfg->tables[1] : "");
 	out.other_deleted = c.n[1];
+	out.ids_table = (char *)(cfg->tables[2] ? cfg->tables[2] : "");
+	out.ids_deleted = c.n[2];
 	rpc_reply_ok(reply, &out.base);
 }
 

@@ -120,6 +120,9 @@ int retention_run_pass(const retention_config *cfg, PGconn *conn, bool dry, rete
 		log_info(NULL,
 		    "retention (an admin's pass): deleted %" PRId64 " %s in %" PRId64 " ms", c.n[0],
 		    cfg->tables[0], clock_mono_ms() - t0);
+	if (c.n[2] > 0 && cfg->tables[2] != NULL)
+		log_info(NULL, "retention (an admin's pass): deleted %" PRId64 " %s", c.n[2],
+		    cfg->tables[2]);
 	return rc;
 }
 
@@ -150,6 +153,9 @@ static void *retention_main(void *arg)
 					    " ms (batch size now %d)",
 					    c.n[0], cfg->tables[0], clock_mono_ms() - t0, r->limit);
 			}
+			if (c.n[2] > 0 && cfg->tables[2] != NULL)
+				log_info(NULL, "retention: deleted %" PRId64 " %s", c.n[2],
+				    cfg->tables[2]);
 		} else if (pg_ensure(&r->clock, cfg->conninfo, 1000)) {
 			/* every process keeps its reading of the database's clock
 			 * fresh (a participant's rule R1 compares with it), not

@@ -580,16 +580,25 @@ int ctl_retention(ctl_ctx *c, char **args)
 	if (rep == NULL)
 		return ctl_bad_reply(c, (ctl_svc)svc, "RunRetention");
 	if (c->o.json) {
-		rc = ctl_json_print(json_pack("{s:s, s:b, s:s, s:I, s:s, s:I}", "service",
+		json_t *j = json_pack("{s:s, s:b, s:s, s:I, s:s, s:I}", "service",
 		    ctl_svc_names[svc], "dry_run", rep->dry_run, "table", rep->table, "deleted",
 		    (json_int_t)rep->deleted, "other_table", rep->other_table, "other_deleted",
-		    (json_int_t)rep->other_deleted));
+		    (json_int_t)rep->other_deleted);
+		if (j != NULL && rep->ids_table[0] != '\0') { /* the orchestrator's (R5) */
+			json_object_set_new(j, "ids_table", json_string(rep->ids_table));
+			json_object_set_new(j, "ids_deleted", json_integer(rep->ids_deleted));
+		}
+		rc = ctl_json_print(j);
 	} else {
 		printf("%s %" PRId64 " %s", rep->dry_run ? "dry run: would delete" : "deleted",
 		    rep->deleted, ctl_esc(rep->table));
 		if (rep->other_table[0] != '\0')
 			printf(" and %" PRId64 " %s rows", rep->other_deleted,
 			    ctl_esc(rep->other_table));
+		if (rep->ids_deleted > 0)
+			printf("; %s %" PRId64 " saga ids (%s: none of them is refused any more)",
+			    rep->dry_run ? "would forget" : "forgot", rep->ids_deleted,
+			    ctl_esc(rep->ids_table));
 		printf("\n");
 		rc = CTL_EXIT_OK;
 	}
