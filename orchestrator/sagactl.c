@@ -458,9 +458,10 @@ static const ctl_cmd ctl_cmds[] = {
         "deletes nothing and counts what a pass would delete now. A long pass may\n"
         "need a longer --timeout; an interrupted one keeps what it deleted.\n"
         "Prints \"deleted N sagas and M saga_history rows\" (a participant: \"deleted N\n"
-        "reservations\"), or \"dry run: would delete ...\".\n"
+        "reservations\"), or \"dry run: would delete ...\"; the orchestrator adds\n"
+        "\"; forgot K saga ids\" when saga id tombstones (rule R5) went too.\n"
         "--json: {\"service\",\"dry_run\",\"table\",\"deleted\",\"other_table\","
-        "\"other_deleted\"}",
+        "\"other_deleted\"}, and the orchestrator's \"ids_table\", \"ids_deleted\"",
         ctl_opts_retention, CTL_NELEM(ctl_opts_retention), ctl_args_none, ctl_retention},
     {"probe", "SERVICE", "health check: exit 0 when SERVICE is SERVING",
         "sagactl probe SERVICE [OPTIONS]",
