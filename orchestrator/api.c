@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "codec.h"
@@ -258,11 +259,16 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		/* rule R5: a participant may still keep a record of the deleted
 		 * saga this id named; a new saga with it would be taken for that
 		 * one (or refused saga_id_reused), so it is not started */
+		char when[32] = "?";
+		time_t t = (time_t)(stored->created_ms / 1000);
+		struct tm tm;
+		if (gmtime_r(&t, &tm) != NULL)
+			strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_SAGA_ID_RETIRED,
-		    "saga id %s was used by a saga that started at %lld ms and was deleted by "
+		    "saga id %s was used by a saga that started at %s and was deleted by "
 		    "retention; it is not reused while a participant may remember that saga "
 		    "(--saga-id-retention): start the order with a new saga id",
-		    row->saga_id, (long long)stored->created_ms);
+		    row->saga_id, when);
 		log_info(row->saga_id, "StartSaga refused: saga_id_retired");
 		return;
 	}

@@ -359,10 +359,17 @@ static int orch_max_listings(int64_t max, int64_t workers)
 	int64_t keep = workers > 1 ? workers - 1 : 1;
 	if (max <= keep)
 		return (int)max;
-	log_info(NULL,
-	    "--max-listings %lld lowered to %lld: at least one of the %lld --workers stays free "
-	    "of listings",
-	    (long long)max, (long long)keep, (long long)workers);
+	if (workers > 1)
+		log_info(NULL,
+		    "--max-listings %lld lowered to %lld: at least one of the %lld --workers stays "
+		    "free of listings",
+		    (long long)max, (long long)keep, (long long)workers);
+	else
+		log_warn(NULL,
+		    "--max-listings %lld lowered to 1: with --workers 1 a listing holds the only "
+		    "worker while it runs (its statement timeout bounds it); give --workers 2 or "
+		    "more to keep one free for StartSaga",
+		    (long long)max);
 	return (int)keep;
 }
 
