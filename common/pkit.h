@@ -86,6 +86,9 @@ typedef struct pkit_args {
 	/* the saga's start (PKIT_STARTED_FIELD, ms since the epoch): with the
 	 * saga id, the saga's identity (docs/saga-semantics.md, rule R5) */
 	int64_t started;
+	/* the tolerated clock error (the horizon's skew_ms; 0: none), for a
+	 * record made before R5 (pkit_decide) */
+	int64_t skew_ms;
 } pkit_args;
 
 /* The idempotency record of one saga id, as its columns hold it. */
@@ -96,6 +99,9 @@ typedef struct pkit_record {
 	/* the start of the saga that made it (ms since the epoch; column
 	 * PKIT_STARTED_COL); 0: unknown, a record made before rule R5 */
 	int64_t started;
+	/* when it was made (created_at, ms since the epoch, the participant's
+	 * database clock); 0: unknown (in-memory stores) */
+	int64_t made_ms;
 } pkit_record;
 
 /* The row of a command's key (text[0]), read under lock. */
@@ -229,7 +235,12 @@ typedef struct pkit_service {
  * saga_id_reused, changing nothing, and never answered from, nor allowed to
  * compensate, the other saga's record; out->record.started is then the
  * record's start (for the message). A record of unknown start (0, made
- * before R5) matches any start. Otherwise it is v->decide's decision, and a
+ * before R5) matches a command whose start is at most its made_ms plus
+ * a->skew_ms and HORIZON_AHEAD_SLACK_MS (its saga started before it was
+ * made, on a clock within the skew), and refuses any later one as
+ * saga_id_reused: a new saga with its id starts at least --retention after
+ * the old one's last record (rules R3, R4); one of unknown made_ms matches
+ * any start. Otherwise it is v->decide's decision, and a
  * record it writes keeps its saga's start (a new one takes a->started).
  * Pure: pkit_store.c, the fuzz targets' in-memory store and the unit tests
  * call it. */

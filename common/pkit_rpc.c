@@ -194,9 +194,11 @@ static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc
 			    r, f->name, c->cmd.args.num[k++], f->min, f->max, f->unit);
 		}
 	}
-	if (ok)
+	if (ok) {
 		c->cmd.args.started
 		    = pkit_num_at(c->msg, pkit_field_of(m->request, PKIT_STARTED_FIELD));
+		c->cmd.args.skew_ms = hz != NULL ? hz->skew_ms : 0;
+	}
 	if (ok && hz != NULL) {
 		int64_t started = c->cmd.args.started;
 		int64_t now = dbclock_now_ms();
@@ -243,6 +245,14 @@ static void pkit_refuse(const pkit_service *v, const pkit_call *c, rpc_reply *r)
 	if (strcmp(o->reason, REASON_TOMBSTONE) == 0) {
 		rpc_reply_error(
 		    r, o->code, o->reason, "could not %s: the saga was already compensated", what);
+		return;
+	}
+	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0 && o->record.started == 0) {
+		rpc_reply_error(r, o->code, o->reason,
+		    "could not %s: saga id already used by another saga, whose record (made at "
+		    "%" PRId64 " ms, before records kept their saga's start; this saga started at "
+		    "%" PRId64 " ms) is still kept (docs/saga-semantics.md, rule R5)",
+		    what, o->record.made_ms, c->cmd.args.started);
 		return;
 	}
 	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0) {
@@ -297,10 +307,17 @@ static void pkit_log_outcome(const pkit_service *v, const pkit_call *c)
 		at += n > 0 ? (size_t)n : 0;
 	}
 	if (strcmp(o->reason, REASON_SAGA_ID_REUSED) == 0) {
-		log_warn(c->cmd.saga_id,
-		    "%s %s: refused saga_id_reused: the record is another saga's (started at "
-		    "%" PRId64 " ms; this one at %" PRId64 " ms), nothing changed",
-		    c->m->verb, args, o->record.started, c->cmd.args.started);
+		if (o->record.started != 0)
+			log_warn(c->cmd.saga_id,
+			    "%s %s: refused saga_id_reused: the record is another saga's (started "
+			    "at %" PRId64 " ms; this one at %" PRId64 " ms), nothing changed",
+			    c->m->verb, args, o->record.started, c->cmd.args.started);
+		else
+			log_warn(c->cmd.saga_id,
+			    "%s %s: refused saga_id_reused: the record is another saga's (made at "
+			    "%" PRId64 " ms, before records kept their start; this one started at "
+			    "%" PRId64 " ms), nothing changed",
+			    c->m->verb, args, o->record.made_ms, c->cmd.args.started);
 		return;
 	}
 	char value[64] = "";

@@ -110,7 +110,8 @@ static bool pkit_sql_build(const pkit_service *v, pkit_sql *q)
 	char *b = q->text[0];
 	pkit_sql_add(b, len, &ok, "SELECT saga_id, status");
 	sql_cols(b, len, &ok, v, ", ");
-	pkit_sql_add(b, len, &ok, ", coalesce(" PKIT_STARTED_COL ", 0)");
+	pkit_sql_add(b, len, &ok,
+	    ", coalesce(" PKIT_STARTED_COL ", 0), (extract(epoch FROM created_at) * 1000)::bigint");
 	pkit_sql_add(b, len, &ok,
 	    " FROM %s WHERE saga_id = ANY($1::uuid[]) ORDER BY saga_id FOR UPDATE", v->records);
 	b = q->text[1];
@@ -494,6 +495,7 @@ static int pkit_read_records(const pkit_service *v, pkit_tx *b, const PGresult *
 		for (int t = 0; t < v->n_num; t++)
 			r->rec.num[t] = pg_get_i64(res, i, 2 + v->n_text + t);
 		r->rec.started = pg_get_i64(res, i, 2 + v->n_text + v->n_num);
+		r->rec.made_ms = pg_get_i64(res, i, 3 + v->n_text + v->n_num);
 		if (r->rec.status == 0) {
 			/* the CHECK constraint makes this a bug, not input */
 			log_error(r->saga_id, "could not read the %s record: unknown status \"%s\"",

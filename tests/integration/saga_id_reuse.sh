@@ -144,4 +144,25 @@ assert_eq "the new Y: reserved, charged, shipped" "RESERVED CHARGED SHIPPED" \
   "$(reservation "$Y") $(charge "$Y") $(shipment "$Y")"
 assert_eq "one more order's worth" "6|60000|100000|1|1" "$(state_of)"
 check_conservation "K1:10" "ali:100000 sara:100000"
+
+# --- 3. records made before R5 (no start kept: saga_started_ms NULL) judge
+# a command by when they were made: a new saga with the id, started long
+# after the record, is refused; nothing released (the third attack's F1) ---
+Z=c0000000-0000-4000-8000-000000000032
+assert_eq "Z completes" "COMPLETED" "$(ctl start ali K1 1 100.00 --id "$Z" --wait --json | jq -r .saga.state)"
+for t in sagas_stock:reservations sagas_payment:charges sagas_shipping:shipments; do
+  psql_db "${t%%:*}" "UPDATE ${t#*:} SET saga_started_ms = NULL WHERE saga_id = '$Z'" >/dev/null
+  back "${t%%:*}" "${t#*:}" '8 days' "WHERE saga_id = '$Z'"
+done
+back sagas_orchestrator sagas '8 days' "WHERE saga_id = '$Z'"
+ctl retention >/dev/null
+psql_db sagas_orchestrator "DELETE FROM saga_ids_retired" >/dev/null # as if deleted before R5
+LEGACY="5|50000|100000|2|2"
+assert_eq "before the reuse" "$LEGACY" "$(state_of)"
+ctl start sara K1 1 100.00 --id "$Z" >/dev/null
+wait_until 20 parked "$Z"
+assert_eq "the old reservation untouched" "RESERVED" "$(reservation "$Z")"
+assert_eq "nothing changed" "$LEGACY" "$(state_of)"
+assert_eq "stockd said why" "1" "$(log_count stockd "reserve sku=K1 qty=1: refused saga_id_reused: the record is another saga's (made at")"
+check_conservation "K1:10" "ali:100000 sara:100000"
 finish

@@ -89,16 +89,40 @@ static void test_new_record_takes_the_start(void **st)
 	assert_int_equal(o.record.started, NEW);
 }
 
-/* a record made before R5 (start unknown, 0) matches any start, and keeps
- * its unknown start when written */
+/* a record made before R5 (start unknown, 0) matches a command whose
+ * start is at most its making plus the skew (its own saga's), refuses a
+ * later one (a new saga with its id), and keeps its unknown start when
+ * written; one of unknown making (0) matches any */
 static void test_legacy_record(void **st)
 {
 	(void)st;
 	pkit_record rec = reserved(0);
-	pkit_outcome o = decide(&rec, 8, STOCK_OP_RELEASE, NEW);
+	rec.made_ms = OLD + 3600000; /* made an hour into its saga */
+	const pkit_row row = {.exists = true, .value = 8};
+	pkit_args a = {.op = STOCK_OP_RELEASE, .text = {"K1"}, .num = {2}, .skew_ms = 300000};
+	pkit_outcome o;
+	a.started = OLD; /* its own saga */
+	pkit_decide(&stock_service, &rec, &row, &a, &o);
 	assert_int_equal(o.code, RPC_OK);
 	assert_int_equal(o.record.status, STOCK_RELEASED);
 	assert_int_equal(o.record.started, 0);
+	a.started = rec.made_ms + 300000 + 1000; /* the edge: skew and slack */
+	pkit_decide(&stock_service, &rec, &row, &a, &o);
+	assert_int_equal(o.code, RPC_OK);
+	a.started = rec.made_ms + 300000 + 1001; /* later: another saga */
+	pkit_decide(&stock_service, &rec, &row, &a, &o);
+	assert_int_equal(o.code, RPC_FAILED_PRECONDITION);
+	assert_string_equal(o.reason, REASON_SAGA_ID_REUSED);
+	assert_false(o.write_record);
+	assert_false(o.write_row);
+	assert_int_equal(o.record.made_ms, rec.made_ms);
+	a.started = NEW;
+	a.op = STOCK_OP_RESERVE;
+	pkit_decide(&stock_service, &rec, &row, &a, &o);
+	assert_string_equal(o.reason, REASON_SAGA_ID_REUSED);
+	rec.made_ms = 0; /* unknown: the in-memory stores */
+	o = decide(&rec, 8, STOCK_OP_RELEASE, NEW);
+	assert_int_equal(o.code, RPC_OK);
 }
 
 int main(void)
