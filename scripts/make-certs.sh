@@ -94,6 +94,9 @@ for a in "$@"; do
     d='*' h=$a
   fi
   [[ "$h" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "make-certs.sh: $a: not a host name or address" >&2; exit 2; }
+  # names compare as TLS compares them: case-blind, a trailing dot dropped
+  h=${h,,}
+  h=${h%.}
   if [ -n "${owner[$h]:-}" ] && [ "${owner[$h]}" != "$d" ]; then
     echo "make-certs.sh: $h is given for ${owner[$h]} and for $d: a name belongs to one daemon (or, bare, to all)" >&2
     exit 2
@@ -117,7 +120,7 @@ for d in "${daemons[@]}"; do
   # a certificate kept from before (or your own) must not name another
   # daemon's host
   names=$(openssl x509 -in "$d.crt" -noout -ext subjectAltName 2>/dev/null |
-    tr ',' '\n' | sed -n 's/^ *DNS://p')
+    tr ',' '\n' | sed -n 's/^ *DNS://p' | tr 'A-Z' 'a-z' | sed 's/\.$//')
   for h in $names; do
     o=${owner[$h]:-}
     if [ -n "$o" ] && [ "$o" != '*' ] && [ "$o" != "$d" ]; then
