@@ -253,12 +253,31 @@ static const char *printable(const char *in, char *out, size_t len)
 /* check_names returns NULL when the request's Host (and, for a method
  * that changes state, its Origin when present) name this listener, else
  * the refusal's reason ("host", "origin") after counting and logging it. */
+/* count_names counts the Host and Origin headers of a request (an
+ * MHD_KeyValueIterator; `cls` is an int[2]). */
+static enum MHD_Result count_names(
+    void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	(void)value;
+	int *n = cls;
+	if (strcasecmp(key, "Host") == 0)
+		n[0]++;
+	else if (strcasecmp(key, "Origin") == 0)
+		n[1]++;
+	return MHD_YES;
+}
+
 static const char *check_names(http_server *s, struct MHD_Connection *conn, const char *method)
 {
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
 	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
 	const char *reason = NULL;
-	if (!http_names_host_ok(&s->names, host))
+	int n[2] = {0, 0};
+	(void)MHD_get_connection_values(conn, MHD_HEADER_KIND, count_names, n);
+	if (n[0] > 1 || n[1] > 1)
+		reason = "duplicate"; /* RFC 9112: one Host; a proxy may read the other */
+	else if (!http_names_host_ok(&s->names, host))
 		reason = "host";
 	else if (origin != NULL && http_method_changes(method)
 	    && !http_names_origin_ok(&s->names, origin))
@@ -268,7 +287,12 @@ static const char *check_names(http_server *s, struct MHD_Connection *conn, cons
 	refusal_count(s, reason);
 	char peer[64], what[512], shown[96];
 	peer_text(conn, peer, sizeof peer);
-	if (reason[0] == 'h')
+	if (reason[0] == 'd')
+		snprintf(what, sizeof what,
+		    "%s: refused a request with %d Host and %d Origin headers: at most one of each "
+		    "(400)",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, n[0], n[1]);
+	else if (reason[0] == 'h')
 		snprintf(what, sizeof what,
 		    "%s: refused a request for Host %s: not one of this listener's names (421; "
 		    "--http-allowed-hosts, docs/security.md \"DNS rebinding\")",
@@ -280,7 +304,7 @@ static const char *check_names(http_server *s, struct MHD_Connection *conn, cons
 		    "--http-allowed-hosts, docs/security.md \"DNS rebinding\")",
 		    s->cfg.label ? s->cfg.label : s->cfg.name, method,
 		    printable(origin, shown, sizeof shown));
-	authz_log_limited(reason[0] == 'h' ? "http_host" : "http_origin", peer, what);
+	authz_log_limited(reason[0] == 'o' ? "http_origin" : "http_host", peer, what);
 	return reason;
 }
 
@@ -311,6 +335,10 @@ static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *rea
 	static char origin_msg[] = "{\"code\":\"PERMISSION_DENIED\",\"reason\":\"foreign_origin\","
 	                           "\"message\":\"a state-changing request from another origin "
 	                           "(docs/security.md, DNS rebinding)\"}\n";
+	static char dup_msg[] = "{\"code\":\"INVALID_ARGUMENT\",\"reason\":\"duplicate_header\","
+	                        "\"message\":\"at most one Host and one Origin header\"}\n";
+	if (reason[0] == 'd')
+		return refuse_closing(conn, 400, dup_msg);
 	bool host = reason[0] == 'h';
 	return refuse_closing(conn, host ? 421 : 403, host ? host_msg : origin_msg);
 }

@@ -97,6 +97,24 @@ assert_eq "admin: a RetrySaga without Origin (curl)" "200" \
   "$(code "$GATEWAY_ADMIN_URL/v1/sagas/$R/retry" -X POST -H 'Content-Type: application/json')"
 assert_eq "admin: R re-armed" "f" "$(q "SELECT attention FROM sagas WHERE saga_id = '$R'")"
 
+# two Host (or Origin) headers: 400, whichever comes first (the attack
+# review's F4: the first was taken, a proxy may take the other)
+raw_status() { # raw_status PORT HEADER-LINES...: the status of a GET /healthz
+  local port=$1; shift
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  { printf 'GET /healthz HTTP/1.1\r\n'; for h in "$@"; do printf '%s\r\n' "$h"; done
+    printf 'Connection: close\r\n\r\n'; } >&3
+  head -1 <&3 | cut -d' ' -f2
+  exec 3<&-
+}
+assert_eq "two Host headers, the good one first" "400" \
+  "$(raw_status "$p" "Host: 127.0.0.1:$p" "Host: evil.example:$p")"
+assert_eq "two Host headers, the bad one first" "400" \
+  "$(raw_status "$p" "Host: evil.example:$p" "Host: 127.0.0.1:$p")"
+assert_eq "two Origin headers" "400" \
+  "$(raw_status "$p" "Host: 127.0.0.1:$p" "Origin: http://127.0.0.1:$p" "Origin: http://evil.example")"
+assert_eq "one Host: served" "200" "$(raw_status "$p" "Host: 127.0.0.1:$p")"
+
 # ---- every daemon's /metrics ----
 for d in gatewayd orchestratord stockd paymentd shippingd; do
   u=${STACK_METRICS_URL_OF[$d]}
