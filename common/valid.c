@@ -4,7 +4,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unictype.h>
+#include <uninorm.h>
 #include <unistr.h>
 #include <uuid/uuid.h>
 
@@ -112,9 +114,24 @@ bool valid_name(const char *s)
 			return false;
 		if (uc_is_property_bidi_control(uc))
 			return false;
+		/* nothing that shows as nothing (or breaks a line) inside a
+		 * name either: "ali" + U+200B would show as "ali" (PRECIS's
+		 * IdentifierClass refuses them too, RFC 8264) */
+		if (uc_is_property_default_ignorable_code_point(uc)
+		    || uc_is_general_category(uc, UC_CATEGORY_Zl)
+		    || uc_is_general_category(uc, UC_CATEGORY_Zp))
+			return false;
 		visible = visible || valid_visible(uc);
 	}
-	return visible;
+	if (!visible)
+		return false;
+	/* one spelling per name: "e" + U+0301 and U+00E9 show alike, so only
+	 * the composed form (NFC) is taken */
+	size_t nlen = 0;
+	uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &nlen);
+	bool same = nfc != NULL && nlen == len && memcmp(nfc, s, len) == 0;
+	free(nfc);
+	return same;
 }
 
 /* valid_escape_one writes the escape of `uc` (a code point, or with

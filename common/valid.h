@@ -24,15 +24,18 @@ bool valid_uuid(const char *s);
  * formatting character (Unicode's Bidi_Control: U+061C, U+200E, U+200F,
  * U+202A..U+202E, U+2066..U+2069, which reorder what is shown: "gnp.exe"
  * shown as "exe.png") and at least one character that shows something
- * (valid_visible). NULL is false. Every caller refuses with the one
- * message VALID_NAME_RULE. */
+ * (valid_visible), no character that shows nothing anywhere in it
+ * (Default_Ignorable_Code_Point: zero-width spaces and joiners, soft hyphen,
+ * variation selectors, tags...) and no line or paragraph separator, and in
+ * Unicode's NFC (one spelling of what shows alike). NULL is false. Every
+ * caller refuses with the one message VALID_NAME_RULE. */
 bool valid_name(const char *s);
 
 /* What valid_name asks, for error messages ("invalid sku: must be "
  * VALID_NAME_RULE). */
 #define VALID_NAME_RULE                                                                            \
 	"1..64 bytes of UTF-8 with a visible character and no control or bidirectional "           \
-	"formatting characters"
+	"formatting characters, no invisible characters, in Unicode's composed form (NFC)"
 
 /* valid_visible is true when code point `uc` shows something on its own:
  * not white space (White_Space), not a default-ignorable one (zero-width

@@ -143,10 +143,22 @@ static void test_names_display(void **st)
 	for (size_t i = 0; i < sizeof blank / sizeof blank[0]; i++)
 		assert_false(valid_name(blank[i]));
 	/* a visible character with them is a name */
-	assert_true(valid_name("e\xcc\x81"));                    /* e + COMBINING ACUTE */
-	assert_true(valid_name("A\xe2\x80\x8b"));                /* A + ZWSP */
-	assert_true(valid_name("\xf0\x9f\x91\x8d\xef\xb8\x8f")); /* thumbs up + VS16 */
-	assert_true(valid_name("\xd7\xa9\xd7\xa8\xd7\x94"));     /* Hebrew, RTL by itself */
+	/* one spelling (NFC), nothing invisible inside (the attack review's F3) */
+	assert_false(valid_name("e\xcc\x81"));           /* e + COMBINING ACUTE */
+	assert_true(valid_name("\xc3\xa9"));             /* U+00E9, its NFC */
+	assert_true(valid_name("q\xcc\x81"));            /* q + ACUTE: no composed form */
+	assert_false(valid_name("A\xe2\x80\x8b"));       /* A + ZWSP */
+	assert_false(valid_name("ali\xe2\x81\xa0"));     /* + WORD JOINER */
+	assert_false(valid_name("ali\xef\xbb\xbf"));     /* + U+FEFF */
+	assert_false(valid_name("al\xc2\xadi"));         /* a SOFT HYPHEN inside */
+	assert_false(valid_name("ali\xcd\x8f"));         /* + U+034F CGJ */
+	assert_false(valid_name("ali\xe3\x85\xa4"));     /* + HANGUL FILLER */
+	assert_false(valid_name("ali\xf3\xa0\x81\x81")); /* + TAG LATIN CAPITAL A */
+	assert_false(valid_name("a\xe2\x80\xa8"
+	                        "b"));                            /* a LINE SEPARATOR inside */
+	assert_false(valid_name("\xf0\x9f\x91\x8d\xef\xb8\x8f")); /* thumbs up + VS16 */
+	assert_true(valid_name("\xf0\x9f\x91\x8d"));              /* thumbs up alone */
+	assert_true(valid_name("\xd7\xa9\xd7\xa8\xd7\x94"));      /* Hebrew, RTL by itself */
 	assert_true(valid_name("John Smith"));
 	assert_true(valid_visible('a'));
 	assert_false(valid_visible(' '));
