@@ -75,7 +75,7 @@ assert_eq "the old finished sagas have history" "yes" "$([ "$old_hist" -gt 0 ] &
 # 3. the dry run counts exactly them and deletes nothing
 assert_eq "dry run" "dry run: would delete 2 sagas and $old_hist saga_history rows" \
   "$(ctl retention --dry-run)"
-assert_eq "dry run --json" "{\"service\":\"orchestrator\",\"dry_run\":true,\"table\":\"sagas\",\"deleted\":2,\"other_table\":\"saga_history\",\"other_deleted\":$old_hist}" \
+assert_eq "dry run --json" "{\"service\":\"orchestrator\",\"dry_run\":true,\"table\":\"sagas\",\"deleted\":2,\"other_table\":\"saga_history\",\"other_deleted\":$old_hist,\"ids_table\":\"saga_ids_retired\",\"ids_deleted\":0}" \
   "$(ctl retention --dry-run --json | jq -c .)"
 assert_eq "dry run deleted no saga" "$sagas_before" "$(count sagas)"
 assert_eq "dry run deleted no history" "$hist_before" "$(count saga_history)"
