@@ -92,7 +92,8 @@ assert_eq "gatewayd: refusals logged" "yes" \
 p=$(port_of "$GATEWAY_URL")
 assert_eq "client: a StartSaga from its own origin" "201" \
   "$(code "$GATEWAY_URL/v1/sagas" -H "Origin: http://127.0.0.1:$p" -H 'Content-Type: application/json' --data-binary "$START")"
-wait_until 20 test "$(q "SELECT state FROM sagas WHERE saga_id = '$ID'")" = COMPLETED
+completed() { [ "$(q "SELECT state FROM sagas WHERE saga_id = '$1'")" = COMPLETED ]; }
+wait_until 20 completed "$ID"
 assert_eq "admin: a RetrySaga without Origin (curl)" "200" \
   "$(code "$GATEWAY_ADMIN_URL/v1/sagas/$R/retry" -X POST -H 'Content-Type: application/json')"
 assert_eq "admin: R re-armed" "f" "$(q "SELECT attention FROM sagas WHERE saga_id = '$R'")"

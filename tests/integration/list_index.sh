@@ -124,6 +124,12 @@ assert_eq "counts: one per state" "7" "$(jq '.counts | length' <<<"$counts")"
 metric() { # metric NAME_AND_LABELS: its value on the orchestrator's /metrics (0 when absent)
   stack_metrics orchestratord | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'
 }
+# polled conditions: each wait_until call re-reads them (a "$(...)" in its
+# arguments would be read once, before the wait)
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+sleeping_is() {
+  [ "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'")" = "$1" ]
+}
 ctl fault set orchestrator delay --method ListSagasQuery --delay 60000 >/dev/null
 bg=()
 for i in 1 2; do
@@ -132,8 +138,8 @@ for i in 1 2; do
   "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_URL" list --timeout 120000 --limit 5 >/dev/null 2>&1 &
   bg+=($!)
 done
-wait_until 20 test "$(metric sagas_api_listings)" = 2
-wait_until 20 test "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'")" = 2
+wait_until 20 metric_is sagas_api_listings 2
+wait_until 20 sleeping_is 2
 rc=0
 out=$(ctl list --limit 5 2>&1) || rc=$?
 assert_eq "third listing: refused" "1" "$rc"
@@ -149,9 +155,9 @@ assert_eq "still two listings in service" "2" "$(metric sagas_api_listings)"
 # ---- the client goes: its statements are cancelled in PostgreSQL ----
 kill "${bg[@]}"
 wait "${bg[@]}" 2>/dev/null || true
-wait_until 20 test "$(psql_db sagas_orchestrator "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'")" = 0
+wait_until 20 sleeping_is 0
 assert_eq "cancelled: client gone" "2" "$(metric 'sagas_api_listings_cancelled_total{why="client_gone"}')"
-wait_until 10 test "$(metric sagas_api_listings)" = 0
+wait_until 10 metric_is sagas_api_listings 0
 
 # ---- the deadline comes: statement_timeout, DEADLINE_EXCEEDED ----
 # through gatewayd, whose connection to the orchestrator stays open: the
@@ -159,7 +165,7 @@ wait_until 10 test "$(metric sagas_api_listings)" = 0
 # never by a cancel for a client gone
 status=$(curl -s -o "$STACK_DIR/late.json" -w '%{http_code}' --max-time 30 "$GATEWAY_URL/v1/sagas?limit=5")
 assert_eq "deadline through the gateway: 504" "504" "$status"
-wait_until 10 test "$(metric 'sagas_api_listings_cancelled_total{why="statement_timeout"}')" = 1
+wait_until 10 metric_is 'sagas_api_listings_cancelled_total{why="statement_timeout"}' 1
 assert_eq "deadline: no cancel for a client gone" "2" "$(metric 'sagas_api_listings_cancelled_total{why="client_gone"}')"
 assert_eq "deadline: logged" "yes" \
   "$(grep -q 'list sagas for .* cancelled in the database: the call.s deadline came' "$STACK_DIR/orchestratord.log" && echo yes || echo no)"

@@ -46,7 +46,8 @@ ctl start sam S1 1 1.00 --id "$S" --wait >/dev/null 2>&1 || true
 wait_until 20 grep -q 'closed a connection that read no reply for 5000 ms' "$STACK_DIR/stockd.log"
 assert_eq "logged" yes "$(n=$(grep -c 'read no reply' "$STACK_DIR/stockd.log"); [ "$n" -ge 1 ] && [ "$n" -le 2 ] && echo yes || echo "no: $n")"
 assert_eq "an admin call on the same listener, the peer still connected" 1 "$(ctl stock list | grep -c '^ S1 ')"
-wait_until 30 test "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S'")" = COMPLETED
+completed() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = COMPLETED ]; }
+wait_until 30 completed "$S"
 assert_eq "a saga started meanwhile completed" COMPLETED \
   "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S'")"
 kill "$nr" 2>/dev/null || true
