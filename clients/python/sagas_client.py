@@ -70,7 +70,7 @@ class RpcError(Exception):
 
 # ---- URL lists ----
 
-# The schemes a URL may have, as the C tools accept (common/rpc_client.c,
+# The schemes a URL may have, as the C tools accept (common/rpc/rpc_client.c,
 # rpc_url_ok), and the most URLs in one list (rpc.h, RPC_URLS_MAX).
 _SCHEMES = ("tcp://", "tcp4://", "tcp6://", "ipc://", "inproc://", "abstract://", "ws://",
             "tls+tcp://", "tls+tcp4://", "tls+tcp6://")
@@ -82,7 +82,7 @@ _SERVER_NAME = "?server_name="
 
 def split_server_name(url):
     """Takes "?server_name=NAME" off a tls+tcp:// URL, as the C tools do
-    (common/rpc_urls.c): returns (the URL to dial, NAME or None). NAME is
+    (common/rpc/rpc_urls.c): returns (the URL to dial, NAME or None). NAME is
     the name checked against the server's certificate in place of the
     URL's host, so that an address can be dialled while the certificate
     names only its service (docs/security.md, "Certificates"). Raises

@@ -1,5 +1,5 @@
 /* handlers: the payment participant's RPC methods (sagas.v1.Payment): the
- * saga commands through the participant kit (service.c, common/pkit.h), the
+ * saga commands through the participant kit (service.c, services/kit/pkit.h), the
  * admin methods here. With service.c, the only payment files that touch protobuf.
  */
 #ifndef SAGA_PAYMENT_HANDLERS_H

@@ -1,6 +1,6 @@
 /* paymentd: the payment participant daemon. Reads its configuration, waits
  * for the database, applies the schema, serves sagas.v1.Payment until SIGINT
- * or SIGTERM (common/participant.c). */
+ * or SIGTERM (services/kit/participant.c). */
 #include "handlers.h"
 #include "participant.h"
 #include "service.h"

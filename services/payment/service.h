@@ -1,5 +1,5 @@
 /* service: the payment participant described for the participant kit
- * (common/pkit.h): its tables, its pure decision, its saga commands
+ * (services/kit/pkit.h): its tables, its pure decision, its saga commands
  * (ChargePayment, the pivot; RefundPayment, the compensation) and its admin
  * methods. The kit does the rest. */
 #ifndef SAGA_PAYMENT_SERVICE_H

@@ -1,6 +1,6 @@
 /* store: the payment participant's own statements (Deposit,
  * ListAccounts), and the saga commands through the participant kit's store
- * (common/pkit.h) in the payment participant's terms. House style: SQL
+ * (services/kit/pkit.h) in the payment participant's terms. House style: SQL
  * lives only here and in the kit's store. */
 #include "store.h"
 

@@ -1,6 +1,6 @@
 /* store: the payment participant's database: its own statements (Deposit,
  * ListAccounts), and its saga commands through the participant kit's store
- * (common/pkit.h), which holds the rest of its SQL. A payment_store is the
+ * (services/kit/pkit.h), which holds the rest of its SQL. A payment_store is the
  * kit's pkit_store of payment_service: one per worker thread, each with its
  * own PGconn; nothing here is shared between threads. Money is int64 minor
  * units throughout.

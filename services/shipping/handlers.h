@@ -1,5 +1,5 @@
 /* handlers: the shipping participant's RPC methods (sagas.v1.Shipping): the
- * saga command through the participant kit (service.c, common/pkit.h), the
+ * saga command through the participant kit (service.c, services/kit/pkit.h), the
  * admin method here. With service.c, the only shipping files that touch protobuf.
  */
 #ifndef SAGA_SHIPPING_HANDLERS_H

@@ -1,7 +1,7 @@
 /* shippingd: the shipping participant daemon. Reads its configuration,
  * waits for the database, applies the schema, serves sagas.v1.Shipping
- * until SIGINT or SIGTERM (common/participant.c), built on the participant
- * kit (common/pkit.h, service.c). */
+ * until SIGINT or SIGTERM (services/kit/participant.c), built on the participant
+ * kit (services/kit/pkit.h, service.c). */
 #include "handlers.h"
 #include "participant.h"
 #include "service.h"

@@ -1,5 +1,5 @@
 /* service: the shipping participant described for the participant kit
- * (common/pkit.h): its records table (shipments; it has no rows), its pure
+ * (services/kit/pkit.h): its records table (shipments; it has no rows), its pure
  * decision (shipping_decide), its saga command (ShipOrder, the retriable
  * step after the pivot: no compensation) and its admin method. The kit does
  * the rest. This is the worked example of docs/participants.md. */

@@ -1,5 +1,5 @@
 /* store: the shipping participant's own statement (ListShipments). Its saga
- * command goes through the participant kit's store (common/pkit_store.c).
+ * command goes through the participant kit's store (services/kit_store/pkit_store.c).
  * House style: SQL lives only here and in the kit's store. */
 #include "store.h"
 

@@ -1,6 +1,6 @@
 /* store: the shipping participant's database: its own statement
  * (ListShipments), and its saga command through the participant kit's
- * store (common/pkit.h), which holds the rest of its SQL. A shipping_store
+ * store (services/kit/pkit.h), which holds the rest of its SQL. A shipping_store
  * is the kit's pkit_store of shipping_service: one per worker thread.
  * Errors are the negative enum pg_err values of pg.h (see pkit.h). */
 #ifndef SAGA_SHIPPING_STORE_H

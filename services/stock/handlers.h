@@ -1,5 +1,5 @@
 /* handlers: the stock participant's RPC methods (sagas.v1.Stock): the saga
- * commands through the participant kit (service.c, common/pkit.h), the
+ * commands through the participant kit (service.c, services/kit/pkit.h), the
  * admin methods here. With service.c, the only stock files that touch protobuf.
  */
 #ifndef SAGA_STOCK_HANDLERS_H

@@ -1,6 +1,6 @@
 /* stockd: the stock participant daemon. Reads its configuration, waits for
  * the database, applies the schema, serves sagas.v1.Stock until SIGINT or
- * SIGTERM (common/participant.c), built on the participant kit (common/pkit.h,
+ * SIGTERM (services/kit/participant.c), built on the participant kit (services/kit/pkit.h,
  * service.c). */
 #include "handlers.h"
 #include "participant.h"

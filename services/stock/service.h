@@ -1,5 +1,5 @@
 /* service: the stock participant described for the participant kit
- * (common/pkit.h): its tables, its pure decision, its saga commands
+ * (services/kit/pkit.h): its tables, its pure decision, its saga commands
  * (ReserveStock, the step; ReleaseStock, the compensation) and its admin
  * methods. The kit does the rest. */
 #ifndef SAGA_STOCK_SERVICE_H

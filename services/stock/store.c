@@ -1,5 +1,5 @@
 /* store: the stock participant's own statements (SetStock, ListStock),
- * and the saga commands through the participant kit's store (common/pkit.h)
+ * and the saga commands through the participant kit's store (services/kit/pkit.h)
  * in the stock participant's terms. House style: SQL lives only here and in
  * the kit's store. */
 #include "store.h"

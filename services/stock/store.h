@@ -1,6 +1,6 @@
 /* store: the stock participant's database: its own statements (SetStock,
  * ListStock), and its saga commands through the participant kit's store
- * (common/pkit.h), which holds the rest of its SQL. A stock_store is the
+ * (services/kit/pkit.h), which holds the rest of its SQL. A stock_store is the
  * kit's pkit_store of stock_service: one per worker thread, each with its
  * own PGconn; nothing here is shared between threads.
  *

@@ -1,4 +1,4 @@
-/* fuzz_orchestrator: orchestratord's handlers (orchestrator/api.c: every
+/* fuzz_orchestrator: orchestratord's handlers (orchestrator/core/api.c: every
  * request message of sagas.v1.Orchestrator as it is decoded and
  * validated, the batch path) through fuzz_handlers.h. Its database is a
  * socket that does not exist, so a request that passes validation is

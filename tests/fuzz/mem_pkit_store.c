@@ -1,4 +1,4 @@
-/* mem_pkit_store: the participant kit's store (common/pkit.h) in memory, for
+/* mem_pkit_store: the participant kit's store (services/kit/pkit.h) in memory, for
  * the fuzz targets of every participant (their real service.c and
  * handlers.c over no database). The service's pure decide function
  * decides, in order, as in the real store; records and rows live in small

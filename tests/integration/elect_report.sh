@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Elected work (issue 20; common/elect.h): two orchestratord on one
+# Elected work (issue 20; common/db/elect.h): two orchestratord on one
 # database, the report of stuck sagas every 200 ms. One saga is flagged for
 # attention (written straight into the database, due in an hour, so no
 # sweep touches it) and one is past its step deadline by a minute (due in

@@ -1,5 +1,5 @@
 /* eq_stores: the stock and payment participants' saga commands through the
- * participant kit's store (common/pkit.h), in each service's own types, for
+ * participant kit's store (services/kit/pkit.h), in each service's own types, for
  * test_batch_equivalence, which compares decisions by those types. Each
  * function is the kit's with the service's descriptor (stock_service,
  * payment_service) and the conversions of its service.h. */

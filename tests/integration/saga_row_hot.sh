@@ -2,7 +2,7 @@
 # The saga row's non-terminal transitions are HOT updates: no index of
 # `sagas` holds a column that such a transition changes, so PostgreSQL
 # writes the new row version on the same page and no index entry
-# (orchestrator/sql/schema.sql, docs/benchmarks.md). A database made before
+# (orchestrator/core/sql/schema.sql, docs/benchmarks.md). A database made before
 # that (the sweep's index on next_attempt_at, `state` in its predicate) is
 # migrated at start, and the sweep still finds a retrying saga after a
 # restart (saga-semantics.md rule 9); the listing of an unfinished state

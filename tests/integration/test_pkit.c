@@ -1,4 +1,4 @@
-/* The participant kit's own tests (common/pkit.h, pkit_store.c, pkit_rpc.c)
+/* The participant kit's own tests (services/kit/pkit.h, pkit_store.c, pkit_rpc.c)
  * on real PostgreSQL (with_stack.sh exports PG_PORT), with two toy services
  * described here and nowhere else:
  *   - toy: records toy_records(saga_id, status, key, n) and rows

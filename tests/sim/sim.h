@@ -192,7 +192,7 @@ typedef struct sim_world {
 	char violation[SIM_VIOLATION_MAX];
 } sim_world;
 
-/* The daemon defaults (orchestrator/main.c); a random run may draw others. */
+/* The daemon defaults (orchestrator/orchestratord/main.c); a random run may draw others. */
 extern const sim_timing sim_default_timing;
 #define SIM_LIVENESS_MS 60000 /* after calm, every saga ends within this */
 

@@ -1,5 +1,5 @@
 /* sim_feed: a deterministic simulation of the history feed's rule
- * (orchestrator/store_feed.c, docs/protocol.md "The history feed") over a
+ * (orchestrator/core/store_feed.c, docs/protocol.md "The history feed") over a
  * model of PostgreSQL's transaction ids and snapshots:
  *   - a transaction gets its id at its first write, from one counter, and
  *     commits or aborts later, in any order with the others;

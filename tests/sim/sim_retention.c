@@ -1,5 +1,5 @@
 /* sim_retention: a deterministic simulation of the retention rules
- * (common/horizon.h, docs/saga-semantics.md "Retention", rules R1-R3),
+ * (common/base/horizon.h, docs/saga-semantics.md "Retention", rules R1-R3),
  * with the production functions horizon_refuses, horizon_record_cutoff_ms
  * and horizon_may_send, over a model of clocks, a lossy network and
  * participants that delete their idempotency records. Time is in units
@@ -16,7 +16,7 @@
  *     two clocks within skew of each other); `--clock-bound B` changes it.
  *   - Sagas. 1-8 sagas start in the first 2 x retention; a saga's start
  *     (created, sent in every command) is the orchestrator's reading. The
- *     orchestrator drives each by the rules of orchestrator/saga.c,
+ *     orchestrator drives each by the rules of orchestrator/saga/saga.c,
  *     simplified to two participants: ReserveStock, then ChargePayment,
  *     then COMPLETED (the charge is the pivot here); a refused reserve
  *     cancels, a refused charge releases, a step past its deadline (its
@@ -28,7 +28,7 @@
  *     too (rule 3). Before every send it checks horizon_may_send on its
  *     clock; when that fails it parks the saga (flagged past_horizon, not
  *     terminal, never sent again); a try refused past_horizon parks it the
- *     same (orchestrator/saga.c: a retried step's first copy may have
+ *     same (orchestrator/saga/saga.c: a retried step's first copy may have
  *     been applied, so such a refusal is never "nothing applied"). It is down
  *     (replies lost, tries late) 1-3 times for 5-100 units in a quarter
  *     of the seeds, and in half of them once, from just after a saga's
@@ -39,7 +39,7 @@
  *     5 %). A reply is dropped 1 in 5, else takes 1 unit.
  *   - Participants (stock: reserve/release; payment: charge/refund) first
  *     refuse, without effect, a command with horizon_refuses on their
- *     clock (rule R1, before the record is read, as common/pkit_rpc.c
+ *     clock (rule R1, before the record is read, as services/kit/pkit_rpc.c
  *     does); then apply it by its saga's record: the first command of a
  *     saga decides (a step is applied, or refused for the business: 15 %
  *     of sagas are out of stock, 15 % out of funds; a compensation first
@@ -71,7 +71,7 @@
  *     the worst case) a new saga with that id starts, whatever the
  *     participants still keep. A participant's record keeps its saga's
  *     start; a command of another start is refused saga_id_reused without
- *     effect (common/pkit_decide.c); a step so refused parks its saga, a
+ *     effect (services/kit/pkit_decide.c); a step so refused parks its saga, a
  *     compensation so refused is retried. Effects count for the saga whose
  *     record they change, so (a) and (b) check every saga with a reused id
  *     and the one whose id it reused.
@@ -351,7 +351,7 @@ static void orch_reply(world *w, const msg *m)
 		w->refused_parks++; /* rule R3's margin was not enough: parked, safe */
 	bool step = s->state == S_RESERVING || s->state == S_CHARGING;
 	if (m->id_reused && step && brk != BRK_CANCEL_REUSED) {
-		/* orchestrator/saga.c: a step refused saga_id_reused parks (rule
+		/* orchestrator/saga/saga.c: a step refused saga_id_reused parks (rule
 		 * R5): a copy still on the way applies once the other saga's
 		 * record is deleted, so cancelling could lose it */
 		TRACE(w, "saga %d: parked in %s (refused saga_id_reused)\n", m->saga,
@@ -363,7 +363,7 @@ static void orch_reply(world *w, const msg *m)
 		return;
 	}
 	if (m->past_horizon && brk != BRK_CANCEL) {
-		/* orchestrator/saga.c: a command refused past_horizon parks */
+		/* orchestrator/saga/saga.c: a command refused past_horizon parks */
 		TRACE(w, "saga %d: parked in %s (refused past_horizon)\n", m->saga,
 		    st_names[s->state]);
 		s->parked = true;
@@ -414,7 +414,7 @@ static bool part_command(world *w, const msg *m, bool *past_horizon, bool *id_re
 		return false; /* rule R1: past_horizon, nothing applied */
 	}
 	if (r->kind != R_NONE && r->started != s->created && brk != BRK_ID_ONLY) {
-		/* rule R5 (common/pkit_decide.c): another saga's record */
+		/* rule R5 (services/kit/pkit_decide.c): another saga's record */
 		TRACE(w, "  refused saga_id_reused (the record is saga %d's)\n", r->owner);
 		w->reuse_refusals++;
 		*id_reused = true;

@@ -1,4 +1,4 @@
-/* The orchestrator API's batch delay (api_linger_us, orchestrator/api.c;
+/* The orchestrator API's batch delay (api_linger_us, orchestrator/core/api.c;
  * docs/operations.md "--batch-delay"): which frames a worker holds decide
  * whether it waits for more.
  *

@@ -1,4 +1,4 @@
-/* config_load's integers and its error lines (common/config.c): an integer
+/* config_load's integers and its error lines (common/base/config.c): an integer
  * is an optional '-' and digits with nothing around them, from the command
  * line and the environment alike (strtoll alone would take " 5" and "+5");
  * a file's values are trimmed first; every error line starts with the

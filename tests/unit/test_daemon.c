@@ -1,4 +1,4 @@
-/* The stop bound (common/daemon.c, daemon_install_signals), each case in a
+/* The stop bound (common/daemon/daemon.c, daemon_install_signals), each case in a
  * child process whose stderr goes to a temporary file:
  *
  *   - a stop that hangs (the child blocks 5 s after its SIGTERM, as a thread

@@ -1,4 +1,4 @@
-/* feed_cursor (orchestrator/feed_cursor.h): the history feed's cursor
+/* feed_cursor (orchestrator/core/feed_cursor.h): the history feed's cursor
  * encodes both of its forms and decodes them back unchanged under the same
  * key; only the canonical text of a cursor made under that key is read (a
  * forged or altered one, or one of another database, is refused); a

@@ -1,4 +1,4 @@
-/* Unit tests of the retention rules' functions (common/horizon.c;
+/* Unit tests of the retention rules' functions (common/base/horizon.c;
  * docs/saga-semantics.md, "Retention", rule R1): the refusal of a saga's
  * start before the horizon, and of one ahead of the participant's clock
  * by more than the tolerated error (a clock fault or a forged start, which

@@ -1,4 +1,4 @@
-/* http_server (common/http_server.h), the listener of /metrics and of
+/* http_server (common/http/http_server.h), the listener of /metrics and of
  * gatewayd: the handler sees the method, the decoded path, the body, the
  * query parameters (decoded, in order) and the headers; a body past
  * max_body is 413 without the handler, declared (Content-Length) or sent

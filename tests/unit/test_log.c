@@ -1,4 +1,4 @@
-/* Logging (common/log.c): stderr is redirected to a temporary file and read
+/* Logging (common/base/log.c): stderr is redirected to a temporary file and read
  * back.
  *
  *   - a line outside log_hold is written at once, whole, in the house format

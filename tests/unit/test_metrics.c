@@ -1,5 +1,5 @@
 /* The metrics registry, its exposition and the /metrics listener
- * (common/metrics.c, common/metrics_http.c):
+ * (common/base/metrics.c, common/http/metrics_http.c):
  *
  *   - counters, gauges and histograms print in the text format 0.0.4 with
  *     their HELP and TYPE once, series in creation order, histogram buckets

@@ -1,4 +1,4 @@
-/* page_token (orchestrator/page_token.h): ListSagas' cursor encodes a key
+/* page_token (orchestrator/core/page_token.h): ListSagas' cursor encodes a key
  * and decodes it back unchanged; only the canonical text of a token is
  * read; a created_at outside 0..9999-12-31T23:59:59.999999Z is refused on
  * both sides. */

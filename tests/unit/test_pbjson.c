@@ -1,4 +1,4 @@
-/* pbjson (common/pbjson.h): proto3's JSON mapping of the orchestrator's
+/* pbjson (common/pbjson/pbjson.h): proto3's JSON mapping of the orchestrator's
  * messages. Exact JSON texts for the output (JSON names, int64 as strings,
  * enums by name, defaults omitted), round trips (message -> JSON -> message
  * packs to the same bytes), both spellings of a field name on input, and

@@ -1,4 +1,4 @@
-/* The link timeout's connection defaults (common/pg.c, pg_params_make):
+/* The link timeout's connection defaults (common/db/pg.c, pg_params_make):
  * what libpq would connect with, read back with PQconninfo from a
  * connection started to a socket folder that does not exist (no server
  * needed):

@@ -1,4 +1,4 @@
-/* test_pkit_decide: the participant kit's decision (common/pkit_decide.c)
+/* test_pkit_decide: the participant kit's decision (services/kit/pkit_decide.c)
  * on the real stock service's descriptor: rule R5 of
  * docs/saga-semantics.md (a saga is its id and its start) in front of the
  * service's own rules 2, 5 and 6. */

@@ -1,7 +1,7 @@
 /* Batches of calls in one frame (rpc_batch_open/add/send, RPC_BATCH_METHOD,
- * common/rpc_server.c and rpc_client.c; docs/protocol.md "Batches"). An in-process rpc_server (tcp
- * loopback, 2 workers) serves a made-up service with a handle_batch that
- * echoes each call's payload:
+ * common/rpc/rpc_server.c and rpc_client.c; docs/protocol.md "Batches"). An in-process rpc_server
+ * (tcp loopback, 2 workers) serves a made-up service with a handle_batch that echoes each call's
+ * payload:
  *
  *   - many batches of 1..RPC_BATCH_MAX calls (and some with a call whose
  *     timeout differs, which begins a new frame): every call completes exactly once

@@ -1,5 +1,5 @@
 /* Held calls answered before, during and after their handler returns
- * (rpc_hold / rpc_held_reply, common/rpc_server.c), under a storm of calls on few
+ * (rpc_hold / rpc_held_reply, common/rpc/rpc_server.c), under a storm of calls on few
  * receive contexts. An in-process rpc_server (tcp loopback, 4 workers, 64
  * contexts, so every context is reused hundreds of times while a backlog of
  * requests waits for it) serves a made-up service:

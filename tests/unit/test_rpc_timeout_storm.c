@@ -1,4 +1,4 @@
-/* A storm of async calls timing out (common/rpc_client.c): an in-process REP server
+/* A storm of async calls timing out (common/rpc/rpc_client.c): an in-process REP server
  * (rpc_server on tcp loopback) answers every request after a delay spread
  * around the client's timeout, so replies and send completions keep
  * arriving while nng's timeout thread expires other calls in the same
@@ -7,7 +7,7 @@
  * OK or DEADLINE_EXCEEDED, the process must not crash (run under ASan in
  * the sanitizer build), and afterwards 40 calls with a long timeout must
  * all come back OK. Before the fix this crashed in nng's
- * "nng:aio:expire" thread (docs in common/rpc_client.c, "client").
+ * "nng:aio:expire" thread (docs in common/rpc/rpc_client.c, "client").
  *
  * Environment (for longer manual runs): STORM_SECONDS (default 6),
  * STORM_INFLIGHT (default 200), STORM_TIMEOUT_MS (default 20).

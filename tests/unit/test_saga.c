@@ -1,4 +1,4 @@
-/* Unit tests of the pure saga state machine (orchestrator/saga.c): every row
+/* Unit tests of the pure saga state machine (orchestrator/saga/saga.c): every row
  * of the state table of saga-semantics.md, with its success, definitive
  * refusal and deadline columns, plus retries, backoff and stale replies. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* The participants' value cache (common/valcache.c):
+/* The participants' value cache (common/base/valcache.c):
  *
  *   - a key never learnt cannot be claimed; once learnt, a claim gives its
  *     value, and a second claim of it fails until the first is released;

@@ -1,4 +1,4 @@
-/* Unit tests of input validation and money text (common/valid.c):
+/* Unit tests of input validation and money text (common/base/valid.c):
  * saga-semantics.md "Money and input". */
 #include <errno.h>
 #include <setjmp.h>

@@ -54,17 +54,17 @@ ALTER TABLE deposits ADD COLUMN IF NOT EXISTS applied_by uuid;
 
 -- ListAccounts' newest-first page of charges, and the per-account sums;
 -- retention takes the expired charges oldest first by charges_newest
--- (common/pkit_retention.c).
+-- (services/kit_store/pkit_retention.c).
 CREATE INDEX IF NOT EXISTS charges_newest ON charges (created_at DESC, saga_id);
 CREATE INDEX IF NOT EXISTS charges_by_customer ON charges (customer, status);
 
 -- saga_check and saga_unchanged, which the kit's statements end with, come
--- from the kit (common/sql/pkit.sql), applied before this file.
+-- from the kit (services/kit_store/sql/pkit.sql), applied before this file.
 
 -- Rule R5 (schema version 3, issue 32; docs/saga-semantics.md, "Retention"):
 -- a saga is its id and its start. Each record keeps the start of the saga
 -- that made it (saga_started_unix_ms, ms since the epoch), and a command of
 -- another start with the same id is refused saga_id_reused, changing
--- nothing (common/pkit_decide.c). NULL: a record made before version 3,
+-- nothing (services/kit/pkit_decide.c). NULL: a record made before version 3,
 -- which matches any start until retention deletes it.
 ALTER TABLE charges ADD COLUMN IF NOT EXISTS saga_started_ms bigint;

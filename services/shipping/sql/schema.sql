@@ -1,6 +1,6 @@
 -- Shipping participant schema. Applied by shippingd at every start, under an
 -- advisory lock, so every statement must be idempotent. The records table
--- is the participant kit's (common/pkit.h): saga_id, status, the command's
+-- is the participant kit's (services/kit/pkit.h): saga_id, status, the command's
 -- arguments, updated_at.
 
 -- The idempotency record of one saga id is its shipment (saga-semantics.md
@@ -31,16 +31,16 @@ CREATE TABLE IF NOT EXISTS shipments_retired (
 );
 
 -- ListShipments' newest-first page; retention takes the expired shipments
--- oldest first by it (common/pkit_retention.c).
+-- oldest first by it (services/kit_store/pkit_retention.c).
 CREATE INDEX IF NOT EXISTS shipments_newest ON shipments (created_at DESC, saga_id);
 
 -- saga_check and saga_unchanged, which the kit's statements end with, come
--- from the kit (common/sql/pkit.sql), applied before this file.
+-- from the kit (services/kit_store/sql/pkit.sql), applied before this file.
 
 -- Rule R5 (schema version 3, issue 32; docs/saga-semantics.md, "Retention"):
 -- a saga is its id and its start. Each record keeps the start of the saga
 -- that made it (saga_started_unix_ms, ms since the epoch), and a command of
 -- another start with the same id is refused saga_id_reused, changing
--- nothing (common/pkit_decide.c). NULL: a record made before version 3,
+-- nothing (services/kit/pkit_decide.c). NULL: a record made before version 3,
 -- which matches any start until retention deletes it.
 ALTER TABLE shipments ADD COLUMN IF NOT EXISTS saga_started_ms bigint;

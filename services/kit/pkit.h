@@ -261,7 +261,7 @@ __attribute__((format(printf, 4, 5))) void pkit_sql_add(
  * a business refusal: refusals only come from the decide function. */
 
 /* pkit_migrate connects to `conninfo` (waiting up to wait_ms ms) and applies
- * the kit's own SQL (common/sql/pkit.sql: the functions saga_check and
+ * the kit's own SQL (services/kit_store/sql/pkit.sql: the functions saga_check and
  * saga_unchanged its statements end with) and then svc->schema, as one
  * script (pg_apply_schema: one transaction, the service's lock and
  * version), and last adds the column PKIT_STARTED_COL to svc->records

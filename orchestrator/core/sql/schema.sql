@@ -302,7 +302,7 @@ END
 $$;
 
 -- The feed's key (schema version 5): WatchHistory's cursors carry an
--- HMAC-SHA256 under it (orchestrator/feed_cursor.h), so that an
+-- HMAC-SHA256 under it (orchestrator/core/feed_cursor.h), so that an
 -- orchestrator reads back only cursors that this database's orchestrators
 -- made: a forged one could name committed transactions as in progress and
 -- make every call read rows it then skips. One row, 32 random bytes as 64
@@ -320,7 +320,7 @@ INSERT INTO feed_key (key)
 -- Retention (schema version 6, issue 23; docs/saga-semantics.md,
 -- "Retention", rule R4; docs/operations.md, "Retention"): one batch of the
 -- deletion of finished sagas with all their history
--- (orchestrator/store_retention.c). A saga goes when it is finished
+-- (orchestrator/core/store_retention.c). A saga goes when it is finished
 -- (COMPLETED or CANCELLED), was created before saga_cutoff (now - retention
 -- - 4 x skew) and finished, its row last written, before finished_cutoff
 -- (now - retention). A saga that is not terminal stays, however old (one

@@ -1,4 +1,4 @@
-/* gateway_console: the web console's static files (orchestrator/console/),
+/* gateway_console: the web console's static files (orchestrator/gatewayd/console/),
  * embedded into gatewayd at build time (orchestrator/CMakeLists.txt writes
  * console_files.h: one array per file and the table of their names). */
 #include <string.h>

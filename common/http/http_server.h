@@ -139,7 +139,7 @@ int http_request_query(const http_request *req,
  * POLLRDHUP; a reset) now, without reading from it. For a handler that
  * waits long (thread_per_conn), polled between waits. A caller that only
  * shut down its sending side (a half-close; no browser or HTTP library
- * does) counts as gone. Thread: the handler's (common/http_gone.c). */
+ * does) counts as gone. Thread: the handler's (common/http/http_gone.c). */
 bool http_request_gone(const http_request *req);
 
 #endif

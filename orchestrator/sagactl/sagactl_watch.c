@@ -13,7 +13,7 @@
 
 #include "sagactl.h"
 
-/* the feed's cursors (orchestrator/feed_cursor.h FEED_CURSOR_MAX) */
+/* the feed's cursors (orchestrator/core/feed_cursor.h FEED_CURSOR_MAX) */
 #define CTL_CURSOR_MAX 24000
 
 static volatile sig_atomic_t ctl_watch_stop;

@@ -1,12 +1,12 @@
--- The participant kit's SQL (common/pkit.h), applied by pkit_migrate before
+-- The participant kit's SQL (services/kit/pkit.h), applied by pkit_migrate before
 -- each participant's own schema, in the same transaction and under its lock:
--- the two checks that the kit's generated statements (common/pkit_store.c)
+-- the two checks that the kit's generated statements (services/kit_store/pkit_store.c)
 -- end with. Idempotent, like every schema.
 
 -- saga_check(ok, what): fails the statement (and the transaction) unless
 -- ok. A write that must change exactly the rows the daemon decided on ends
 -- with it, so the COMMIT sent behind it in the same pipeline never commits
--- a partial write (common/pkit_store.c).
+-- a partial write (services/kit_store/pkit_store.c).
 CREATE OR REPLACE FUNCTION saga_check(ok boolean, what text) RETURNS integer
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -19,7 +19,7 @@ $$;
 
 -- saga_unchanged(ok, what): fails the statement (and the transaction) with
 -- serialization_failure unless ok. The one-round-trip path
--- (common/pkit_store.c, docs/architecture.md) ends with it: its writes were decided on cached
+-- (services/kit_store/pkit_store.c, docs/architecture.md) ends with it: its writes were decided on cached
 -- values, and a row that no longer holds them is a lost race, which the
 -- daemon answers by taking the locking path (logged at DEBUG, not ERROR).
 CREATE OR REPLACE FUNCTION saga_unchanged(ok boolean, what text) RETURNS integer

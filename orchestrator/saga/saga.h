@@ -46,7 +46,7 @@ typedef enum saga_event_kind {
 	SAGA_EV_DEADLINE = 4,     /* the step deadline passed (the sweep found it) */
 	SAGA_EV_PAST_HORIZON = 5, /* the saga started too long ago for any
 	                             participant to take its commands (rule R3,
-	                             common/horizon.h): parked, flagged */
+	                             common/base/horizon.h): parked, flagged */
 } saga_event_kind;
 
 typedef struct saga_event {

@@ -34,7 +34,7 @@ typedef struct engine_config {
 	const rpc_urls *shipping;  /* the same for the shipping daemon */
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	horizon_policy horizon;    /* retention: a saga older than it is parked,
-	                              not sent (rule R3, common/horizon.h) */
+	                              not sent (rule R3, common/base/horizon.h) */
 	int64_t resend_ms;         /* NNG_OPT_REQ_RESENDTIME, 0 = off */
 	int64_t sweep_interval_ms; /* how often due rows are looked for */
 	int64_t db_wait_ms;        /* reconnect patience */

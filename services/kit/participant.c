@@ -23,7 +23,7 @@
  * the others: it connects on its first call instead. */
 #define PARTICIPANT_WORKER_CONNECT_WAIT_MS 1000
 /* The most rows (skus, accounts) whose last value the daemon remembers for
- * the one-round-trip path (common/valcache.h): about 13 MiB when full; rows
+ * the one-round-trip path (common/base/valcache.h): about 13 MiB when full; rows
  * past it take the locking path. */
 #define PARTICIPANT_CACHE_KEYS 65536
 

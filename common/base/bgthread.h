@@ -1,6 +1,6 @@
 /* bgthread: a background thread that works in rounds and sleeps between
  * them on the monotonic clock, and that a stop wakes at once: the elected
- * jobs (orchestrator/report.c, common/retention.c). */
+ * jobs (orchestrator/core/report.c, common/db/retention.c). */
 #ifndef SAGA_BGTHREAD_H
 #define SAGA_BGTHREAD_H
 
