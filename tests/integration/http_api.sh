@@ -173,7 +173,7 @@ assert_eq "console CSP" "default-src 'self'; frame-ancestors 'none'; base-uri 'n
 assert_eq "console app.js" "200 text/javascript; charset=utf-8 nosniff" \
   "$(http GET "$GATEWAY_URL/console/app.js") $(header Content-Type) $(header X-Content-Type-Options)"
 assert_eq "console style.css" "200 text/css; charset=utf-8" "$(http GET "$GATEWAY_URL/console/style.css") $(header Content-Type)"
-assert_eq "console: the file's bytes" "$(md5sum <"$STACK_ROOT/orchestrator/console/index.html")" "$(curl -s "$GATEWAY_URL/" | md5sum)"
+assert_eq "console: the file's bytes" "$(md5sum <"$STACK_ROOT/orchestrator/gatewayd/console/index.html")" "$(curl -s "$GATEWAY_URL/" | md5sum)"
 assert_eq "console: no other file" "404" "$(http GET "$GATEWAY_URL/console/nope.js")"
 
 # ---- paging through 25,000 sagas ----

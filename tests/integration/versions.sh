@@ -29,7 +29,7 @@ assert_eq "list_shipments.py --version" "list_shipments.py $version" \
 # (read from the sources: STORE_SCHEMA_VERSION, <SERVICE>_SCHEMA_VERSION)
 schema_v() {
   if [ "$1" = orchestrator ]; then
-    sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$STACK_ROOT/orchestrator/store.h"
+    sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$STACK_ROOT/orchestrator/core/store.h"
   else
     sed -n 's/^#define [A-Z]*_SCHEMA_VERSION \([0-9]*\).*/\1/p' "$STACK_ROOT/services/$1/service.c"
   fi
