@@ -55,7 +55,7 @@ PATH_RE = re.compile(
     r"(?<![\w/:.~$@-])"
     r"((?:[\w.*?<>{},+-]+/)+(?:[\w.*?<>{},+-]+)?)"
 )
-BARE_RE = re.compile(r"(?<![\w/.:@<*-])([\w+-]+(?:\.[\w-]+)*\." + SOURCE_EXT + r")(?![\w/])")
+BARE_RE = re.compile(r"(?<![\w/.:@<>*-])([\w+-]+(?:\.[\w-]+)*\." + SOURCE_EXT + r")(?![\w/])")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*")
 
