@@ -25,19 +25,13 @@ error.
 """
 import os
 import re
-import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_paths import repo_files  # noqa: E402 (git ls-files, or a walk)
+
 SECTION = "## Programs and libraries"
-
-
-def repo_files(root):
-    """Return the repository's files (git ls-files, tracked and untracked
-    but not ignored), relative to root."""
-    out = subprocess.run(
-        ["git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard"],
-        check=True, capture_output=True, text=True).stdout
-    return {f for f in out.split("\n") if f and os.path.lexists(os.path.join(root, f))}
 
 
 def cmake_targets(root, files):
