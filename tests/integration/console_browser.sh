@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web console (orchestrator/console, served by gatewayd) in a real
+# The web console (orchestrator/gatewayd/console, served by gatewayd) in a real
 # browser: Debian's chromium, headless, driven through the Chrome DevTools
 # Protocol by tests/lib/cdp.py, against a stack with the gateway
 # (STACK_GATEWAY=1) after the seed lab:
