@@ -515,9 +515,11 @@ out_free:
 
 /* api_feed_reply answers WatchHistory with the entries es[0..n) (at most
  * `limit` of them are sent; n > limit says more are ready), cutting the
- * page where the frame's budget ends, and the cursor to go on from: after
- * the last entry sent under (from->seen, later), or `later` alone when
- * every entry of it was sent. */
+ * page where the frame's budget ends, and the cursor to go on from
+ * (feed_cursor_after_page: after the last entry sent under (from->seen,
+ * later), or `later` alone when every entry of it was sent) with `more`
+ * (feed_page_more: also true at the end of a run begun under an earlier
+ * snapshot, which misses what committed since). */
 static void api_feed_reply(rpc_reply *reply, const uint8_t *key, const feed_cursor *from,
     const char *later, store_feed_entry *es, size_t n, size_t limit)
 {
@@ -541,22 +543,10 @@ static void api_feed_reply(rpc_reply *reply, const uint8_t *key, const feed_curs
 			break;
 		fp[k] = &fs[k];
 	}
-	bool more = k < n;
-	/* where the next page starts: after the last entry sent, or the later
-	 * snapshot whole */
-	memset(next, 0, sizeof *next);
-	if (more && k > 0) {
-		snprintf(next->seen, sizeof next->seen, "%s", from->seen);
-		next->has_next = true;
-		snprintf(next->next, sizeof next->next, "%s", later);
-		next->xid = es[k - 1].xid;
-		snprintf(next->saga_id, sizeof next->saga_id, "%s", es[k - 1].saga_id);
-		next->version = es[k - 1].h.version;
-	} else if (more) {
-		*next = *from; /* not one entry fits (cannot happen): as asked */
-	} else {
-		snprintf(next->seen, sizeof next->seen, "%s", later);
-	}
+	/* where the next page starts (after the last entry sent, or the later
+	 * snapshot whole) and whether to call again at once */
+	bool more = feed_cursor_after_page(from, later, k < n, k, k > 0 ? es[k - 1].xid : 0,
+	    k > 0 ? es[k - 1].saga_id : NULL, k > 0 ? es[k - 1].h.version : 0, next);
 	if (feed_cursor_encode(next, key, text, FEED_CURSOR_MAX + 1) != 0) {
 		rpc_reply_error(reply, RPC_INTERNAL, "", "could not make the feed's cursor");
 		goto out_free;

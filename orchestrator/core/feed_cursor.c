@@ -226,3 +226,24 @@ int feed_cursor_decode(const char *text, const uint8_t *key, feed_cursor *c)
 	free(again);
 	return rc;
 }
+
+bool feed_cursor_after_page(const feed_cursor *from, const char *later, bool cut, size_t sent,
+    uint64_t last_xid, const char *last_saga, int64_t last_version, feed_cursor *next)
+{
+	if (cut && sent == 0) {
+		*next = *from; /* not one entry fits (cannot happen): as asked */
+		return feed_page_more(cut, from->has_next);
+	}
+	memset(next, 0, sizeof *next);
+	if (cut) {
+		snprintf(next->seen, sizeof next->seen, "%s", from->seen);
+		next->has_next = true;
+		snprintf(next->next, sizeof next->next, "%s", later);
+		next->xid = last_xid;
+		snprintf(next->saga_id, sizeof next->saga_id, "%s", last_saga);
+		next->version = last_version;
+	} else {
+		snprintf(next->seen, sizeof next->seen, "%s", later);
+	}
+	return feed_page_more(cut, from->has_next);
+}

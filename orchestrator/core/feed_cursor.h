@@ -24,6 +24,7 @@
 #define SAGA_FEED_CURSOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "valid.h"
@@ -75,5 +76,30 @@ int feed_cursor_encode(const feed_cursor *c, const uint8_t *key, char *out, size
  * version < 1); *c is then unspecified. */
 int feed_cursor_decode(const char *text, const uint8_t *key, feed_cursor *c)
     __attribute__((warn_unused_result));
+
+/* feed_page_more is the WatchHistory reply's `more` (docs/protocol.md,
+ * "The history feed"): true when the caller should call again at once
+ * rather than wait. `cut`: rows read under this page's snapshots were left
+ * unsent (the limit or the frame's budget); `from_has_next`: the page went
+ * on with a run begun under an earlier snapshot (the request's cursor had
+ * a `next`), so rows committed since that snapshot are not in it even when
+ * the run is done. A client that stops at more = false (sagactl watch
+ * without --follow, the clients in clients/) thus always reads up to a
+ * snapshot taken during its last call. Pure. */
+static inline bool feed_page_more(bool cut, bool from_has_next)
+{
+	return cut || from_has_next;
+}
+
+/* feed_cursor_after_page fills *next with the cursor a WatchHistory reply
+ * hands back after a page read under (from->seen, later): when `cut` and
+ * sent > 0, after the last entry sent, whose key is (last_xid, last_saga,
+ * last_version), under the same two snapshots; when not cut, `later` alone
+ * (every row of it was sent); when cut with nothing sent, *from again.
+ * `later` (a snapshot text, borrowed) and `last_saga` (a canonical UUID,
+ * borrowed; may be NULL when sent == 0) are copied. Returns `more`,
+ * feed_page_more(cut, from->has_next). Pure. */
+bool feed_cursor_after_page(const feed_cursor *from, const char *later, bool cut, size_t sent,
+    uint64_t last_xid, const char *last_saga, int64_t last_version, feed_cursor *next);
 
 #endif

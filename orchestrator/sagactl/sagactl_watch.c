@@ -99,8 +99,10 @@ static int ctl_cursor_save(const char *path, const char *cursor)
 }
 
 /* ctl_watch_print prints the entries of one reply: a table row or a JSON
- * line each. */
-static void ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply *rep)
+ * line each, and flushes them. Returns 0, or -EIO when an entry could not
+ * be made into JSON or written (stdout closed, a full disk): the caller
+ * then keeps its cursor, so the page comes again at the next start. */
+static int ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply *rep)
 {
 	for (size_t i = 0; i < rep->n_entries; i++) {
 		const Sagas__V1__FeedEntry *f = rep->entries[i];
@@ -119,10 +121,11 @@ static void ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply
 			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state", from,
 			    "to_state", to, "event", e->event, "reason", e->reason);
 			char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-			if (s)
-				printf("%s\n", s);
+			int w = s ? printf("%s\n", s) : -1;
 			free(s);
 			json_decref(j);
+			if (w < 0)
+				return -EIO;
 		} else {
 			printf("%s  %s  %3" PRId64 "  %s -> %s  %s%s%s\n",
 			    ctl_iso_ms(e->at_unix_ms, at, sizeof at), ctl_esc(f->saga_id),
@@ -130,6 +133,7 @@ static void ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply
 			    e->reason[0] ? "  " : "", ctl_esc(e->reason));
 		}
 	}
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
 }
 
 /* ctl_watch_page asks for one page after `cursor` (updated to the reply's)
@@ -155,8 +159,11 @@ static int ctl_watch_page(ctl_ctx *c, char *cursor, bool from_now, size_t *got, 
 			sagas__v1__watch_history_reply__free_unpacked(rep, NULL);
 		return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "WatchHistory");
 	}
-	ctl_watch_print(c, rep);
-	fflush(stdout);
+	if (ctl_watch_print(c, rep) != 0) {
+		sagas__v1__watch_history_reply__free_unpacked(rep, NULL);
+		return ctl_error("watch: could not write the history rows to stdout; the "
+		                 "cursor stays before them");
+	}
 	snprintf(cursor, CTL_CURSOR_MAX, "%s", rep->cursor);
 	*got = rep->n_entries;
 	*more = rep->more;

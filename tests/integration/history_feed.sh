@@ -8,7 +8,11 @@
 #     four times while 10,000 sagas run, then to the end, prints exactly the
 #     history rows the database holds: each (saga, version) once, and each
 #     saga's rows in version order;
-#   - a follower (--follow) keeps following across an orchestrator restart.
+#   - a follower (--follow) keeps following across an orchestrator restart;
+#   - a run stopped mid-way through a cut page's run (the last follower's
+#     SIGTERM) and caught up without --follow reads to the end: the last page
+#     of a run begun under an earlier snapshot says `more`;
+#   - rows that cannot be written (stdout on /dev/full) leave the cursor.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
@@ -31,6 +35,18 @@ ln -s "$W/victim" "$W/linked.tmp"
 ctl watch --cursor-file "$W/linked" >/dev/null 2>&1
 assert_eq "watch: the save does not follow a link at FILE.tmp" "keep yes" \
   "$(cat "$W/victim") $(grep -qE '^[A-Za-z0-9_-]+$' "$W/linked" && echo yes)"
+# a page that cannot be written (stdout a full disk) is an error, and the
+# cursor stays before it: the next run prints it
+psql_db sagas_orchestrator "INSERT INTO saga_history (saga_id, version, from_state, to_state,
+  event, reason) VALUES ('00000000-0000-4000-8000-0000000000ff', 1, NULL, 'RESERVING',
+  'started', '')" >/dev/null
+cp "$W/linked" "$W/full.cursor"
+assert_eq "watch: stdout full: exit code" "1" \
+  "$(ctl watch --json --cursor-file "$W/full.cursor" >/dev/full 2>/dev/null && echo 0 || echo $?)"
+assert_eq "watch: stdout full: the cursor file unchanged" "$(cat "$W/linked")" \
+  "$(cat "$W/full.cursor")"
+assert_eq "watch: the next run prints the row" "1" \
+  "$(ctl watch --json --cursor-file "$W/full.cursor" | grep -c 0000000000ff)"
 watch_once() { # FILE: one catch-up run from the cursor file, appending to FILE
   ctl watch --json --cursor-file "$W/cursor" --limit 500 >>"$1"
 }

@@ -13,15 +13,23 @@
  *     under the same two snapshots; it restarts from its saved cursor.
  * Checks, once every transaction has ended and the follower caught up:
  * every committed row delivered exactly once, no aborted row, each saga's
- * rows in version order. `--break max_xid` replaces the snapshots by "after
- * the highest id seen" (the classic bug), which the checks must catch
- * (`--expect-violation`). Usage: sim_feed [--seeds A..B] [--break max_xid]
- * [--expect-violation]. Exit 0 when the expectation holds. */
+ * rows in version order. The follower catches up as clients do: it reads
+ * pages while the reply says `more` (feed_page_more, the production rule
+ * of orchestrator/core/feed_cursor.h) and stops at the first that does not.
+ * `--break max_xid` replaces the snapshots by "after the highest id seen"
+ * (the classic bug); `--break chain_end` says `more` false at the end of a
+ * run of pages begun under an earlier snapshot, so a client stops short of
+ * what committed since (the bug of a WatchHistory that CI's history_feed
+ * test caught): the checks must catch both (`--expect-violation`). Usage:
+ * sim_feed [--seeds A..B] [--break max_xid|chain_end] [--expect-violation].
+ * Exit 0 when the expectation holds. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "feed_cursor.h"
 
 #define MAX_TX   64
 #define MAX_ROWS 256
@@ -58,7 +66,15 @@ typedef struct world {
 	bool order_broken;
 } world;
 
-static bool broken;
+/* the broken variants: max_xid (a cursor of ids alone), chain_end (`more`
+ * false at the end of a run of pages begun under an earlier snapshot) */
+static bool broken, broken_chain_end;
+
+/* the reply's `more`: the production rule, or the broken variant's */
+static bool page_more(bool cut, bool from_has_next)
+{
+	return broken_chain_end ? cut : feed_page_more(cut, from_has_next);
+}
 
 static uint32_t rnd(world *w, uint32_t n)
 {
@@ -116,6 +132,7 @@ static bool poll_page(world *w, int limit)
 				}
 		return false;
 	}
+	bool from_has_next = w->has_later; /* the cursor names a later snapshot */
 	if (!w->has_later)
 		take_snapshot(w, &w->later); /* the reading statement's own */
 	int got = 0;
@@ -145,7 +162,7 @@ static bool poll_page(world *w, int limit)
 			w->has_later = true;
 			w->key_xid = last->xid, w->key_saga = last->saga,
 			w->key_version = last->version;
-			return true;
+			return page_more(true, from_has_next);
 		}
 		deliver(w, best);
 		last = best;
@@ -155,7 +172,7 @@ static bool poll_page(world *w, int limit)
 	}
 	w->seen = w->later;
 	w->has_later = false;
-	return false;
+	return page_more(false, from_has_next);
 }
 
 /* a step of the world: a transaction begins writing, commits or aborts, or
@@ -211,7 +228,11 @@ static bool run(uint64_t seed, bool verbose)
 	for (int s = 0; s < SAGAS; s++)
 		w->saga_writer[s] = -1;
 	w->seen.xmin = w->seen.xmax = 1; /* "1:1:": nothing seen */
-	for (int i = 0; i < 400; i++)
+	/* a random length: the pool of MAX_TX transactions fills in ~200
+	 * steps, after which nothing is in progress any more; a run cut short
+	 * leaves transactions running and a follower mid-run for the end */
+	int steps = 40 + (int)rnd(w, 360);
+	for (int i = 0; i < steps; i++)
 		step(w);
 	/* end every transaction, then catch up */
 	for (int t = 0; t < w->ntx; t++)
@@ -221,9 +242,10 @@ static bool run(uint64_t seed, bool verbose)
 				if (w->saga_writer[s] == t)
 					w->saga_writer[s] = -1, w->saga_version[s]++;
 		}
+	/* as a client does: pages while the reply says more (sagactl watch
+	 * without --follow), then stops */
 	while (poll_page(w, 3))
 		;
-	poll_page(w, 3);
 	bool ok = !w->order_broken;
 	for (int i = 0; i < w->nrows; i++) {
 		const row *r = &w->rows[i];
@@ -255,13 +277,16 @@ int main(int argc, char **argv)
 		    && sscanf(argv[++i], "%llu..%llu", &a, &b) == 2 && a <= b)
 			continue;
 		else if (!strcmp(argv[i], "--break") && i + 1 < argc
-		    && !strcmp(argv[++i], "max_xid"))
-			broken = true;
+		    && !strcmp(argv[i + 1], "max_xid"))
+			broken = true, i++;
+		else if (!strcmp(argv[i], "--break") && i + 1 < argc
+		    && !strcmp(argv[i + 1], "chain_end"))
+			broken_chain_end = true, i++;
 		else if (!strcmp(argv[i], "--expect-violation"))
 			expect_violation = true;
 		else {
 			fprintf(stderr,
-			    "usage: sim_feed [--seeds A..B] [--break max_xid] "
+			    "usage: sim_feed [--seeds A..B] [--break max_xid|chain_end] "
 			    "[--expect-violation]\n");
 			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 		}
@@ -270,7 +295,8 @@ int main(int argc, char **argv)
 	for (unsigned long long s = a; s <= b; s++)
 		if (!run(s, bad == 0))
 			bad++;
-	printf("sim_feed%s: %llu seeds, %llu with a violation\n", broken ? " (max_xid)" : "",
+	printf("sim_feed%s: %llu seeds, %llu with a violation\n",
+	    broken ? " (max_xid)" : broken_chain_end ? " (chain_end)" : "",
 	    b - a + 1, bad);
 	return expect_violation ? (bad > 0 ? 0 : 1) : (bad == 0 ? 0 : 1);
 }

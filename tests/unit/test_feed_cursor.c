@@ -3,7 +3,8 @@
  * key; only the canonical text of a cursor made under that key is read (a
  * forged or altered one, or one of another database, is refused); a
  * snapshot PostgreSQL would refuse (so that a cast in SQL could fail) is
- * refused before it gets there, even under a valid MAC. */
+ * refused before it gets there, even under a valid MAC; the cursor after a
+ * page and its `more` (feed_cursor_after_page). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +171,55 @@ static void test_encode_refused(void **state)
 	assert_int_equal(feed_cursor_encode(&c, key, small, sizeof small), -ENOSPC);
 }
 
+/* feed_cursor_after_page: the cursor after a page and its `more`. A page
+ * that ends a run begun under an earlier snapshot says more, so a client
+ * that stops at more = false reads on under a snapshot of its own (the
+ * rows committed since are not in the old one); a fresh read that is not
+ * cut says no more. */
+static void test_after_page(void **state)
+{
+	(void)state;
+	static const char *saga = "0b1f3c4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
+	feed_cursor from = {0}, next;
+	snprintf(from.seen, sizeof from.seen, "5:9:7");
+	/* a fresh read, cut after 2 entries: both snapshots and the key */
+	assert_true(feed_cursor_after_page(&from, "12:14:13", true, 2, 11, saga, 3, &next));
+	assert_true(next.has_next);
+	assert_string_equal(next.seen, "5:9:7");
+	assert_string_equal(next.next, "12:14:13");
+	assert_int_equal(next.xid, 11);
+	assert_string_equal(next.saga_id, saga);
+	assert_int_equal(next.version, 3);
+	assert_int_equal(feed_cursor_encode(&next, key, text, sizeof text), 0);
+	/* a fresh read not cut: the later snapshot alone, and no more */
+	assert_false(feed_cursor_after_page(&from, "12:14:13", false, 4, 11, saga, 3, &next));
+	assert_false(next.has_next);
+	assert_string_equal(next.seen, "12:14:13");
+	/* the last page of a run begun earlier: `later` is the old snapshot,
+	 * so more, and the next call reads under its own */
+	feed_cursor run = next;
+	run.has_next = true;
+	snprintf(run.next, sizeof run.next, "20:22:");
+	run.xid = 19;
+	snprintf(run.saga_id, sizeof run.saga_id, "%s", saga);
+	run.version = 2;
+	assert_true(feed_cursor_after_page(&run, "20:22:", false, 1, 21, saga, 1, &next));
+	assert_false(next.has_next);
+	assert_string_equal(next.seen, "20:22:");
+	/* ... even when nothing was left of it */
+	assert_true(feed_cursor_after_page(&run, "20:22:", false, 0, 0, NULL, 0, &next));
+	assert_string_equal(next.seen, "20:22:");
+	/* not one entry fitted: as asked */
+	assert_true(feed_cursor_after_page(&run, "20:22:", true, 0, 0, NULL, 0, &next));
+	assert_true(next.has_next);
+	assert_string_equal(next.next, "20:22:");
+	assert_int_equal(next.xid, 19);
+	/* the rule itself */
+	assert_false(feed_page_more(false, false));
+	assert_true(feed_page_more(true, false));
+	assert_true(feed_page_more(false, true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +227,7 @@ int main(void)
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_encode_refused),
+	    cmocka_unit_test(test_after_page),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
