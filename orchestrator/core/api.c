@@ -545,7 +545,7 @@ static void api_feed_reply(rpc_reply *reply, const uint8_t *key, const feed_curs
 	}
 	/* where the next page starts (after the last entry sent, or the later
 	 * snapshot whole) and whether to call again at once */
-	bool more = feed_cursor_after_page(from, later, k < n, k, k > 0 ? es[k - 1].xid : 0,
+	bool more = feed_cursor_after_page(from, later, k<n, k, k> 0 ? es[k - 1].xid : 0,
 	    k > 0 ? es[k - 1].saga_id : NULL, k > 0 ? es[k - 1].h.version : 0, next);
 	if (feed_cursor_encode(next, key, text, FEED_CURSOR_MAX + 1) != 0) {
 		rpc_reply_error(reply, RPC_INTERNAL, "", "could not make the feed's cursor");

@@ -296,7 +296,9 @@ int main(int argc, char **argv)
 		if (!run(s, bad == 0))
 			bad++;
 	printf("sim_feed%s: %llu seeds, %llu with a violation\n",
-	    broken ? " (max_xid)" : broken_chain_end ? " (chain_end)" : "",
+	    broken                 ? " (max_xid)"
+	        : broken_chain_end ? " (chain_end)"
+	                           : "",
 	    b - a + 1, bad);
 	return expect_violation ? (bad > 0 ? 0 : 1) : (bad == 0 ? 0 : 1);
 }
