@@ -1,4 +1,4 @@
-/* test_authz: the roles table (common/authz/authz_table.c, docs/security.md
+/* test_authz: the roles (common/authz/methods.h, docs/security.md
  * "Roles"): every method of the proto files against every role, the methods
  * outside it, and the role names. The table in docs/security.md is this
  * one; a change to either must change both. */
