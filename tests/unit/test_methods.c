@@ -104,8 +104,8 @@ static void test_lookup(void **state)
 	assert_int_equal(method_find(NULL), METHOD_NONE);
 }
 
-/* a row's own rules: some role, an HTTP route in full or none, one route
- * per verb and path */
+/* a row's own rules: some role, an HTTP route in full or none, a verb
+ * gatewayd knows, one route per verb and path */
 static void test_rows(void **state)
 {
 	(void)state;
@@ -116,6 +116,10 @@ static void test_rows(void **state)
 		if (r->http_path == NULL)
 			continue;
 		assert_true(r->http_path[0] == '/');
+		/* the verbs gatewayd lists in an Allow header (gateway_http.c) */
+		assert_true(strcmp(r->http_verb, "GET") == 0 || strcmp(r->http_verb, "POST") == 0
+		    || strcmp(r->http_verb, "PUT") == 0 || strcmp(r->http_verb, "PATCH") == 0
+		    || strcmp(r->http_verb, "DELETE") == 0);
 		for (int j = 0; j < i; j++)
 			if (method_table[j].http_path != NULL
 			    && strcmp(method_table[j].http_path, r->http_path) == 0
