@@ -6,8 +6,8 @@
  * it is. A plain listener (tcp:// on loopback, ipc://, inproc://: a laptop
  * or a test) gives every role, and its daemon warns so at start.
  *
- * The one table of methods and the roles that may call each is
- * authz_methods in authz.c. The RPC server checks it for every call (a
+ * The roles that may call each method are a column of the one table of
+ * methods, common/authz/methods.h. The RPC server checks it for every call (a
  * call inside a batch frame too) before any handler, Health and Admin
  * included, runs. A refusal changes nothing, is counted, and is logged at
  * most once per peer address per AUTHZ_LOG_INTERVAL_MS.

@@ -7,12 +7,11 @@
 #include "authz.h"
 #include "fault.h"
 #include "log.h"
+#include "methods.h"
 #include "pg.h"
 #include "retention.h"
 #include "sagas/v1/admin.pb-c.h"
 #include "valid.h"
-
-#define ADMIN_PREFIX "/sagas.v1.Admin/"
 
 static atomic_ulong admin_refused;
 /* the retention job RunRetention runs (admin_set_retention); NULL: none */
@@ -126,8 +125,8 @@ static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 {
 	const admin_service *a = ctx;
-	const char *m = call->method + strlen(ADMIN_PREFIX);
-	if (!strcmp(m, "SetFault") && !a->fault_injection) {
+	enum method_id id = method_find(call->method);
+	if (id == METHOD_Admin_SetFault && !a->fault_injection) {
 		char peer[96];
 		atomic_fetch_add(&admin_refused, 1);
 		authz_count_refusal("fault_off", 1);
@@ -136,11 +135,11 @@ void admin_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "fault_injection_disabled",
 		    "failure injection is off in this daemon: start it with "
 		    "--enable-fault-injection (tests only)");
-	} else if (!strcmp(m, "SetFault")) {
+	} else if (id == METHOD_Admin_SetFault) {
 		admin_set_fault(call, reply);
-	} else if (!strcmp(m, "RunRetention")) {
+	} else if (id == METHOD_Admin_RunRetention) {
 		admin_run_retention(call, reply);
-	} else if (!strcmp(m, "ClearFaults")) {
+	} else if (id == METHOD_Admin_ClearFaults) {
 		fault_clear();
 		Sagas__V1__ClearFaultsReply out = SAGAS__V1__CLEAR_FAULTS_REPLY__INIT;
 		rpc_reply_ok(reply, &out.base);

@@ -11,12 +11,11 @@
 
 #include "clock.h"
 #include "log.h"
+#include "methods.h"
 #include "pg.h"
 #include "sagas/v1/health.pb-c.h"
 #include "valid.h"
 #include "version.h"
-
-#define HEALTH_PREFIX "/sagas.v1.Health/"
 
 /* ---- the service ---- */
 
@@ -57,7 +56,7 @@ static void health_check(const rpc_request *call, rpc_reply *reply, const char *
 void health_serve(void *ctx, const rpc_request *call, rpc_reply *reply)
 {
 	const health_service *h = ctx;
-	if (strcmp(call->method, HEALTH_PREFIX "Check") == 0)
+	if (method_find(call->method) == METHOD_Health_Check)
 		health_check(call, reply, h->service, h->healthy, h->app);
 	else
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",

@@ -11,6 +11,7 @@
 #include "dbclock.h"
 #include "fault.h"
 #include "log.h"
+#include "methods.h"
 #include "orch_metrics.h"
 #include "pg.h"
 #include "sagas/v1/orchestrator.pb-c.h"
@@ -709,28 +710,29 @@ out_free:
 	sagas__v1__retry_saga_request__free_unpacked(req, NULL);
 }
 
-#define API_START_METHOD "/sagas.v1.Orchestrator/StartSaga"
-#define API_GET_METHOD   "/sagas.v1.Orchestrator/GetSaga"
+/* An orchestrator method's handler: fills `reply` for `call`. */
+typedef void api_handler(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+
+/* The handler of each method of the table (methods.h) the orchestrator
+ * serves; NULL: answered UNIMPLEMENTED. */
+static api_handler *const api_handlers[METHOD_COUNT] = {
+    [METHOD_Orchestrator_StartSaga] = api_start_saga,
+    [METHOD_Orchestrator_GetSaga] = api_get_saga,
+    [METHOD_Orchestrator_ListSagas] = api_list_sagas,
+    [METHOD_Orchestrator_GetSagaHistory] = api_history,
+    [METHOD_Orchestrator_RetrySaga] = api_retry_saga,
+    [METHOD_Orchestrator_WaitSaga] = api_wait_saga,
+    [METHOD_Orchestrator_WatchHistory] = api_watch_history,
+};
 
 static void api_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
 {
 	api *a = app;
 	api_worker *w = worker;
 	w->deadline_mono_ms = call->deadline_mono_ms;
-	if (!strcmp(call->method, API_START_METHOD))
-		api_start_saga(a, w, call, reply);
-	else if (!strcmp(call->method, API_GET_METHOD))
-		api_get_saga(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/ListSagas"))
-		api_list_sagas(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/GetSagaHistory"))
-		api_history(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/RetrySaga"))
-		api_retry_saga(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WaitSaga"))
-		api_wait_saga(a, w, call, reply);
-	else if (!strcmp(call->method, "/sagas.v1.Orchestrator/WatchHistory"))
-		api_watch_history(a, w, call, reply);
+	enum method_id id = method_find(call->method);
+	if (id != METHOD_NONE && api_handlers[id] != NULL)
+		api_handlers[id](a, w, call, reply);
 	else
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    call->method);
@@ -778,10 +780,11 @@ static void api_handle_batch(
 	const char *idp[RPC_BATCH_MAX];
 	size_t start_at[RPC_BATCH_MAX], get_at[RPC_BATCH_MAX], ns = 0, ng = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(calls[i].method, API_START_METHOD) == 0) {
+		enum method_id id = method_find(calls[i].method);
+		if (id == METHOD_Orchestrator_StartSaga) {
 			if (api_parse_start(a, &calls[i], &rows[ns], &waits_ms[ns], &replies[i]))
 				start_at[ns++] = i;
-		} else if (strcmp(calls[i].method, API_GET_METHOD) == 0) {
+		} else if (id == METHOD_Orchestrator_GetSaga) {
 			if (api_parse_get(&calls[i], ids[ng], &replies[i])) {
 				idp[ng] = ids[ng];
 				get_at[ng++] = i;
@@ -834,8 +837,8 @@ static void api_pipe_closed(void *app, uint32_t pipe_id)
 }
 
 /* What a batch frame may carry: calls answered at once with small replies
- * (WaitSaga and the lists are not). */
-static const char *const api_batch_methods[] = {API_START_METHOD, API_GET_METHOD, NULL};
+ * (WaitSaga and the lists are not): the table's BATCH rows (methods.h). */
+static const char *const api_batch_methods[] = {METHODS_Orchestrator(METHOD_BATCH_PATH) NULL};
 
 /* api_linger_us: rpc_server_ops.linger_us. A worker holding a StartSaga
  * that waits for its saga's end (wait_ms > 0) waits a->batch_delay_us for
@@ -854,7 +857,7 @@ static int64_t api_linger_us(void *app, const rpc_linger_frame *frames, size_t n
 		return 0;
 	bool waiting_start = false;
 	for (size_t i = 0; i < n && !waiting_start; i++) {
-		if (strcmp(frames[i].method, API_START_METHOD) != 0)
+		if (method_find(frames[i].method) != METHOD_Orchestrator_StartSaga)
 			continue;
 		Sagas__V1__StartSagaRequest *req = sagas__v1__start_saga_request__unpack(
 		    NULL, frames[i].payload_len, frames[i].payload);

@@ -6,6 +6,7 @@
  * Errors are {"code", "reason", "message"} with the gRPC status name and
  * its HTTP status. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "authz.h"
 #include "gateway.h"
 #include "log.h"
+#include "methods.h"
 #include "metrics.h"
 #include "pbjson.h"
 #include "sagas/v1/health.pb-c.h"
@@ -30,38 +32,77 @@
 #define GW_ID_MAX 128
 /* WaitSaga's wait when wait_ms is 0 (orchestrator.proto) */
 #define GW_WAIT_DEFAULT_MS 10000
+/* The longest Allow header of a path ("GET, POST, PUT, PATCH, DELETE"). */
+#define GW_ALLOW_MAX 32
 
 /* One route: an HTTP method and path pattern ("*" is the saga id) and the
- * orchestrator call it makes. */
+ * orchestrator call it makes: a row of the table of methods (methods.h)
+ * with an HTTP route. */
 typedef struct gw_route {
 	const char *method;
 	const char *pattern;
 	const char *rpc;
 	const ProtobufCMessageDescriptor *req;
 	const ProtobufCMessageDescriptor *rep;
-	const char *allow; /* every method of this pattern, for 405's Allow */
+	char allow[GW_ALLOW_MAX]; /* every method of this pattern, for 405's Allow */
 } gw_route;
 
-#define ORCH(m) "/sagas.v1.Orchestrator/" m
-static const gw_route gw_routes[] = {
-    {"POST", "/v1/sagas", ORCH("StartSaga"), &sagas__v1__start_saga_request__descriptor,
-        &sagas__v1__start_saga_reply__descriptor, "GET, POST"},
-    {"GET", "/v1/sagas", ORCH("ListSagas"), &sagas__v1__list_sagas_request__descriptor,
-        &sagas__v1__list_sagas_reply__descriptor, "GET, POST"},
-    {"GET", "/v1/sagas/*", ORCH("GetSaga"), &sagas__v1__get_saga_request__descriptor,
-        &sagas__v1__get_saga_reply__descriptor, "GET"},
-    {"GET", "/v1/sagas/*/wait", ORCH("WaitSaga"), &sagas__v1__wait_saga_request__descriptor,
-        &sagas__v1__wait_saga_reply__descriptor, "GET"},
-    {"GET", "/v1/sagas/*/history", ORCH("GetSagaHistory"),
-        &sagas__v1__get_saga_history_request__descriptor,
-        &sagas__v1__get_saga_history_reply__descriptor, "GET"},
-    {"POST", "/v1/sagas/*/retry", ORCH("RetrySaga"), &sagas__v1__retry_saga_request__descriptor,
-        &sagas__v1__retry_saga_reply__descriptor, "POST"},
-    {"GET", "/v1/history", ORCH("WatchHistory"), &sagas__v1__watch_history_request__descriptor,
-        &sagas__v1__watch_history_reply__descriptor, "GET"},
-    {"GET", "/healthz", "/sagas.v1.Health/Check", &sagas__v1__health_check_request__descriptor,
-        &sagas__v1__health_check_response__descriptor, "GET"},
+/* The services whose methods a route may call (their request and reply
+ * messages are read from protoc-c's descriptors). */
+static const ProtobufCServiceDescriptor *const gw_services[] = {
+    &sagas__v1__orchestrator__descriptor,
+    &sagas__v1__health__descriptor,
 };
+
+/* The HTTP methods of a route, in the order an Allow header lists them. */
+static const char *const gw_verbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+
+static gw_route gw_routes[METHOD_COUNT]; /* written once, by gw_routes_build */
+static size_t gw_n_routes;
+static pthread_once_t gw_routes_once = PTHREAD_ONCE_INIT;
+
+/* gw_routes_build fills gw_routes from the rows of the table of methods
+ * that have an HTTP route, with their messages from the service
+ * descriptors. A row whose method no descriptor here has is a bug: logged,
+ * and left out (its path answers 404). */
+static void gw_routes_build(void)
+{
+	for (int i = 0; i < METHOD_COUNT; i++) {
+		const method_row *row = &method_table[i];
+		if (row->http_path == NULL)
+			continue;
+		const ProtobufCMethodDescriptor *md = NULL;
+		for (size_t s = 0; md == NULL && s < sizeof gw_services / sizeof gw_services[0];
+		     s++)
+			if (strcmp(gw_services[s]->short_name, row->service) == 0)
+				md = protobuf_c_service_descriptor_get_method_by_name(
+				    gw_services[s], row->name);
+		if (md == NULL) {
+			log_error(
+			    NULL, "%s has an HTTP route but no descriptor in gatewayd", row->path);
+			continue;
+		}
+		gw_route *r = &gw_routes[gw_n_routes++];
+		r->method = row->http_verb;
+		r->pattern = row->http_path;
+		r->rpc = row->path;
+		r->req = md->input;
+		r->rep = md->output;
+	}
+	for (size_t i = 0; i < gw_n_routes; i++) {
+		size_t at = 0;
+		for (size_t v = 0; v < sizeof gw_verbs / sizeof gw_verbs[0]; v++) {
+			bool has = false;
+			for (size_t j = 0; j < gw_n_routes && !has; j++)
+				has = strcmp(gw_routes[j].pattern, gw_routes[i].pattern) == 0
+				    && strcmp(gw_routes[j].method, gw_verbs[v]) == 0;
+			if (has)
+				at += (size_t)snprintf(gw_routes[i].allow + at,
+				    at < GW_ALLOW_MAX ? GW_ALLOW_MAX - at : 0, "%s%s",
+				    at ? ", " : "", gw_verbs[v]);
+		}
+	}
+}
 
 static const metric_def GW_REFUSALS = {"sagas_gateway_refusals_total",
     "HTTP API calls gatewayd refused before forwarding them: the listener's role may not make "
@@ -484,7 +525,8 @@ static bool gw_allowed(
 static const gw_route *gw_route_find(const http_request *req, char *id, const char **allow)
 {
 	*allow = NULL;
-	for (size_t i = 0; i < sizeof gw_routes / sizeof gw_routes[0]; i++) {
+	pthread_once(&gw_routes_once, gw_routes_build);
+	for (size_t i = 0; i < gw_n_routes; i++) {
 		id[0] = '\0';
 		if (!gw_match(gw_routes[i].pattern, req->path, id))
 			continue;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "methods.h"
 #include "sagactl.h"
 
 #include "sagas/v1/admin.pb-c.h"
@@ -25,7 +26,7 @@ int ctl_stock_set(ctl_ctx *c, char **args)
 	req.sku = args[0];
 	req.on_hand = on_hand;
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_STOCK, "/sagas.v1.Stock/SetStock", &req.base, "set stock",
+	rc = ctl_call(c, CTL_SVC_STOCK, METHOD_PATH(METHOD_Stock_SetStock), &req.base, "set stock",
 	    c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
@@ -54,8 +55,8 @@ int ctl_list_stock(ctl_ctx *c, bool reservations, int64_t limit, Sagas__V1__List
 	req.include_reservations = reservations;
 	req.limit = reservations ? (int32_t)limit : 0;
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_STOCK, "/sagas.v1.Stock/ListStock", &req.base, "list stock",
-	    c->o.timeout_ms, false, &res);
+	int rc = ctl_call(c, CTL_SVC_STOCK, METHOD_PATH(METHOD_Stock_ListStock), &req.base,
+	    "list stock", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	*out = sagas__v1__list_stock_reply__unpack(NULL, res.payload_len, res.payload);
@@ -159,8 +160,8 @@ int ctl_deposit(ctl_ctx *c, char **args)
 	/* keyed, so a transient failure (no reply, UNAVAILABLE) is re-sent with
 	 * the same id, as StartSaga is: it adds once */
 	int tries = 0;
-	rc = ctl_call_keyed(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/Deposit", &req.base, "deposit",
-	    c->o.timeout_ms, &res, &tries);
+	rc = ctl_call_keyed(c, CTL_SVC_PAYMENT, METHOD_PATH(METHOD_Payment_Deposit), &req.base,
+	    "deposit", c->o.timeout_ms, &res, &tries);
 	if (rc != 0) {
 		if (c->transient)
 			fprintf(stderr,
@@ -220,7 +221,7 @@ int ctl_list_accounts(ctl_ctx *c, bool charges, int64_t limit, Sagas__V1__ListAc
 	req.include_charges = charges;
 	req.limit = charges ? (int32_t)limit : 0;
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_PAYMENT, "/sagas.v1.Payment/ListAccounts", &req.base,
+	int rc = ctl_call(c, CTL_SVC_PAYMENT, METHOD_PATH(METHOD_Payment_ListAccounts), &req.base,
 	    "list accounts", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
@@ -323,8 +324,8 @@ int ctl_list_shipments(ctl_ctx *c, int64_t limit, Sagas__V1__ListShipmentsReply 
 	req.include_shipments = true;
 	req.limit = (int32_t)limit;
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_SHIPPING, "/sagas.v1.Shipping/ListShipments", &req.base,
-	    "list shipments", c->o.timeout_ms, false, &res);
+	int rc = ctl_call(c, CTL_SVC_SHIPPING, METHOD_PATH(METHOD_Shipping_ListShipments),
+	    &req.base, "list shipments", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	*out = sagas__v1__list_shipments_reply__unpack(NULL, res.payload_len, res.payload);
@@ -460,8 +461,8 @@ int ctl_fault_set(ctl_ctx *c, char **args)
 	req.delay_ms = c->o.delay_ms;
 	req.count = (int32_t)c->o.count;
 	rpc_result res;
-	rc = ctl_call(c, svc, "/sagas.v1.Admin/SetFault", &req.base, "set fault", c->o.timeout_ms,
-	    false, &res);
+	rc = ctl_call(c, svc, METHOD_PATH(METHOD_Admin_SetFault), &req.base, "set fault",
+	    c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__SetFaultReply *rep
@@ -499,7 +500,7 @@ int ctl_fault_clear(ctl_ctx *c, char **args)
 		return rc;
 	Sagas__V1__ClearFaultsRequest req = SAGAS__V1__CLEAR_FAULTS_REQUEST__INIT;
 	rpc_result res;
-	rc = ctl_call(c, svc, "/sagas.v1.Admin/ClearFaults", &req.base, "clear faults",
+	rc = ctl_call(c, svc, METHOD_PATH(METHOD_Admin_ClearFaults), &req.base, "clear faults",
 	    c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
@@ -529,8 +530,8 @@ int ctl_probe(ctl_ctx *c, char **args)
 		return rc;
 	Sagas__V1__HealthCheckRequest req = SAGAS__V1__HEALTH_CHECK_REQUEST__INIT;
 	rpc_result res;
-	rc = ctl_call(c, svc, "/sagas.v1.Health/Check", &req.base, "check health", c->o.timeout_ms,
-	    false, &res);
+	rc = ctl_call(c, svc, METHOD_PATH(METHOD_Health_Check), &req.base, "check health",
+	    c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__HealthCheckResponse *rep
@@ -569,7 +570,7 @@ int ctl_retention(ctl_ctx *c, char **args)
 	Sagas__V1__RunRetentionRequest req = SAGAS__V1__RUN_RETENTION_REQUEST__INIT;
 	req.dry_run = c->o.dry_run;
 	rpc_result res;
-	rc = ctl_call(c, (ctl_svc)svc, "/sagas.v1.Admin/RunRetention", &req.base,
+	rc = ctl_call(c, (ctl_svc)svc, METHOD_PATH(METHOD_Admin_RunRetention), &req.base,
 	    c->o.dry_run ? "count what retention would delete" : "run retention", c->o.timeout_ms,
 	    false, &res);
 	if (rc != 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "methods.h"
 #include "sagactl.h"
 #include "status.h"
 
@@ -16,7 +17,7 @@
  * error (an RPC error, or --wait-timeout passed). */
 static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__WaitSagaReply **out)
 {
-	const char *method = "/sagas.v1.Orchestrator/WaitSaga";
+	const char *method = METHOD_PATH(METHOD_Orchestrator_WaitSaga);
 	saga_state last = SAGA_STATE_UNSPECIFIED;
 	bool answered_last = false; /* did the latest call get a reply? */
 	Sagas__V1__WaitSagaRequest req = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
@@ -130,8 +131,8 @@ int ctl_start(ctl_ctx *c, char **args)
 	 * UNAVAILABLE) is retried with the same id: the outcome of a call whose
 	 * reply was lost is settled instead of left unknown */
 	int tries = 0;
-	rc = ctl_call_keyed(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/StartSaga", &req.base,
-	    "start saga", c->o.timeout_ms + req.wait_ms, &res, &tries);
+	rc = ctl_call_keyed(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_StartSaga),
+	    &req.base, "start saga", c->o.timeout_ms + req.wait_ms, &res, &tries);
 	if (rc != 0) {
 		/* only when the outcome is unknown: a refusal is final */
 		if (c->transient)
@@ -181,8 +182,8 @@ static int ctl_get_saga(ctl_ctx *c, const char *id, Sagas__V1__GetSagaReply **ou
 	Sagas__V1__GetSagaRequest req = SAGAS__V1__GET_SAGA_REQUEST__INIT;
 	req.saga_id = (char *)id;
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSaga", &req.base,
-	    "get saga", c->o.timeout_ms, false, &res);
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_GetSaga),
+	    &req.base, "get saga", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__GetSagaReply *rep
@@ -240,8 +241,8 @@ int ctl_list_page(
     ctl_ctx *c, const Sagas__V1__ListSagasRequest *req, Sagas__V1__ListSagasReply **out)
 {
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/ListSagas", &req->base,
-	    "list sagas", c->o.timeout_ms, false, &res);
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_ListSagas),
+	    &req->base, "list sagas", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__ListSagasReply *rep
@@ -475,8 +476,8 @@ int ctl_history(ctl_ctx *c, char **args)
 	Sagas__V1__GetSagaHistoryRequest req = SAGAS__V1__GET_SAGA_HISTORY_REQUEST__INIT;
 	req.saga_id = args[0];
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/GetSagaHistory", &req.base,
-	    "get saga history", c->o.timeout_ms, false, &res);
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_GetSagaHistory),
+	    &req.base, "get saga history", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__GetSagaHistoryReply *rep
@@ -537,8 +538,8 @@ int ctl_retry(ctl_ctx *c, char **args)
 	Sagas__V1__RetrySagaRequest req = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 	req.saga_id = args[0];
 	rpc_result res;
-	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/RetrySaga", &req.base,
-	    "retry saga", c->o.timeout_ms, false, &res);
+	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_RetrySaga),
+	    &req.base, "retry saga", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__RetrySagaReply *rep

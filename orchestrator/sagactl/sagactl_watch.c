@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "methods.h"
 #include "sagactl.h"
 
 /* the feed's cursors (orchestrator/core/feed_cursor.h FEED_CURSOR_MAX) */
@@ -146,8 +147,8 @@ static int ctl_watch_page(ctl_ctx *c, char *cursor, bool from_now, size_t *got, 
 	req.limit = (int32_t)c->o.limit;
 	req.from_now = from_now && cursor[0] == '\0';
 	rpc_result res;
-	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, "/sagas.v1.Orchestrator/WatchHistory", &req.base,
-	    "watch the history", c->o.timeout_ms, false, &res);
+	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_WatchHistory),
+	    &req.base, "watch the history", c->o.timeout_ms, false, &res);
 	if (rc != 0)
 		return rc;
 	Sagas__V1__WatchHistoryReply *rep

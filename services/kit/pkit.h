@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include "horizon.h"
+#include "methods.h"
 #include "pg.h"
 #include "retention.h"
 #include "rpc.h"
@@ -164,10 +165,10 @@ typedef struct pkit_field {
  * whether this call wrote the record). pkit_service_check verifies it all
  * against the descriptors at start. */
 typedef struct pkit_method {
-	const char *method; /* "/sagas.v1.Stock/ReserveStock" */
-	int op;             /* what args.op it becomes */
-	const char *what;   /* "reserve stock": "could not <what>: ..." */
-	const char *verb;   /* "reserve": the log line of an outcome */
+	enum method_id id; /* its row in the table of methods: METHOD_Stock_ReserveStock */
+	int op;            /* what args.op it becomes */
+	const char *what;  /* "reserve stock": "could not <what>: ..." */
+	const char *verb;  /* "reserve": the log line of an outcome */
 	const ProtobufCMessageDescriptor *request;
 	pkit_field fields[PKIT_FIELDS_MAX];
 	int n_fields;
@@ -187,7 +188,7 @@ typedef struct pkit_refusal {
 
 /* Any other method (admin): called with the worker's store. */
 typedef struct pkit_other_method {
-	const char *method;
+	enum method_id id; /* its row in the table of methods: METHOD_Stock_SetStock */
 	void (*fn)(pkit_store *st, const rpc_request *call, rpc_reply *r);
 } pkit_other_method;
 
@@ -367,7 +368,8 @@ void pkit_handle_batch(
 	}
 
 /* pkit_service_check verifies a descriptor against its protobuf messages
- * (every field it names exists with a usable type) and its own limits.
+ * (every field it names exists with a usable type), its own limits, and
+ * that each of its methods has an id of the table of methods (methods.h).
  * Returns true, or false after logging what is wrong (a bug: the daemon
  * refuses to start). */
 bool pkit_service_check(const pkit_service *svc);

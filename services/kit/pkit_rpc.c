@@ -154,10 +154,12 @@ typedef struct pkit_call {
 	pkit_cmd cmd;
 } pkit_call;
 
-static const pkit_method *pkit_method_of(const pkit_service *v, const char *method)
+/* pkit_method_of returns the saga command of `v` whose method is `id`, or
+ * NULL (another method, or METHOD_NONE). */
+static const pkit_method *pkit_method_of(const pkit_service *v, enum method_id id)
 {
-	for (size_t i = 0; i < v->n_methods; i++)
-		if (strcmp(v->methods[i].method, method) == 0)
+	for (size_t i = 0; id != METHOD_NONE && i < v->n_methods; i++)
+		if (v->methods[i].id == id)
 			return &v->methods[i];
 	return NULL;
 }
@@ -356,8 +358,7 @@ static const char *const PKIT_OUTCOMES[] = {"applied", "refused", "duplicate", "
 /* pkit_command_name: "ReserveStock" of "/sagas.v1.Stock/ReserveStock". */
 static const char *pkit_command_name(const pkit_method *m)
 {
-	const char *s = strrchr(m->method, '/');
-	return s ? s + 1 : m->method;
+	return method_table[m->id].name;
 }
 
 void pkit_metrics_init(const pkit_service *v)
@@ -469,7 +470,8 @@ static const horizon_policy *pkit_horizon_of(void *app)
 void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)
 {
 	const pkit_service *v = pkit_service_of(app);
-	const pkit_method *m = pkit_method_of(v, call->method);
+	enum method_id id = method_find(call->method);
+	const pkit_method *m = pkit_method_of(v, id);
 	if (m != NULL) { /* one saga command alone: its own transaction */
 		pkit_call c;
 		if (!pkit_parse(m, pkit_horizon_of(app), call, &c, reply))
@@ -481,8 +483,8 @@ void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *re
 		pkit_call_free(&c);
 		return;
 	}
-	for (size_t i = 0; i < v->n_others; i++)
-		if (strcmp(call->method, v->others[i].method) == 0) {
+	for (size_t i = 0; id != METHOD_NONE && i < v->n_others; i++)
+		if (v->others[i].id == id) {
 			v->others[i].fn(worker, call, reply);
 			return;
 		}
@@ -504,7 +506,7 @@ void pkit_handle_batch(
 	pkit_cmd cmds[RPC_BATCH_MAX];
 	size_t at[RPC_BATCH_MAX], m = 0;
 	for (size_t i = 0; i < n && i < RPC_BATCH_MAX; i++) {
-		const pkit_method *meth = pkit_method_of(v, calls[i].method);
+		const pkit_method *meth = pkit_method_of(v, method_find(calls[i].method));
 		if (meth == NULL) {
 			pkit_handle(app, worker, &calls[i], &replies[i]);
 			continue;
@@ -584,24 +586,36 @@ bool pkit_service_check(const pkit_service *v)
 		log_error(NULL, "service %s: bad column counts", v->name);
 	for (size_t i = 0; ok && i < v->n_methods; i++) {
 		const pkit_method *m = &v->methods[i];
+		if (m->id < 0 || m->id >= METHOD_COUNT) {
+			log_error(NULL, "service %s: a command with no row in the table of methods",
+			    v->name);
+			return false;
+		}
+		const char *name = METHOD_PATH(m->id);
 		int t = 0, k = 0;
-		ok = pkit_check_field(m->request, "saga_id", true, false, m->method)
-		    && pkit_check_field(m->request, PKIT_STARTED_FIELD, false, false, m->method)
-		    && pkit_check_field(m->reply, "status", false, false, m->method)
+		ok = pkit_check_field(m->request, "saga_id", true, false, name)
+		    && pkit_check_field(m->request, PKIT_STARTED_FIELD, false, false, name)
+		    && pkit_check_field(m->reply, "status", false, false, name)
 		    && (m->reply_value == NULL
-		        || pkit_check_field(m->reply, m->reply_value, false, false, m->method))
+		        || pkit_check_field(m->reply, m->reply_value, false, false, name))
 		    && (m->reply_created == NULL
-		        || pkit_check_field(m->reply, m->reply_created, false, true, m->method))
+		        || pkit_check_field(m->reply, m->reply_created, false, true, name))
 		    && m->reply->sizeof_message <= PKIT_REPLY_MAX && m->n_fields <= PKIT_FIELDS_MAX;
 		for (int j = 0; ok && j < m->n_fields; j++) {
 			const pkit_field *f = &m->fields[j];
-			ok = pkit_check_field(m->request, f->name, f->text, false, m->method);
+			ok = pkit_check_field(m->request, f->name, f->text, false, name);
 			*(f->text ? &t : &k) += 1;
 		}
 		if (ok && (t > PKIT_TEXT_MAX || k > PKIT_NUM_MAX || (v->rows != NULL && t < 1))) {
-			log_error(NULL, "%s: too many or too few fields", m->method);
+			log_error(NULL, "%s: too many or too few fields", name);
 			ok = false;
 		}
 	}
+	for (size_t i = 0; ok && i < v->n_others; i++)
+		if (v->others[i].id < 0 || v->others[i].id >= METHOD_COUNT) {
+			log_error(NULL, "service %s: a method with no row in the table of methods",
+			    v->name);
+			ok = false;
+		}
 	return ok;
 }

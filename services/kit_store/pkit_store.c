@@ -335,10 +335,8 @@ void pkit_store_fast_counts(const pkit_store *s, uint64_t *fast, uint64_t *fell_
 static const char *pkit_op_name(const pkit_service *v, int op)
 {
 	for (size_t i = 0; i < v->n_methods; i++)
-		if (v->methods[i].op == op) {
-			const char *slash = strrchr(v->methods[i].method, '/');
-			return slash ? slash + 1 : v->methods[i].method;
-		}
+		if (v->methods[i].op == op)
+			return method_table[v->methods[i].id].name;
 	return "?";
 }
 

@@ -128,12 +128,12 @@ out_free:
 }
 
 const pkit_other_method payment_admin_methods[PAYMENT_ADMIN_METHODS] = {
-    {"/sagas.v1.Payment/Deposit", payment_deposit},
-    {"/sagas.v1.Payment/ListAccounts", payment_list},
+    {METHOD_Payment_Deposit, payment_deposit},
+    {METHOD_Payment_ListAccounts, payment_list},
 };
 
-/* What a batch frame may carry: the saga commands (small replies). */
-static const char *const payment_batch_methods[]
-    = {PAYMENT_CHARGE_METHOD, PAYMENT_REFUND_METHOD, NULL};
+/* What a batch frame may carry: the saga commands (small replies), the
+ * table's BATCH rows (methods.h). */
+static const char *const payment_batch_methods[] = {METHODS_Payment(METHOD_BATCH_PATH) NULL};
 
 const rpc_server_ops payment_rpc_ops = PKIT_RPC_OPS(payment_batch_methods);

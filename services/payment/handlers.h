@@ -11,9 +11,6 @@
 #include "pkit.h"
 #include "rpc.h"
 
-#define PAYMENT_CHARGE_METHOD "/sagas.v1.Payment/ChargePayment"
-#define PAYMENT_REFUND_METHOD "/sagas.v1.Payment/RefundPayment"
-
 /* Deposit and ListAccounts, for payment_service.others. */
 #define PAYMENT_ADMIN_METHODS 2
 extern const pkit_other_method payment_admin_methods[PAYMENT_ADMIN_METHODS];

@@ -81,10 +81,10 @@ static int payment_kit_status_parse(const char *name)
 	{{"customer", true, 0, 0, NULL}, {"amount", false, 1, VALID_AMOUNT_MAX, "minor units"}}, 2
 
 static const pkit_method payment_methods[] = {
-    {PAYMENT_CHARGE_METHOD, PAYMENT_OP_CHARGE, "charge payment", "charge",
+    {METHOD_Payment_ChargePayment, PAYMENT_OP_CHARGE, "charge payment", "charge",
         &sagas__v1__charge_payment_request__descriptor, PAYMENT_FIELDS,
         &sagas__v1__charge_payment_reply__descriptor, "balance", NULL},
-    {PAYMENT_REFUND_METHOD, PAYMENT_OP_REFUND, "refund payment", "refund",
+    {METHOD_Payment_RefundPayment, PAYMENT_OP_REFUND, "refund payment", "refund",
         &sagas__v1__refund_payment_request__descriptor, PAYMENT_FIELDS,
         &sagas__v1__refund_payment_reply__descriptor, NULL, NULL},
 };

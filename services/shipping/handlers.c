@@ -58,10 +58,11 @@ out_free:
 }
 
 const pkit_other_method shipping_admin_methods[SHIPPING_ADMIN_METHODS] = {
-    {"/sagas.v1.Shipping/ListShipments", shipping_list},
+    {METHOD_Shipping_ListShipments, shipping_list},
 };
 
-/* What a batch frame may carry: the saga command (small replies). */
-static const char *const shipping_batch_methods[] = {SHIPPING_SHIP_METHOD, NULL};
+/* What a batch frame may carry: the saga command (small replies), the
+ * table's BATCH rows (methods.h). */
+static const char *const shipping_batch_methods[] = {METHODS_Shipping(METHOD_BATCH_PATH) NULL};
 
 const rpc_server_ops shipping_rpc_ops = PKIT_RPC_OPS(shipping_batch_methods);

@@ -8,8 +8,6 @@
 #include "pkit.h"
 #include "rpc.h"
 
-#define SHIPPING_SHIP_METHOD "/sagas.v1.Shipping/ShipOrder"
-
 /* ListShipments, for shipping_service.others. */
 #define SHIPPING_ADMIN_METHODS 1
 extern const pkit_other_method shipping_admin_methods[SHIPPING_ADMIN_METHODS];

@@ -64,7 +64,7 @@ static int shipping_kit_status_parse(const char *name)
 /* ---- the saga command ---- */
 
 static const pkit_method shipping_methods[] = {
-    {SHIPPING_SHIP_METHOD, SHIPPING_OP_SHIP, "ship order", "ship",
+    {METHOD_Shipping_ShipOrder, SHIPPING_OP_SHIP, "ship order", "ship",
         &sagas__v1__ship_order_request__descriptor,
         {{"customer", true, 0, 0, NULL}, {"sku", true, 0, 0, NULL},
             {"qty", false, 1, VALID_QTY_MAX, NULL}},

@@ -96,11 +96,12 @@ out_free:
 }
 
 const pkit_other_method stock_admin_methods[STOCK_ADMIN_METHODS] = {
-    {"/sagas.v1.Stock/SetStock", stock_set},
-    {"/sagas.v1.Stock/ListStock", stock_list},
+    {METHOD_Stock_SetStock, stock_set},
+    {METHOD_Stock_ListStock, stock_list},
 };
 
-/* What a batch frame may carry: the saga commands (small replies). */
-static const char *const stock_batch_methods[] = {STOCK_RESERVE_METHOD, STOCK_RELEASE_METHOD, NULL};
+/* What a batch frame may carry: the saga commands (small replies), the
+ * table's BATCH rows (methods.h). */
+static const char *const stock_batch_methods[] = {METHODS_Stock(METHOD_BATCH_PATH) NULL};
 
 const rpc_server_ops stock_rpc_ops = PKIT_RPC_OPS(stock_batch_methods);

@@ -8,9 +8,6 @@
 #include "pkit.h"
 #include "rpc.h"
 
-#define STOCK_RESERVE_METHOD "/sagas.v1.Stock/ReserveStock"
-#define STOCK_RELEASE_METHOD "/sagas.v1.Stock/ReleaseStock"
-
 /* SetStock and ListStock, for stock_service.others. */
 #define STOCK_ADMIN_METHODS 2
 extern const pkit_other_method stock_admin_methods[STOCK_ADMIN_METHODS];

@@ -77,10 +77,10 @@ static int stock_kit_status_parse(const char *name)
 #define STOCK_FIELDS {{"sku", true, 0, 0, NULL}, {"qty", false, 1, VALID_QTY_MAX, NULL}}, 2
 
 static const pkit_method stock_methods[] = {
-    {STOCK_RESERVE_METHOD, STOCK_OP_RESERVE, "reserve stock", "reserve",
+    {METHOD_Stock_ReserveStock, STOCK_OP_RESERVE, "reserve stock", "reserve",
         &sagas__v1__reserve_stock_request__descriptor, STOCK_FIELDS,
         &sagas__v1__reserve_stock_reply__descriptor, "on_hand", NULL},
-    {STOCK_RELEASE_METHOD, STOCK_OP_RELEASE, "release stock", "release",
+    {METHOD_Stock_ReleaseStock, STOCK_OP_RELEASE, "release stock", "release",
         &sagas__v1__release_stock_request__descriptor, STOCK_FIELDS,
         &sagas__v1__release_stock_reply__descriptor, NULL, NULL},
 };

@@ -53,8 +53,13 @@ enum { TOY_NONE, TOY_TAKEN, TOY_SHORT, TOY_NO_ROW, TOY_RETURNED, TOY_TOMBSTONE }
 static const char *const toy_names[]
     = {"NONE", "TAKEN", "SHORT", "NO_ROW", "RETURNED", "TOMBSTONE"};
 
-#define TOY_TAKE_METHOD     "/toy.v1.Toy/Take"
-#define TOY_GIVEBACK_METHOD "/toy.v1.Toy/GiveBack"
+/* The kit serves the methods of the table (common/authz/methods.h): the
+ * toy's Take and GiveBack are Stock's rows (whose messages it borrows), so
+ * its fault points and metrics name them ReserveStock and ReleaseStock. */
+#define TOY_TAKE_ID         METHOD_Stock_ReserveStock
+#define TOY_GIVEBACK_ID     METHOD_Stock_ReleaseStock
+#define TOY_TAKE_METHOD     METHOD_PATH(TOY_TAKE_ID)
+#define TOY_GIVEBACK_METHOD METHOD_PATH(TOY_GIVEBACK_ID)
 
 /* saga_check and saga_unchanged as services/stock/sql/schema.sql has them */
 #define TOY_CHECK_FUNCTIONS                                                                        \
@@ -200,10 +205,9 @@ static void toy_decide(
 #define TOY_FIELDS {{"sku", true, 0, 0, NULL}, {"qty", false, 1, VALID_QTY_MAX, NULL}}, 2
 
 static const pkit_method toy_methods[] = {
-    {TOY_TAKE_METHOD, TOY_OP_TAKE, "take units", "take",
-        &sagas__v1__reserve_stock_request__descriptor, TOY_FIELDS,
-        &sagas__v1__reserve_stock_reply__descriptor, "on_hand", NULL},
-    {TOY_GIVEBACK_METHOD, TOY_OP_GIVEBACK, "give units back", "give back",
+    {TOY_TAKE_ID, TOY_OP_TAKE, "take units", "take", &sagas__v1__reserve_stock_request__descriptor,
+        TOY_FIELDS, &sagas__v1__reserve_stock_reply__descriptor, "on_hand", NULL},
+    {TOY_GIVEBACK_ID, TOY_OP_GIVEBACK, "give units back", "give back",
         &sagas__v1__release_stock_request__descriptor, TOY_FIELDS,
         &sagas__v1__release_stock_reply__descriptor, NULL, NULL},
 };
@@ -240,7 +244,9 @@ static const pkit_service toy_service = {
 
 enum { NOTE_OP = 1 };
 enum { NOTE_NONE, NOTE_NOTED };
-#define NOTE_METHOD "/toy.v1.Notes/Note"
+/* Note is Shipping's ShipOrder row (whose messages it borrows). */
+#define NOTE_ID     METHOD_Shipping_ShipOrder
+#define NOTE_METHOD METHOD_PATH(NOTE_ID)
 
 static const char notes_schema_sql[]
     = "CREATE TABLE IF NOT EXISTS toy_notes (\n"
@@ -301,7 +307,7 @@ static void notes_decide(
 /* Notes borrow sagas.v1.ShipOrderRequest and its reply: customer is who,
  * sku is what (qty is checked and not kept). */
 static const pkit_method notes_methods[] = {
-    {NOTE_METHOD, NOTE_OP, "note", "note", &sagas__v1__ship_order_request__descriptor,
+    {NOTE_ID, NOTE_OP, "note", "note", &sagas__v1__ship_order_request__descriptor,
         {{"customer", true, 0, 0, NULL}, {"sku", true, 0, 0, NULL},
             {"qty", false, 1, VALID_QTY_MAX, NULL}},
         3, &sagas__v1__ship_order_reply__descriptor, NULL, "created"},
@@ -960,7 +966,7 @@ static void test_fault(void **state)
 
 	/* armed, the op name is the method's last part: the fast path steps
 	 * aside so that the fault point is met */
-	assert_int_equal(fault_parse("fail_before_commit:Take"), 0);
+	assert_int_equal(fault_parse("fail_before_commit:ReserveStock"), 0);
 	x = toy_cmd(id[2], TOY_OP_TAKE, "K", 1);
 	assert_int_equal(pkit_store_apply(s, &x, 1), PG_ERR_INJECTED);
 	expect_counts(s, 1, 0);
@@ -987,7 +993,7 @@ static void test_fault(void **state)
 	assert_int_equal(row_value(f, "K"), 7);
 
 	/* count=1: one failure, then the same command commits */
-	assert_int_equal(fault_parse("fail_before_commit:Take:count=1"), 0);
+	assert_int_equal(fault_parse("fail_before_commit:ReserveStock:count=1"), 0);
 	x = toy_cmd(id[5], TOY_OP_TAKE, "K", 1);
 	assert_int_equal(pkit_store_apply(s, &x, 1), PG_ERR_INJECTED);
 	assert_string_equal(record_of(f, id[5]), "");
@@ -1295,7 +1301,7 @@ static void test_reply_after_commit(void **state)
 	assert_string_equal(record_of(f, id[0]), "TAKEN K 3");
 
 	/* armed: UNAVAILABLE and nothing to see; GiveBack is another op */
-	assert_int_equal(fault_parse("fail_before_commit:Take"), 0);
+	assert_int_equal(fault_parse("fail_before_commit:ReserveStock"), 0);
 	make_call(&c, TOY_TAKE_METHOD, id[1], "K", 3);
 	r = (rpc_reply) {0};
 	pkit_handle(&app, worker, &c.req, &r);
@@ -1305,8 +1311,8 @@ static void test_reply_after_commit(void **state)
 	make_call(&c, TOY_GIVEBACK_METHOD, id[2], "K", 1);
 	r = (rpc_reply) {0};
 	pkit_handle(&app, worker, &c.req, &r);
-	expect_reply(
-	    "give back 2, fault on Take", &r, TOY_GIVEBACK_METHOD, RPC_OK, "", TOY_TOMBSTONE, 0);
+	expect_reply("give back 2, fault on ReserveStock", &r, TOY_GIVEBACK_METHOD, RPC_OK, "",
+	    TOY_TOMBSTONE, 0);
 	assert_string_equal(record_of(f, id[2]), "TOMBSTONE K 1");
 
 	/* a batch under the fault: every call UNAVAILABLE, nothing written */
@@ -1328,7 +1334,7 @@ static void test_reply_after_commit(void **state)
 	fault_clear();
 
 	/* one failure: the batch fails, then each call alone commits */
-	assert_int_equal(fault_parse("fail_before_commit:Take:count=1"), 0);
+	assert_int_equal(fault_parse("fail_before_commit:ReserveStock:count=1"), 0);
 	memset(rs, 0, sizeof rs);
 	pkit_handle_batch(&app, worker, reqs, rs, 2);
 	fault_clear();
@@ -1423,7 +1429,7 @@ static void test_no_rows(void **state)
 	assert_string_equal(got, "NOTED a b");
 
 	/* the fault point is met here too (the fast path steps aside) */
-	assert_int_equal(fault_parse("fail_before_commit:Note"), 0);
+	assert_int_equal(fault_parse("fail_before_commit:ShipOrder"), 0);
 	x = note_cmd(id[4], "x", "y");
 	assert_int_equal(pkit_store_apply(s, &x, 1), PG_ERR_INJECTED);
 	fault_clear();

@@ -1,4 +1,4 @@
-/* test_authz: the roles table (common/authz/authz_table.c, docs/security.md
+/* test_authz: the roles (common/authz/methods.h, docs/security.md
  * "Roles"): every method of the proto files against every role, the methods
  * outside it, and the role names. The table in docs/security.md is this
  * one; a change to either must change both. */
@@ -34,12 +34,14 @@ static const struct {
     {"/sagas.v1.Shipping/ListShipments", A},
     {"/sagas.v1.Admin/SetFault", A},
     {"/sagas.v1.Admin/ClearFaults", A},
+    {"/sagas.v1.Admin/RunRetention", A},
     {"/sagas.v1.Orchestrator/RetrySaga", A},
     {"/sagas.v1.Orchestrator/StartSaga", C | A},
     {"/sagas.v1.Orchestrator/GetSaga", C | A},
     {"/sagas.v1.Orchestrator/WaitSaga", C | A},
     {"/sagas.v1.Orchestrator/ListSagas", C | A},
     {"/sagas.v1.Orchestrator/GetSagaHistory", C | A},
+    {"/sagas.v1.Orchestrator/WatchHistory", C | A},
 };
 
 static void test_every_method_every_role(void **state)
