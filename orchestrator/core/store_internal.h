@@ -1,6 +1,7 @@
 /* store_internal: what the orchestrator's store files share (store.c,
- * store_list.c): the SQL fragments of a saga row and the reader of one. Not
- * for any other file: SQL lives only in store files.
+ * store_apply.c, store_list.c): the SQL fragments of a saga row, the reader
+ * of one and the writer of a history row. Not for any other file: SQL lives
+ * only in store files.
  */
 #ifndef SAGA_STORE_INTERNAL_H
 #define SAGA_STORE_INTERNAL_H
@@ -50,5 +51,12 @@
 /* store_read_row fills *out from row i of `r`, whose first columns are
  * SAGA_COLS. */
 void store_read_row(const PGresult *r, int i, saga_row *out);
+
+/* store_insert_history inserts the history row of the saga `saga_id`'s
+ * version `version`: a move `from` (SAGA_STATE_UNSPECIFIED: none) `to` on
+ * `event` with `reason`, in the caller's transaction. Returns 0 or a
+ * negative enum pg_err. (store.c; store_apply.c writes them too.) */
+int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,
+    saga_state to, const char *event, const char *reason);
 
 #endif
