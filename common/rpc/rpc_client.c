@@ -1,6 +1,8 @@
 /* rpc_client: the client side of rpc.h (REQ contexts, the timer thread,
- * batches, the blocking form). */
+ * the blocking form). Its types are in rpc_client_internal.h, envelopes in
+ * rpc_envelope.c, batches in rpc_batch.c. */
 #include "rpc.h"
+#include "rpc_client_internal.h"
 #include "rpc_internal.h"
 
 #include <errno.h>
@@ -32,22 +34,6 @@
  * while holding c->mtx, and a call unlinks itself from the timer under c->mtx
  * before it closes its context, so a context is never closed while it is
  * being cancelled. tests/unit/test_rpc_timeout_storm.c is the reproducer. */
-
-typedef struct rpc_pending rpc_pending;
-
-struct rpc_client {
-	nng_socket sock;
-	rpc_client_opts opts;
-	atomic_uint_fast64_t next_id;
-	nng_mtx *mtx; /* guards everything below and every rpc_pending's timer fields */
-	nng_cv *cv;
-	long pipes; /* connections up now (rpc_client_connected) */
-	nng_thread *timer;
-	rpc_pending *head, *tail; /* calls awaiting their deadline, earliest first */
-	int64_t timer_until;      /* clock_mono_ms the timer thread sleeps until */
-	long calls;               /* calls started and not yet finished */
-	bool closing;
-};
 
 bool rpc_url_ok(const char *url)
 {
@@ -247,167 +233,6 @@ void rpc_client_close(rpc_client *c)
 	}
 	rpc_client_free(c);
 }
-
-/* The bytes REQ puts before the body (the request id), which count
- * against the server's frame limit. */
-#define RPC_REQ_HEADER 4
-
-/* Room for a client request id: a uint64 in decimal. */
-#define RPC_RID_MAX 24
-
-/* rpc_pack_envelope packs `env` into a new frame; NULL (and *err) when it
- * is over max_msg or out of memory. */
-static nng_msg *rpc_pack_envelope(rpc_client *c, const Sagas__V1__RequestEnvelope *env, int *err)
-{
-	size_t n = sagas__v1__request_envelope__get_packed_size(env);
-	nng_msg *m = NULL;
-	if (n + RPC_REQ_HEADER > c->opts.max_msg) {
-		*err = -EMSGSIZE;
-	} else if (nng_msg_alloc(&m, n) != 0) {
-		*err = -ENOMEM;
-		m = NULL;
-	} else {
-		sagas__v1__request_envelope__pack(env, nng_msg_body(m));
-	}
-	return m;
-}
-
-/* rpc_pack_payload encodes `req` into a malloc'd buffer (*len bytes). */
-static uint8_t *rpc_pack_payload(const ProtobufCMessage *req, size_t *len)
-{
-	size_t plen = protobuf_c_message_get_packed_size(req);
-	uint8_t *pbuf = malloc(plen ? plen : 1);
-	if (pbuf != NULL)
-		*len = protobuf_c_message_pack(req, pbuf);
-	return pbuf;
-}
-
-/* rpc_envelope_init fills `env` for a call of `method` with the payload
- * `pbuf` (`plen` bytes, borrowed) and a timeout of `timeout_ms` (0: none),
- * with the client's next request id written into `rid`. Returns that id. */
-static uint64_t rpc_envelope_init(rpc_client *c, Sagas__V1__RequestEnvelope *env,
-    const char *method, char rid[RPC_RID_MAX], int64_t timeout_ms, uint8_t *pbuf, size_t plen)
-{
-	uint64_t id = atomic_fetch_add(&c->next_id, 1);
-	snprintf(rid, RPC_RID_MAX, "%" PRIu64, id);
-	sagas__v1__request_envelope__init(env);
-	env->method = (char *)method;
-	env->request_id = rid;
-	/* a duration, not an instant: the server counts it on its own clock
-	 * (no deadline_unix_ms, which old servers would compare with theirs) */
-	env->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
-	env->payload.data = pbuf;
-	env->payload.len = plen;
-	return id;
-}
-
-/* rpc_encode_request builds a request frame; NULL on failure. */
-static nng_msg *rpc_encode_request(
-    rpc_client *c, const char *method, const ProtobufCMessage *req, int64_t timeout_ms, int *err)
-{
-	size_t plen = 0;
-	uint8_t *pbuf = rpc_pack_payload(req, &plen);
-	if (pbuf == NULL) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	char rid[RPC_RID_MAX];
-	Sagas__V1__RequestEnvelope env;
-	rpc_envelope_init(c, &env, method, rid, timeout_ms, pbuf, plen);
-	nng_msg *m = rpc_pack_envelope(c, &env, err);
-	free(pbuf);
-	return m;
-}
-
-/* rpc_result_of fills *res from the reply envelope `env`; its payload points
- * into `env` (borrowed: valid while `env` is). */
-static void rpc_result_of(rpc_result *res, const Sagas__V1__ReplyEnvelope *env)
-{
-	memset(res, 0, sizeof *res);
-	res->code = env->code;
-	/* the server's texts are printed and put in JSON: UTF-8 whatever it
-	 * sent (valid_utf8_copy) */
-	valid_utf8_copy(res->reason, sizeof res->reason, env->reason);
-	valid_utf8_copy(res->message, sizeof res->message, env->message);
-	res->payload = env->payload.data;
-	res->payload_len = env->payload.len;
-}
-
-/* rpc_reply_unpack decodes a reply frame, or NULL when it does not decode
- * or nests replies deeper than a batch's: refused before protobuf-c
- * recurses into it (valid_pb_nesting). Free with
- * sagas__v1__reply_envelope__free_unpacked. */
-static Sagas__V1__ReplyEnvelope *rpc_reply_unpack(const uint8_t *bytes, size_t len)
-{
-	if (!valid_pb_nesting(bytes, len, RPC_ENVELOPE_REPLIES_FIELD, RPC_ENVELOPE_NESTING_MAX))
-		return NULL;
-	return sagas__v1__reply_envelope__unpack(NULL, len, bytes);
-}
-
-int rpc_decode_reply(const uint8_t *bytes, size_t len, rpc_result *res)
-{
-	memset(res, 0, sizeof *res);
-	Sagas__V1__ReplyEnvelope *env = rpc_reply_unpack(bytes, len);
-	if (env == NULL)
-		return -EBADMSG;
-	rpc_result_of(res, env);
-	res->payload = NULL;
-	res->payload_len = 0;
-	if (env->payload.len > 0) {
-		res->payload = malloc(env->payload.len);
-		if (res->payload == NULL) {
-			sagas__v1__reply_envelope__free_unpacked(env, NULL);
-			return -ENOMEM;
-		}
-		memcpy(res->payload, env->payload.data, env->payload.len);
-		res->payload_len = env->payload.len;
-	}
-	sagas__v1__reply_envelope__free_unpacked(env, NULL);
-	return 0;
-}
-
-static void rpc_transport_result(rpc_result *res, int nng_rv)
-{
-	memset(res, 0, sizeof *res);
-	res->transport = true;
-	res->code = nng_rv == NNG_ETIMEDOUT ? RPC_DEADLINE_EXCEEDED : RPC_UNAVAILABLE;
-	snprintf(res->reason, sizeof res->reason, "transport");
-	snprintf(res->message, sizeof res->message, "%s", nng_strerror(nng_rv));
-}
-
-/* A group of copies of one call (two in duplicate mode). */
-typedef struct rpc_group {
-	nng_mtx *mtx;
-	int pending;
-	rpc_done_fn done;
-	void *arg;
-} rpc_group;
-
-/* One call of a batch frame in flight. */
-typedef struct rpc_sub {
-	rpc_done_fn done;
-	void *arg;
-	uint64_t id; /* its request id */
-	bool finished;
-} rpc_sub;
-
-struct rpc_pending {
-	rpc_client *client;
-	rpc_group *group; /* a plain frame's call (and its copy) */
-	rpc_sub *subs;    /* or the calls of rpc_batch_send: a lone one */
-	size_t nsubs;
-	bool batch;    /* in a batch frame (nsubs > 1) */
-	bool sleeping; /* a batch reply lacked some calls: they wait out the deadline */
-	nng_ctx ctx;
-	nng_aio *aio;
-	nng_msg *req;
-	bool receiving;
-	int64_t expire_mono;
-	/* under client->mtx: */
-	rpc_pending *prev, *next; /* on the timer list while armed */
-	bool armed;
-	bool timed_out; /* the timer cancelled this call */
-};
 
 /* rpc_timer_arm puts p on the timer list (sorted by deadline; deadlines
  * mostly grow, so the walk from the tail is short). c->mtx held. */
@@ -655,7 +480,7 @@ static void rpc_pending_cb(void *arg)
 
 /* rpc_pending_open makes a call for frame `req` (taken, also on failure)
  * with its context and aio, not yet started. Returns 0 or a negative errno. */
-static int rpc_pending_open(rpc_client *c, nng_msg *req, int64_t timeout_ms, rpc_pending **out)
+int rpc_pending_open(rpc_client *c, nng_msg *req, int64_t timeout_ms, rpc_pending **out)
 {
 	rpc_pending *p = calloc(1, sizeof *p);
 	if (p == NULL) {
@@ -681,7 +506,7 @@ static int rpc_pending_open(rpc_client *c, nng_msg *req, int64_t timeout_ms, rpc
 }
 
 /* rpc_pending_discard frees a call rpc_pending_open made and never started. */
-static void rpc_pending_discard(rpc_pending *p)
+void rpc_pending_discard(rpc_pending *p)
 {
 	if (p == NULL)
 		return;
@@ -693,7 +518,7 @@ static void rpc_pending_discard(rpc_pending *p)
 
 /* rpc_pending_launch arms and sends the `n` calls: under c->mtx, so the
  * timer cancels a send only once it is registered ("Timeouts" above). */
-static void rpc_pending_launch(rpc_client *c, rpc_pending **ps, int n)
+void rpc_pending_launch(rpc_client *c, rpc_pending **ps, int n)
 {
 	nng_mtx_lock(c->mtx);
 	for (int i = 0; i < n; i++) {
@@ -737,128 +562,6 @@ out_undo:
 	nng_mtx_free(g->mtx);
 	free(g);
 	return err;
-}
-
-/* ---- batches (rpc_batch_open) ---- */
-
-struct rpc_batch {
-	rpc_client *c;
-	size_t max_calls;   /* a frame each max_calls calls */
-	int64_t timeout_ms; /* of every call in the batch */
-	size_t n;
-	size_t bytes; /* the calls' encoded size, about */
-	Sagas__V1__RequestEnvelope envs[RPC_BATCH_MAX];
-	char ids[RPC_BATCH_MAX][RPC_RID_MAX];
-	rpc_sub subs[RPC_BATCH_MAX];
-};
-
-rpc_batch *rpc_batch_open(rpc_client *c, int max_calls)
-{
-	rpc_batch *b = calloc(1, sizeof *b);
-	if (b == NULL)
-		return NULL;
-	b->c = c;
-	b->max_calls = max_calls < 1    ? 1
-	    : max_calls > RPC_BATCH_MAX ? RPC_BATCH_MAX
-	                                : (size_t)max_calls;
-	return b;
-}
-
-/* rpc_batch_fail answers the calls of b that could not be sent. */
-static void rpc_batch_fail(rpc_batch *b, int err)
-{
-	rpc_result res;
-	rpc_transport_result(&res, NNG_ECLOSED); /* UNAVAILABLE */
-	snprintf(res.message, sizeof res.message, "could not send: %s", strerror(-err));
-	for (size_t i = 0; i < b->n; i++)
-		b->subs[i].done(b->subs[i].arg, &res);
-}
-
-/* rpc_batch_flush sends the calls gathered so far and empties b. */
-static void rpc_batch_flush(rpc_batch *b)
-{
-	if (b->n == 0)
-		return;
-	rpc_client *c = b->c;
-	int err = 0;
-	nng_msg *m = NULL;
-	rpc_pending *p = NULL;
-	if (b->n == 1) {
-		/* a lone call goes as a plain frame */
-		m = rpc_pack_envelope(c, &b->envs[0], &err);
-	} else {
-		Sagas__V1__RequestEnvelope *ptrs[RPC_BATCH_MAX];
-		for (size_t i = 0; i < b->n; i++)
-			ptrs[i] = &b->envs[i];
-		char rid[RPC_RID_MAX];
-		Sagas__V1__RequestEnvelope env;
-		rpc_envelope_init(c, &env, RPC_BATCH_METHOD, rid, b->timeout_ms, NULL, 0);
-		env.n_calls = b->n;
-		env.calls = ptrs;
-		m = rpc_pack_envelope(c, &env, &err);
-	}
-	if (m != NULL)
-		err = rpc_pending_open(c, m, b->timeout_ms, &p);
-	if (err == 0) {
-		p->subs = malloc(b->n * sizeof *p->subs);
-		if (p->subs == NULL) {
-			rpc_pending_discard(p);
-			err = -ENOMEM;
-		} else {
-			memcpy(p->subs, b->subs, b->n * sizeof *p->subs);
-			p->nsubs = b->n;
-			p->batch = b->n > 1;
-		}
-	}
-	if (err == 0)
-		rpc_pending_launch(c, &p, 1);
-	else
-		rpc_batch_fail(b, err);
-	for (size_t i = 0; i < b->n; i++)
-		free(b->envs[i].payload.data);
-	b->n = 0;
-	b->bytes = 0;
-}
-
-int rpc_batch_add(rpc_batch *b, const char *method, const ProtobufCMessage *req, int64_t timeout_ms,
-    rpc_done_fn done, void *arg)
-{
-	rpc_client *c = b->c;
-	if (c->opts.duplicate)
-		return rpc_call_async(c, method, req, timeout_ms, done, arg);
-	size_t plen = 0;
-	uint8_t *pbuf = rpc_pack_payload(req, &plen);
-	if (pbuf == NULL)
-		return -ENOMEM;
-	size_t need = plen + strlen(method) + 48;
-	/* a frame stays under half of what a server takes by default */
-	size_t room = (c->opts.max_msg < RPC_MAX_REQUEST_DEFAULT ? c->opts.max_msg
-	                                                         : RPC_MAX_REQUEST_DEFAULT)
-	    / 2;
-	if (need > room) {
-		free(pbuf);
-		return rpc_call_async(c, method, req, timeout_ms, done, arg);
-	}
-	/* a frame has one timeout: a call with another one sends the calls
-	 * gathered so far and begins the next frame */
-	if (b->n == b->max_calls || b->bytes + need > room
-	    || (b->n > 0 && timeout_ms != b->timeout_ms))
-		rpc_batch_flush(b);
-	if (b->n == 0)
-		b->timeout_ms = timeout_ms;
-	size_t i = b->n++;
-	uint64_t id = rpc_envelope_init(c, &b->envs[i], method, b->ids[i], timeout_ms, pbuf, plen);
-	b->subs[i] = (rpc_sub) {.done = done, .arg = arg, .id = id};
-	b->bytes += need;
-	return 0;
-}
-
-void rpc_batch_send(rpc_batch *b)
-{
-	if (b == NULL)
-		return;
-	rpc_batch_flush(b);
-	free(b);
 }
 
 /* Blocking calls wait on a condition variable fed by the async path. */
