@@ -54,9 +54,9 @@ const char *pbjson_json_name(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-/* path_join writes a + sep + b into dst (PBJSON_PATH_MAX bytes, cut when
+/* pbjson_path_join writes a + sep + b into dst (PBJSON_PATH_MAX bytes, cut when
  * long); sep is left out when a is empty and sep is ".". */
-static void path_join(char *dst, const char *a, const char *sep, const char *b)
+static void pbjson_path_join(char *dst, const char *a, const char *sep, const char *b)
 {
 	size_t at = 0;
 	const char *parts[3] = {a, (a[0] == '\0' && strcmp(sep, ".") == 0) ? "" : sep, b};
@@ -147,8 +147,8 @@ static int b64_decode(const char *text, uint8_t **out, size_t *n)
 
 /* ---- fields ---- */
 
-/* field_size is the bytes one value of type `t` takes in a message. */
-static size_t field_size(ProtobufCType t)
+/* pbjson_field_size is the bytes one value of type `t` takes in a message. */
+static size_t pbjson_field_size(ProtobufCType t)
 {
 	switch (t) {
 	case PROTOBUF_C_TYPE_INT64:
@@ -171,8 +171,8 @@ static size_t field_size(ProtobufCType t)
 	}
 }
 
-/* field_at is the address of field `f`'s storage in `msg`. */
-static void *field_at(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
+/* pbjson_field_at is the address of field `f`'s storage in `msg`. */
+static void *pbjson_field_at(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
 {
 	return (char *)msg + f->offset;
 }
@@ -275,7 +275,7 @@ static bool value_is_default(const ProtobufCFieldDescriptor *f, const void *p)
 		return *(const double *)p == 0;
 	default: {
 		static const uint8_t zero[8];
-		return memcmp(p, zero, field_size(f->type)) == 0;
+		return memcmp(p, zero, pbjson_field_size(f->type)) == 0;
 	}
 	}
 }
@@ -283,7 +283,7 @@ static bool value_is_default(const ProtobufCFieldDescriptor *f, const void *p)
 /* field_present is whether field `f` of `msg` is written out. */
 static bool field_present(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
 {
-	const void *p = field_at(msg, f);
+	const void *p = pbjson_field_at(msg, f);
 	const char *m = (const char *)msg;
 	if (f->label == PROTOBUF_C_LABEL_REPEATED)
 		return *(const size_t *)(m + f->quantifier_offset) > 0;
@@ -306,8 +306,8 @@ static int field_to_json(json_t *obj, const ProtobufCMessage *msg,
 {
 	char jn[PBJSON_PATH_MAX], sub[PBJSON_PATH_MAX];
 	pbjson_json_name(f->name, jn, sizeof jn);
-	path_join(sub, path, ".", jn);
-	const void *p = field_at(msg, f);
+	pbjson_path_join(sub, path, ".", jn);
+	const void *p = pbjson_field_at(msg, f);
 	json_t *v;
 	if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 		size_t n = *(const size_t *)((const char *)msg + f->quantifier_offset);
@@ -317,9 +317,9 @@ static int field_to_json(json_t *obj, const ProtobufCMessage *msg,
 		for (size_t i = 0; i < n; i++) {
 			char el[PBJSON_PATH_MAX], ix[32];
 			snprintf(ix, sizeof ix, "[%zu]", i);
-			path_join(el, sub, ix, "");
-			json_t *e
-			    = value_to_json(f, arr + i * field_size(f->type), el, depth, err, len);
+			pbjson_path_join(el, sub, ix, "");
+			json_t *e = value_to_json(
+			    f, arr + i * pbjson_field_size(f->type), el, depth, err, len);
 			if (e == NULL || json_array_append_new(v, e) != 0) {
 				json_decref(v);
 				return -1;
@@ -412,7 +412,7 @@ static bool int_bounds(ProtobufCType t, bool *sign, int64_t *lo, int64_t *hi, ui
 /* int_store writes a checked integer into the field storage at p. */
 static void int_store(ProtobufCType t, void *p, int64_t s, uint64_t u)
 {
-	switch (field_size(t)) {
+	switch (pbjson_field_size(t)) {
 	case 8:
 		if (t == PROTOBUF_C_TYPE_UINT64 || t == PROTOBUF_C_TYPE_FIXED64)
 			*(uint64_t *)p = u;
@@ -646,7 +646,7 @@ static int repeated_from_json(ProtobufCMessage *m, const ProtobufCFieldDescripto
 		pbjson_err(err, len, path, "expected an array, got %s", type_name(v));
 		return -1;
 	}
-	size_t n = json_array_size(v), sz = field_size(f->type);
+	size_t n = json_array_size(v), sz = pbjson_field_size(f->type);
 	if (n == 0)
 		return 0;
 	char *arr = calloc(n, sz);
@@ -655,11 +655,11 @@ static int repeated_from_json(ProtobufCMessage *m, const ProtobufCFieldDescripto
 		return -1;
 	}
 	size_t *count = (size_t *)((char *)m + f->quantifier_offset);
-	*(char **)field_at(m, f) = arr;
+	*(char **)pbjson_field_at(m, f) = arr;
 	for (size_t i = 0; i < n; i++) {
 		char el[PBJSON_PATH_MAX], ix[32];
 		snprintf(ix, sizeof ix, "[%zu]", i);
-		path_join(el, path, ix, "");
+		pbjson_path_join(el, path, ix, "");
 		const json_t *e = json_array_get(v, i);
 		if (json_is_null(e)) {
 			pbjson_err(err, len, el, "null in an array");
@@ -678,7 +678,7 @@ static int field_from_json(ProtobufCMessage *m, const ProtobufCFieldDescriptor *
 {
 	if (f->label == PROTOBUF_C_LABEL_REPEATED)
 		return repeated_from_json(m, f, v, path, depth, err, len);
-	void *p = field_at(m, f);
+	void *p = pbjson_field_at(m, f);
 	char *m8 = (char *)m;
 	if (f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_BYTES
 	    || f->type == PROTOBUF_C_TYPE_MESSAGE) {
@@ -714,7 +714,7 @@ static int msg_fill(
 		char sub[PBJSON_PATH_MAX];
 		char k64[65];
 		snprintf(k64, sizeof k64, "%s", key);
-		path_join(sub, path, ".", k64);
+		pbjson_path_join(sub, path, ".", k64);
 		const ProtobufCFieldDescriptor *f = field_find(desc, key);
 		if (f == NULL) {
 			pbjson_err(err, len, sub, "unknown field (%s has no field \"%.64s\")",
@@ -783,7 +783,7 @@ int pbjson_set_text(
 		pbjson_err(err, len, name, "cannot be given as a query parameter");
 		return -1;
 	}
-	void *p = field_at(msg, f);
+	void *p = pbjson_field_at(msg, f);
 	if (f->type == PROTOBUF_C_TYPE_BOOL) {
 		bool t = strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
 		if (!t && strcmp(text, "false") != 0 && strcmp(text, "0") != 0) {
