@@ -179,58 +179,12 @@ void config_print_help(
 	fprintf(out, "  %-30s %s\n", "--version", "show the version and commit and exit");
 }
 
-int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
-    const char *usage, const char *summary, const char *file_env, int *first_arg)
+/* config_apply_argv applies the command line `argv` (`argc` words) to
+ * `target` by the `n` options `opts` (config_load's layer 4), leaving optind
+ * at the first word that is not an option. Returns 0, -EINVAL (said on
+ * stderr) or -ENOMEM. */
+static int config_apply_argv(const config_opt *opts, size_t n, void *target, int argc, char **argv)
 {
-	/* layer 1: defaults */
-	for (size_t i = 0; i < n; i++) {
-		const char *d = opts[i].def ? opts[i].def : (opts[i].type == CONFIG_STR ? "" : "0");
-		if (config_set(&opts[i], target, d, "default") != 0)
-			return -EINVAL; /* a bad table is a programmer error */
-	}
-	/* the file and --help are found before the other flags are applied */
-	const char *file = file_env ? getenv(file_env) : NULL;
-	int file_flags = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			config_print_help(stdout, opts, n, usage, summary);
-			return CONFIG_DONE_HELP;
-		}
-		if (version_is_flag(argv[i])) {
-			/* the program's name is the first word of its usage */
-			int len = (int)strcspn(usage, " ");
-			char prog[64];
-			snprintf(prog, sizeof prog, "%.*s", len, usage);
-			version_print(stdout, prog);
-			return CONFIG_DONE_HELP;
-		}
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			file = argv[i + 1];
-		else if (!strncmp(argv[i], "--config=", 9))
-			file = argv[i] + 9;
-		else
-			continue;
-		if (*file == '\0') {
-			config_error("option --config needs a value\n");
-			return -EINVAL;
-		}
-		if (file_flags++ > 0) {
-			config_error("option --config given more than once\n");
-			return -EINVAL;
-		}
-	}
-	/* layer 2: file */
-	if (file && *file && config_read_file(opts, n, target, file) != 0)
-		return -EINVAL;
-	/* layer 3: environment */
-	for (size_t i = 0; i < n; i++) {
-		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
-		if (v != NULL && config_set(&opts[i], target, v, opts[i].env) != 0)
-			return -EINVAL;
-	}
-	/* layer 4: command line */
 	struct option *lo = calloc(n + 3, sizeof *lo);
 	if (lo == NULL)
 		return -ENOMEM;
@@ -291,6 +245,62 @@ int config_load(const config_opt *opts, size_t n, void *target, int argc, char *
 		}
 	}
 	free(lo);
+	return rc;
+}
+
+int config_load(const config_opt *opts, size_t n, void *target, int argc, char **argv,
+    const char *usage, const char *summary, const char *file_env, int *first_arg)
+{
+	/* layer 1: defaults */
+	for (size_t i = 0; i < n; i++) {
+		const char *d = opts[i].def ? opts[i].def : (opts[i].type == CONFIG_STR ? "" : "0");
+		if (config_set(&opts[i], target, d, "default") != 0)
+			return -EINVAL; /* a bad table is a programmer error */
+	}
+	/* the file and --help are found before the other flags are applied */
+	const char *file = file_env ? getenv(file_env) : NULL;
+	int file_flags = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			config_print_help(stdout, opts, n, usage, summary);
+			return CONFIG_DONE_HELP;
+		}
+		if (version_is_flag(argv[i])) {
+			/* the program's name is the first word of its usage */
+			int len = (int)strcspn(usage, " ");
+			char prog[64];
+			snprintf(prog, sizeof prog, "%.*s", len, usage);
+			version_print(stdout, prog);
+			return CONFIG_DONE_HELP;
+		}
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			file = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			file = argv[i] + 9;
+		else
+			continue;
+		if (*file == '\0') {
+			config_error("option --config needs a value\n");
+			return -EINVAL;
+		}
+		if (file_flags++ > 0) {
+			config_error("option --config given more than once\n");
+			return -EINVAL;
+		}
+	}
+	/* layer 2: file */
+	if (file && *file && config_read_file(opts, n, target, file) != 0)
+		return -EINVAL;
+	/* layer 3: environment */
+	for (size_t i = 0; i < n; i++) {
+		const char *v = opts[i].env ? getenv(opts[i].env) : NULL;
+		if (v != NULL && config_set(&opts[i], target, v, opts[i].env) != 0)
+			return -EINVAL;
+	}
+	/* layer 4: command line */
+	int rc = config_apply_argv(opts, n, target, argc, argv);
 	if (rc != 0)
 		return rc;
 	if (first_arg != NULL) {
