@@ -49,7 +49,13 @@ static bool participant_healthy(void *app)
 	return health_db_check(participant_health);
 }
 
-int participant_main(const participant_desc *d, int argc, char **argv)
+/* participant_configure reads the options of the daemon `d` (defaults,
+ * config file, environment, `argv`) into *cfg and *horizon, checks them,
+ * and starts the log, the fault points and the database link's timeout.
+ * Returns -1 when the daemon goes on, else its exit status (0 after --help
+ * or --version, 2 for a bad option). */
+static int participant_configure(const participant_desc *d, int argc, char **argv,
+    participant_config *cfg, horizon_policy *horizon)
 {
 	/* environment names are the daemon's prefix and the option's */
 	enum { N = 10 };
@@ -110,30 +116,38 @@ int participant_main(const participant_desc *d, int argc, char **argv)
 	};
 	daemon_net_opts(opts + N, offsetof(participant_config, net), d->env_prefix,
 	    d->default_listen, d->default_metrics, "orchestrator");
-	participant_config cfg;
 	int rc = config_load(
-	    opts, N + DAEMON_NET_OPTS, &cfg, argc, argv, usage, d->summary, file_env, NULL);
+	    opts, N + DAEMON_NET_OPTS, cfg, argc, argv, usage, d->summary, file_env, NULL);
 	if (rc == CONFIG_DONE_HELP)
 		return 0;
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(cfg.log_level, &level, cfg.db) != 0
-	    || daemon_net_check(&cfg.net, cfg.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
+	if (daemon_check_options(cfg->log_level, &level, cfg->db) != 0
+	    || daemon_net_check(&cfg->net, cfg->fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
 	/* checked with the other options, before the database is touched */
-	static horizon_policy horizon;
-	horizon = (horizon_policy) {
-	    .retention_ms = cfg.retention_s * 1000, .skew_ms = cfg.skew_s * 1000};
-	const char *bad = horizon_policy_check(&horizon);
+	*horizon = (horizon_policy) {
+	    .retention_ms = cfg->retention_s * 1000, .skew_ms = cfg->skew_s * 1000};
+	const char *bad = horizon_policy_check(horizon);
 	if (bad != NULL) {
 		config_error("--retention and --max-clock-skew: %s\n", bad);
 		return 2;
 	}
 	log_init(d->prog, level);
-	if (cfg.fault[0] != '\0' && fault_parse(cfg.fault) != 0)
+	if (cfg->fault[0] != '\0' && fault_parse(cfg->fault) != 0)
 		return 2;
-	pg_set_link_timeout(cfg.db_link_timeout);
+	pg_set_link_timeout(cfg->db_link_timeout);
+	return -1;
+}
+
+int participant_main(const participant_desc *d, int argc, char **argv)
+{
+	participant_config cfg;
+	static horizon_policy horizon;
+	int rc = participant_configure(d, argc, argv, &cfg, &horizon);
+	if (rc >= 0)
+		return rc;
 
 	if (!pkit_service_check(d->kit)) {
 		log_error(
