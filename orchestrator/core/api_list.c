@@ -197,6 +197,54 @@ static void api_list_failed(
 	api_db_error(reply, rc, what);
 }
 
+/* api_list_sagas_check checks the fields of the ListSagas request `req`
+ * (all but its page token): true when they are in range, else false with
+ * the INVALID_ARGUMENT `reply` filled. */
+static bool api_list_sagas_check(const Sagas__V1__ListSagasRequest *req, rpc_reply *reply)
+{
+	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_LAST) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid state: %d is not a SagaState", (int)req->state);
+		return false;
+	}
+	if (req->limit < 0 || req->limit > API_LIST_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid limit: must be 0..%d", API_LIST_MAX);
+		return false;
+	}
+	if (req->older_than_ms < 0 || req->older_than_ms > API_OLDER_THAN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid older_than_ms: must be 0..%lld", (long long)API_OLDER_THAN_MAX);
+		return false;
+	}
+	if (req->overdue_margin_ms < 0 || req->overdue_margin_ms > API_MARGIN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid overdue_margin_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
+		return false;
+	}
+	if (req->stuck_after_ms < 0 || req->stuck_after_ms > API_MARGIN_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
+		return false;
+	}
+	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid customer: must be " VALID_NAME_RULE);
+		return false;
+	}
+	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
+	    || req->created_before_unix_ms < 0 || req->created_before_unix_ms > API_INSTANT_MAX) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid %s: must be 0..%lld (ms since the epoch)",
+		    req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
+		        ? "created_after_unix_ms"
+		        : "created_before_unix_ms",
+		    (long long)API_INSTANT_MAX);
+		return false;
+	}
+	return true;
+}
+
 /* api_list_counts fills out->counts (cs and cp, SAGA_STATE_LAST entries) from
  * the database. Returns 0, or fills `reply` and returns -1. */
 static int api_list_counts(api *a, api_worker *w, const rpc_request *call, store_watch *wt,
@@ -245,46 +293,8 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	Sagas__V1__StateCount counts[SAGA_STATE_LAST];
 	Sagas__V1__StateCount *countp[SAGA_STATE_LAST];
 	int slot = -1;
-	if ((int)req->state < 0 || (int)req->state > SAGA_STATE_LAST) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid state: %d is not a SagaState", (int)req->state);
+	if (!api_list_sagas_check(req, reply))
 		goto out_free;
-	}
-	if (req->limit < 0 || req->limit > API_LIST_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid limit: must be 0..%d", API_LIST_MAX);
-		goto out_free;
-	}
-	if (req->older_than_ms < 0 || req->older_than_ms > API_OLDER_THAN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid older_than_ms: must be 0..%lld", (long long)API_OLDER_THAN_MAX);
-		goto out_free;
-	}
-	if (req->overdue_margin_ms < 0 || req->overdue_margin_ms > API_MARGIN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid overdue_margin_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
-		goto out_free;
-	}
-	if (req->stuck_after_ms < 0 || req->stuck_after_ms > API_MARGIN_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
-		goto out_free;
-	}
-	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid customer: must be " VALID_NAME_RULE);
-		goto out_free;
-	}
-	if (req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
-	    || req->created_before_unix_ms < 0 || req->created_before_unix_ms > API_INSTANT_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid %s: must be 0..%lld (ms since the epoch)",
-		    req->created_after_unix_ms < 0 || req->created_after_unix_ms > API_INSTANT_MAX
-		        ? "created_after_unix_ms"
-		        : "created_before_unix_ms",
-		    (long long)API_INSTANT_MAX);
-		goto out_free;
-	}
 	page_key after;
 	bool has_after = req->page_token != NULL && req->page_token[0] != '\0';
 	if (has_after && page_token_decode(req->page_token, &after) != 0) {
