@@ -273,6 +273,10 @@ static void saga_retry(
 	out->event_name = "transient";
 }
 
+/* One function on purpose (issue 33): its checks run in the order of
+ * precedence of the rules (docs/saga-semantics.md), which reads top to
+ * bottom here; the steps it takes (saga_park, saga_retry, saga_enter) are
+ * apart already. */
 void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
     const saga_policy *p, saga_decision *out)
 {
