@@ -17,7 +17,7 @@
 
 static void payment_deposit(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__DepositRequest *req = (Sagas__V1__DepositRequest *)pkit_unpack(
+	Sagas__V1__DepositRequest *req = (Sagas__V1__DepositRequest *)rpc_unpack(
 	    &sagas__v1__deposit_request__descriptor, call, r);
 	if (req == NULL)
 		return;
