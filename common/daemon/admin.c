@@ -27,15 +27,10 @@ void admin_set_retention(const retention_config *cfg)
  * connection of its own. */
 static void admin_run_retention(const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__RunRetentionRequest *req
-	    = sagas__v1__run_retention_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL || !valid_pb_exact(&req->base, call->payload_len)) {
-		if (req != NULL)
-			sagas__v1__run_retention_request__free_unpacked(req, NULL);
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RunRetentionRequest");
+	Sagas__V1__RunRetentionRequest *req = (Sagas__V1__RunRetentionRequest *)rpc_unpack(
+	    &sagas__v1__run_retention_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
 	bool dry = req->dry_run;
 	sagas__v1__run_retention_request__free_unpacked(req, NULL);
 	const retention_config *cfg = admin_retention;
