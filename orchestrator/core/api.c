@@ -628,25 +628,29 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	/* the edge of horizon_may_send: older, no participant takes it */
 	int64_t edge
 	    = a->horizon.retention_ms > 0 ? now - a->horizon.retention_ms + a->horizon.skew_ms : 0;
-	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, now, edge, &row));
-	if (rc == -ENOENT) {
+	/* API_DB re-runs on a lost connection: it takes the error as rc, and
+	 * leaves `res` STORE_REARM_ERROR when it never got to call */
+	store_rearm_result res = STORE_REARM_ERROR;
+	int err = 0;
+	API_DB(a, w, rc, (res = store_rearm(w->conn, req->saga_id, now, edge, &row, &err), err));
+	switch (res) {
+	case STORE_REARM_OK:
+		break;
+	case STORE_REARM_NOT_FOUND:
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
 		goto out_free;
-	}
-	if (rc == -EPERM) {
+	case STORE_REARM_TERMINAL:
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "terminal",
 		    "saga %s has finished: nothing to retry", req->saga_id);
 		goto out_free;
-	}
-	if (rc == -ETIMEDOUT) {
+	case STORE_REARM_PAST_HORIZON:
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
 		    "saga %s started before the retention horizon: no participant takes its "
 		    "commands any more; settle it by hand (docs/operations.md, \"Retention\")",
 		    req->saga_id);
 		goto out_free;
-	}
-	if (rc != 0) {
+	case STORE_REARM_ERROR:
 		api_db_error(reply, rc, "retry saga");
 		goto out_free;
 	}
