@@ -26,15 +26,10 @@ void admin_set_retention(const retention_config *cfg)
  * connection of its own. */
 static void admin_run_retention(const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__RunRetentionRequest *req
-	    = sagas__v1__run_retention_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL || !valid_pb_exact(&req->base, call->payload_len)) {
-		if (req != NULL)
-			sagas__v1__run_retention_request__free_unpacked(req, NULL);
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RunRetentionRequest");
+	Sagas__V1__RunRetentionRequest *req = (Sagas__V1__RunRetentionRequest *)rpc_unpack(
+	    &sagas__v1__run_retention_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
 	bool dry = req->dry_run;
 	sagas__v1__run_retention_request__free_unpacked(req, NULL);
 	const retention_config *cfg = admin_retention;
@@ -79,21 +74,12 @@ unsigned long admin_fault_refusals(void)
 
 static void admin_set_fault(const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__SetFaultRequest *req
-	    = sagas__v1__set_fault_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode SetFaultRequest");
+	Sagas__V1__SetFaultRequest *req = (Sagas__V1__SetFaultRequest *)rpc_unpack(
+	    &sagas__v1__set_fault_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len))
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode SetFaultRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
 	int kind = (int)req->kind;
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		/* refused above */
-	} else if (kind < FAULT_DELAY || kind > FAULT_DUPLICATE_REPLY) {
+	if (kind < FAULT_DELAY || kind > FAULT_DUPLICATE_REPLY) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid kind: %d is not a FaultKind", kind);
 	} else if (req->method[0] != '\0' && !valid_name(req->method)) {

@@ -114,6 +114,19 @@ int rpc_reply_ok(rpc_reply *r, const ProtobufCMessage *msg);
 void rpc_reply_error(rpc_reply *r, int code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* rpc_unpack decodes `call`'s payload as a message of type `desc` and
+ * insists on its canonical encoding (valid_pb_exact), as every handler of
+ * this project does before it reads a field. Returns the message (the
+ * caller's: free it with protobuf_c_message_free_unpacked or the type's
+ * __free_unpacked, and cast it to the type of `desc`), or NULL with `r`
+ * filled: INVALID_ARGUMENT malformed_payload, "could not decode <Type>"
+ * when the bytes do not decode, "could not decode <Type>: not a canonical
+ * encoding " VALID_CANONICAL_HINT when they decode but do not pack back to
+ * the same length (<Type> is desc->short_name, "StartSagaRequest"). An
+ * empty payload decodes (every field at its default). Thread-safe. */
+ProtobufCMessage *rpc_unpack(
+    const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r);
+
 /* What rpc_server_ops.linger_us sees of a frame it holds. */
 typedef struct rpc_linger_frame {
 	const char *method;

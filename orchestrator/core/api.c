@@ -141,20 +141,11 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 static bool api_parse_start(
     api *a, const rpc_request *call, saga_row *row, int32_t *wait_ms, rpc_reply *reply)
 {
-	Sagas__V1__StartSagaRequest *req
-	    = sagas__v1__start_saga_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__StartSagaRequest *req = (Sagas__V1__StartSagaRequest *)rpc_unpack(
+	    &sagas__v1__start_saga_request__descriptor, call, reply);
 	bool ok = false;
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode StartSagaRequest");
+	if (req == NULL)
 		return false;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode StartSagaRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-		goto out_free;
-	}
 	if (!api_check_order(req->order, reply))
 		goto out_free;
 	if (req->wait_ms < 0 || req->wait_ms > WAITS_MAX_MS) {
@@ -346,19 +337,12 @@ static void api_start_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
  * for VALID_UUID_LEN + 1 bytes). Returns false with the error in `reply`. */
 static bool api_parse_get(const rpc_request *call, char *saga_id, rpc_reply *reply)
 {
-	Sagas__V1__GetSagaRequest *req
-	    = sagas__v1__get_saga_request__unpack(NULL, call->payload_len, call->payload);
+	Sagas__V1__GetSagaRequest *req = (Sagas__V1__GetSagaRequest *)rpc_unpack(
+	    &sagas__v1__get_saga_request__descriptor, call, reply);
 	bool ok = false;
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaRequest");
+	if (req == NULL)
 		return false;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-	} else if (!valid_uuid(req->saga_id)) {
+	if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
 	} else {
@@ -419,21 +403,14 @@ static void api_answer_wait(
  * listen.h; api_hold_wait marks the row first) or the wait runs out. */
 static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__WaitSagaRequest *req
-	    = sagas__v1__wait_saga_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode WaitSagaRequest");
+	Sagas__V1__WaitSagaRequest *req = (Sagas__V1__WaitSagaRequest *)rpc_unpack(
+	    &sagas__v1__wait_saga_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
 	char saga_id[VALID_UUID_LEN + 1];
 	int32_t wait_ms = req->wait_ms;
 	bool ok = false;
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode WaitSagaRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-	} else if (!valid_uuid(req->saga_id)) {
+	if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
 	} else if (wait_ms < 0 || wait_ms > WAITS_MAX_MS) {
@@ -460,20 +437,10 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 
 static void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__GetSagaHistoryRequest *req
-	    = sagas__v1__get_saga_history_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaHistoryRequest");
+	Sagas__V1__GetSagaHistoryRequest *req = (Sagas__V1__GetSagaHistoryRequest *)rpc_unpack(
+	    &sagas__v1__get_saga_history_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode GetSagaHistoryRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-		sagas__v1__get_saga_history_request__free_unpacked(req, NULL);
-		return;
-	}
 	store_history_entry *hs = NULL;
 	size_t n = 0;
 	Sagas__V1__HistoryEntry *ms = NULL, **mp = NULL;
@@ -602,16 +569,10 @@ static int api_feed_start(api *a, api_worker *w, const Sagas__V1__WatchHistoryRe
  * feed"): a page of the feed after the request's cursor. */
 static void api_watch_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__WatchHistoryRequest *req
-	    = sagas__v1__watch_history_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL || !valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode WatchHistoryRequest%s",
-		    req ? ": not a canonical encoding " VALID_CANONICAL_HINT : "");
-		if (req)
-			sagas__v1__watch_history_request__free_unpacked(req, NULL);
+	Sagas__V1__WatchHistoryRequest *req = (Sagas__V1__WatchHistoryRequest *)rpc_unpack(
+	    &sagas__v1__watch_history_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
 	feed_cursor *from = malloc(sizeof *from);
 	char *later = malloc(FEED_SNAPSHOT_MAX + 1);
 	store_feed_entry *es = NULL;
@@ -653,19 +614,10 @@ out_free:
 
 static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__RetrySagaRequest *req
-	    = sagas__v1__retry_saga_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RetrySagaRequest");
+	Sagas__V1__RetrySagaRequest *req = (Sagas__V1__RetrySagaRequest *)rpc_unpack(
+	    &sagas__v1__retry_saga_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode RetrySagaRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-		goto out_free;
-	}
 	if (!valid_uuid(req->saga_id)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid saga_id: not a canonical lowercase UUID");
@@ -677,25 +629,29 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 	/* the edge of horizon_may_send: older, no participant takes it */
 	int64_t edge
 	    = a->horizon.retention_ms > 0 ? now - a->horizon.retention_ms + a->horizon.skew_ms : 0;
-	API_DB(a, w, rc, store_rearm(w->conn, req->saga_id, now, edge, &row));
-	if (rc == -ENOENT) {
+	/* API_DB re-runs on a lost connection: it takes the error as rc, and
+	 * leaves `res` STORE_REARM_ERROR when it never got to call */
+	store_rearm_result res = STORE_REARM_ERROR;
+	int err = 0;
+	API_DB(a, w, rc, (res = store_rearm(w->conn, req->saga_id, now, edge, &row, &err), err));
+	switch (res) {
+	case STORE_REARM_OK:
+		break;
+	case STORE_REARM_NOT_FOUND:
 		rpc_reply_error(
 		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
 		goto out_free;
-	}
-	if (rc == -EPERM) {
+	case STORE_REARM_TERMINAL:
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "terminal",
 		    "saga %s has finished: nothing to retry", req->saga_id);
 		goto out_free;
-	}
-	if (rc == -ETIMEDOUT) {
+	case STORE_REARM_PAST_HORIZON:
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
 		    "saga %s started before the retention horizon: no participant takes its "
 		    "commands any more; settle it by hand (docs/operations.md, \"Retention\")",
 		    req->saga_id);
 		goto out_free;
-	}
-	if (rc != 0) {
+	case STORE_REARM_ERROR:
 		api_db_error(reply, rc, "retry saga");
 		goto out_free;
 	}

@@ -272,20 +272,10 @@ static int api_list_counts(api *a, api_worker *w, const rpc_request *call, store
 
 void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
 {
-	Sagas__V1__ListSagasRequest *req
-	    = sagas__v1__list_sagas_request__unpack(NULL, call->payload_len, call->payload);
-	if (req == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListSagasRequest");
+	Sagas__V1__ListSagasRequest *req = (Sagas__V1__ListSagasRequest *)rpc_unpack(
+	    &sagas__v1__list_sagas_request__descriptor, call, reply);
+	if (req == NULL)
 		return;
-	}
-	if (!valid_pb_exact(&req->base, call->payload_len)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode ListSagasRequest: not a canonical "
-		    "encoding " VALID_CANONICAL_HINT);
-		sagas__v1__list_sagas_request__free_unpacked(req, NULL);
-		return;
-	}
 	saga_row *rows = NULL;
 	size_t n = 0;
 	Sagas__V1__Saga *ms = NULL, **mp = NULL;

@@ -555,16 +555,19 @@ int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_g
 	return 0;
 }
 
-int store_rearm(
-    PGconn *conn, const char *saga_id, int64_t now_ms, int64_t created_after_ms, saga_row *out)
+store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms,
+    int64_t created_after_ms, saga_row *out, int *err)
 {
 	char now[24];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
 	const char *p[2] = {saga_id, now};
 	PGresult *r = NULL;
+	store_rearm_result res = STORE_REARM_ERROR;
 	int rc = pg_begin(conn);
-	if (rc != 0)
-		return rc;
+	if (rc != 0) {
+		*err = rc;
+		return STORE_REARM_ERROR;
+	}
 	rc = pg_exec(conn,
 	    "UPDATE sagas SET attention = false, attempts = 0, retry_at = NULL, "
 	    "next_attempt_at = " TS(
@@ -580,23 +583,25 @@ int store_rearm(
 		r = NULL;
 		rc = pg_exec(conn, "SELECT 1 FROM sagas WHERE saga_id = $1", 1, p, &r);
 		if (rc == 0)
-			rc = PQntuples(r) == 0 ? -ENOENT : -EPERM;
+			res = PQntuples(r) == 0 ? STORE_REARM_NOT_FOUND : STORE_REARM_TERMINAL;
 		goto out_rollback;
 	}
 	store_read_row(r, 0, out);
 	PQclear(r);
 	r = NULL;
 	if (out->created_ms < created_after_ms) {
-		rc = -ETIMEDOUT;
+		res = STORE_REARM_PAST_HORIZON;
 		goto out_rollback;
 	}
 	rc = store_insert_history(
 	    conn, saga_id, out->version, out->s.state, out->s.state, "retry", out->s.reason);
 	if (rc != 0)
 		goto out_rollback;
-	return pg_commit(conn);
+	*err = pg_commit(conn);
+	return *err == 0 ? STORE_REARM_OK : STORE_REARM_ERROR;
 out_rollback:
 	PQclear(r);
 	pg_rollback(conn);
-	return rc;
+	*err = rc;
+	return rc != 0 ? STORE_REARM_ERROR : res;
 }

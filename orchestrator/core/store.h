@@ -285,15 +285,30 @@ int store_claim_due(PGconn *conn, int64_t now_ms, const saga_policy *pol, int64_
 int store_claim_deadlines(PGconn *conn, int64_t now_ms, const saga_policy *pol,
     int64_t created_before_ms, int limit, const char *owner, saga_row *rows, size_t *n);
 
+/* What store_rearm did: a business outcome, or STORE_REARM_ERROR when the
+ * database failed (the error then in its *err). */
+typedef enum store_rearm_result {
+	STORE_REARM_OK,           /* re-armed: *out is the new row */
+	STORE_REARM_NOT_FOUND,    /* no such saga */
+	STORE_REARM_TERMINAL,     /* it has finished: nothing to re-arm */
+	STORE_REARM_PAST_HORIZON, /* created before the horizon: nothing changed */
+	STORE_REARM_ERROR,        /* the database failed: *err says how */
+} store_rearm_result;
+
 /* store_rearm makes an unfinished saga's command due at `now_ms`, clears its
  * attention flag and attempt count, bumps its version (a reply in flight is
  * then dropped) and appends a history row "retry", in one transaction.
- * Returns 0 with *out the new row, -ENOENT for an unknown saga, -EPERM for a
- * terminal one, -ETIMEDOUT (nothing changed) for one created before
+ * Returns STORE_REARM_OK with *out the new row; STORE_REARM_NOT_FOUND for
+ * an unknown saga; STORE_REARM_TERMINAL for a finished one;
+ * STORE_REARM_PAST_HORIZON (nothing changed) for one created before
  * `created_after_ms` (ms since the epoch; 0: any): past the retention
- * horizon, no participant takes its commands (rule R3). */
-int store_rearm(
-    PGconn *conn, const char *saga_id, int64_t now_ms, int64_t created_after_ms, saga_row *out);
+ * horizon, no participant takes its commands (rule R3); or
+ * STORE_REARM_ERROR (nothing changed) with the error in *err, a negative
+ * enum pg_err or -ENOMEM. *err (never NULL) is 0 for every other result,
+ * so that it can be the rc of the callers' re-run on a lost connection
+ * (API_DB). */
+store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms,
+    int64_t created_after_ms, saga_row *out, int *err);
 
 /* The gauges of the sagas in the database (metrics, report.c). */
 typedef struct store_gauges {

@@ -373,98 +373,150 @@ static int orch_max_listings(int64_t max, int64_t workers)
 	return (int)keep;
 }
 
-int main(int argc, char **argv)
+/* A step's return that ends the process with 0 at once (--help). */
+#define ORCH_DONE (-1)
+
+/* Everything the daemon starts, for its one teardown (orch_stop): each step
+ * of main fills its part; what was not started stays zeroed. One static
+ * instance (main's): the probes, the elected jobs and the server read it for
+ * the process's lifetime. */
+typedef struct orch {
+	orch_config c;
+	horizon_policy horizon; /* the retention job's arg */
+	/* each participant's replicas: stock, payment, shipping */
+	rpc_urls links[3];
+	orch_probe probes[3 * RPC_URLS_MAX];
+	char instance[64];
+	engine_config ec;
+	waits *wt;
+	listener *ls;
+	engine *engs[16];
+	int n_engines; /* started */
+	api a;
+	retention_config ret_cfg;
+	rpc_server *srv;
+	report *rep;
+	retention *ret;
+	bool ran; /* served until a stop was asked */
+} orch;
+
+/* orch_check_options checks what config_load cannot (the horizon, the
+ * backoff and request timeouts against each other) and sets the defaults
+ * that depend on other options. Returns 0, or 2 after saying what is
+ * wrong. */
+static int orch_check_options(orch *o)
+{
+	orch_config *c = &o->c;
+	o->horizon = (horizon_policy) {.retention_ms = c->retention_s * 1000,
+	    .skew_ms = c->skew_s * 1000,
+	    /* never below --retention (the participants' own, by default) */
+	    .id_retention_ms
+	    = (c->id_retention_s > c->retention_s ? c->id_retention_s : c->retention_s) * 1000};
+	const char *bad_horizon = horizon_policy_check(&o->horizon);
+	if (bad_horizon != NULL) {
+		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
+		return 2;
+	}
+	if (c->backoff_cap < c->backoff_base) {
+		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
+		    (long long)c->backoff_cap, (long long)c->backoff_base);
+		return 2;
+	}
+	if (c->request_timeout_max == 0) /* the default: 30 s, or the first try's */
+		c->request_timeout_max = c->request_timeout > ORCH_REQUEST_TIMEOUT_MAX_MS
+		    ? c->request_timeout
+		    : ORCH_REQUEST_TIMEOUT_MAX_MS;
+	if (c->request_timeout_max < c->request_timeout) {
+		config_error(
+		    "request-timeout-max (%lld) is below request-timeout (%lld): a retry "
+		    "would wait less than the first try; raise request-timeout-max to at "
+		    "least %lld, or set it to 0 for the default (30000, or request-timeout "
+		    "if longer)\n",
+		    (long long)c->request_timeout_max, (long long)c->request_timeout,
+		    (long long)c->request_timeout);
+		return 2;
+	}
+	return 0;
+}
+
+/* orch_options reads the configuration (flags, environment, file) into
+ * o->c, checks it, and starts the log and the failure injection. Returns 0,
+ * ORCH_DONE after --help, or 2 after saying what is wrong. */
+static int orch_options(orch *o, int argc, char **argv)
 {
 	enum { NO = sizeof orch_opts / sizeof orch_opts[0] };
 	config_opt opts[NO + DAEMON_NET_OPTS];
 	memcpy(opts, orch_opts, sizeof orch_opts);
 	daemon_net_opts(opts + NO, offsetof(orch_config, net), "SAGA_ORCHESTRATOR",
 	    "tcp://127.0.0.1:7101", "http://127.0.0.1:9470", "client");
-	orch_config c;
-	int rc = config_load(opts, NO + DAEMON_NET_OPTS, &c, argc, argv, "orchestratord [options]",
+	orch_config *c = &o->c;
+	int rc = config_load(opts, NO + DAEMON_NET_OPTS, c, argc, argv, "orchestratord [options]",
 	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
 	    "it through ReserveStock, ChargePayment, ShipOrder and the compensations.",
 	    "SAGA_ORCHESTRATOR_CONFIG", NULL);
 	if (rc == CONFIG_DONE_HELP)
-		return 0;
+		return ORCH_DONE;
 	if (rc != 0)
 		return 2;
 	enum log_level level;
-	if (daemon_check_options(c.log_level, &level, c.db) != 0
-	    || daemon_net_check(&c.net, c.fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
+	if (daemon_check_options(c->log_level, &level, c->db) != 0
+	    || daemon_net_check(&c->net, c->fault) != 0 || daemon_net_db_argv(argc, argv) != 0)
 		return 2;
-	/* static: the retention job's arg, for the process's lifetime */
-	static horizon_policy horizon;
-	horizon = (horizon_policy) {.retention_ms = c.retention_s * 1000,
-	    .skew_ms = c.skew_s * 1000,
-	    /* never below --retention (the participants' own, by default) */
-	    .id_retention_ms
-	    = (c.id_retention_s > c.retention_s ? c.id_retention_s : c.retention_s) * 1000};
-	const char *bad_horizon = horizon_policy_check(&horizon);
-	if (bad_horizon != NULL) {
-		config_error("--retention and --max-clock-skew: %s\n", bad_horizon);
+	if (orch_check_options(o) != 0)
 		return 2;
-	}
-	if (c.backoff_cap < c.backoff_base) {
-		config_error("backoff-cap (%lld) is below backoff-base (%lld)\n",
-		    (long long)c.backoff_cap, (long long)c.backoff_base);
-		return 2;
-	}
-	if (c.request_timeout_max == 0) /* the default: 30 s, or the first try's */
-		c.request_timeout_max = c.request_timeout > ORCH_REQUEST_TIMEOUT_MAX_MS
-		    ? c.request_timeout
-		    : ORCH_REQUEST_TIMEOUT_MAX_MS;
-	if (c.request_timeout_max < c.request_timeout) {
-		config_error(
-		    "request-timeout-max (%lld) is below request-timeout (%lld): a retry "
-		    "would wait less than the first try; raise request-timeout-max to at "
-		    "least %lld, or set it to 0 for the default (30000, or request-timeout "
-		    "if longer)\n",
-		    (long long)c.request_timeout_max, (long long)c.request_timeout,
-		    (long long)c.request_timeout);
-		return 2;
-	}
 	log_init("orchestratord", level);
-	if (c.fault[0] != '\0' && fault_parse(c.fault) != 0)
+	if (c->fault[0] != '\0' && fault_parse(c->fault) != 0)
 		return 2;
-	/* each participant's replicas; every entry of a list passes the rules
-	 * a single URL does (docs/security.md) */
-	static rpc_urls links[3];
+	return 0;
+}
+
+/* orch_links parses each participant's list of URLs (every entry of a list
+ * passes the rules a single URL does, docs/security.md) and warns when they
+ * are not all TLS; then, the options being all valid, sets the database
+ * link's timeout and the stop's bound (the signals), and starts the probe of
+ * each TLS link. Returns 0, or 2 after naming the bad entry. */
+static int orch_links(orch *o)
+{
 	static const char *const link_opts[3] = {"stock", "payment", "shipping"};
 	static const char *const link_daemons[3] = {"stockd", "paymentd", "shippingd"};
-	const char *link_lists[3] = {c.stock, c.payment, c.shipping};
+	orch_config *c = &o->c;
+	const char *link_lists[3] = {c->stock, c->payment, c->shipping};
 	for (int i = 0; i < 3; i++)
-		if (orch_participant_urls(&links[i], &c, link_opts[i], link_lists[i]) != 0) {
-			for (int k = 0; k <= i; k++)
-				rpc_urls_free(&links[k]);
+		if (orch_participant_urls(&o->links[i], c, link_opts[i], link_lists[i]) != 0)
 			return 2;
-		}
-	if (!rpc_urls_all_tls(&links[0]) || !rpc_urls_all_tls(&links[1])
-	    || !rpc_urls_all_tls(&links[2]))
+	if (!rpc_urls_all_tls(&o->links[0]) || !rpc_urls_all_tls(&o->links[1])
+	    || !rpc_urls_all_tls(&o->links[2]))
 		log_warn(NULL,
 		    "the links to the participants (%s, %s, %s) are not all TLS: use tls+tcp:// "
 		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
 		    "for anything but a laptop (docs/security.md)",
-		    c.stock, c.payment, c.shipping);
-	pg_set_link_timeout(c.db_link_timeout);
+		    c->stock, c->payment, c->shipping);
+	pg_set_link_timeout(c->db_link_timeout);
 	/* the stop bound counts from the signal, whatever is running then */
-	if (daemon_install_signals(c.stop_timeout) != 0)
+	if (daemon_install_signals(c->stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");
-	static orch_probe probes[3 * RPC_URLS_MAX];
 	int n_probes = 0;
 	for (int i = 0; i < 3; i++)
-		for (size_t k = 0; k < links[i].n; k++)
-			probes[n_probes++]
-			    = (orch_probe) {link_daemons[i], links[i].url[k], links[i].tls[k]};
-	orch_probe_links(probes, n_probes);
+		for (size_t k = 0; k < o->links[i].n; k++)
+			o->probes[n_probes++] = (orch_probe) {
+			    link_daemons[i], o->links[i].url[k], o->links[i].tls[k]};
+	orch_probe_links(o->probes, n_probes);
+	return 0;
+}
 
+/* orch_schema applies the schema to the database, waiting for it up to
+ * --db-wait, and reads the database's clock. Returns 0, or 1 after logging
+ * why not. */
+static int orch_schema(orch *o)
+{
 	/* a connection lost while applying the schema (a failover at start)
 	 * is made again, within --db-wait (pg_schema_try_again) */
-	int64_t db_until = clock_mono_ms() + c.db_wait;
+	int64_t db_until = clock_mono_ms() + o->c.db_wait;
 	PGconn *conn;
+	int rc;
 	for (;;) {
 		int64_t left = db_until - clock_mono_ms();
-		conn = pg_connect(c.db, left > 0 ? left : 0);
+		conn = pg_connect(o->c.db, left > 0 ? left : 0);
 		if (conn == NULL)
 			return 1;
 		rc = store_apply_schema(conn);
@@ -485,142 +537,190 @@ int main(int argc, char **argv)
 		    pg_err_name(rc));
 		return 1;
 	}
+	return 0;
+}
 
-	static char instance[64];
-	orch_instance_name(instance, sizeof instance);
-	engine_config ec = {
-	    .db = c.db,
-	    .instance = instance,
-	    .stock = &links[0],
-	    .payment = &links[1],
-	    .shipping = &links[2],
+/* orch_engine_config fills o->ec from the options, the links and the
+ * instance's name. */
+static void orch_engine_config(orch *o)
+{
+	const orch_config *c = &o->c;
+	o->ec = (engine_config) {
+	    .db = c->db,
+	    .instance = o->instance,
+	    .stock = &o->links[0],
+	    .payment = &o->links[1],
+	    .shipping = &o->links[2],
 	    .policy =
 	        {
-	            .step_timeout_ms = c.step_timeout,
-	            .backoff_base_ms = c.backoff_base,
-	            .backoff_cap_ms = c.backoff_cap,
-	            .attention_after = (int32_t)c.attention_after,
-	            .request_timeout_ms = c.request_timeout,
-	            .request_timeout_max_ms = c.request_timeout_max,
+	            .step_timeout_ms = c->step_timeout,
+	            .backoff_base_ms = c->backoff_base,
+	            .backoff_cap_ms = c->backoff_cap,
+	            .attention_after = (int32_t)c->attention_after,
+	            .request_timeout_ms = c->request_timeout,
+	            .request_timeout_max_ms = c->request_timeout_max,
 	            .lease_grace_ms = SAGA_LEASE_GRACE_MS,
 	        },
-	    .resend_ms = c.resend,
-	    .sweep_interval_ms = c.sweep_interval,
-	    .db_wait_ms = c.db_wait,
-	    .batch = (int)c.batch,
-	    .send_batch = (int)c.send_batch,
-	    .max_inflight = (int)c.max_inflight,
-	    .duplicate_delivery = c.duplicate_delivery,
-	    .horizon = horizon,
+	    .resend_ms = c->resend,
+	    .sweep_interval_ms = c->sweep_interval,
+	    .db_wait_ms = c->db_wait,
+	    .batch = (int)c->batch,
+	    .send_batch = (int)c->send_batch,
+	    .max_inflight = (int)c->max_inflight,
+	    .duplicate_delivery = c->duplicate_delivery,
+	    .horizon = o->horizon,
 	};
-	waits *wt = NULL;
-	if (waits_open(&wt, (size_t)c.max_waits) != 0) {
+}
+
+/* orch_engines names this instance and starts the registry of waiting
+ * calls, the listener of the other orchestrators' ends and the engines.
+ * Returns 0, or 1 after logging why not. */
+static int orch_engines(orch *o)
+{
+	orch_instance_name(o->instance, sizeof o->instance);
+	orch_engine_config(o);
+	if (waits_open(&o->wt, (size_t)o->c.max_waits) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		return 1;
 	}
-	ec.on_finished = orch_finished;
-	ec.on_finished_arg = wt;
+	o->ec.on_finished = orch_finished;
+	o->ec.on_finished_arg = o->wt;
 	/* the ends of sagas other orchestrators write, for the calls waiting
 	 * here (listen.h); the local engines' ends come through on_finished */
-	listener *ls = NULL;
-	if (listener_start(&ls, c.db, wt) != 0) {
+	if (listener_start(&o->ls, o->c.db, o->wt) != 0) {
 		log_error(NULL, "could not start: could not start the listener");
-		waits_free(wt);
 		return 1;
 	}
 	/* max-inflight is shared out among the engines */
-	engine *engs[16] = {NULL};
-	int n_engines = (int)c.engines;
-	ec.max_inflight = (int)(c.max_inflight / n_engines > 0 ? c.max_inflight / n_engines : 1);
+	int n = (int)o->c.engines;
+	o->ec.max_inflight = (int)(o->c.max_inflight / n > 0 ? o->c.max_inflight / n : 1);
 	orch_metrics_init();
-	for (int i = 0; i < n_engines; i++) {
-		ec.index = i;
-		rc = engine_start(&engs[i], &ec);
+	for (int i = 0; i < n; i++) {
+		o->ec.index = i;
+		int rc = engine_start(&o->engs[i], &o->ec);
 		if (rc != 0) {
 			log_error(NULL, "could not start the engine: error %d", rc);
-			orch_engines_stop(engs, i);
-			listener_stop(ls);
-			waits_free(wt);
 			return 1;
 		}
+		o->n_engines = i + 1;
 	}
-	api a = {.db = c.db,
-	    .instance = instance,
-	    .db_wait_ms = c.db_wait,
-	    .engs = engs,
-	    .n_engines = n_engines,
-	    .policy = ec.policy,
-	    .horizon = ec.horizon,
-	    .waits = wt,
-	    .batch_delay_us = c.batch_delay,
-	    .batch_siblings = (int)c.batch_siblings,
-	    .overdue_margin_ms = c.overdue_margin,
-	    .stuck_after_ms = c.stuck_after,
-	    .max_listings = orch_max_listings(c.max_listings, c.workers),
-	    .max_listings_per_caller = (int)c.max_listings_per_caller};
-	if (health_db_open(&orch_health, c.db) != 0) {
+	return 0;
+}
+
+/* orch_api starts the Orchestrator API: its handlers, the database probe of
+ * sagas.v1.Health, the retention Admin runs, and its listeners. Returns 0,
+ * or 1 after logging why not. */
+static int orch_api(orch *o)
+{
+	const orch_config *c = &o->c;
+	o->a = (api) {.db = c->db,
+	    .instance = o->instance,
+	    .db_wait_ms = c->db_wait,
+	    .engs = o->engs,
+	    .n_engines = o->n_engines,
+	    .policy = o->ec.policy,
+	    .horizon = o->ec.horizon,
+	    .waits = o->wt,
+	    .batch_delay_us = c->batch_delay,
+	    .batch_siblings = (int)c->batch_siblings,
+	    .overdue_margin_ms = c->overdue_margin,
+	    .stuck_after_ms = c->stuck_after,
+	    .max_listings = orch_max_listings(c->max_listings, c->workers),
+	    .max_listings_per_caller = (int)c->max_listings_per_caller};
+	if (health_db_open(&orch_health, c->db) != 0) {
 		log_error(NULL, "could not start: out of memory");
-		orch_engines_stop(engs, n_engines);
-		listener_stop(ls);
-		waits_free(wt);
 		return 1;
 	}
 	/* the deletion of finished sagas past the horizon (rule R4): in the
 	 * background when elected, and by sagactl retention (Admin) */
-	static retention_config ret_cfg;
-	ret_cfg = (retention_config) {.conninfo = c.db,
+	o->ret_cfg = (retention_config) {.conninfo = c->db,
 	    .what = "the retention of finished sagas",
 	    .elect_key = ELECT_KEY_RETENTION,
-	    .interval_ms = c.retention_interval,
+	    .interval_ms = c->retention_interval,
 	    .tables = {"sagas", "saga_history", "saga_ids_retired"},
 	    .batch = store_retention_batch,
-	    .arg = &horizon};
-	admin_set_retention(&ret_cfg);
+	    .arg = &o->horizon};
+	admin_set_retention(&o->ret_cfg);
 	/* the API's handlers, plus the database probe of sagas.v1.Health */
 	static health_service health
 	    = {.service = "sagas.v1.Orchestrator", .healthy = orch_healthy};
-	rpc_server *srv = NULL;
 	/* a context per waiting call, plus room for everything else */
-	int contexts = (int)c.max_waits + RPC_SERVER_CONTEXTS;
-	rc = daemon_net_serve(&srv, &c.net, "orchestratord", AUTHZ_CLIENT, (int)c.workers, contexts,
-	    api_server_ops(), &a, &health);
+	int contexts = (int)c->max_waits + RPC_SERVER_CONTEXTS;
+	int rc = daemon_net_serve(&o->srv, &c->net, "orchestratord", AUTHZ_CLIENT, (int)c->workers,
+	    contexts, api_server_ops(), &o->a, &health);
 	if (rc != 0) {
 		log_error(NULL, "could not start its listeners: %s", strerror(-rc));
-		orch_engines_stop(engs, n_engines);
-		listener_stop(ls);
-		waits_free(wt);
-		health_db_close(orch_health);
 		return 1;
 	}
 	log_info(NULL, "orchestratord %s listening on %s (stock %s, payment %s, shipping %s)%s",
-	    instance, c.net.listen, c.stock, c.payment, c.shipping,
-	    c.duplicate_delivery ? ", delivering every command twice" : "");
-	report *rep = NULL;
-	report_config rc_cfg = {.conninfo = c.db,
-	    .report_interval_ms = c.report_interval,
+	    o->instance, c->net.listen, c->stock, c->payment, c->shipping,
+	    c->duplicate_delivery ? ", delivering every command twice" : "");
+	return 0;
+}
+
+/* orch_run starts the elected jobs (the report and gauges, the retention;
+ * each only logged when it cannot start) and serves until SIGINT or
+ * SIGTERM. Returns 0. */
+static int orch_run(orch *o)
+{
+	const orch_config *c = &o->c;
+	report_config rc_cfg = {.conninfo = c->db,
+	    .report_interval_ms = c->report_interval,
 	    .report_overdue_ms = ORCH_REPORT_OVERDUE_MS,
-	    .gauge_interval_ms = c.gauge_interval,
-	    .margin_ms = c.overdue_margin,
-	    .stuck_ms = c.stuck_after};
-	if (report_start(&rep, &rc_cfg) != 0)
+	    .gauge_interval_ms = c->gauge_interval,
+	    .margin_ms = c->overdue_margin,
+	    .stuck_ms = c->stuck_after};
+	if (report_start(&o->rep, &rc_cfg) != 0)
 		log_warn(NULL, "could not start the report of stuck sagas and the database gauges");
-	retention *ret = NULL;
-	if (c.retention_interval > 0 && retention_start(&ret, &ret_cfg) != 0)
+	if (c->retention_interval > 0 && retention_start(&o->ret, &o->ret_cfg) != 0)
 		log_warn(NULL, "could not start the retention of finished sagas");
 	daemon_wait_for_stop(100);
 	/* bounded since the signal (daemon_install_signals): the elected jobs
 	 * may be waiting in libpq on a stalled link */
 	log_info(NULL, "shutting down");
-	retention_stop(ret);
-	report_stop(rep);
-	waits_close(wt); /* answers the waiting calls while the server still runs */
-	daemon_net_stop(srv);
-	orch_engines_stop(engs, n_engines);
-	listener_stop(ls); /* it answers through wt */
-	waits_free(wt);
-	health_db_close(orch_health);
-	for (int i = 0; i < 3; i++)
-		rpc_urls_free(&links[i]);
-	log_info(NULL, "stopped");
+	o->ran = true;
 	return 0;
+}
+
+/* orch_stop stops what the steps started, whichever step failed, in the
+ * order that keeps every part's users stopped before it: the elected jobs,
+ * the waiting calls (answered while the server still runs), the server, the
+ * engines, the listener (it answers through the waits), the waits' registry,
+ * the health probe. The links' lists are freed at the end of a run, or
+ * when the start failed before the probes began (a probe, detached, may
+ * still read them after a later failure, which ends the process at once). */
+static void orch_stop(orch *o)
+{
+	retention_stop(o->ret);
+	report_stop(o->rep);
+	waits_close(o->wt);
+	daemon_net_stop(o->srv);
+	orch_engines_stop(o->engs, o->n_engines);
+	listener_stop(o->ls);
+	waits_free(o->wt);
+	health_db_close(orch_health);
+	orch_health = NULL;
+	if (o->ran || o->probes[0].url == NULL)
+		for (int i = 0; i < 3; i++)
+			rpc_urls_free(&o->links[i]);
+	if (o->ran)
+		log_info(NULL, "stopped");
+}
+
+int main(int argc, char **argv)
+{
+	static orch o;
+	int rc = orch_options(&o, argc, argv);
+	if (rc == 0)
+		rc = orch_links(&o);
+	if (rc == 0)
+		rc = orch_schema(&o);
+	if (rc == 0)
+		rc = orch_engines(&o);
+	if (rc == 0)
+		rc = orch_api(&o);
+	if (rc == 0)
+		rc = orch_run(&o);
+	orch_stop(&o);
+	return rc == ORCH_DONE ? 0 : rc;
 }

@@ -383,16 +383,12 @@ bool pkit_service_check(const pkit_service *svc);
  * Call once from main. */
 void pkit_metrics_init(const pkit_service *svc);
 
-/* Helpers for a service's decoding (each false with the error in `r`):
- * pkit_unpack decodes `call`'s payload as `desc` and insists on its
- * canonical encoding (valid_pb_exact); returns the message (free with
- * protobuf_c_message_free_unpacked) or NULL. pkit_check_saga_id: a
+/* Helpers for a service's decoding (each false with the error in `r`; a
+ * payload is decoded with rpc_unpack, rpc.h): pkit_check_saga_id: a
  * canonical UUID; pkit_check_name: 1..VALID_NAME_MAX bytes of UTF-8 without
  * control characters (field names the field); pkit_check_range: min <= v
  * <= max, the message naming the number's unit ("minor units") unless
  * unit is NULL. */
-ProtobufCMessage *pkit_unpack(
-    const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r);
 bool pkit_check_saga_id(rpc_reply *r, const char *s);
 bool pkit_check_name(rpc_reply *r, const char *field, const char *s);
 bool pkit_check_range(

@@ -23,27 +23,6 @@
 
 /* ---- validation at the edge ---- */
 
-ProtobufCMessage *pkit_unpack(
-    const ProtobufCMessageDescriptor *desc, const rpc_request *call, rpc_reply *r)
-{
-	/* the type name without its package, as the messages say it */
-	const char *what = desc->short_name;
-	ProtobufCMessage *m
-	    = protobuf_c_message_unpack(desc, NULL, call->payload_len, call->payload);
-	if (m == NULL) {
-		rpc_reply_error(
-		    r, RPC_INVALID_ARGUMENT, "malformed_payload", "could not decode %s", what);
-		return NULL;
-	}
-	if (!valid_pb_exact(m, call->payload_len)) {
-		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
-		    "could not decode %s: not a canonical encoding " VALID_CANONICAL_HINT, what);
-		protobuf_c_message_free_unpacked(m, NULL);
-		return NULL;
-	}
-	return m;
-}
-
 bool pkit_check_saga_id(rpc_reply *r, const char *s)
 {
 	if (valid_uuid(s))
@@ -96,7 +75,7 @@ static int64_t pkit_num_at(const ProtobufCMessage *m, const ProtobufCFieldDescri
 bool pkit_list_request(const ProtobufCMessageDescriptor *desc, const char *include_field,
     int32_t def, int32_t max, const rpc_request *call, bool *include, int32_t *limit, rpc_reply *r)
 {
-	ProtobufCMessage *m = pkit_unpack(desc, call, r);
+	ProtobufCMessage *m = rpc_unpack(desc, call, r);
 	if (m == NULL)
 		return false;
 	const ProtobufCFieldDescriptor *fi = pkit_field_of(desc, include_field);
@@ -178,7 +157,7 @@ static bool pkit_parse(const pkit_method *m, const horizon_policy *hz, const rpc
 {
 	memset(c, 0, sizeof *c);
 	c->m = m;
-	c->msg = pkit_unpack(m->request, call, r);
+	c->msg = rpc_unpack(m->request, call, r);
 	if (c->msg == NULL)
 		return false;
 	c->cmd.args.op = m->op;

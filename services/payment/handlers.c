@@ -17,7 +17,7 @@
 
 static void payment_deposit(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__DepositRequest *req = (Sagas__V1__DepositRequest *)pkit_unpack(
+	Sagas__V1__DepositRequest *req = (Sagas__V1__DepositRequest *)rpc_unpack(
 	    &sagas__v1__deposit_request__descriptor, call, r);
 	if (req == NULL)
 		return;
@@ -30,24 +30,27 @@ static void payment_deposit(pkit_store *st, const rpc_request *call, rpc_reply *
 		goto out_free;
 	}
 	int64_t balance = 0;
-	bool duplicate = false;
-	int rc = payment_store_deposit(
-	    st, req->customer, req->amount, req->deposit_id, &balance, &duplicate);
-	if (rc == -EEXIST) {
+	int err = 0;
+	payment_deposit_result res = payment_store_deposit(
+	    st, req->customer, req->amount, req->deposit_id, &balance, &err);
+	switch (res) {
+	case PAYMENT_DEPOSIT_ADDED:
+	case PAYMENT_DEPOSIT_DUPLICATE:
+		break;
+	case PAYMENT_DEPOSIT_KEY_MISMATCH:
 		rpc_reply_error(r, RPC_ALREADY_EXISTS, "key_mismatch",
 		    "deposit_id %s was used with another customer or amount", req->deposit_id);
 		goto out_free;
-	}
-	if (rc == -ERANGE) {
+	case PAYMENT_DEPOSIT_OVER_CAP:
 		rpc_reply_error(r, RPC_OUT_OF_RANGE, "balance_overflow",
 		    "the balance would exceed the cap of %lld minor units",
 		    (long long)VALID_AMOUNT_MAX);
 		goto out_free;
-	}
-	if (rc != 0) {
-		pkit_store_failed(r, rc, "deposit", NULL);
+	case PAYMENT_DEPOSIT_ERROR:
+		pkit_store_failed(r, err, "deposit", NULL);
 		goto out_free;
 	}
+	bool duplicate = res == PAYMENT_DEPOSIT_DUPLICATE;
 	if (duplicate)
 		log_info(NULL,
 		    "deposit customer=%s amount=%" PRId64

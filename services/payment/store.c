@@ -39,8 +39,8 @@
 	"UNION ALL SELECT applied_by IS DISTINCT FROM $5::uuid, customer, amount, balance_after "  \
 	"FROM prior"
 
-int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
-    const char *deposit_id, int64_t *balance, bool *duplicate)
+payment_deposit_result payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
+    const char *deposit_id, int64_t *balance, int *err)
 {
 	PGresult *res = NULL;
 	bool keyed = deposit_id != NULL && deposit_id[0] != '\0';
@@ -50,7 +50,7 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	char token[VALID_UUID_LEN + 1];
 	saga_id_new(token);
 	const char *p[] = {customer, val, max, deposit_id, token};
-	*duplicate = false;
+	*err = 0;
 	int rc = 0;
 	/* Without a key, never re-run after a lost connection: its COMMIT may
 	 * have gone through. One statement, so it is its own transaction and
@@ -67,7 +67,7 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 	bool reran_empty = false;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		if ((rc = pkit_store_ready(s)) != 0)
-			return rc;
+			break;
 		if (keyed)
 			rc = pg_exec(pkit_store_conn(s), PAYMENT_DEPOSIT_KEYED, 5, p, &res);
 		else
@@ -88,26 +88,30 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 		}
 		break;
 	}
-	if (rc != 0)
-		return rc;
-	if (res == NULL)
-		return PG_ERR_RETRY; /* the tries ran out on the re-run: unknown, retry */
+	if (rc == 0 && res == NULL)
+		rc = PG_ERR_RETRY; /* the tries ran out on the re-run: unknown, retry */
+	if (rc != 0) {
+		*err = rc;
+		return PAYMENT_DEPOSIT_ERROR;
+	}
+	payment_deposit_result out = PAYMENT_DEPOSIT_ADDED;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
-		return -ERANGE;
+		return PAYMENT_DEPOSIT_OVER_CAP;
 	}
-	*duplicate = PQgetvalue(res, 0, 0)[0] == 't';
 	*balance = pg_get_i64(res, 0, 3);
-	if (*duplicate) {
+	if (PQgetvalue(res, 0, 0)[0] == 't') {
 		/* rule 6 of saga-semantics.md, for deposits: the same key with
 		 * other arguments is refused and changes nothing */
 		if (strcmp(PQgetvalue(res, 0, 1), customer) != 0 || pg_get_i64(res, 0, 2) != amount)
-			rc = -EEXIST;
+			out = PAYMENT_DEPOSIT_KEY_MISMATCH;
+		else
+			out = PAYMENT_DEPOSIT_DUPLICATE;
 	} else {
 		pkit_store_learn(s, customer, *balance);
 	}
 	PQclear(res);
-	return rc;
+	return out;
 }
 
 void payment_listing_free(payment_listing *l)

@@ -16,7 +16,7 @@
  *                      deadlock or a concurrent duplicate) past its retries,
  *   PG_ERR_OTHER, PG_ERR_CHECK, PG_ERR_UNIQUE
  *                      anything else: a bug or bad data (INTERNAL),
- * plus -ENOMEM, and -ERANGE where a function says so. A database error is
+ * plus -ENOMEM, and -EINVAL where a function says so. A database error is
  * never turned into a business refusal: refusals only come from
  * payment_decide().
  */
@@ -68,24 +68,38 @@ typedef struct payment_listing {
 	int64_t refunded_charges; /* records in REFUNDED */
 } payment_listing;
 
+/* What payment_store_deposit did: a business outcome, or
+ * PAYMENT_DEPOSIT_ERROR when the database failed (the error then in its
+ * *err). */
+typedef enum payment_deposit_result {
+	PAYMENT_DEPOSIT_ADDED,        /* added: *balance is the balance right after */
+	PAYMENT_DEPOSIT_DUPLICATE,    /* its key's deposit was made before: nothing
+	                                 added, *balance is the balance recorded then */
+	PAYMENT_DEPOSIT_KEY_MISMATCH, /* its key was used with another customer or
+	                                 amount: nothing written, *balance is that
+	                                 deposit's */
+	PAYMENT_DEPOSIT_OVER_CAP,     /* the balance would exceed VALID_AMOUNT_MAX:
+	                                 nothing written */
+	PAYMENT_DEPOSIT_ERROR,        /* the database failed: *err says how */
+} payment_deposit_result;
+
 /* payment_store_deposit adds `amount` minor units (1..VALID_AMOUNT_MAX) to
  * `customer`'s account, creating it, outside any saga (admin).
  * `deposit_id` (a canonical UUID, borrowed) is its idempotency key, or NULL
  * or "" for none. With a key, the first call adds and records the balance
  * right after; a duplicate (also a concurrent one) adds nothing and gets that
- * recorded balance with *duplicate true, like the participants' commands
- * (saga-semantics.md rules 2 and 6), and a lost connection or a lost race
- * is re-run (at most twice); a re-run that finds the record its own first
- * run wrote (the connection was lost after the COMMIT) is not a duplicate.
- * Without a key it is never re-run after a lost connection (its COMMIT may
- * have gone through): PG_ERR_CONNECTION then means "unknown, check the
- * balance". On 0, *balance is the balance right after the deposit.
- * Returns 0; -ERANGE (nothing written) when the balance would exceed
- * VALID_AMOUNT_MAX; -EEXIST (nothing written) when the key was used with
- * another customer or amount (then *balance is that deposit's); or a negative
- * enum pg_err. */
-int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
-    const char *deposit_id, int64_t *balance, bool *duplicate) __attribute__((warn_unused_result));
+ * recorded balance (PAYMENT_DEPOSIT_DUPLICATE), like the participants'
+ * commands (saga-semantics.md rules 2 and 6), and a lost connection or a
+ * lost race is re-run (at most twice); a re-run that finds the record its
+ * own first run wrote (the connection was lost after the COMMIT) is not a
+ * duplicate. Without a key it is never re-run after a lost connection (its
+ * COMMIT may have gone through): PG_ERR_CONNECTION then means "unknown,
+ * check the balance". Returns the outcome (payment_deposit_result, which
+ * says what *balance then holds); PAYMENT_DEPOSIT_ERROR with *err a
+ * negative enum pg_err or -ENOMEM. *err (never NULL) is 0 for every other
+ * result. */
+payment_deposit_result payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
+    const char *deposit_id, int64_t *balance, int *err) __attribute__((warn_unused_result));
 
 /* payment_store_list reads, in one consistent snapshot, every account with
  * its balance and the count and sum of its CHARGED records, the number of

@@ -16,7 +16,7 @@
 
 static void stock_set(pkit_store *st, const rpc_request *call, rpc_reply *r)
 {
-	Sagas__V1__SetStockRequest *req = (Sagas__V1__SetStockRequest *)pkit_unpack(
+	Sagas__V1__SetStockRequest *req = (Sagas__V1__SetStockRequest *)rpc_unpack(
 	    &sagas__v1__set_stock_request__descriptor, call, r);
 	if (req == NULL)
 		return;

@@ -19,29 +19,30 @@ static struct {
 static size_t ndep;
 static const payment_store *deps_of; /* the store the deposits belong to */
 
-int payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
-    const char *deposit_id, int64_t *balance, bool *duplicate)
+payment_deposit_result payment_store_deposit(payment_store *s, const char *customer, int64_t amount,
+    const char *deposit_id, int64_t *balance, int *err)
 {
 	if (deps_of != s) { /* a new store: no deposits yet */
 		deps_of = s;
 		ndep = 0;
 	}
-	*duplicate = false;
+	*err = 0;
 	bool keyed = deposit_id != NULL && *deposit_id != '\0';
 	for (size_t i = 0; keyed && i < ndep; i++) {
 		if (strcmp(deps[i].id, deposit_id) != 0)
 			continue;
 		*balance = deps[i].balance;
 		if (strcmp(deps[i].customer, customer) != 0 || deps[i].amount != amount)
-			return -EEXIST;
-		*duplicate = true;
-		return 0;
+			return PAYMENT_DEPOSIT_KEY_MISMATCH;
+		return PAYMENT_DEPOSIT_DUPLICATE;
 	}
 	int64_t *acct = mem_row(s, customer, true);
-	if (acct == NULL)
-		return PG_ERR_OTHER;
+	if (acct == NULL) {
+		*err = PG_ERR_OTHER;
+		return PAYMENT_DEPOSIT_ERROR;
+	}
 	if (*acct > VALID_AMOUNT_MAX - amount)
-		return -ERANGE;
+		return PAYMENT_DEPOSIT_OVER_CAP;
 	*acct += amount;
 	*balance = *acct;
 	if (keyed && ndep < MEM_MAX) {
@@ -51,7 +52,7 @@ int payment_store_deposit(payment_store *s, const char *customer, int64_t amount
 		deps[d].amount = amount;
 		deps[d].balance = *balance;
 	}
-	return 0;
+	return PAYMENT_DEPOSIT_ADDED;
 }
 
 int payment_store_list(payment_store *s, bool include_charges, int32_t limit, payment_listing *out)
