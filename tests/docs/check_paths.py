@@ -20,6 +20,12 @@ repository, and fails listing each one that names nothing in it. Found:
   the name of some file in the repository, wherever it is, unless it is
   listed in NOT_OURS below (generated, system or external files).
 
+A design page may name paths that do not exist yet: it lists them in a
+comment `<!-- planned: orchestrator/sagadef/ order.yaml -->`; in that file
+a path equal to one of them, or under a planned folder, is not checked, and
+a planned path that exists is a problem (take it off the list once it
+lands).
+
 Not checked: URLs, paths under build*/ (made by a build), routes and
 method names that begin with `/` (`/v1/sagas`, `/sagas.v1.Rpc/Batch`), and
 paths inside ``` blocks that are shell sessions of other machines.
@@ -187,10 +193,33 @@ def texts(root, name):
             yield n, line, fence
 
 
+def planned_paths(root, name):
+    """The paths name's `<!-- planned: ... -->` comments list, with the line
+    of each."""
+    out = []
+    if not name.endswith(".md"):
+        return out
+    with open(os.path.join(root, name), encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            for m in re.finditer(r"<!--\s*planned:(.*?)-->", line):
+                out += [(n, p) for p in m.group(1).split()]
+    return out
+
+
+def is_planned(p, planned):
+    """True when p is a planned path or lies under a planned folder."""
+    return any(p == q or p.rstrip("/") == q.rstrip("/") or (q.endswith("/") and p.startswith(q))
+               for _, q in planned)
+
+
 def check_file(root, name, files, dirs, tops):
     """Return the list of 'name:line: path' problems of one file."""
     problems = []
     base = os.path.dirname(name)
+    planned = planned_paths(root, name)
+    for n, q in planned:
+        if resolves(q, files, dirs) or ("/" not in q and "/" + q in {"/" + os.path.basename(f) for f in files}):
+            problems.append("%s:%d: %s: planned, but it exists: take it off the list" % (name, n, q))
     for n, line, fence in texts(root, name):
         for target in LINK_RE.findall(line):
             if re.match(r"[a-z][a-z0-9+.-]*:", target):
@@ -207,7 +236,7 @@ def check_file(root, name, files, dirs, tops):
         for m in PATH_RE.finditer(line):
             p = m.group(1).rstrip(".,;:")
             first = p.split("/")[0]
-            if first.startswith("build"):
+            if first.startswith("build") or is_planned(p, planned):
                 continue
             if first in tops:
                 if not resolves(p, files, dirs):
@@ -219,7 +248,7 @@ def check_file(root, name, files, dirs, tops):
                     problems.append("%s:%d: %s: no path ends with it" % (name, n, p))
         for m in BARE_RE.finditer(line):
             b = m.group(1)
-            if b in NOT_OURS:
+            if b in NOT_OURS or is_planned(b, planned):
                 continue
             if "/" + b not in bases and b not in files:
                 problems.append("%s:%d: %s: no file of that name" % (name, n, b))
