@@ -13,7 +13,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io build-essential cmake pkg-config \
       libnng-dev libmbedtls-dev libprotobuf-c-dev protobuf-c-compiler libpq-dev uuid-dev \
-      libjansson-dev libcmocka-dev uthash-dev libmicrohttpd-dev libgnutls28-dev libunistring-dev \
+      libjansson-dev libfyaml-dev libcmocka-dev uthash-dev libmicrohttpd-dev libgnutls28-dev libunistring-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The whole tree minus .dockerignore (docs, git, build folders, deployment
@@ -29,7 +29,7 @@ FROM ${BASE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
-      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 libmicrohttpd12 libgnutls30 libunistring2 openssl \
+      libnng1 libprotobuf-c1 libpq5 libuuid1 libjansson4 libfyaml0 libmicrohttpd12 libgnutls30 libunistring2 openssl \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 saga \
  && useradd --system --uid 10001 --gid saga --no-create-home --home-dir /nonexistent \

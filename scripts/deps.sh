@@ -12,7 +12,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libnng-dev libmbedtls-dev nng-utils libprotobuf-c-dev
-  protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev uthash-dev
+  protobuf-c-compiler libpq-dev uuid-dev libcmocka-dev libjansson-dev libfyaml-dev uthash-dev
   libmicrohttpd-dev libgnutls28-dev libunistring-dev
   protobuf-compiler python3-protobuf libnanomsg-dev nanomsg-utils
   postgresql jq util-linux clang-format docker-compose faketime libfaketime openssl nftables

@@ -291,6 +291,7 @@ int ctl_parse_id(ctl_ctx *c, const char *text)
 
 static const char *const ctl_args_start[] = {"CUSTOMER", "SKU", "QTY", "AMOUNT", NULL};
 static const char *const ctl_args_id[] = {"ID", NULL};
+static const char *const ctl_args_file[] = {"FILE", NULL};
 static const char *const ctl_args_none[] = {NULL};
 static const char *const ctl_args_stock_set[] = {"SKU", "ON_HAND", NULL};
 static const char *const ctl_args_deposit[] = {"CUSTOMER", "AMOUNT", NULL};
@@ -360,6 +361,15 @@ static const ctl_cmd ctl_cmds[] = {
         "CANCELLED saga cannot be retried (FAILED_PRECONDITION, exit 1).\n"
         "--json: SAGA (see sagactl --help)",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_retry},
+    {"definitions check", "FILE", "check a saga definition file (no server needed)",
+        "sagactl definitions check FILE",
+        "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"
+        "of \"Validation at start\". Needs no server. Prints each saga type with its\n"
+        "version (SHA-256 of its canonical definition) and one line per step: name,\n"
+        "kind, state, compensating state, participant:command/compensation, deadline.\n"
+        "Exits 0; on the first refusal prints FILE:LINE:COLUMN: PATH: message and\n"
+        "exits 1.",
+        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_file, ctl_definitions_check},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
         "sagactl stock set SKU ON_HAND [OPTIONS]",
         "Admin: set the on-hand quantity of SKU (creates the sku).\n"
@@ -652,6 +662,9 @@ typedef struct ctl_group {
 } ctl_group;
 
 static const ctl_group ctl_groups[] = {
+    {"definitions", "check",
+        "usage: sagactl definitions check FILE\n\n"
+        "Run 'sagactl definitions check --help' for details.\n"},
     {"stock", "set or list",
         "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
         "       sagactl stock list [--reservations [--limit N]] [OPTIONS]\n\n"

@@ -356,6 +356,11 @@ int ctl_probe(ctl_ctx *c, char **args);
  * deleted, or would delete; returns an exit code. */
 int ctl_retention(ctl_ctx *c, char **args);
 
+/* ---- sagactl_defs.c ---- */
+/* definitions check FILE: no server; exit 0 when the file validates, else
+ * the error (FILE:LINE:COLUMN: PATH: message) and exit 1. */
+int ctl_definitions_check(ctl_ctx *c, char **args);
+
 /* ---- sagactl_report.c ---- */
 
 int ctl_report(ctl_ctx *c, char **args);

@@ -1,0 +1,153 @@
+/* saga_def: saga definitions as data (docs/saga-definitions.md, section 1).
+ * A definition file (YAML 1.2 or JSON) is read with libfyaml into the plain
+ * structs below and checked against every rule of "Validation at start":
+ * the table of methods (common/authz/methods.h) and protoc-c's descriptors
+ * of the input and request messages. Every refusal is one line,
+ * "FILE:LINE:COLUMN: PATH: message". Pure but for saga_def_load's file read;
+ * the engine does not use it yet (first landing).
+ */
+#ifndef SAGA_DEF_H
+#define SAGA_DEF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "methods.h"
+
+/* SAGA_DEF_FORMAT is the one `format:` this build reads. */
+#define SAGA_DEF_FORMAT 1
+/* SAGA_DEF_DEFAULT: a deadline or retry value left to the daemon's option
+ * (--step-timeout, --backoff-base, --backoff-cap, --attention-after). */
+#define SAGA_DEF_DEFAULT (-1)
+/* SAGA_DEF_MAX_STEPS: the steps of all types of one file, at most. */
+#define SAGA_DEF_MAX_STEPS 64
+/* the longest name (type, step, state, participant, field) accepted */
+#define SAGA_DEF_NAME_MAX 64
+
+/* A step's kind (docs/saga-semantics.md, "Terms"). */
+enum saga_step_kind {
+	SAGA_STEP_COMPENSABLE,
+	SAGA_STEP_PIVOT,
+	SAGA_STEP_RETRIABLE,
+};
+
+/* Where a node was in the file: 1-based line and column. */
+typedef struct saga_def_pos {
+	int line;
+	int column;
+} saga_def_pos;
+
+/* The positions a step keeps for its errors (saga_def_step.at). */
+enum saga_def_at {
+	SAGA_AT_STEP, /* the step's mapping */
+	SAGA_AT_NAME,
+	SAGA_AT_STATE,
+	SAGA_AT_COMPENSATING,
+	SAGA_AT_PARTICIPANT,
+	SAGA_AT_COMMAND,
+	SAGA_AT_COMPENSATION,
+	SAGA_AT_KIND,
+	SAGA_AT_DEADLINE,
+	SAGA_AT_INPUT,
+	SAGA_AT_COUNT
+};
+
+/* One request field of a command, and where its value comes from: a field
+ * of the saga's input message (`from`) or a constant (`constant`, its
+ * text); exactly one of the two is set. */
+typedef struct saga_def_map {
+	char *field;
+	char *from;
+	char *constant;
+	saga_def_pos at;  /* the key */
+	saga_def_pos vat; /* the value */
+} saga_def_map;
+
+/* A participant: a key of `participants`. */
+typedef struct saga_def_participant {
+	char *name;    /* "stock" */
+	char *service; /* "sagas.v1.Stock" */
+	char *urls;    /* the option naming its URL list: "--stock" */
+	saga_def_pos at;
+	saga_def_pos service_at;
+} saga_def_participant;
+
+typedef struct saga_def_step {
+	char *name;
+	char *group;        /* the group's name, or NULL for a step alone */
+	char *state;        /* while it runs; default NAME upper-cased */
+	char *compensating; /* while compensated; default NAME_UNDO */
+	char *participant;
+	enum method_id command;
+	enum method_id compensation; /* METHOD_NONE: none */
+	enum saga_step_kind kind;
+	int64_t deadline_ms;     /* SAGA_DEF_DEFAULT: --step-timeout */
+	int64_t retry_base_ms;   /* SAGA_DEF_DEFAULT: --backoff-base */
+	int64_t retry_cap_ms;    /* SAGA_DEF_DEFAULT: --backoff-cap */
+	int64_t attention_after; /* SAGA_DEF_DEFAULT: --attention-after */
+	saga_def_map *input;     /* sorted by field */
+	size_t ninput;
+	char path[96]; /* "sagas.order.steps[2]" */
+	saga_def_pos at[SAGA_AT_COUNT];
+} saga_def_step;
+
+typedef struct saga_def_type {
+	char *name;      /* "order" */
+	char *input;     /* "sagas.v1.Order" */
+	char *completed; /* the terminal states' names */
+	char *cancelled;
+	const ProtobufCMessageDescriptor *input_desc;
+	saga_def_step *steps; /* in order; a group's members are consecutive */
+	size_t nsteps;
+	saga_def_pos at, input_at, completed_at, cancelled_at;
+} saga_def_type;
+
+/* A loaded file: its participants and saga types. */
+typedef struct saga_defs {
+	int format;
+	char *file; /* the name errors give */
+	saga_def_participant *participants;
+	size_t nparticipants;
+	saga_def_type *types;
+	size_t ntypes;
+} saga_defs;
+
+/* saga_def_parse reads a definition from `text` (`len` bytes, need not be
+ * NUL-terminated; YAML 1.2 or JSON), named `name` in errors, and checks it
+ * (saga_def_validate). Returns 0 and sets *out to a new saga_defs (the
+ * caller frees it with saga_defs_free); or returns -1, leaves *out NULL
+ * and writes one line "NAME:LINE:COLUMN: PATH: message" (or
+ * "NAME:LINE:COLUMN: message" for a syntax error) into err (errlen bytes,
+ * truncated, always NUL-terminated when errlen > 0). Pure, thread-safe. */
+int saga_def_parse(
+    const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen);
+
+/* saga_def_load is saga_def_parse on the file at `path` (named `path` in
+ * errors). A file that cannot be read is an error "PATH: strerror". */
+int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen);
+
+/* saga_def_validate checks a parsed definition against every rule of
+ * "Validation at start" (saga_def_parse calls it). Returns 0, or -1 with
+ * the first refusal in err as above. It fills each type's input_desc. */
+int saga_def_validate(saga_defs *defs, char *err, size_t errlen);
+
+/* saga_def_version writes the SHA-256 of the canonical serialisation of
+ * type `t` (a type of a validated saga_defs) into out (32 bytes) and, when
+ * hex is not NULL, its lowercase hex into hex (65 bytes, NUL-terminated).
+ * The serialisation is of the parsed values (comments, key order, JSON or
+ * YAML do not change it). Returns 0, or -1 when out of memory. */
+int saga_def_version(
+    const saga_defs *defs, const saga_def_type *t, unsigned char out[32], char hex[65]);
+
+/* saga_def_kind_name is "compensable", "pivot" or "retriable" (static). */
+const char *saga_def_kind_name(enum saga_step_kind kind);
+
+/* saga_def_find_participant returns the participant named `name`, or NULL. */
+const saga_def_participant *saga_def_find_participant(const saga_defs *defs, const char *name);
+
+/* saga_defs_free frees defs and everything it owns; NULL is allowed. */
+void saga_defs_free(saga_defs *defs);
+
+#endif

@@ -1,0 +1,410 @@
+/* saga_def_check: the rules across steps and types of "Validation at
+ * start" (docs/saga-definitions.md): kinds and the pivot, compensations,
+ * groups, deadlines, names, and the input mappings walked through
+ * protoc-c's descriptors. */
+#include "saga_def_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sagas/v1/admin.pb-c.h"
+#include "sagas/v1/health.pb-c.h"
+#include "sagas/v1/orchestrator.pb-c.h"
+#include "sagas/v1/payment.pb-c.h"
+#include "sagas/v1/shipping.pb-c.h"
+#include "sagas/v1/stock.pb-c.h"
+
+/* the services of proto/sagas/v1, and the messages outside their requests
+ * and replies that a saga's input may be */
+static const ProtobufCServiceDescriptor *const sd_services[]
+    = {&sagas__v1__health__descriptor, &sagas__v1__admin__descriptor,
+        &sagas__v1__orchestrator__descriptor, &sagas__v1__stock__descriptor,
+        &sagas__v1__payment__descriptor, &sagas__v1__shipping__descriptor};
+static const ProtobufCMessageDescriptor *const sd_messages[] = {&sagas__v1__order__descriptor};
+
+#define SD_N(a) (sizeof(a) / sizeof((a)[0]))
+
+const ProtobufCMessageDescriptor *sd_message_find(const char *name)
+{
+	for (size_t i = 0; i < SD_N(sd_messages); i++)
+		if (strcmp(sd_messages[i]->name, name) == 0)
+			return sd_messages[i];
+	for (size_t i = 0; i < SD_N(sd_services); i++) {
+		for (unsigned j = 0; j < sd_services[i]->n_methods; j++) {
+			const ProtobufCMethodDescriptor *m = &sd_services[i]->methods[j];
+			if (strcmp(m->input->name, name) == 0)
+				return m->input;
+			if (strcmp(m->output->name, name) == 0)
+				return m->output;
+		}
+	}
+	return NULL;
+}
+
+const ProtobufCMessageDescriptor *sd_request_of(enum method_id id)
+{
+	if (id < 0 || id >= METHOD_COUNT)
+		return NULL;
+	char svc[96];
+	snprintf(svc, sizeof svc, "sagas.v1.%s", method_table[id].service);
+	for (size_t i = 0; i < SD_N(sd_services); i++) {
+		if (strcmp(sd_services[i]->name, svc) != 0)
+			continue;
+		for (unsigned j = 0; j < sd_services[i]->n_methods; j++)
+			if (strcmp(sd_services[i]->methods[j].name, method_table[id].name) == 0)
+				return sd_services[i]->methods[j].input;
+	}
+	return NULL;
+}
+
+static const char *sd_type_name(const ProtobufCFieldDescriptor *f)
+{
+	static const char *const names[] = {"int32", "sint32", "sfixed32", "int64", "sint64",
+	    "sfixed64", "uint32", "fixed32", "uint64", "fixed64", "float", "double", "bool", "enum",
+	    "string", "bytes", "message"};
+	if (f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_ENUM) {
+		const char *n = f->type == PROTOBUF_C_TYPE_MESSAGE
+		    ? ((const ProtobufCMessageDescriptor *)f->descriptor)->name
+		    : ((const ProtobufCEnumDescriptor *)f->descriptor)->name;
+		return n;
+	}
+	return (size_t)f->type < SD_N(names) ? names[f->type] : "?";
+}
+
+static bool sd_engine_field(const char *name)
+{
+	return strcmp(name, "saga_id") == 0 || strcmp(name, "saga_started_unix_ms") == 0;
+}
+
+/* sd_const_fits: a constant's text for a field of f's type. */
+static bool sd_const_fits(const ProtobufCFieldDescriptor *f, const char *text)
+{
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return false;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_BYTES:
+		return true;
+	case PROTOBUF_C_TYPE_BOOL:
+		return strcmp(text, "true") == 0 || strcmp(text, "false") == 0;
+	case PROTOBUF_C_TYPE_MESSAGE:
+	case PROTOBUF_C_TYPE_ENUM:
+	case PROTOBUF_C_TYPE_FLOAT:
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return false;
+	default: {
+		char *end = NULL;
+		long long v = strtoll(text, &end, 10);
+		(void)v;
+		return end != text && *end == '\0';
+	}
+	}
+}
+
+/* sd_check_map checks one mapping entry against the command's request. */
+static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_def_step *s,
+    const saga_def_map *m, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *req = sd_request_of(s->command);
+	char p[200];
+	snprintf(p, sizeof p, "%s.input.%s", s->path, m->field);
+	if (sd_engine_field(m->field)) {
+		sd_err(err, errlen, d->file, m->at, p, "%s is set by the engine", m->field);
+		return -1;
+	}
+	const ProtobufCFieldDescriptor *rf
+	    = protobuf_c_message_descriptor_get_field_by_name(req, m->field);
+	if (rf == NULL) {
+		sd_err(err, errlen, d->file, m->at, p, "not a field of %s", req->name);
+		return -1;
+	}
+	if (m->constant != NULL) {
+		if (!sd_const_fits(rf, m->constant)) {
+			sd_err(err, errlen, d->file, m->vat, p, "the constant %s is not a %s",
+			    m->constant, sd_type_name(rf));
+			return -1;
+		}
+		return 0;
+	}
+	const ProtobufCFieldDescriptor *inf
+	    = protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from);
+	if (inf == NULL) {
+		sd_err(err, errlen, d->file, m->vat, p, "%s is not a field of %s", m->from,
+		    t->input_desc->name);
+		return -1;
+	}
+	if (inf->type != rf->type || inf->label != rf->label || inf->descriptor != rf->descriptor) {
+		sd_err(err, errlen, d->file, m->vat, p, "%s.%s is %s, %s.%s is %s",
+		    t->input_desc->name, inf->name, sd_type_name(inf), req->name, rf->name,
+		    sd_type_name(rf));
+		return -1;
+	}
+	return 0;
+}
+
+/* sd_check_unmapped: every field of the request of `id` but the engine's
+ * is mapped, and a mapped field the request shares has the same type. */
+static int sd_check_unmapped(const saga_defs *d, const saga_def_type *t, const saga_def_step *s,
+    enum method_id id, char *err, size_t errlen)
+{
+	const ProtobufCMessageDescriptor *req = sd_request_of(id);
+	char p[200];
+	snprintf(p, sizeof p, "%s.input", s->path);
+	for (unsigned i = 0; i < req->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &req->fields[i];
+		if (sd_engine_field(f->name))
+			continue;
+		const saga_def_map *m = NULL;
+		for (size_t j = 0; j < s->ninput && m == NULL; j++)
+			if (strcmp(s->input[j].field, f->name) == 0)
+				m = &s->input[j];
+		if (m == NULL) {
+			sd_err(err, errlen, d->file, s->at[SAGA_AT_INPUT], p,
+			    "the field %s of %s is not mapped", f->name, req->name);
+			return -1;
+		}
+		const ProtobufCFieldDescriptor *inf = m->from != NULL
+		    ? protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from)
+		    : NULL;
+		if ((m->constant != NULL && !sd_const_fits(f, m->constant))
+		    || (inf != NULL
+		        && (inf->type != f->type || inf->descriptor != f->descriptor
+		            || inf->label != f->label))) {
+			sd_err(err, errlen, d->file, m->vat, p,
+			    "%s: the value does not fit %s.%s (%s)", m->field, req->name, f->name,
+			    sd_type_name(f));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int sd_check_input(
+    const saga_defs *d, const saga_def_type *t, const saga_def_step *s, char *err, size_t errlen)
+{
+	for (size_t j = 0; j < s->ninput; j++) {
+		if (j > 0 && strcmp(s->input[j].field, s->input[j - 1].field) == 0) {
+			char p[200];
+			snprintf(p, sizeof p, "%s.input.%s", s->path, s->input[j].field);
+			sd_err(err, errlen, d->file, s->input[j].at, p, "mapped twice");
+			return -1;
+		}
+		if (sd_check_map(d, t, s, &s->input[j], err, errlen) != 0)
+			return -1;
+	}
+	if (sd_check_unmapped(d, t, s, s->command, err, errlen) != 0)
+		return -1;
+	if (s->compensation != METHOD_NONE
+	    && sd_check_unmapped(d, t, s, s->compensation, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* sd_check_kind: one step's kind against the pivot (at index pivot, or
+ * -1), its compensation, its group and its deadline. */
+static int sd_check_kind(
+    const saga_defs *d, const saga_def_step *s, long i, long pivot, char *err, size_t errlen)
+{
+	char p[200];
+	snprintf(p, sizeof p, "%s.kind", s->path);
+	saga_def_pos at = s->at[SAGA_AT_KIND];
+	const char *why = NULL;
+	if (s->group != NULL && s->kind != SAGA_STEP_COMPENSABLE)
+		why = "a group holds compensable steps only";
+	else if (s->group != NULL && pivot >= 0 && i > pivot)
+		why = "a group after the pivot";
+	else if (s->kind == SAGA_STEP_COMPENSABLE && pivot >= 0 && i > pivot)
+		why = "a compensable step after the pivot";
+	else if (s->kind == SAGA_STEP_RETRIABLE && (pivot < 0 || i < pivot))
+		why = "a retriable step before the pivot";
+	else if (s->kind != SAGA_STEP_RETRIABLE && s->compensation == METHOD_NONE)
+		why = s->kind == SAGA_STEP_PIVOT ? "a pivot without a compensation"
+		                                 : "a compensable step without a compensation";
+	if (why != NULL) {
+		sd_err(err, errlen, d->file, at, p, "%s", why);
+		return -1;
+	}
+	if (s->kind == SAGA_STEP_RETRIABLE && s->compensation != METHOD_NONE) {
+		snprintf(p, sizeof p, "%s.compensation", s->path);
+		sd_err(err, errlen, d->file, s->at[SAGA_AT_COMPENSATION], p,
+		    "a retriable step has no compensation");
+		return -1;
+	}
+	if (s->kind == SAGA_STEP_RETRIABLE && s->at[SAGA_AT_DEADLINE].line != 0) {
+		snprintf(p, sizeof p, "%s.deadline_ms", s->path);
+		sd_err(err, errlen, d->file, s->at[SAGA_AT_DEADLINE], p,
+		    "a retriable step has no deadline (it is retried until it succeeds)");
+		return -1;
+	}
+	return 0;
+}
+
+static int sd_check_steps(const saga_defs *d, const saga_def_type *t, char *err, size_t errlen)
+{
+	long pivot = -1;
+	for (size_t i = 0; i < t->nsteps; i++) {
+		const saga_def_step *s = &t->steps[i];
+		if (s->kind != SAGA_STEP_PIVOT)
+			continue;
+		if (pivot >= 0) {
+			char p[200];
+			snprintf(p, sizeof p, "%s.kind", s->path);
+			sd_err(err, errlen, d->file, s->at[SAGA_AT_KIND], p,
+			    "a second pivot (the first is %s)", t->steps[pivot].path);
+			return -1;
+		}
+		pivot = (long)i;
+	}
+	for (size_t i = 0; i < t->nsteps; i++) {
+		const saga_def_step *s = &t->steps[i];
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(t->steps[j].name, s->name) == 0) {
+				char p[200];
+				snprintf(p, sizeof p, "%s.name", s->path);
+				sd_err(err, errlen, d->file, s->at[SAGA_AT_NAME], p,
+				    "a second step named %s (the first is %s)", s->name,
+				    t->steps[j].path);
+				return -1;
+			}
+		}
+		if (sd_check_kind(d, s, (long)i, pivot, err, errlen) != 0)
+			return -1;
+		if (sd_check_input(d, t, s, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One state name of the file and where it is, for the duplicates' check. */
+typedef struct sd_state {
+	const char *name;
+	saga_def_pos at;
+	char path[120];
+} sd_state;
+
+static size_t sd_collect_states(const saga_defs *d, sd_state *st)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < d->ntypes; i++) {
+		const saga_def_type *t = &d->types[i];
+		for (size_t j = 0; j < t->nsteps; j++) {
+			const saga_def_step *s = &t->steps[j];
+			st[n] = (sd_state) {s->state, s->at[SAGA_AT_STATE], ""};
+			snprintf(st[n++].path, sizeof st->path, "%s.state", s->path);
+			if (s->compensating != NULL) {
+				st[n]
+				    = (sd_state) {s->compensating, s->at[SAGA_AT_COMPENSATING], ""};
+				snprintf(st[n++].path, sizeof st->path, "%s.compensating", s->path);
+			}
+		}
+		st[n] = (sd_state) {t->completed, t->completed_at, ""};
+		snprintf(st[n++].path, sizeof st->path, "sagas.%s.completed", t->name);
+		st[n] = (sd_state) {t->cancelled, t->cancelled_at, ""};
+		snprintf(st[n++].path, sizeof st->path, "sagas.%s.cancelled", t->name);
+	}
+	return n;
+}
+
+/* sd_check_states: no state name twice in the file (in a type or across
+ * types). */
+static int sd_check_states(const saga_defs *d, char *err, size_t errlen)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < d->ntypes; i++)
+		cap += 2 * d->types[i].nsteps + 2;
+	sd_state *st = calloc(cap, sizeof *st);
+	if (st == NULL) {
+		sd_err(err, errlen, d->file, (saga_def_pos) {1, 1}, NULL, "out of memory");
+		return -1;
+	}
+	size_t n = sd_collect_states(d, st);
+	int rc = 0;
+	for (size_t i = 1; i < n && rc == 0; i++) {
+		for (size_t j = 0; j < i && rc == 0; j++) {
+			if (strcmp(st[i].name, st[j].name) != 0)
+				continue;
+			sd_err(err, errlen, d->file, st[i].at, st[i].path,
+			    "the state %s is also %s", st[i].name, st[j].path);
+			rc = -1;
+		}
+	}
+	free(st);
+	return rc;
+}
+
+int saga_def_validate(saga_defs *d, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < d->ntypes; i++) {
+		saga_def_type *t = &d->types[i];
+		t->input_desc = sd_message_find(t->input);
+		if (t->input_desc == NULL) {
+			char p[200];
+			snprintf(p, sizeof p, "sagas.%s.input", t->name);
+			sd_err(err, errlen, d->file, t->input_at, p,
+			    "%s is not a message of this build", t->input);
+			return -1;
+		}
+		if (sd_check_steps(d, t, err, errlen) != 0)
+			return -1;
+	}
+	return sd_check_states(d, err, errlen);
+}
+
+const saga_def_participant *saga_def_find_participant(const saga_defs *d, const char *name)
+{
+	for (size_t i = 0; d != NULL && i < d->nparticipants; i++)
+		if (strcmp(d->participants[i].name, name) == 0)
+			return &d->participants[i];
+	return NULL;
+}
+
+const char *saga_def_kind_name(enum saga_step_kind kind)
+{
+	switch (kind) {
+	case SAGA_STEP_COMPENSABLE:
+		return "compensable";
+	case SAGA_STEP_PIVOT:
+		return "pivot";
+	case SAGA_STEP_RETRIABLE:
+		return "retriable";
+	}
+	return "?";
+}
+
+void saga_defs_free(saga_defs *d)
+{
+	if (d == NULL)
+		return;
+	for (size_t i = 0; i < d->nparticipants; i++) {
+		free(d->participants[i].name);
+		free(d->participants[i].service);
+		free(d->participants[i].urls);
+	}
+	free(d->participants);
+	for (size_t i = 0; i < d->ntypes; i++) {
+		saga_def_type *t = &d->types[i];
+		for (size_t j = 0; j < t->nsteps; j++) {
+			saga_def_step *s = &t->steps[j];
+			for (size_t k = 0; k < s->ninput; k++) {
+				free(s->input[k].field);
+				free(s->input[k].from);
+				free(s->input[k].constant);
+			}
+			free(s->input);
+			free(s->name);
+			free(s->group);
+			free(s->state);
+			free(s->compensating);
+			free(s->participant);
+		}
+		free(t->steps);
+		free(t->name);
+		free(t->input);
+		free(t->completed);
+		free(t->cancelled);
+	}
+	free(d->types);
+	free(d->file);
+	free(d);
+}

@@ -1,0 +1,671 @@
+/* saga_def_parse: a definition file's tree (libfyaml's document API) into
+ * the structs of saga_def.h, with the position of every value kept for the
+ * errors. Shape errors (unknown or missing keys, wrong types, bad names)
+ * are found here; the rules across steps in saga_def_check.c. */
+#include "saga_def_int.h"
+
+#include <errno.h>
+#include <libfyaml.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sd_ctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+	saga_defs *d;
+} sd_ctx;
+
+void sd_err(char *err, size_t errlen, const char *file, saga_def_pos at, const char *path,
+    const char *fmt, ...)
+{
+	if (errlen == 0)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (path != NULL)
+		snprintf(err, errlen, "%s:%d:%d: %s: %s", file, at.line, at.column, path, msg);
+	else
+		snprintf(err, errlen, "%s:%d:%d: %s", file, at.line, at.column, msg);
+}
+
+static bool sd_name_of(const char *s, char lo, char hi)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > SAGA_DEF_NAME_MAX || s[0] < lo || s[0] > hi)
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= lo && ch <= hi) || (ch >= '0' && ch <= '9') || ch == '_'))
+			return false;
+	}
+	return true;
+}
+
+bool sd_lower_name(const char *s)
+{
+	return sd_name_of(s, 'a', 'z');
+}
+
+bool sd_upper_name(const char *s)
+{
+	return sd_name_of(s, 'A', 'Z');
+}
+
+/* sd_pos: a node's position. libfyaml 0.7 keeps marks on tokens: a scalar
+ * has its own; a mapping or sequence is placed at its first key or item. */
+static saga_def_pos sd_pos(struct fy_node *n)
+{
+	saga_def_pos p = {1, 1};
+	for (int depth = 0; n != NULL && depth < 64; depth++) {
+		void *it = NULL;
+		if (fy_node_is_scalar(n)) {
+			struct fy_token *t = fy_node_get_scalar_token(n);
+			const struct fy_mark *m = t != NULL ? fy_token_start_mark(t) : NULL;
+			if (m != NULL) {
+				p.line = m->line + 1;
+				p.column = m->column + 1;
+			}
+			return p;
+		}
+		if (fy_node_is_mapping(n)) {
+			struct fy_node_pair *pr = fy_node_mapping_iterate(n, &it);
+			n = pr != NULL ? fy_node_pair_key(pr) : NULL;
+		} else {
+			n = fy_node_sequence_iterate(n, &it);
+		}
+	}
+	return p;
+}
+
+static int sd_fail(sd_ctx *c, struct fy_node *n, const char *path, const char *msg)
+{
+	sd_err(c->err, c->errlen, c->file, sd_pos(n), path, "%s", msg);
+	return -1;
+}
+
+static int sd_oom(sd_ctx *c)
+{
+	saga_def_pos p = {1, 1};
+	sd_err(c->err, c->errlen, c->file, p, NULL, "out of memory");
+	return -1;
+}
+
+/* sd_keys checks that `map` is a mapping whose keys are all in `keys`
+ * (NULL-terminated) and sets vals[i] to the value of keys[i] (NULL when
+ * absent). Returns 0, or -1 with the error. */
+static int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const *keys,
+    struct fy_node **vals)
+{
+	if (map == NULL || !fy_node_is_mapping(map))
+		return sd_fail(c, map, path, "a mapping expected");
+	size_t nk = 0;
+	while (keys[nk] != NULL)
+		vals[nk++] = NULL;
+	void *it = NULL;
+	struct fy_node_pair *pr;
+	while ((pr = fy_node_mapping_iterate(map, &it)) != NULL) {
+		struct fy_node *k = fy_node_pair_key(pr);
+		const char *ks = fy_node_is_scalar(k) ? fy_node_get_scalar0(k) : NULL;
+		size_t i = 0;
+		while (ks != NULL && i < nk && strcmp(keys[i], ks) != 0)
+			i++;
+		if (ks == NULL || i == nk) {
+			char p[256];
+			snprintf(p, sizeof p, "%s%s%s", path != NULL ? path : "",
+			    path != NULL ? "." : "", ks != NULL ? ks : "?");
+			return sd_fail(c, k, p, "unknown key");
+		}
+		vals[i] = fy_node_pair_value(pr);
+	}
+	return 0;
+}
+
+/* sd_str duplicates the scalar `n` (path names it) into *out. A NULL node
+ * with required set is "missing" (placed at `parent`). */
+static int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path,
+    bool required, char **out)
+{
+	*out = NULL;
+	if (n == NULL)
+		return required ? sd_fail(c, parent, path, "missing") : 0;
+	if (!fy_node_is_scalar(n))
+		return sd_fail(c, n, path, "a scalar expected");
+	const char *s = fy_node_get_scalar0(n);
+	if (s == NULL || (*out = strdup(s)) == NULL)
+		return sd_oom(c);
+	return 0;
+}
+
+/* sd_int reads a positive integer (at most 10^12) from the scalar n. */
+static int sd_int(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out)
+{
+	const char *s = fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+	char *end = NULL;
+	errno = 0;
+	long long v = s != NULL ? strtoll(s, &end, 10) : 0;
+	if (s == NULL || end == s || *end != '\0' || errno != 0 || v < 1 || v > 1000000000000LL)
+		return sd_fail(c, n, path, "a positive integer expected");
+	*out = v;
+	return 0;
+}
+
+static char *sd_upper(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), m = strlen(suffix);
+	char *s = malloc(n + m + 1);
+	if (s == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		s[i] = (name[i] >= 'a' && name[i] <= 'z') ? (char)(name[i] - 'a' + 'A') : name[i];
+	memcpy(s + n, suffix, m + 1);
+	return s;
+}
+
+static int sd_map_cmp(const void *a, const void *b)
+{
+	return strcmp(((const saga_def_map *)a)->field, ((const saga_def_map *)b)->field);
+}
+
+/* sd_input reads a step's `input` mapping (request field: input field, or
+ * {const: VALUE}), sorted by request field. */
+static int sd_input(sd_ctx *c, struct fy_node *n, const char *path, saga_def_step *s)
+{
+	if (!fy_node_is_mapping(n))
+		return sd_fail(c, n, path, "a mapping expected");
+	int cnt = fy_node_mapping_item_count(n);
+	s->input = calloc(cnt > 0 ? (size_t)cnt : 1, sizeof *s->input);
+	if (s->input == NULL)
+		return sd_oom(c);
+	void *it = NULL;
+	struct fy_node_pair *pr;
+	while ((pr = fy_node_mapping_iterate(n, &it)) != NULL) {
+		saga_def_map *m = &s->input[s->ninput++];
+		struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
+		char p[256];
+		const char *ks = fy_node_is_scalar(k) ? fy_node_get_scalar0(k) : "?";
+		snprintf(p, sizeof p, "%s.%s", path, ks);
+		if (sd_str(c, k, n, p, true, &m->field) != 0)
+			return -1;
+		m->at = sd_pos(k);
+		m->vat = sd_pos(v);
+		if (v != NULL && fy_node_is_mapping(v)) {
+			static const char *const ck[] = {"const", NULL};
+			struct fy_node *cv[1];
+			if (sd_keys(c, v, p, ck, cv) != 0)
+				return -1;
+			char pc[280];
+			snprintf(pc, sizeof pc, "%s.const", p);
+			if (sd_str(c, cv[0], v, pc, true, &m->constant) != 0)
+				return -1;
+		} else if (sd_str(c, v, k, p, true, &m->from) != 0) {
+			return -1;
+		}
+	}
+	qsort(s->input, s->ninput, sizeof *s->input, sd_map_cmp);
+	return 0;
+}
+
+static int sd_kind(
+    sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path, saga_def_step *s)
+{
+	char *k = NULL;
+	if (sd_str(c, n, parent, path, true, &k) != 0)
+		return -1;
+	int rc = 0;
+	if (strcmp(k, "compensable") == 0)
+		s->kind = SAGA_STEP_COMPENSABLE;
+	else if (strcmp(k, "pivot") == 0)
+		s->kind = SAGA_STEP_PIVOT;
+	else if (strcmp(k, "retriable") == 0)
+		s->kind = SAGA_STEP_RETRIABLE;
+	else
+		rc = sd_fail(c, n, path, "compensable, pivot or retriable expected");
+	free(k);
+	return rc;
+}
+
+/* sd_method resolves `name` (a method of the participant's service) into
+ * *id; METHOD_NONE with an error when the table has no such method. */
+static int sd_method(
+    sd_ctx *c, struct fy_node *n, const char *path, const char *participant, enum method_id *id)
+{
+	const saga_def_participant *p = saga_def_find_participant(c->d, participant);
+	const char *name = fy_node_get_scalar0(n);
+	char full[256];
+	snprintf(full, sizeof full, "/%s/%s", p->service, name);
+	*id = method_find(full);
+	if (*id != METHOD_NONE)
+		return 0;
+	for (int i = 0; i < METHOD_COUNT; i++) {
+		if (strcmp(method_table[i].name, name) == 0) {
+			char msg[300];
+			snprintf(msg, sizeof msg,
+			    "%s is a method of sagas.v1.%s, not of %s (participant %s)", name,
+			    method_table[i].service, p->service, participant);
+			return sd_fail(c, n, path, msg);
+		}
+	}
+	char msg[300];
+	snprintf(msg, sizeof msg, "%s is not in the table of methods", full);
+	return sd_fail(c, n, path, msg);
+}
+
+enum { K_NAME, K_STATE, K_COMP_STATE, K_PART, K_CMD, K_COMP, K_KIND, K_DEADLINE, K_RETRY, K_INPUT };
+
+static int sd_step_names(sd_ctx *c, struct fy_node *n, struct fy_node **v, saga_def_step *s)
+{
+	char p[200];
+	snprintf(p, sizeof p, "%s.name", s->path);
+	if (sd_str(c, v[K_NAME], n, p, true, &s->name) != 0)
+		return -1;
+	if (!sd_lower_name(s->name))
+		return sd_fail(c, v[K_NAME], p, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
+	s->at[SAGA_AT_NAME] = sd_pos(v[K_NAME]);
+	snprintf(p, sizeof p, "%s.state", s->path);
+	if (sd_str(c, v[K_STATE], n, p, false, &s->state) != 0)
+		return -1;
+	if (s->state != NULL && !sd_upper_name(s->state))
+		return sd_fail(c, v[K_STATE], p, "a state is [A-Z][A-Z0-9_]*, at most 64 bytes");
+	s->at[SAGA_AT_STATE] = v[K_STATE] != NULL ? sd_pos(v[K_STATE]) : s->at[SAGA_AT_NAME];
+	if (s->state == NULL && (s->state = sd_upper(s->name, "")) == NULL)
+		return sd_oom(c);
+	snprintf(p, sizeof p, "%s.compensating", s->path);
+	if (sd_str(c, v[K_COMP_STATE], n, p, false, &s->compensating) != 0)
+		return -1;
+	if (s->compensating != NULL && !sd_upper_name(s->compensating))
+		return sd_fail(
+		    c, v[K_COMP_STATE], p, "a state is [A-Z][A-Z0-9_]*, at most 64 bytes");
+	if (s->compensating != NULL && v[K_COMP] == NULL)
+		return sd_fail(
+		    c, v[K_COMP_STATE], p, "a compensating state without a compensation");
+	s->at[SAGA_AT_COMPENSATING]
+	    = v[K_COMP_STATE] != NULL ? sd_pos(v[K_COMP_STATE]) : s->at[SAGA_AT_NAME];
+	if (s->compensating == NULL && v[K_COMP] != NULL
+	    && (s->compensating = sd_upper(s->name, "_UNDO")) == NULL)
+		return sd_oom(c);
+	return 0;
+}
+
+static int sd_step_methods(sd_ctx *c, struct fy_node *n, struct fy_node **v, saga_def_step *s)
+{
+	char p[200];
+	snprintf(p, sizeof p, "%s.participant", s->path);
+	if (sd_str(c, v[K_PART], n, p, true, &s->participant) != 0)
+		return -1;
+	s->at[SAGA_AT_PARTICIPANT] = sd_pos(v[K_PART]);
+	if (saga_def_find_participant(c->d, s->participant) == NULL) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "participant %s is not declared in participants",
+		    s->participant);
+		return sd_fail(c, v[K_PART], p, msg);
+	}
+	char *tmp = NULL;
+	snprintf(p, sizeof p, "%s.command", s->path);
+	if (sd_str(c, v[K_CMD], n, p, true, &tmp) != 0)
+		return -1;
+	free(tmp);
+	s->at[SAGA_AT_COMMAND] = sd_pos(v[K_CMD]);
+	if (sd_method(c, v[K_CMD], p, s->participant, &s->command) != 0)
+		return -1;
+	s->compensation = METHOD_NONE;
+	if (v[K_COMP] != NULL) {
+		snprintf(p, sizeof p, "%s.compensation", s->path);
+		if (sd_str(c, v[K_COMP], n, p, true, &tmp) != 0)
+			return -1;
+		free(tmp);
+		s->at[SAGA_AT_COMPENSATION] = sd_pos(v[K_COMP]);
+		if (sd_method(c, v[K_COMP], p, s->participant, &s->compensation) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int sd_step_retry(sd_ctx *c, struct fy_node *n, saga_def_step *s)
+{
+	static const char *const keys[] = {"base_ms", "cap_ms", "attention_after", NULL};
+	struct fy_node *v[3];
+	char p[200];
+	snprintf(p, sizeof p, "%s.retry", s->path);
+	if (sd_keys(c, n, p, keys, v) != 0)
+		return -1;
+	int64_t *dst[3] = {&s->retry_base_ms, &s->retry_cap_ms, &s->attention_after};
+	for (int i = 0; i < 3; i++) {
+		char pk[220];
+		snprintf(pk, sizeof pk, "%s.%s", p, keys[i]);
+		if (v[i] != NULL && sd_int(c, v[i], pk, dst[i]) != 0)
+			return -1;
+	}
+	if (v[0] != NULL && v[1] != NULL && s->retry_cap_ms < s->retry_base_ms) {
+		char pk[220];
+		snprintf(pk, sizeof pk, "%s.cap_ms", p);
+		return sd_fail(c, v[1], pk, "cap_ms is less than base_ms");
+	}
+	return 0;
+}
+
+/* sd_step reads one step (a mapping) into s, whose path is set. */
+static int sd_step(sd_ctx *c, struct fy_node *n, saga_def_step *s)
+{
+	static const char *const keys[] = {"name", "state", "compensating", "participant",
+	    "command", "compensation", "kind", "deadline_ms", "retry", "input", NULL};
+	struct fy_node *v[10];
+	if (sd_keys(c, n, s->path, keys, v) != 0)
+		return -1;
+	s->at[SAGA_AT_STEP] = sd_pos(n);
+	s->deadline_ms = s->retry_base_ms = s->retry_cap_ms = s->attention_after = SAGA_DEF_DEFAULT;
+	if (sd_step_names(c, n, v, s) != 0 || sd_step_methods(c, n, v, s) != 0)
+		return -1;
+	char p[200];
+	snprintf(p, sizeof p, "%s.kind", s->path);
+	s->at[SAGA_AT_KIND] = sd_pos(v[K_KIND]);
+	if (sd_kind(c, v[K_KIND], n, p, s) != 0)
+		return -1;
+	if (v[K_DEADLINE] != NULL) {
+		snprintf(p, sizeof p, "%s.deadline_ms", s->path);
+		s->at[SAGA_AT_DEADLINE] = sd_pos(v[K_DEADLINE]);
+		const char *dv
+		    = fy_node_is_scalar(v[K_DEADLINE]) ? fy_node_get_scalar0(v[K_DEADLINE]) : NULL;
+		if ((dv == NULL || strcmp(dv, "default") != 0)
+		    && sd_int(c, v[K_DEADLINE], p, &s->deadline_ms) != 0)
+			return -1;
+	}
+	if (v[K_RETRY] != NULL && sd_step_retry(c, v[K_RETRY], s) != 0)
+		return -1;
+	snprintf(p, sizeof p, "%s.input", s->path);
+	if (v[K_INPUT] == NULL)
+		return sd_fail(c, n, p, "missing");
+	s->at[SAGA_AT_INPUT] = sd_pos(v[K_INPUT]);
+	return sd_input(c, v[K_INPUT], p, s);
+}
+
+/* sd_group reads a group (`group: NAME`, `steps: [...]`) at steps[*at]. */
+static int sd_group(sd_ctx *c, struct fy_node *n, const char *path, saga_def_type *t)
+{
+	static const char *const keys[] = {"group", "steps", NULL};
+	struct fy_node *v[2];
+	if (sd_keys(c, n, path, keys, v) != 0)
+		return -1;
+	char p[200], *gname = NULL;
+	snprintf(p, sizeof p, "%s.group", path);
+	if (sd_str(c, v[0], n, p, true, &gname) != 0)
+		return -1;
+	bool ok = sd_lower_name(gname);
+	free(gname);
+	if (!ok)
+		return sd_fail(c, v[0], p, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
+	snprintf(p, sizeof p, "%s.steps", path);
+	if (v[1] == NULL || !fy_node_is_sequence(v[1]) || fy_node_sequence_item_count(v[1]) < 1)
+		return sd_fail(c, v[1] != NULL ? v[1] : n, p, "a sequence of steps expected");
+	void *it = NULL;
+	struct fy_node *m;
+	for (int j = 0; (m = fy_node_sequence_iterate(v[1], &it)) != NULL; j++) {
+		saga_def_step *s = &t->steps[t->nsteps++];
+		if (snprintf(s->path, sizeof s->path, "%s.steps[%d]", path, j)
+		    >= (int)sizeof s->path)
+			return sd_fail(c, m, path, "path too long");
+		if ((s->group = strdup(fy_node_get_scalar0(v[0]))) == NULL)
+			return sd_oom(c);
+		if (sd_step(c, m, s) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* sd_count_steps counts the steps of a `steps` sequence, groups' members
+ * included (for the allocation and the limit). */
+static size_t sd_count_steps(struct fy_node *seq)
+{
+	size_t k = 0;
+	void *it = NULL;
+	struct fy_node *m;
+	while ((m = fy_node_sequence_iterate(seq, &it)) != NULL) {
+		struct fy_node *g = fy_node_is_mapping(m)
+		    ? fy_node_mapping_lookup_by_string(m, "steps", 5)
+		    : NULL;
+		k += (g != NULL && fy_node_is_sequence(g)) ? (size_t)fy_node_sequence_item_count(g)
+		                                           : 1;
+	}
+	return k;
+}
+
+static int sd_type_steps(
+    sd_ctx *c, struct fy_node *seq, struct fy_node *parent, saga_def_type *t, size_t *total)
+{
+	char p[200];
+	snprintf(p, sizeof p, "sagas.%s.steps", t->name);
+	if (seq == NULL)
+		return sd_fail(c, parent, p, "missing");
+	if (!fy_node_is_sequence(seq) || fy_node_sequence_item_count(seq) < 1)
+		return sd_fail(c, seq, p, "a sequence of steps expected");
+	size_t k = sd_count_steps(seq);
+	*total += k;
+	if (*total > SAGA_DEF_MAX_STEPS)
+		return sd_fail(c, seq, p, "more than 64 steps in the file's types");
+	if ((t->steps = calloc(k, sizeof *t->steps)) == NULL)
+		return sd_oom(c);
+	void *it = NULL;
+	struct fy_node *m;
+	for (int i = 0; (m = fy_node_sequence_iterate(seq, &it)) != NULL; i++) {
+		char sp[96];
+		if (snprintf(sp, sizeof sp, "%s[%d]", p, i) >= (int)sizeof sp)
+			return sd_fail(c, m, p, "path too long");
+		if (fy_node_is_mapping(m)
+		    && fy_node_mapping_lookup_by_string(m, "group", 5) != NULL) {
+			if (sd_group(c, m, sp, t) != 0)
+				return -1;
+			continue;
+		}
+		saga_def_step *s = &t->steps[t->nsteps++];
+		memcpy(s->path, sp, sizeof sp);
+		if (sd_step(c, m, s) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int sd_type(sd_ctx *c, struct fy_node *k, struct fy_node *n, saga_def_type *t, size_t *total)
+{
+	static const char *const keys[] = {"input", "completed", "cancelled", "steps", NULL};
+	struct fy_node *v[4];
+	if (sd_str(c, k, NULL, "sagas", true, &t->name) != 0)
+		return -1;
+	char p[200];
+	snprintf(p, sizeof p, "sagas.%s", t->name);
+	t->at = sd_pos(k);
+	if (!sd_lower_name(t->name))
+		return sd_fail(c, k, p, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
+	if (sd_keys(c, n, p, keys, v) != 0)
+		return -1;
+	char **dst[3] = {&t->input, &t->completed, &t->cancelled};
+	saga_def_pos *at[3] = {&t->input_at, &t->completed_at, &t->cancelled_at};
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof p, "sagas.%s.%s", t->name, keys[i]);
+		if (sd_str(c, v[i], n, p, true, dst[i]) != 0)
+			return -1;
+		*at[i] = sd_pos(v[i]);
+		if (i > 0 && !sd_upper_name(*dst[i]))
+			return sd_fail(c, v[i], p, "a state is [A-Z][A-Z0-9_]*, at most 64 bytes");
+	}
+	return sd_type_steps(c, v[3], n, t, total);
+}
+
+/* sd_service_known: "sagas.v1.X" where X is a service of the table. */
+static bool sd_service_known(const char *service)
+{
+	if (strncmp(service, "sagas.v1.", 9) != 0)
+		return false;
+	for (int i = 0; i < METHOD_COUNT; i++)
+		if (strcmp(method_table[i].service, service + 9) == 0)
+			return true;
+	return false;
+}
+
+static int sd_participants(sd_ctx *c, struct fy_node *n, struct fy_node *root)
+{
+	if (n == NULL)
+		return sd_fail(c, root, "participants", "missing");
+	if (!fy_node_is_mapping(n) || fy_node_mapping_item_count(n) < 1)
+		return sd_fail(c, n, "participants", "a mapping expected");
+	int cnt = fy_node_mapping_item_count(n);
+	if ((c->d->participants = calloc((size_t)cnt, sizeof *c->d->participants)) == NULL)
+		return sd_oom(c);
+	void *it = NULL;
+	struct fy_node_pair *pr;
+	while ((pr = fy_node_mapping_iterate(n, &it)) != NULL) {
+		static const char *const keys[] = {"service", "urls", NULL};
+		struct fy_node *v[2], *k = fy_node_pair_key(pr);
+		saga_def_participant *p = &c->d->participants[c->d->nparticipants++];
+		if (sd_str(c, k, n, "participants", true, &p->name) != 0)
+			return -1;
+		char path[200];
+		snprintf(path, sizeof path, "participants.%s", p->name);
+		p->at = sd_pos(k);
+		if (!sd_lower_name(p->name))
+			return sd_fail(c, k, path, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
+		if (sd_keys(c, fy_node_pair_value(pr), path, keys, v) != 0)
+			return -1;
+		snprintf(path, sizeof path, "participants.%s.service", p->name);
+		if (sd_str(c, v[0], fy_node_pair_value(pr), path, true, &p->service) != 0)
+			return -1;
+		p->service_at = sd_pos(v[0]);
+		if (!sd_service_known(p->service))
+			return sd_fail(c, v[0], path, "not a service of the table of methods");
+		snprintf(path, sizeof path, "participants.%s.urls", p->name);
+		if (sd_str(c, v[1], fy_node_pair_value(pr), path, true, &p->urls) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int sd_format(sd_ctx *c, struct fy_node *n, struct fy_node *root)
+{
+	if (n == NULL)
+		return sd_fail(c, root, "format", "missing");
+	const char *s = fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+	if (s == NULL || strcmp(s, "1") != 0) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "format %.40s is not supported (this build reads %d)",
+		    s != NULL ? s : "?", SAGA_DEF_FORMAT);
+		return sd_fail(c, n, "format", msg);
+	}
+	c->d->format = SAGA_DEF_FORMAT;
+	return 0;
+}
+
+/* sd_root reads the document's root mapping. */
+static int sd_root(sd_ctx *c, struct fy_node *root)
+{
+	static const char *const keys[] = {"format", "participants", "sagas", NULL};
+	struct fy_node *v[3];
+	if (sd_keys(c, root, NULL, keys, v) != 0)
+		return -1;
+	if (sd_format(c, v[0], root) != 0 || sd_participants(c, v[1], root) != 0)
+		return -1;
+	if (v[2] == NULL)
+		return sd_fail(c, root, "sagas", "missing");
+	if (!fy_node_is_mapping(v[2]) || fy_node_mapping_item_count(v[2]) < 1)
+		return sd_fail(c, v[2], "sagas", "a mapping expected");
+	int cnt = fy_node_mapping_item_count(v[2]);
+	if ((c->d->types = calloc((size_t)cnt, sizeof *c->d->types)) == NULL)
+		return sd_oom(c);
+	size_t total = 0;
+	void *it = NULL;
+	struct fy_node_pair *pr;
+	while ((pr = fy_node_mapping_iterate(v[2], &it)) != NULL) {
+		saga_def_type *t = &c->d->types[c->d->ntypes++];
+		if (sd_type(c, fy_node_pair_key(pr), fy_node_pair_value(pr), t, &total) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* sd_syntax turns libfyaml's first collected error into ours. */
+static void sd_syntax(sd_ctx *c, struct fy_diag *diag)
+{
+	void *it = NULL;
+	struct fy_diag_error *e = diag != NULL ? fy_diag_errors_iterate(diag, &it) : NULL;
+	saga_def_pos p = {1, 1};
+	if (e == NULL) {
+		sd_err(c->err, c->errlen, c->file, p, NULL, "not a YAML document");
+		return;
+	}
+	p.line = e->line + 1;
+	p.column = e->column + 1;
+	sd_err(c->err, c->errlen, c->file, p, NULL, "%s", e->msg != NULL ? e->msg : "syntax error");
+}
+
+int saga_def_parse(
+    const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	sd_ctx c = {name, err, errlen, calloc(1, sizeof(saga_defs))};
+	if (c.d == NULL || (c.d->file = strdup(name)) == NULL) {
+		saga_defs_free(c.d);
+		return sd_oom(&c);
+	}
+	struct fy_diag_cfg dcfg;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	struct fy_diag *diag = fy_diag_create(&dcfg);
+	if (diag != NULL)
+		fy_diag_set_collect_errors(diag, true);
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET, .diag = diag};
+	struct fy_document *doc = fy_document_build_from_string(&cfg, text, len);
+	int rc = -1;
+	if (doc == NULL || fy_document_root(doc) == NULL)
+		sd_syntax(&c, diag);
+	else if (sd_root(&c, fy_document_root(doc)) == 0)
+		rc = saga_def_validate(c.d, err, errlen);
+	fy_document_destroy(doc);
+	if (diag != NULL)
+		fy_diag_destroy(diag);
+	if (rc != 0) {
+		saga_defs_free(c.d);
+		return -1;
+	}
+	*out = c.d;
+	return 0;
+}
+
+int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int e = f == NULL ? errno : 0;
+	while (f != NULL && e == 0) {
+		if (n == cap) {
+			char *nb
+			    = cap < (1u << 24) ? realloc(buf, cap = cap ? 2 * cap : 8192) : NULL;
+			if (nb == NULL) {
+				e = cap >= (1u << 24) ? EFBIG : ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0) {
+			e = ferror(f) ? EIO : 0;
+			break;
+		}
+	}
+	if (f != NULL)
+		fclose(f);
+	if (e != 0) {
+		free(buf);
+		if (errlen > 0)
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -1;
+	}
+	int rc = saga_def_parse(buf != NULL ? buf : "", n, path, out, err, errlen);
+	free(buf);
+	return rc;
+}
