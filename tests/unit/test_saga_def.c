@@ -1,0 +1,809 @@
+/* test_saga_def: saga definitions (orchestrator/sagadef, docs/saga-definitions.md
+ * section 1): order.yaml parsed to the values it says, booking.yaml (a group)
+ * valid, the version's independence of comments and key order, and one case
+ * per rule of "Validation at start" with its exact error, line and column. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "saga_def.h"
+
+/* expect_error parses `text` named `name` and checks the refusal's text. */
+static void expect_error(const char *name, const char *text, const char *want)
+{
+	saga_defs *d = NULL;
+	char err[512] = "";
+	int rc = saga_def_parse(text, strlen(text), name, &d, err, sizeof err);
+	if (rc == 0 || strcmp(err, want) != 0)
+		fprintf(stderr, "rc %d\n got: %s\nwant: %s\n", rc, err, want);
+	assert_int_equal(rc, -1);
+	assert_null(d);
+	assert_string_equal(err, want);
+}
+
+static const char valid_text[]
+    = "format: 1\n"
+      "participants:\n"
+      "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+      "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+      "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+      "sagas:\n"
+      "  t:\n"
+      "    input: sagas.v1.Order\n"
+      "    completed: DONE\n"
+      "    cancelled: UNDONE\n"
+      "    steps:\n"
+      "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+      "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+      "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+      "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+      "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, input: "
+      "{customer: customer, sku: sku, qty: qty}}\n";
+
+static void test_order_yaml(void **state)
+{
+	(void)state;
+	saga_defs *d = NULL;
+	char err[512] = "";
+	int rc = saga_def_load(
+	    SAGA_SOURCE_DIR "/orchestrator/definitions/order.yaml", &d, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(d->format, 1);
+	assert_int_equal(d->nparticipants, 3);
+	assert_string_equal(d->participants[0].name, "stock");
+	assert_string_equal(d->participants[0].service, "sagas.v1.Stock");
+	assert_string_equal(d->participants[0].urls, "--stock");
+	assert_int_equal(d->ntypes, 1);
+	const saga_def_type *t = &d->types[0];
+	assert_string_equal(t->name, "order");
+	assert_string_equal(t->input, "sagas.v1.Order");
+	assert_string_equal(t->completed, "COMPLETED");
+	assert_string_equal(t->cancelled, "CANCELLED");
+	assert_int_equal(t->nsteps, 3);
+	const saga_def_step *s = &t->steps[0];
+	assert_string_equal(s->name, "reserve");
+	assert_string_equal(s->state, "RESERVING");
+	assert_string_equal(s->compensating, "RELEASING");
+	assert_string_equal(s->participant, "stock");
+	assert_int_equal(s->command, METHOD_Stock_ReserveStock);
+	assert_int_equal(s->compensation, METHOD_Stock_ReleaseStock);
+	assert_int_equal(s->kind, SAGA_STEP_COMPENSABLE);
+	assert_int_equal(s->deadline_ms, SAGA_DEF_DEFAULT);
+	assert_int_equal(s->retry_base_ms, SAGA_DEF_DEFAULT);
+	assert_null(s->group);
+	assert_int_equal(s->ninput, 2);
+	assert_string_equal(s->input[0].field, "qty");
+	assert_string_equal(s->input[0].from, "qty");
+	assert_string_equal(s->input[1].field, "sku");
+	assert_string_equal(s->input[1].from, "sku");
+	s = &t->steps[1];
+	assert_string_equal(s->name, "charge");
+	assert_string_equal(s->state, "CHARGING");
+	assert_string_equal(s->compensating, "REFUNDING");
+	assert_int_equal(s->command, METHOD_Payment_ChargePayment);
+	assert_int_equal(s->compensation, METHOD_Payment_RefundPayment);
+	assert_int_equal(s->kind, SAGA_STEP_PIVOT);
+	assert_int_equal(s->ninput, 2);
+	s = &t->steps[2];
+	assert_string_equal(s->name, "ship");
+	assert_string_equal(s->state, "SHIPPING");
+	assert_null(s->compensating);
+	assert_int_equal(s->command, METHOD_Shipping_ShipOrder);
+	assert_int_equal(s->compensation, METHOD_NONE);
+	assert_int_equal(s->kind, SAGA_STEP_RETRIABLE);
+	assert_int_equal(s->ninput, 3);
+	unsigned char v[32];
+	char hex[65];
+	assert_int_equal(saga_def_version(d, t, v, hex), 0);
+	assert_int_equal(strlen(hex), 64);
+	saga_defs_free(d);
+}
+
+static void test_booking_yaml(void **state)
+{
+	(void)state;
+	saga_defs *d = NULL;
+	char err[512] = "";
+	int rc
+	    = saga_def_load(SAGA_SOURCE_DIR "/tests/definitions/booking.yaml", &d, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	const saga_def_type *t = &d->types[0];
+	assert_int_equal(t->nsteps, 4);
+	assert_string_equal(t->steps[0].group, "hold");
+	assert_string_equal(t->steps[1].group, "hold");
+	assert_null(t->steps[2].group);
+	assert_int_equal(t->steps[2].kind, SAGA_STEP_PIVOT);
+	assert_int_equal(t->steps[2].deadline_ms, 30000);
+	assert_string_equal(t->steps[0].state, "ROOM");
+	assert_string_equal(t->steps[0].compensating, "ROOM_UNDO");
+	assert_int_equal(t->steps[3].kind, SAGA_STEP_RETRIABLE);
+	assert_int_equal(t->steps[3].retry_cap_ms, 5000);
+	assert_int_equal(t->steps[3].attention_after, 10);
+	assert_string_equal(t->steps[3].input[1].field, "qty");
+	assert_string_equal(t->steps[3].input[1].constant, "1");
+	saga_defs_free(d);
+}
+
+/* the version is of the parsed values: comments, key order and JSON do not
+ * change it; a changed value does */
+static void test_version_canonical(void **state)
+{
+	(void)state;
+	static const char json[]
+	    = "{\"sagas\": {\"t\": {\"steps\": ["
+	      "{\"input\": {\"qty\": \"qty\", \"sku\": \"sku\"}, \"kind\": \"compensable\","
+	      " \"compensation\": \"ReleaseStock\", \"command\": \"ReserveStock\","
+	      " \"participant\": \"stock\", \"name\": \"reserve\"},"
+	      "{\"name\": \"charge\", \"participant\": \"payment\", \"command\": \"ChargePayment\","
+	      " \"compensation\": \"RefundPayment\", \"kind\": \"pivot\","
+	      " \"input\": {\"amount\": \"amount\", \"customer\": \"customer\"}},"
+	      "{\"name\": \"ship\", \"participant\": \"shipping\", \"command\": \"ShipOrder\","
+	      " \"kind\": \"retriable\", \"input\": {\"qty\": \"qty\", \"customer\": \"customer\","
+	      " \"sku\": \"sku\"}}],"
+	      " \"cancelled\": \"UNDONE\", \"completed\": \"DONE\", \"input\": "
+	      "\"sagas.v1.Order\"}},"
+	      " \"participants\": {\"shipping\": {\"service\": \"sagas.v1.Shipping\", \"urls\": "
+	      "\"-s\"},"
+	      " \"payment\": {\"service\": \"sagas.v1.Payment\", \"urls\": \"-p\"},"
+	      " \"stock\": {\"service\": \"sagas.v1.Stock\", \"urls\": \"-k\"}},"
+	      " \"format\": 1}";
+	saga_defs *a = NULL, *b = NULL;
+	char err[512] = "";
+	assert_int_equal(
+	    saga_def_parse(valid_text, strlen(valid_text), "a", &a, err, sizeof err), 0);
+	int rc = saga_def_parse(json, strlen(json), "b.json", &b, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	unsigned char va[32], vb[32];
+	char ha[65], hb[65];
+	assert_int_equal(saga_def_version(a, &a->types[0], va, ha), 0);
+	assert_int_equal(saga_def_version(b, &b->types[0], vb, hb), 0);
+	assert_string_equal(ha, hb);
+	assert_memory_equal(va, vb, 32);
+	b->types[0].steps[0].kind = SAGA_STEP_PIVOT;
+	assert_int_equal(saga_def_version(b, &b->types[0], vb, hb), 0);
+	assert_string_not_equal(ha, hb);
+	saga_defs_free(a);
+	saga_defs_free(b);
+}
+
+static void test_load_missing_file(void **state)
+{
+	(void)state;
+	saga_defs *d = NULL;
+	char err[512] = "";
+	assert_int_equal(saga_def_load("/nonexistent/x.yaml", &d, err, sizeof err), -1);
+	assert_null(d);
+	assert_string_equal(err, "/nonexistent/x.yaml: No such file or directory");
+}
+
+static void test_format(void **state)
+{
+	(void)state;
+	expect_error("format.yaml",
+	    "format: 2\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "format.yaml:1:9: format: format 2 is not supported (this build reads 1)");
+}
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	expect_error("unknown_key.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, colour: red, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "unknown_key.yaml:12:115: sagas.t.steps[0].colour: unknown key");
+}
+
+static void test_two_pivots(void **state)
+{
+	(void)state;
+	expect_error("two_pivots.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: charge2, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "two_pivots.yaml:14:106: sagas.t.steps[2].kind: a second pivot (the first is "
+	    "sagas.t.steps[1])");
+}
+
+static void test_compensable_after_pivot(void **state)
+{
+	(void)state;
+	expect_error("compensable_after_pivot.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "compensable_after_pivot.yaml:13:102: sagas.t.steps[1].kind: a compensable step after "
+	    "the pivot");
+}
+
+static void test_retriable_before_pivot(void **state)
+{
+	(void)state;
+	expect_error("retriable_before_pivot.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n",
+	    "retriable_before_pivot.yaml:13:71: sagas.t.steps[1].kind: a retriable step before the "
+	    "pivot");
+}
+
+static void test_compensable_without_compensation(void **state)
+{
+	(void)state;
+	expect_error("compensable_without_compensation.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, kind: compensable, "
+	    "input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "compensable_without_compensation.yaml:12:74: sagas.t.steps[0].kind: a compensable "
+	    "step without a compensation");
+}
+
+static void test_pivot_without_compensation(void **state)
+{
+	(void)state;
+	expect_error("pivot_without_compensation.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, kind: pivot, "
+	    "input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "pivot_without_compensation.yaml:13:76: sagas.t.steps[1].kind: a pivot without a "
+	    "compensation");
+}
+
+static void test_retriable_with_compensation(void **state)
+{
+	(void)state;
+	expect_error("retriable_with_compensation.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, compensation: "
+	    "ShipOrder, kind: retriable, input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "retriable_with_compensation.yaml:14:79: sagas.t.steps[2].compensation: a retriable "
+	    "step has no compensation");
+}
+
+static void test_group_not_compensable(void **state)
+{
+	(void)state;
+	expect_error("group_not_compensable.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - group: g\n"
+	    "        steps:\n"
+	    "        - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "        - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "group_not_compensable.yaml:15:107: sagas.t.steps[0].steps[1].kind: a group holds "
+	    "compensable steps only");
+}
+
+static void test_group_after_pivot(void **state)
+{
+	(void)state;
+	expect_error("group_after_pivot.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - group: g\n"
+	    "        steps:\n"
+	    "        - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "        - {name: reserve2, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "group_after_pivot.yaml:15:104: sagas.t.steps[1].steps[0].kind: a group after the "
+	    "pivot");
+}
+
+static void test_participant_undeclared(void **state)
+{
+	(void)state;
+	expect_error("participant_undeclared.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: hotel, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "participant_undeclared.yaml:12:38: sagas.t.steps[0].participant: participant hotel is "
+	    "not declared in participants");
+}
+
+static void test_method_unknown(void **state)
+{
+	(void)state;
+	expect_error("method_unknown.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldRoom is not "
+	    "in the table of methods");
+}
+
+static void test_method_other_service(void **state)
+{
+	(void)state;
+	expect_error("method_other_service.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ChargePayment, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "method_other_service.yaml:12:54: sagas.t.steps[0].command: ChargePayment is a method "
+	    "of sagas.v1.Payment, not of sagas.v1.Stock (participant stock)");
+}
+
+static void test_input_not_field(void **state)
+{
+	(void)state;
+	expect_error("input_not_field.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: quantity}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "input_not_field.yaml:12:138: sagas.t.steps[0].input.qty: quantity is not a field of "
+	    "sagas.v1.Order");
+}
+
+static void test_input_type(void **state)
+{
+	(void)state;
+	expect_error("input_type.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: amount}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "input_type.yaml:12:138: sagas.t.steps[0].input.qty: sagas.v1.Order.amount is int64, "
+	    "sagas.v1.ReserveStockRequest.qty is int32");
+}
+
+static void test_request_not_field(void **state)
+{
+	(void)state;
+	expect_error("request_not_field.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, colour: sku}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "request_not_field.yaml:12:143: sagas.t.steps[0].input.colour: not a field of "
+	    "sagas.v1.ReserveStockRequest");
+}
+
+static void test_unmapped(void **state)
+{
+	(void)state;
+	expect_error("unmapped.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "unmapped.yaml:12:123: sagas.t.steps[0].input: the field qty of "
+	    "sagas.v1.ReserveStockRequest is not mapped");
+}
+
+static void test_engine_field(void **state)
+{
+	(void)state;
+	expect_error("engine_field.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, saga_id: sku}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "engine_field.yaml:12:143: sagas.t.steps[0].input.saga_id: saga_id is set by the "
+	    "engine");
+}
+
+static void test_duplicate_step(void **state)
+{
+	(void)state;
+	expect_error("duplicate_step.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: reserve, state: RESERVE2, compensating: RESERVE2_UNDO, participant: "
+	    "stock, command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: "
+	    "{sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "duplicate_step.yaml:13:16: sagas.t.steps[1].name: a second step named reserve (the "
+	    "first is sagas.t.steps[0])");
+}
+
+static void test_duplicate_state(void **state)
+{
+	(void)state;
+	expect_error("duplicate_state.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, state: RESERVE, participant: payment, command: ChargePayment, "
+	    "compensation: RefundPayment, kind: pivot, input: {customer: customer, amount: "
+	    "amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "duplicate_state.yaml:13:31: sagas.t.steps[1].state: the state RESERVE is also "
+	    "sagas.t.steps[0].state");
+}
+
+static void test_deadline_retriable(void **state)
+{
+	(void)state;
+	expect_error("deadline_retriable.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "deadline_ms: 1000, input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "deadline_retriable.yaml:14:95: sagas.t.steps[2].deadline_ms: a retriable step has no "
+	    "deadline (it is retried until it succeeds)");
+}
+
+static void test_other_type_state(void **state)
+{
+	(void)state;
+	expect_error("other_type_state.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: qty}}\n"
+	    "  u:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: SHIP\n"
+	    "    cancelled: U_CANCELLED\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n",
+	    "other_type_state.yaml:20:16: sagas.u.steps[0].state: the state RESERVE is also "
+	    "sagas.t.steps[0].state");
+}
+
+static void test_syntax(void **state)
+{
+	(void)state;
+	expect_error("syntax.yaml",
+	    "format: 1\n"
+	    "participants:\n"
+	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	    "sagas:\n"
+	    "  t:\n"
+	    "    input: sagas.v1.Order\n"
+	    "    completed: DONE\n"
+	    "    cancelled: UNDONE\n"
+	    "    steps:\n"
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+	    "      - {name: [\n",
+	    "syntax.yaml:15:2: flow sequence without a closing bracket");
+}
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_order_yaml),
+	    cmocka_unit_test(test_booking_yaml),
+	    cmocka_unit_test(test_version_canonical),
+	    cmocka_unit_test(test_load_missing_file),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_unknown_key),
+	    cmocka_unit_test(test_two_pivots),
+	    cmocka_unit_test(test_compensable_after_pivot),
+	    cmocka_unit_test(test_retriable_before_pivot),
+	    cmocka_unit_test(test_compensable_without_compensation),
+	    cmocka_unit_test(test_pivot_without_compensation),
+	    cmocka_unit_test(test_retriable_with_compensation),
+	    cmocka_unit_test(test_group_not_compensable),
+	    cmocka_unit_test(test_group_after_pivot),
+	    cmocka_unit_test(test_participant_undeclared),
+	    cmocka_unit_test(test_method_unknown),
+	    cmocka_unit_test(test_method_other_service),
+	    cmocka_unit_test(test_input_not_field),
+	    cmocka_unit_test(test_input_type),
+	    cmocka_unit_test(test_request_not_field),
+	    cmocka_unit_test(test_unmapped),
+	    cmocka_unit_test(test_engine_field),
+	    cmocka_unit_test(test_duplicate_step),
+	    cmocka_unit_test(test_duplicate_state),
+	    cmocka_unit_test(test_deadline_retriable),
+	    cmocka_unit_test(test_other_type_state),
+	    cmocka_unit_test(test_syntax),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
