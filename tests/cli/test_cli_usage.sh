@@ -43,7 +43,7 @@ expect() {
 expect 0 '^usage: sagactl' --help
 expect 0 '^usage: sagactl' -h
 for verb in start get wait list history retry "stock set" "stock list" deposit accounts shipments \
-	report "fault set" "fault clear" probe; do
+	report "fault set" "fault clear" probe "definitions check"; do
 	# shellcheck disable=SC2086 # "stock set" is two words on purpose
 	expect 0 "^usage: sagactl $verb" $verb --help
 done

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# CLI test: `sagactl definitions check FILE` (docs/saga-definitions.md): the
+# order definition validates (exit 0, its type, version and three steps), a bad
+# file is refused with FILE:LINE:COLUMN: PATH: message (exit 1), a missing
+# argument is a usage error (exit 2). Needs no daemon.
+#   usage: test_definitions.sh PATH/TO/sagactl SOURCE_DIR
+set -euo pipefail
+
+SAGACTL=${1:?usage: test_definitions.sh PATH/TO/sagactl SOURCE_DIR}
+SRC=${2:?usage: test_definitions.sh PATH/TO/sagactl SOURCE_DIR}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+rc=0
+"$SAGACTL" definitions check "$SRC/orchestrator/definitions/order.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "order.yaml: exit $rc: $(cat "$TMP/err")"
+grep -Eq '^order version [0-9a-f]{64} input sagas\.v1\.Order \(3 steps' "$TMP/out" ||
+	fail "order.yaml: no type line: $(cat "$TMP/out")"
+for step in 'reserve +compensable RESERVING +RELEASING +stock:ReserveStock/ReleaseStock' \
+	'charge +pivot +CHARGING +REFUNDING +payment:ChargePayment/RefundPayment' \
+	'ship +retriable +SHIPPING +- +shipping:ShipOrder deadline=none'; do
+	grep -Eq "^  $step" "$TMP/out" || fail "order.yaml: no step line /$step/"
+done
+
+rc=0
+"$SAGACTL" definitions check "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "booking.yaml: exit $rc: $(cat "$TMP/err")"
+
+# a retriable step before the pivot: line 11, column 13 (the kind's value)
+cat >"$TMP/bad.yaml" <<'YAML'
+format: 1
+participants:
+  stock: {service: sagas.v1.Stock, urls: --stock}
+  shipping: {service: sagas.v1.Shipping, urls: --shipping}
+sagas:
+  t:
+    input: sagas.v1.Order
+    completed: DONE
+    cancelled: UNDONE
+    steps:
+      - kind: retriable
+        name: ship
+        participant: shipping
+        command: ShipOrder
+        input: {customer: customer, sku: sku, qty: qty}
+YAML
+rc=0
+"$SAGACTL" definitions check "$TMP/bad.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 1 ]] || fail "bad.yaml: exit $rc, want 1"
+want="sagactl: error: $TMP/bad.yaml:11:15: sagas.t.steps[0].kind: a retriable step before the pivot"
+[[ "$(cat "$TMP/err")" == "$want" ]] || fail "bad.yaml: got '$(cat "$TMP/err")', want '$want'"
+[[ ! -s "$TMP/out" ]] || fail "bad.yaml: printed on stdout"
+
+rc=0
+"$SAGACTL" definitions check >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 2 ]] || fail "no FILE: exit $rc, want 2"
+rc=0
+"$SAGACTL" definitions check --help >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -ne 0 ]] || ! grep -q '^usage: sagactl definitions check FILE' "$TMP/out"; then
+	fail "definitions check --help"
+fi
+
+if [[ $failures -gt 0 ]]; then
+	echo "$failures failed" >&2
+	exit 1
+fi
+echo "definitions: all passed"
