@@ -26,24 +26,31 @@ static void expect_error(const char *name, const char *text, const char *want)
 	assert_string_equal(err, want);
 }
 
-static const char valid_text[]
-    = "format: 1\n"
-      "participants:\n"
-      "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-      "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-      "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-      "sagas:\n"
-      "  t:\n"
-      "    input: sagas.v1.Order\n"
-      "    completed: DONE\n"
-      "    cancelled: UNDONE\n"
-      "    steps:\n"
-      "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-      "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-      "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-      "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-      "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, input: "
-      "{customer: customer, sku: sku, qty: qty}}\n";
+/* the start of every case's file: three participants, a type t */
+#define HEAD                                                                                       \
+	"format: 1\n"                                                                              \
+	"participants:\n"                                                                          \
+	"  stock: {service: sagas.v1.Stock, urls: --stock}\n"                                      \
+	"  payment: {service: sagas.v1.Payment, urls: --payment}\n"                                \
+	"  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"                             \
+	"sagas:\n"                                                                                 \
+	"  t:\n"                                                                                   \
+	"    input: sagas.v1.Order\n"                                                              \
+	"    completed: DONE\n"                                                                    \
+	"    cancelled: UNDONE\n"                                                                  \
+	"    steps:\n"
+/* the order saga's three steps, one line each (line 12 on, after HEAD) */
+#define R                                                                                          \
+	"      - {name: reserve, participant: stock, command: ReserveStock, compensation: "        \
+	"ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
+#define C                                                                                          \
+	"      - {name: charge, participant: payment, command: ChargePayment, compensation: "      \
+	"RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+#define S                                                                                          \
+	"      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, input: " \
+	"{customer: customer, sku: sku, qty: qty}}\n"
+
+static const char valid_text[] = HEAD R C S;
 
 static void test_order_yaml(void **state)
 {
@@ -187,6 +194,8 @@ static void test_load_missing_file(void **state)
 	assert_string_equal(err, "/nonexistent/x.yaml: No such file or directory");
 }
 
+/* One case per rule of "Validation at start" (and the shape errors): the
+ * file is HEAD and steps from line 12; each error names its line and column. */
 static void test_format(void **state)
 {
 	(void)state;
@@ -201,13 +210,7 @@ static void test_format(void **state)
 	    "    input: sagas.v1.Order\n"
 	    "    completed: DONE\n"
 	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "    steps:\n" R C S,
 	    "format.yaml:1:9: format: format 2 is not supported (this build reads 1)");
 }
 
@@ -215,23 +218,8 @@ static void test_unknown_key(void **state)
 {
 	(void)state;
 	expect_error("unknown_key.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, colour: red, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, colour: red, input: {sku: sku, qty: qty}}\n" C S,
 	    "unknown_key.yaml:12:115: sagas.t.steps[0].colour: unknown key");
 }
 
@@ -239,25 +227,9 @@ static void test_two_pivots(void **state)
 {
 	(void)state;
 	expect_error("two_pivots.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    HEAD R C
 	    "      - {name: charge2, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n" S,
 	    "two_pivots.yaml:14:106: sagas.t.steps[2].kind: a second pivot (the first is "
 	    "sagas.t.steps[1])");
 }
@@ -265,24 +237,7 @@ static void test_two_pivots(void **state)
 static void test_compensable_after_pivot(void **state)
 {
 	(void)state;
-	expect_error("compensable_after_pivot.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	expect_error("compensable_after_pivot.yaml", HEAD C R S,
 	    "compensable_after_pivot.yaml:13:102: sagas.t.steps[1].kind: a compensable step after "
 	    "the pivot");
 }
@@ -290,24 +245,7 @@ static void test_compensable_after_pivot(void **state)
 static void test_retriable_before_pivot(void **state)
 {
 	(void)state;
-	expect_error("retriable_before_pivot.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n",
+	expect_error("retriable_before_pivot.yaml", HEAD R S C,
 	    "retriable_before_pivot.yaml:13:71: sagas.t.steps[1].kind: a retriable step before the "
 	    "pivot");
 }
@@ -316,23 +254,8 @@ static void test_compensable_without_compensation(void **state)
 {
 	(void)state;
 	expect_error("compensable_without_compensation.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, kind: compensable, "
-	    "input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, kind: "
+	         "compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "compensable_without_compensation.yaml:12:74: sagas.t.steps[0].kind: a compensable "
 	    "step without a compensation");
 }
@@ -341,23 +264,8 @@ static void test_pivot_without_compensation(void **state)
 {
 	(void)state;
 	expect_error("pivot_without_compensation.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, kind: pivot, "
-	    "input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD R "      - {name: charge, participant: payment, command: ChargePayment, kind: "
+	           "pivot, input: {customer: customer, amount: amount}}\n" S,
 	    "pivot_without_compensation.yaml:13:76: sagas.t.steps[1].kind: a pivot without a "
 	    "compensation");
 }
@@ -366,21 +274,7 @@ static void test_retriable_with_compensation(void **state)
 {
 	(void)state;
 	expect_error("retriable_with_compensation.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    HEAD R C
 	    "      - {name: ship, participant: shipping, command: ShipOrder, compensation: "
 	    "ShipOrder, kind: retriable, input: {customer: customer, sku: sku, qty: qty}}\n",
 	    "retriable_with_compensation.yaml:14:79: sagas.t.steps[2].compensation: a retriable "
@@ -391,25 +285,13 @@ static void test_group_not_compensable(void **state)
 {
 	(void)state;
 	expect_error("group_not_compensable.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
+	    HEAD
 	    "      - group: g\n"
 	    "        steps:\n"
 	    "        - {name: reserve, participant: stock, command: ReserveStock, compensation: "
 	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
 	    "        - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n" S,
 	    "group_not_compensable.yaml:15:107: sagas.t.steps[0].steps[1].kind: a group holds "
 	    "compensable steps only");
 }
@@ -418,27 +300,13 @@ static void test_group_after_pivot(void **state)
 {
 	(void)state;
 	expect_error("group_after_pivot.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    HEAD C
 	    "      - group: g\n"
 	    "        steps:\n"
 	    "        - {name: reserve, participant: stock, command: ReserveStock, compensation: "
 	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
 	    "        - {name: reserve2, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" S,
 	    "group_after_pivot.yaml:15:104: sagas.t.steps[1].steps[0].kind: a group after the "
 	    "pivot");
 }
@@ -447,23 +315,8 @@ static void test_participant_undeclared(void **state)
 {
 	(void)state;
 	expect_error("participant_undeclared.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: hotel, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: hotel, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "participant_undeclared.yaml:12:38: sagas.t.steps[0].participant: participant hotel is "
 	    "not declared in participants");
 }
@@ -472,23 +325,8 @@ static void test_method_unknown(void **state)
 {
 	(void)state;
 	expect_error("method_unknown.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldRoom is not "
 	    "in the table of methods");
 }
@@ -497,23 +335,9 @@ static void test_method_other_service(void **state)
 {
 	(void)state;
 	expect_error("method_other_service.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
+	    HEAD
 	    "      - {name: reserve, participant: stock, command: ChargePayment, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "method_other_service.yaml:12:54: sagas.t.steps[0].command: ChargePayment is a method "
 	    "of sagas.v1.Payment, not of sagas.v1.Stock (participant stock)");
 }
@@ -522,23 +346,8 @@ static void test_input_not_field(void **state)
 {
 	(void)state;
 	expect_error("input_not_field.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: quantity}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: quantity}}\n" C S,
 	    "input_not_field.yaml:12:138: sagas.t.steps[0].input.qty: quantity is not a field of "
 	    "sagas.v1.Order");
 }
@@ -547,23 +356,8 @@ static void test_input_type(void **state)
 {
 	(void)state;
 	expect_error("input_type.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: amount}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: amount}}\n" C S,
 	    "input_type.yaml:12:138: sagas.t.steps[0].input.qty: sagas.v1.Order.amount is int64, "
 	    "sagas.v1.ReserveStockRequest.qty is int32");
 }
@@ -572,23 +366,8 @@ static void test_request_not_field(void **state)
 {
 	(void)state;
 	expect_error("request_not_field.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, colour: sku}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, colour: sku}}\n" C S,
 	    "request_not_field.yaml:12:143: sagas.t.steps[0].input.colour: not a field of "
 	    "sagas.v1.ReserveStockRequest");
 }
@@ -597,23 +376,8 @@ static void test_unmapped(void **state)
 {
 	(void)state;
 	expect_error("unmapped.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku}}\n" C S,
 	    "unmapped.yaml:12:123: sagas.t.steps[0].input: the field qty of "
 	    "sagas.v1.ReserveStockRequest is not mapped");
 }
@@ -622,23 +386,9 @@ static void test_engine_field(void **state)
 {
 	(void)state;
 	expect_error("engine_field.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
+	    HEAD
 	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, saga_id: sku}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, saga_id: sku}}\n" C S,
 	    "engine_field.yaml:12:143: sagas.t.steps[0].input.saga_id: saga_id is set by the "
 	    "engine");
 }
@@ -647,26 +397,9 @@ static void test_duplicate_step(void **state)
 {
 	(void)state;
 	expect_error("duplicate_step.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: reserve, state: RESERVE2, compensating: RESERVE2_UNDO, participant: "
-	    "stock, command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: "
-	    "{sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD R "      - {name: reserve, state: RESERVE2, compensating: RESERVE2_UNDO, "
+	           "participant: stock, command: ReserveStock, compensation: ReleaseStock, kind: "
+	           "compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "duplicate_step.yaml:13:16: sagas.t.steps[1].name: a second step named reserve (the "
 	    "first is sagas.t.steps[0])");
 }
@@ -675,24 +408,9 @@ static void test_duplicate_state(void **state)
 {
 	(void)state;
 	expect_error("duplicate_state.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, state: RESERVE, participant: payment, command: ChargePayment, "
-	    "compensation: RefundPayment, kind: pivot, input: {customer: customer, amount: "
-	    "amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n",
+	    HEAD R "      - {name: charge, state: RESERVE, participant: payment, command: "
+	           "ChargePayment, compensation: RefundPayment, kind: pivot, input: {customer: "
+	           "customer, amount: amount}}\n" S,
 	    "duplicate_state.yaml:13:31: sagas.t.steps[1].state: the state RESERVE is also "
 	    "sagas.t.steps[0].state");
 }
@@ -701,21 +419,7 @@ static void test_deadline_retriable(void **state)
 {
 	(void)state;
 	expect_error("deadline_retriable.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
+	    HEAD R C
 	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
 	    "deadline_ms: 1000, input: {customer: customer, sku: sku, qty: qty}}\n",
 	    "deadline_retriable.yaml:14:95: sagas.t.steps[2].deadline_ms: a retriable step has no "
@@ -726,30 +430,11 @@ static void test_other_type_state(void **state)
 {
 	(void)state;
 	expect_error("other_type_state.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
-	    "RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}\n"
-	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
-	    "input: {customer: customer, sku: sku, qty: qty}}\n"
-	    "  u:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: SHIP\n"
-	    "    cancelled: U_CANCELLED\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n",
+	    HEAD R C S "  u:\n"
+	               "    input: sagas.v1.Order\n"
+	               "    completed: SHIP\n"
+	               "    cancelled: U_CANCELLED\n"
+	               "    steps:\n" R,
 	    "other_type_state.yaml:20:16: sagas.u.steps[0].state: the state RESERVE is also "
 	    "sagas.t.steps[0].state");
 }
@@ -757,23 +442,10 @@ static void test_other_type_state(void **state)
 static void test_syntax(void **state)
 {
 	(void)state;
-	expect_error("syntax.yaml",
-	    "format: 1\n"
-	    "participants:\n"
-	    "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
-	    "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
-	    "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
-	    "sagas:\n"
-	    "  t:\n"
-	    "    input: sagas.v1.Order\n"
-	    "    completed: DONE\n"
-	    "    cancelled: UNDONE\n"
-	    "    steps:\n"
-	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
-	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
-	    "      - {name: [\n",
+	expect_error("syntax.yaml", HEAD R "      - {name: [\n",
 	    "syntax.yaml:15:2: flow sequence without a closing bracket");
 }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
