@@ -595,8 +595,9 @@ static void sd_syntax(sd_ctx *c, struct fy_diag *diag)
 		sd_err(c->err, c->errlen, c->file, p, NULL, "not a YAML document");
 		return;
 	}
-	p.line = e->line + 1;
-	p.column = e->column + 1;
+	/* the collected errors' line and column are 1-based already */
+	p.line = e->line > 0 ? e->line : 1;
+	p.column = e->column > 0 ? e->column : 1;
 	sd_err(c->err, c->errlen, c->file, p, NULL, "%s", e->msg != NULL ? e->msg : "syntax error");
 }
 

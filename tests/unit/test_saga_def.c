@@ -443,7 +443,14 @@ static void test_syntax(void **state)
 {
 	(void)state;
 	expect_error("syntax.yaml", HEAD R "      - {name: [\n",
-	    "syntax.yaml:15:2: flow sequence without a closing bracket");
+	    "syntax.yaml:14:1: flow sequence without a closing bracket");
+}
+
+/* libfyaml's own refusals keep its line and column */
+static void test_duplicate_key(void **state)
+{
+	(void)state;
+	expect_error("dup.yaml", "format: 1\nformat: 1\n", "dup.yaml:2:1: duplicate key");
 }
 
 int main(void)
@@ -476,6 +483,7 @@ int main(void)
 	    cmocka_unit_test(test_deadline_retriable),
 	    cmocka_unit_test(test_other_type_state),
 	    cmocka_unit_test(test_syntax),
+	    cmocka_unit_test(test_duplicate_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
