@@ -9,9 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "config.h"
 #include "log.h"
-#include "pg.h"
 
 static volatile sig_atomic_t daemon_stop_flag;
 /* posted by the first signal: wakes the watchdog (sem_post is
@@ -84,19 +82,4 @@ void daemon_wait_for_stop(int64_t poll_ms)
 	struct timespec ts = {.tv_sec = poll_ms / 1000, .tv_nsec = (poll_ms % 1000) * 1000000L};
 	while (!daemon_stop_flag)
 		nanosleep(&ts, NULL);
-}
-
-int daemon_check_options(const char *log_level, enum log_level *level, const char *db)
-{
-	if (log_level_parse(log_level, level) != 0) {
-		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
-		    log_level);
-		return 2;
-	}
-	char why[256];
-	if (!pg_conninfo_ok(db, why, sizeof why)) {
-		config_error("invalid value for db: %s\n", why);
-		return 2;
-	}
-	return 0;
 }

@@ -35,12 +35,4 @@ bool daemon_should_stop(void);
  * `poll_ms` ms. */
 void daemon_wait_for_stop(int64_t poll_ms);
 
-/* daemon_check_options checks the options every daemon has, as given
- * (borrowed): `log_level` (debug, info, warn or error; *level is set from
- * it) and `db` (a libpq conninfo that parses, pg_conninfo_ok); the
- * listeners are daemon_net_check's. Returns 0, or 2 (the exit status of a
- * usage error) after printing one "PROGRAM: error: invalid value for ..."
- * line for the first bad one (config_error). */
-int daemon_check_options(const char *log_level, enum log_level *level, const char *db);
-
 #endif

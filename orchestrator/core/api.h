@@ -1,5 +1,5 @@
 /* api: the Orchestrator service (StartSaga, GetSaga, ListSagas,
- * GetSagaHistory, RetrySaga,
+ * GetSagaHistory, WatchHistory, RetrySaga,
  * WaitSaga) served on a pool of rpc workers, each with its own
  * PGconn. Validation at the edge: bad input is INVALID_ARGUMENT naming the
  * field and changes nothing. Every statement runs under a statement_timeout

@@ -1,5 +1,5 @@
 /* api_internal: what the Orchestrator service's files share (api.c,
- * api_list.c): the worker's state and the way a handler reaches the
+ * api_list.c, api_history.c): the worker's state and the way a handler reaches the
  * database. Not for any other file.
  */
 #ifndef SAGA_API_INTERNAL_H
@@ -73,6 +73,14 @@ void api_db_error(rpc_reply *reply, int rc, const char *what);
  * past the listing caps, else the page (and the counts) under a statement
  * timeout of the call's deadline, cancelled when the client goes. */
 void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+
+/* api_history serves GetSagaHistory (api_history.c): one saga's history,
+ * NOT_FOUND for an unknown saga. */
+void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+
+/* api_watch_history serves WatchHistory (api_history.c): a page of the
+ * feed after the request's cursor, and the cursor to go on from. */
+void api_watch_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
 
 /* api_list_metrics_init exports the listings' series at 0 (their rare
  * events: refusals and cancels). Idempotent; thread-safe. */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "methods.h"
 #include "status.h"
 
 static const char *const saga_state_names[] = {"UNSPECIFIED", "RESERVING", "CHARGING", "COMPLETED",
@@ -47,15 +48,15 @@ const char *saga_command_method(saga_command cmd)
 {
 	switch (cmd) {
 	case SAGA_CMD_RESERVE_STOCK:
-		return "/sagas.v1.Stock/ReserveStock";
+		return METHOD_PATH(METHOD_Stock_ReserveStock);
 	case SAGA_CMD_RELEASE_STOCK:
-		return "/sagas.v1.Stock/ReleaseStock";
+		return METHOD_PATH(METHOD_Stock_ReleaseStock);
 	case SAGA_CMD_CHARGE_PAYMENT:
-		return "/sagas.v1.Payment/ChargePayment";
+		return METHOD_PATH(METHOD_Payment_ChargePayment);
 	case SAGA_CMD_REFUND_PAYMENT:
-		return "/sagas.v1.Payment/RefundPayment";
+		return METHOD_PATH(METHOD_Payment_RefundPayment);
 	case SAGA_CMD_SHIP_ORDER:
-		return "/sagas.v1.Shipping/ShipOrder";
+		return METHOD_PATH(METHOD_Shipping_ShipOrder);
 	case SAGA_CMD_NONE:
 		break;
 	}

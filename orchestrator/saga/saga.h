@@ -156,8 +156,9 @@ const char *saga_state_name(saga_state state);
 const char *saga_command_name(saga_command cmd);
 
 /* saga_command_method returns the full RPC method of `cmd`
- * ("/sagas.v1.Stock/ReserveStock", docs/protocol.md), or NULL for
- * SAGA_CMD_NONE. Static storage. */
+ * ("/sagas.v1.Stock/ReserveStock", docs/protocol.md), its row's path in the
+ * table of methods (methods.h, METHOD_PATH), or NULL for SAGA_CMD_NONE.
+ * Static storage. */
 const char *saga_command_method(saga_command cmd);
 
 /* saga_state_parse maps a name (case-insensitive) to a state; returns

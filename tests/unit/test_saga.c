@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "methods.h"
 #include "saga.h"
 #include "status.h"
 
@@ -549,6 +550,33 @@ static void test_names(void **st)
 	assert_string_equal(saga_state_name((saga_state)8), "UNSPECIFIED");
 }
 
+/* Each command is sent as a method of the table of methods (methods.h):
+ * its path, the row's own pointer (METHOD_PATH), the method named after the
+ * command, one only the orchestrator role may call; none for
+ * SAGA_CMD_NONE. */
+static void test_command_methods(void **st)
+{
+	(void)st;
+	static const char *const paths[SAGA_CMD_LAST + 1] = {
+	    [SAGA_CMD_RESERVE_STOCK] = "/sagas.v1.Stock/ReserveStock",
+	    [SAGA_CMD_CHARGE_PAYMENT] = "/sagas.v1.Payment/ChargePayment",
+	    [SAGA_CMD_REFUND_PAYMENT] = "/sagas.v1.Payment/RefundPayment",
+	    [SAGA_CMD_RELEASE_STOCK] = "/sagas.v1.Stock/ReleaseStock",
+	    [SAGA_CMD_SHIP_ORDER] = "/sagas.v1.Shipping/ShipOrder",
+	};
+	assert_null(saga_command_method(SAGA_CMD_NONE));
+	for (int c = 1; c <= SAGA_CMD_LAST; c++) {
+		const char *m = saga_command_method((saga_command)c);
+		assert_non_null(m);
+		assert_string_equal(m, paths[c]);
+		enum method_id id = method_find(m);
+		assert_int_not_equal(id, METHOD_NONE);
+		assert_ptr_equal(m, METHOD_PATH(id));
+		assert_string_equal(method_table[id].name, saga_command_name((saga_command)c));
+		assert_int_equal(method_table[id].roles, AUTHZ_ORCHESTRATOR);
+	}
+}
+
 /* Rule T4: each try of a step waits twice as long as the one before, at
  * most request_timeout_max_ms, and never past the step deadline, so the last
  * try waits for all that is left. */
@@ -649,6 +677,7 @@ int main(void)
 	    cmocka_unit_test(test_backoff_full_jitter_capped),
 	    cmocka_unit_test(test_event_from_reply),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_command_methods),
 	    cmocka_unit_test(test_try_timeout_grows_within_deadline),
 	    cmocka_unit_test(test_lease_never_past_deadline),
 	};

@@ -32,6 +32,7 @@
 
 #include "config.h"
 #include "health.h"
+#include "log.h"
 #include "rpc.h"
 
 /* The options' fields; embed one in a daemon's config struct. */
@@ -98,5 +99,13 @@ int daemon_net_serve(rpc_server **out, const daemon_net *n, const char *daemon, 
 /* daemon_net_stop stops the server and frees what daemon_net_serve made.
  * NULL is ignored. */
 void daemon_net_stop(rpc_server *srv);
+
+/* daemon_check_options checks the options every daemon has, as given
+ * (borrowed): `log_level` (debug, info, warn or error; *level is set from
+ * it) and `db` (a libpq conninfo that parses, pg_conninfo_ok); the
+ * listeners are daemon_net_check's. Returns 0, or 2 (the exit status of a
+ * usage error) after printing one "PROGRAM: error: invalid value for ..."
+ * line for the first bad one (config_error). */
+int daemon_check_options(const char *log_level, enum log_level *level, const char *db);
 
 #endif

@@ -396,3 +396,18 @@ void daemon_net_stop(rpc_server *srv)
 		    "SetFault with failure injection off",
 		    (unsigned long long)unauth, (unsigned long long)denied, admin_fault_refusals());
 }
+
+int daemon_check_options(const char *log_level, enum log_level *level, const char *db)
+{
+	if (log_level_parse(log_level, level) != 0) {
+		config_error("invalid value for log-level: \"%s\" (debug, info, warn or error)\n",
+		    log_level);
+		return 2;
+	}
+	char why[256];
+	if (!pg_conninfo_ok(db, why, sizeof why)) {
+		config_error("invalid value for db: %s\n", why);
+		return 2;
+	}
+	return 0;
+}
