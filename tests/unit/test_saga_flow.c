@@ -1,7 +1,8 @@
 /* Unit tests of the generic saga transition (orchestrator/saga/saga_flow.c,
  * docs/saga-definitions.md section 2): the order saga as a flow decides,
- * event for event, what saga_transition decides (every state, event kind,
- * command, reason and a few attempts, deadlines and times), and a flow with
+ * event for event, what saga_transition decides and what the hand-written
+ * table it replaced decided (saga_transition_ref.c), for every state, event
+ * kind, command, reason and a few attempts, deadlines and times; and a flow with
  * a group of two compensable members, a pivot and a retriable step. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "saga.h"
 #include "saga_flow.h"
+#include "saga_transition_ref.h"
 #include "status.h"
 
 #define NOW 1000000
@@ -126,10 +128,12 @@ static void test_order_equivalence(void **st)
 		s.attention = d[5] != 0;
 		s.step_deadline_ms = deadlines[d[6]];
 		s.next_attempt_ms = NOW + 7;
-		saga_decision a, b;
-		saga_transition(&s, &ev, nows[d[7]], rands[d[9]], &pol, &a);
+		saga_decision a, b, c;
+		saga_ref_transition(&s, &ev, nows[d[7]], rands[d[9]], &pol, &a);
 		via_flow(&s, &ev, nows[d[7]], rands[d[9]], &pol, &b);
 		assert_same(&a, &b);
+		saga_transition(&s, &ev, nows[d[7]], rands[d[9]], &pol, &c);
+		assert_same(&a, &c);
 		n++;
 	}
 	assert_true(n > 100000);
@@ -156,10 +160,12 @@ static void test_order_equivalence_runs(void **st)
 				ev.kind
 				    = SAGA_EV_PAST_HORIZON == ev.kind ? SAGA_EV_SUCCESS : ev.kind;
 			now += (int64_t)((x >> 30) % 3000);
-			saga_decision da, db;
-			saga_transition(&a, &ev, now, x, &pol, &da);
+			saga_decision da, db, dc;
+			saga_ref_transition(&a, &ev, now, x, &pol, &da);
 			via_flow(&a, &ev, now, x, &pol, &db);
 			assert_same(&da, &db);
+			saga_transition(&a, &ev, now, x, &pol, &dc);
+			assert_same(&da, &dc);
 			a = da.next;
 		}
 	}
