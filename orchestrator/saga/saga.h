@@ -111,7 +111,8 @@ saga saga_start(int64_t now_ms, const saga_policy *p);
  * Rules: table "The order saga", rules 3 (transient vs definitive,
  * compensations and the retriable step after the pivot retried with
  * attention after N: after the pivot, only forward), 4 (unknown outcome is
- * compensated). */
+ * compensated). It is saga_flow_transition (saga_flow.h) over
+ * saga_flow_order, through the maps of states and commands. */
 void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
     const saga_policy *p, saga_decision *out);
 

@@ -15,6 +15,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "methods.h"
+#include "saga_flow.h"
 
 /* SAGA_DEF_FORMAT is the one `format:` this build reads. */
 #define SAGA_DEF_FORMAT 1
@@ -140,6 +141,16 @@ int saga_def_validate(saga_defs *defs, char *err, size_t errlen);
  * YAML do not change it). Returns 0, or -1 when out of memory. */
 int saga_def_version(
     const saga_defs *defs, const saga_def_type *t, unsigned char out[32], char hex[65]);
+
+/* saga_def_flow fills *out with type `t` (of a validated saga_defs) as a
+ * flow of saga_flow_transition (saga_flow.h): per step its kind, whether it
+ * has a compensation and a deadline (every step but a retriable one; the
+ * value, deadline_ms or --step-timeout, is not kept), its group's number
+ * (0, 1, ... in order; -1 alone). The step names are borrowed from `t`,
+ * valid while its saga_defs is. Returns 0, or -1 (and *out unusable) when
+ * `t` has more than SAGA_FLOW_MAX_STEPS steps or is not a flow that
+ * saga_flow_valid accepts (validation refuses those first). */
+int saga_def_flow(const saga_def_type *t, saga_flow *out);
 
 /* saga_def_kind_name is "compensable", "pivot" or "retriable" (static). */
 const char *saga_def_kind_name(enum saga_step_kind kind);

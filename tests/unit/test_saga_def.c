@@ -1,7 +1,8 @@
 /* test_saga_def: saga definitions (orchestrator/sagadef, docs/saga-definitions.md
  * section 1): order.yaml parsed to the values it says, booking.yaml (a group)
- * valid, the version's independence of comments and key order, and one case
- * per rule of "Validation at start" with its exact error, line and column. */
+ * valid, their flows (order.yaml's is saga_flow_order), the version's
+ * independence of comments and key order, and one case per rule of
+ * "Validation at start" with its exact error, line and column. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -137,6 +138,47 @@ static void test_booking_yaml(void **state)
 	assert_int_equal(t->steps[3].attention_after, 10);
 	assert_string_equal(t->steps[3].input[1].field, "qty");
 	assert_string_equal(t->steps[3].input[1].constant, "1");
+	saga_defs_free(d);
+}
+
+/* order.yaml's flow is the built-in order flow (saga_flow_order), which
+ * saga_transition runs; booking.yaml's has its group */
+static void test_flows(void **state)
+{
+	(void)state;
+	saga_defs *d = NULL;
+	char err[512] = "";
+	assert_int_equal(saga_def_load(SAGA_SOURCE_DIR "/orchestrator/definitions/order.yaml", &d,
+	                     err, sizeof err),
+	    0);
+	saga_flow f;
+	assert_int_equal(saga_def_flow(&d->types[0], &f), 0);
+	assert_int_equal(f.nsteps, saga_flow_order.nsteps);
+	for (int32_t i = 0; i < f.nsteps; i++) {
+		const saga_flow_step *a = &f.steps[i], *b = &saga_flow_order.steps[i];
+		assert_string_equal(a->name, b->name);
+		assert_int_equal(a->kind, b->kind);
+		assert_int_equal(a->has_compensation, b->has_compensation);
+		assert_int_equal(a->has_deadline, b->has_deadline);
+		assert_int_equal(a->group, b->group);
+	}
+	saga_defs_free(d);
+
+	d = NULL;
+	assert_int_equal(
+	    saga_def_load(SAGA_SOURCE_DIR "/tests/definitions/booking.yaml", &d, err, sizeof err),
+	    0);
+	assert_int_equal(saga_def_flow(&d->types[0], &f), 0);
+	assert_int_equal(f.nsteps, 4);
+	assert_int_equal(f.steps[0].group, 0);
+	assert_int_equal(f.steps[1].group, 0);
+	assert_int_equal(f.steps[2].group, -1);
+	assert_int_equal(f.steps[2].kind, SAGA_FLOW_PIVOT);
+	assert_true(f.steps[2].has_deadline);
+	assert_int_equal(f.steps[3].kind, SAGA_FLOW_RETRIABLE);
+	assert_false(f.steps[3].has_compensation);
+	assert_false(f.steps[3].has_deadline);
+	assert_int_equal(saga_flow_stage_len(&f, 0), 2);
 	saga_defs_free(d);
 }
 
@@ -458,6 +500,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order_yaml),
 	    cmocka_unit_test(test_booking_yaml),
+	    cmocka_unit_test(test_flows),
 	    cmocka_unit_test(test_version_canonical),
 	    cmocka_unit_test(test_load_missing_file),
 	    cmocka_unit_test(test_format),

@@ -1,0 +1,50 @@
+/* saga_def_flow: a parsed saga type as the flow the generic transition
+ * runs (orchestrator/saga/saga_flow.h; docs/saga-definitions.md, section
+ * 2): each step's kind, whether it has a compensation and a deadline, and
+ * its group's number. */
+#include "saga_def.h"
+
+#include <string.h>
+
+int saga_def_flow(const saga_def_type *t, saga_flow *out)
+{
+	memset(out, 0, sizeof *out);
+	if (t->nsteps > SAGA_FLOW_MAX_STEPS)
+		return -1;
+	int32_t groups = 0;
+	for (size_t i = 0; i < t->nsteps; i++) {
+		const saga_def_step *s = &t->steps[i];
+		saga_flow_step *f = &out->steps[i];
+		f->name = s->name;
+		switch (s->kind) {
+		case SAGA_STEP_COMPENSABLE:
+			f->kind = SAGA_FLOW_COMPENSABLE;
+			break;
+		case SAGA_STEP_PIVOT:
+			f->kind = SAGA_FLOW_PIVOT;
+			break;
+		case SAGA_STEP_RETRIABLE:
+			f->kind = SAGA_FLOW_RETRIABLE;
+			break;
+		default:
+			return -1;
+		}
+		f->has_compensation = s->compensation != METHOD_NONE;
+		/* every step but a retriable one has a deadline (its own
+		 * deadline_ms or --step-timeout; the flow keeps only that it
+		 * has one) */
+		f->has_deadline = s->kind != SAGA_STEP_RETRIABLE;
+		f->group = -1;
+		if (s->group != NULL) {
+			/* a group's members are consecutive: a new run is a new
+			 * group */
+			if (i > 0 && t->steps[i - 1].group != NULL
+			    && strcmp(t->steps[i - 1].group, s->group) == 0)
+				f->group = out->steps[i - 1].group;
+			else
+				f->group = groups++;
+		}
+	}
+	out->nsteps = (int32_t)t->nsteps;
+	return saga_flow_valid(out) ? 0 : -1;
+}
