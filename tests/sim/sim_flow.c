@@ -112,6 +112,8 @@ typedef struct world {
 	char bad[NSAGAS][TRACE_LEN];
 	char trace[NSAGAS][TRACE_MAX][TRACE_LEN];
 	int ntrace[NSAGAS];
+	/* what happened, for the figures */
+	unsigned long long crashes, deadlines, tombstones, late_refused;
 } world;
 
 static enum brk brk;
@@ -209,6 +211,7 @@ static void send_members(world *w, int s, const saga_flow_pos *pos, uint64_t mem
 static void crash(world *w)
 {
 	w->down_until = w->now + 1 + rnd(w, 1000);
+	w->crashes++;
 	for (int s = 0; s < NSAGAS; s++) {
 		w->waiting[s] = 0;
 		if (w->started[s] && !terminal(w, s))
@@ -271,6 +274,8 @@ static void apply(world *w, int s, const saga_flow_event *ev)
 	if (d.ignored)
 		return;
 	w->row[s] = d.next; /* the row is written first */
+	if (ev->kind == SAGA_EV_DEADLINE || !strcmp(d.event_name, "deadline"))
+		w->deadlines++;
 	const saga_flow_pos *p = &d.next.pos;
 	tr(w, s, "%s -> step %d %s members %" PRIx64 " attempts %d%s%s", d.event_name, p->step,
 	    p->phase == SAGA_FLOW_FORWARD ? "forward" : "compensating", p->members, d.next.attempts,
@@ -373,9 +378,11 @@ static void participant(world *w, const msg *m)
 			tr(w, m->saga, "%s: compensation applied", w->flow->steps[i].name);
 		} else if (!r->applied && !r->refused && !r->tomb) {
 			r->tomb = true; /* rule 5: the command may come later */
+			w->tombstones++;
 			tr(w, m->saga, "%s: tombstone", w->flow->steps[i].name);
 		}
 	} else if (r->tomb) {
+		w->late_refused++;
 		reply.kind = SAGA_EV_REFUSED;
 		reply.reason = REASON_TOMBSTONE;
 	} else if (r->refused) {
@@ -472,6 +479,7 @@ static void check_saga(world *w, int s)
 
 typedef struct totals {
 	unsigned long long seeds, sagas, completed, cancelled, bad_seeds, bad_sagas;
+	unsigned long long crashes, deadlines, tombstones, late_refused;
 	int64_t max_ms; /* the longest run, simulated ms */
 } totals;
 
@@ -518,6 +526,10 @@ static bool run_seed(world *w, const saga_flow *flow, unsigned long long seed, t
 	}
 	bool bad = false;
 	t->seeds++;
+	t->crashes += w->crashes;
+	t->deadlines += w->deadlines;
+	t->tombstones += w->tombstones;
+	t->late_refused += w->late_refused;
 	if (w->now > t->max_ms)
 		t->max_ms = w->now;
 	for (int s = 0; s < NSAGAS; s++) {
@@ -608,6 +620,9 @@ int main(int argc, char **argv)
 	       "%llu seeds and %llu sagas with a violation, longest run %" PRId64 " ms\n",
 	    type, brk ? " --break " : "", brk ? brk_names[brk] : "", tot.seeds, tot.sagas,
 	    tot.completed, tot.cancelled, tot.bad_seeds, tot.bad_sagas, tot.max_ms);
+	printf("  %llu crashes, %llu deadlines passed, %llu tombstones, %llu late commands "
+	       "refused\n",
+	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused);
 	saga_defs_free(defs);
 	return expect_violation ? (tot.bad_seeds > 0 ? 0 : 1) : (tot.bad_seeds == 0 ? 0 : 1);
 }
