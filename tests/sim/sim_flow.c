@@ -35,7 +35,8 @@
  * member's refusal skips its siblings' compensations), retriable_given_up (a
  * retriable step's refusal cancels the saga at once). Usage:
  * sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
- * [--expect-violation] [--trace]. Exit 0 when the expectation holds (no
+ * [--expect-violation] [--trace]. Every 50th seed is run twice and must end
+ * the same (a seed is the whole run). Exit 0 when the expectation holds (no
  * violation, or with --expect-violation at least one), 1 when not, 2 on a
  * usage or definition error. */
 #include <inttypes.h>
@@ -550,6 +551,23 @@ static bool run_seed(world *w, const saga_flow *flow, unsigned long long seed, t
 	return bad;
 }
 
+/* the two runs of one seed ended the same: time, rows, records, figures */
+static bool same_run(const world *a, const world *b)
+{
+	if (a->now != b->now || a->crashes != b->crashes || a->deadlines != b->deadlines
+	    || a->tombstones != b->tombstones || a->late_refused != b->late_refused
+	    || memcmp(a->recs, b->recs, sizeof a->recs) != 0)
+		return false;
+	for (int s = 0; s < NSAGAS; s++) {
+		const saga_flow_row *x = &a->row[s], *y = &b->row[s];
+		if (x->pos.step != y->pos.step || x->pos.phase != y->pos.phase
+		    || x->pos.members != y->pos.members || x->attempts != y->attempts
+		    || strcmp(x->reason, y->reason) != 0 || strcmp(a->bad[s], b->bad[s]) != 0)
+			return false;
+	}
+	return true;
+}
+
 static int usage(FILE *out, int rc)
 {
 	fprintf(out,
@@ -610,19 +628,32 @@ int main(int argc, char **argv)
 		saga_defs_free(defs);
 		return 2;
 	}
-	static world w;
-	totals tot = {0};
-	bool shown = false;
-	for (unsigned long long seed = a; seed <= b; seed++)
+	static world w, again;
+	totals tot = {0}, scratch = {0};
+	bool shown = false, replays_differ = false;
+	unsigned long long replays = 0;
+	for (unsigned long long seed = a; seed <= b; seed++) {
 		if (run_seed(&w, &flow, seed, &tot, !shown))
 			shown = true;
+		if (seed % 50 == 0 && !trace_all) { /* a seed is the whole run */
+			run_seed(&again, &flow, seed, &scratch, false);
+			replays++;
+			if (!same_run(&w, &again)) {
+				printf("seed %llu: a second run differs\n", seed);
+				replays_differ = true;
+			}
+		}
+	}
 	printf("sim_flow %s%s%s: %llu seeds, %llu sagas (%llu completed, %llu cancelled), "
 	       "%llu seeds and %llu sagas with a violation, longest run %" PRId64 " ms\n",
 	    type, brk ? " --break " : "", brk ? brk_names[brk] : "", tot.seeds, tot.sagas,
 	    tot.completed, tot.cancelled, tot.bad_seeds, tot.bad_sagas, tot.max_ms);
 	printf("  %llu crashes, %llu deadlines passed, %llu tombstones, %llu late commands "
-	       "refused\n",
-	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused);
+	       "refused; %llu seeds run twice, %s\n",
+	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused, replays,
+	    replays_differ ? "NOT identical" : "identical");
 	saga_defs_free(defs);
+	if (replays_differ)
+		return 1;
 	return expect_violation ? (tot.bad_seeds > 0 ? 0 : 1) : (tot.bad_seeds == 0 ? 0 : 1);
 }
