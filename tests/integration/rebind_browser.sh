@@ -62,7 +62,7 @@ plog=$STACK_DIR/rebind_proxy.log pport=$STACK_DIR/rebind_proxy.port
   --ports "$ports" --pages "$here/rebind_pages" --log "$plog" --port-file "$pport" \
   >"$STACK_DIR/rebind_proxy.out" 2>&1 &
 proxy_pid=$!
-trap 'kill "$proxy_pid" 2>/dev/null || true' EXIT
+trap 'kill "$proxy_pid" 2>/dev/null || true; stack_stop' EXIT
 wait_until 10 test -s "$pport"
 PROXY="http://127.0.0.1:$(cat "$pport")"
 echo "proxy: $PROXY (rebinds evil.example to 127.0.0.1, ports $ports)"
