@@ -31,7 +31,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: sagabench [options]\n"
-	    "Runs N order sagas against a running orchestratord/stockd/paymentd and\n"
+	    "Runs N order sagas against a running orchestratord, stockd, paymentd and\n"
+	    "shippingd (the orchestrator's --shipping: sagabench checks stock and\n"
+	    "money; the shipments are shippingd's), and\n"
 	    "prints sagas/s, end-to-end latency (StartSaga sent -> terminal state\n"
 	    "observed through WaitSaga), outcomes, and checks the invariants.\n"
 	    "\n"

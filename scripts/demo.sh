@@ -68,3 +68,8 @@ echo
 echo "== every transition, in commit order, from the history feed (sagactl watch --from-start;"
 echo "   docs/protocol.md, \"The history feed\")"
 ctl watch --from-start 2>/dev/null
+echo
+echo "== done: the demo's PostgreSQL and daemons stop now (its console and API with them)."
+echo "   To keep a stack running and open the console: docs/operations.md, \"Running"
+echo "   without containers\" (four daemons and gatewayd on a throwaway PostgreSQL), or"
+echo "   \"docker compose up\" (docs/operations.md, \"Containers\")."

@@ -180,7 +180,8 @@ void pg_rollback(PGconn *conn);
  * failover, docs/operations.md "PostgreSQL failover"): PQreset (libpq tries
  * every host of the conninfo again), then, if that failed or found a
  * standby, a fresh pg_connect with `conninfo` for up to wait_ms. A
- * reconnection is logged at LOG with the host and port reached. Returns
+ * reconnection is logged at LOG with the host and port reached and counted
+ * (sagas_db_reconnects_total); a thread's first session is neither. Returns
  * true when the connection is usable afterwards. */
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
 

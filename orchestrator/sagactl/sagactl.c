@@ -515,7 +515,8 @@ static void ctl_print_help(FILE *out)
 	fprintf(out, "  %-32s %s\n", "--version", "show the version and commit and exit");
 	fprintf(out,
 	    "  %-32s %s\n\n"
-	    "SAGA (--json of get, wait, list, start, retry, report): "
+	    "SAGA, a saga in --json (get, wait and retry print one; start, list and report\n"
+	    "  hold them as each verb's --help says):\n  "
 	    "{\"saga_id\",\"state\",\"reason\",\"customer\",\n"
 	    "  "
 	    "\"sku\",\"qty\",\"amount_minor\",\"amount\",\"attention\",\"version\",\"attempts\",\n"

@@ -396,12 +396,12 @@ int ctl_list(ctl_ctx *c, char **args)
 		rc = ctl_table_done(&t);
 	}
 	if (token[0] != '\0')
-		fprintf(stderr,
-		    "note: %zu sagas shown, more match: next page with --page-token %s\n", shown,
-		    ctl_esc(token));
+		fprintf(stderr, "note: %zu %s shown, more match: next page with --page-token %s\n",
+		    shown, shown == 1 ? "saga" : "sagas", ctl_esc(token));
 	else if (truncated && !c->o.all)
 		fprintf(stderr,
-		    "note: %zu sagas shown: the reply was cut at one frame (about 1 MiB)\n", shown);
+		    "note: %zu %s shown: the reply was cut at one frame (about 1 MiB)\n", shown,
+		    shown == 1 ? "saga" : "sagas");
 	return rc;
 out_free:
 	json_decref(a);
