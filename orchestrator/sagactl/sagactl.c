@@ -364,11 +364,17 @@ static const ctl_cmd ctl_cmds[] = {
     {"definitions check", "FILE", "check a saga definition file (no server needed)",
         "sagactl definitions check FILE",
         "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"
-        "of \"Validation at start\". Needs no server. Prints each saga type with its\n"
-        "version (SHA-256 of its canonical definition) and one line per step: name,\n"
-        "kind, state, compensating state, participant:command/compensation, deadline.\n"
+        "of \"Validation at start\". Prints each saga type with its version (SHA-256\n"
+        "of its canonical definition) and one line per step: name, kind, state,\n"
+        "compensating state, participant:command/compensation, deadline.\n"
         "Exits 0; on the first refusal prints FILE:LINE:COLUMN: PATH: message and\n"
-        "exits 1.",
+        "exits 1. Needs no server: the connection options (--orchestrator, --stock,\n"
+        "--payment, --shipping, --timeout, --tls-*) are ignored.\n"
+        "--json: {\"types\":[{\"name\",\"version\",\"input\",\"completed\",\"cancelled\",\n"
+        "  \"steps\":[{\"name\",\"kind\",\"state\",\"compensating\",\"participant\",\"command\",\n"
+        "  \"compensation\",\"deadline_ms\" (ms, \"default\", or null for "
+        "retriable),\"group\"}]}]}\n"
+        "  (compensating, compensation and group null when absent)",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_file, ctl_definitions_check},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
         "sagactl stock set SKU ON_HAND [OPTIONS]",

@@ -22,13 +22,63 @@ static void ctl_defs_print_step(const saga_def_step *s)
 	    s->group != NULL ? s->group : "");
 }
 
+/* ctl_defs_step_json: one step as --json prints it; NULL when out of
+ * memory. */
+static json_t *ctl_defs_step_json(const saga_def_step *s)
+{
+	json_t *deadline = s->kind == SAGA_STEP_RETRIABLE ? json_null()
+	    : s->deadline_ms == SAGA_DEF_DEFAULT          ? json_string("default")
+	                                         : json_integer((json_int_t)s->deadline_ms);
+	return json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:s?, s:o, s:s?}", "name", s->name,
+	    "kind", saga_def_kind_name(s->kind), "state", s->state, "compensating", s->compensating,
+	    "participant", s->participant, "command", method_table[s->command].name, "compensation",
+	    s->compensation != METHOD_NONE ? method_table[s->compensation].name : NULL,
+	    "deadline_ms", deadline, "group", s->group);
+}
+
+/* ctl_defs_json prints the file's types as one JSON value. Returns an
+ * exit code. */
+static int ctl_defs_json(const saga_defs *d)
+{
+	json_t *types = json_array();
+	for (size_t i = 0; types != NULL && i < d->ntypes; i++) {
+		const saga_def_type *t = &d->types[i];
+		unsigned char v[32];
+		char hex[65];
+		json_t *steps = json_array();
+		for (size_t j = 0; steps != NULL && j < t->nsteps; j++)
+			if (!ctl_json_append(steps, ctl_defs_step_json(&t->steps[j]))) {
+				json_decref(steps);
+				steps = NULL;
+			}
+		if (steps == NULL || saga_def_version(d, t, v, hex) != 0) {
+			json_decref(steps);
+			json_decref(types);
+			types = NULL;
+			break;
+		}
+		if (!ctl_json_append(types,
+		        json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "name", t->name, "version", hex,
+		            "input", t->input, "completed", t->completed, "cancelled", t->cancelled,
+		            "steps", steps))) {
+			json_decref(types);
+			types = NULL;
+		}
+	}
+	return ctl_json_print(types != NULL ? json_pack("{s:o}", "types", types) : NULL);
+}
+
 int ctl_definitions_check(ctl_ctx *c, char **args)
 {
-	(void)c;
 	saga_defs *d = NULL;
 	char err[512];
 	if (saga_def_load(args[0], &d, err, sizeof err) != 0)
 		return ctl_error("%s", err);
+	if (c->o.json) {
+		int rc = ctl_defs_json(d);
+		saga_defs_free(d);
+		return rc;
+	}
 	for (size_t i = 0; i < d->ntypes; i++) {
 		const saga_def_type *t = &d->types[i];
 		unsigned char v[32];
@@ -37,8 +87,8 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 			saga_defs_free(d);
 			return ctl_error("out of memory");
 		}
-		printf("%s version %s input %s (%zu steps; %s, %s)\n", t->name, hex, t->input,
-		    t->nsteps, t->completed, t->cancelled);
+		printf("%s version %s input %s (%zu step%s; %s, %s)\n", t->name, hex, t->input,
+		    t->nsteps, t->nsteps == 1 ? "" : "s", t->completed, t->cancelled);
 		for (size_t j = 0; j < t->nsteps; j++)
 			ctl_defs_print_step(&t->steps[j]);
 	}

@@ -4,6 +4,8 @@
  * protoc-c's descriptors. */
 #include "saga_def_int.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,29 +79,65 @@ static bool sd_engine_field(const char *name)
 	return strcmp(name, "saga_id") == 0 || strcmp(name, "saga_started_unix_ms") == 0;
 }
 
+/* How a constant's text fits a field: it does, it is not of the field's
+ * kind (a word for an int32), or it is a number out of the type's range. */
+enum sd_fit { SD_FITS, SD_NOT_A, SD_RANGE };
+
+/* sd_int_fits: text, a whole decimal number, within [lo, hi] (signed) or
+ * [0, uhi] (unsigned: uhi nonzero). */
+static enum sd_fit sd_int_fits(const char *text, long long lo, long long hi, unsigned long long uhi)
+{
+	char *end = NULL;
+	errno = 0;
+	if (uhi != 0) {
+		const char *q = text;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		unsigned long long u = strtoull(text, &end, 10);
+		if (end == text || *end != '\0')
+			return SD_NOT_A;
+		return (*q == '-' || errno == ERANGE || u > uhi) ? SD_RANGE : SD_FITS;
+	}
+	long long v = strtoll(text, &end, 10);
+	if (end == text || *end != '\0')
+		return SD_NOT_A;
+	return (errno == ERANGE || v < lo || v > hi) ? SD_RANGE : SD_FITS;
+}
+
 /* sd_const_fits: a constant's text for a field of f's type. */
-static bool sd_const_fits(const ProtobufCFieldDescriptor *f, const char *text)
+static enum sd_fit sd_const_fits(const ProtobufCFieldDescriptor *f, const char *text)
 {
 	if (f->label == PROTOBUF_C_LABEL_REPEATED)
-		return false;
+		return SD_NOT_A;
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_STRING:
 	case PROTOBUF_C_TYPE_BYTES:
-		return true;
+		return SD_FITS;
 	case PROTOBUF_C_TYPE_BOOL:
-		return strcmp(text, "true") == 0 || strcmp(text, "false") == 0;
-	case PROTOBUF_C_TYPE_MESSAGE:
-	case PROTOBUF_C_TYPE_ENUM:
-	case PROTOBUF_C_TYPE_FLOAT:
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return false;
-	default: {
-		char *end = NULL;
-		long long v = strtoll(text, &end, 10);
-		(void)v;
-		return end != text && *end == '\0';
+		return strcmp(text, "true") == 0 || strcmp(text, "false") == 0 ? SD_FITS : SD_NOT_A;
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32:
+		return sd_int_fits(text, INT32_MIN, INT32_MAX, 0);
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+		return sd_int_fits(text, INT64_MIN, INT64_MAX, 0);
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+		return sd_int_fits(text, 0, 0, UINT32_MAX);
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		return sd_int_fits(text, 0, 0, UINT64_MAX);
+	default: /* message, enum, float, double: no constants */
+		return SD_NOT_A;
 	}
-	}
+}
+
+/* sd_article: "an" before a type name said with a vowel first, else "a". */
+static const char *sd_article(const char *word)
+{
+	return strchr("aeioAEIO", word[0]) != NULL && word[0] != '\0' ? "an" : "a";
 }
 
 /* sd_check_map checks one mapping entry against the command's request. */
@@ -120,9 +158,15 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 		return -1;
 	}
 	if (m->constant != NULL) {
-		if (!sd_const_fits(rf, m->constant)) {
-			sd_err(err, errlen, d->file, m->vat, p, "the constant %s is not a %s",
+		enum sd_fit fit = sd_const_fits(rf, m->constant);
+		if (fit == SD_RANGE) {
+			sd_err(err, errlen, d->file, m->vat, p, "the constant %s does not fit %s",
 			    m->constant, sd_type_name(rf));
+			return -1;
+		}
+		if (fit != SD_FITS) {
+			sd_err(err, errlen, d->file, m->vat, p, "the constant %s is not %s %s",
+			    m->constant, sd_article(sd_type_name(rf)), sd_type_name(rf));
 			return -1;
 		}
 		return 0;
@@ -167,7 +211,7 @@ static int sd_check_unmapped(const saga_defs *d, const saga_def_type *t, const s
 		const ProtobufCFieldDescriptor *inf = m->from != NULL
 		    ? protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from)
 		    : NULL;
-		if ((m->constant != NULL && !sd_const_fits(f, m->constant))
+		if ((m->constant != NULL && sd_const_fits(f, m->constant) != SD_FITS)
 		    || (inf != NULL
 		        && (inf->type != f->type || inf->descriptor != f->descriptor
 		            || inf->label != f->label))) {
@@ -216,7 +260,9 @@ static int sd_check_kind(
 		why = "a group after the pivot";
 	else if (s->kind == SAGA_STEP_COMPENSABLE && pivot >= 0 && i > pivot)
 		why = "a compensable step after the pivot";
-	else if (s->kind == SAGA_STEP_RETRIABLE && (pivot < 0 || i < pivot))
+	else if (s->kind == SAGA_STEP_RETRIABLE && pivot < 0)
+		why = "a retriable step needs the pivot before it (this type has none)";
+	else if (s->kind == SAGA_STEP_RETRIABLE && i < pivot)
 		why = "a retriable step before the pivot";
 	else if (s->kind != SAGA_STEP_RETRIABLE && s->compensation == METHOD_NONE)
 		why = s->kind == SAGA_STEP_PIVOT ? "a pivot without a compensation"

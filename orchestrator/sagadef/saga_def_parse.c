@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct sd_ctx {
 	const char *file;
@@ -57,13 +58,36 @@ bool sd_upper_name(const char *s)
 	return sd_name_of(s, 'A', 'Z');
 }
 
+/* sd_key_of: the key whose value is the node n in its parent mapping, or
+ * NULL (the root, a sequence's item). */
+static struct fy_node *sd_key_of(struct fy_node *n)
+{
+	struct fy_node *parent = fy_node_get_parent(n);
+	if (parent == NULL || !fy_node_is_mapping(parent))
+		return NULL;
+	void *it = NULL;
+	struct fy_node_pair *pr;
+	while ((pr = fy_node_mapping_iterate(parent, &it)) != NULL)
+		if (fy_node_pair_value(pr) == n)
+			return fy_node_pair_key(pr);
+	return NULL;
+}
+
 /* sd_pos: a node's position. libfyaml 0.7 keeps marks on tokens: a scalar
- * has its own; a mapping or sequence is placed at its first key or item. */
+ * has its own; a mapping or sequence is placed at its first key or item,
+ * an empty one at its key (1:1 when it has none). */
 static saga_def_pos sd_pos(struct fy_node *n)
 {
 	saga_def_pos p = {1, 1};
 	for (int depth = 0; n != NULL && depth < 64; depth++) {
 		void *it = NULL;
+		if (!fy_node_is_scalar(n)
+		    && (fy_node_is_mapping(n) ? fy_node_mapping_item_count(n)
+		                              : fy_node_sequence_item_count(n))
+		        == 0) {
+			n = sd_key_of(n);
+			continue;
+		}
 		if (fy_node_is_scalar(n)) {
 			struct fy_token *t = fy_node_get_scalar_token(n);
 			const struct fy_mark *m = t != NULL ? fy_token_start_mark(t) : NULL;
@@ -142,17 +166,24 @@ static int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const ch
 	return 0;
 }
 
-/* sd_int reads a positive integer (at most 10^12) from the scalar n. */
-static int sd_int(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out)
+/* sd_int_or reads a positive integer (at most 10^12) from the scalar n;
+ * `what` is the error's text. */
+static int sd_int_or(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out, const char *what)
 {
 	const char *s = fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
 	char *end = NULL;
 	errno = 0;
 	long long v = s != NULL ? strtoll(s, &end, 10) : 0;
 	if (s == NULL || end == s || *end != '\0' || errno != 0 || v < 1 || v > 1000000000000LL)
-		return sd_fail(c, n, path, "a positive integer expected");
+		return sd_fail(c, n, path, what);
 	*out = v;
 	return 0;
+}
+
+/* sd_int reads a positive integer (at most 10^12) from the scalar n. */
+static int sd_int(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out)
+{
+	return sd_int_or(c, n, path, out, "a positive integer expected");
 }
 
 static char *sd_upper(const char *name, const char *suffix)
@@ -224,8 +255,12 @@ static int sd_kind(
 		s->kind = SAGA_STEP_PIVOT;
 	else if (strcmp(k, "retriable") == 0)
 		s->kind = SAGA_STEP_RETRIABLE;
-	else
-		rc = sd_fail(c, n, path, "compensable, pivot or retriable expected");
+	else {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+		    "%.64s is not a kind (kinds: compensable, pivot, retriable)", k);
+		rc = sd_fail(c, n, path, msg);
+	}
 	free(k);
 	return rc;
 }
@@ -251,8 +286,19 @@ static int sd_method(
 			return sd_fail(c, n, path, msg);
 		}
 	}
-	char msg[300];
-	snprintf(msg, sizeof msg, "%s is not in the table of methods", full);
+	char msg[512];
+	int len
+	    = snprintf(msg, sizeof msg, "%s is not a method of %s (its methods:", full, p->service);
+	const char *sep = " ";
+	for (int i = 0; i < METHOD_COUNT && len > 0 && (size_t)len < sizeof msg; i++) {
+		if (strcmp(method_table[i].service, p->service + 9) != 0)
+			continue;
+		len += snprintf(
+		    msg + len, sizeof msg - (size_t)len, "%s%s", sep, method_table[i].name);
+		sep = ", ";
+	}
+	if (len > 0 && (size_t)len < sizeof msg)
+		snprintf(msg + len, sizeof msg - (size_t)len, ")");
 	return sd_fail(c, n, path, msg);
 }
 
@@ -300,9 +346,14 @@ static int sd_step_methods(sd_ctx *c, struct fy_node *n, struct fy_node **v, sag
 		return -1;
 	s->at[SAGA_AT_PARTICIPANT] = sd_pos(v[K_PART]);
 	if (saga_def_find_participant(c->d, s->participant) == NULL) {
-		char msg[200];
-		snprintf(msg, sizeof msg, "participant %s is not declared in participants",
-		    s->participant);
+		char msg[512];
+		int len = snprintf(msg, sizeof msg,
+		    "participant %.64s is not declared (declared:", s->participant);
+		for (size_t i = 0; i < c->d->nparticipants && (size_t)len < sizeof msg; i++)
+			len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s",
+			    i > 0 ? ", " : " ", c->d->participants[i].name);
+		if ((size_t)len < sizeof msg)
+			snprintf(msg + len, sizeof msg - (size_t)len, ")");
 		return sd_fail(c, v[K_PART], p, msg);
 	}
 	char *tmp = NULL;
@@ -372,7 +423,9 @@ static int sd_step(sd_ctx *c, struct fy_node *n, saga_def_step *s)
 		const char *dv
 		    = fy_node_is_scalar(v[K_DEADLINE]) ? fy_node_get_scalar0(v[K_DEADLINE]) : NULL;
 		if ((dv == NULL || strcmp(dv, "default") != 0)
-		    && sd_int(c, v[K_DEADLINE], p, &s->deadline_ms) != 0)
+		    && sd_int_or(c, v[K_DEADLINE], p, &s->deadline_ms,
+		           "a positive integer or default expected")
+		        != 0)
 			return -1;
 	}
 	if (v[K_RETRY] != NULL && sd_step_retry(c, v[K_RETRY], s) != 0)
@@ -400,8 +453,12 @@ static int sd_group(sd_ctx *c, struct fy_node *n, const char *path, saga_def_typ
 	if (!ok)
 		return sd_fail(c, v[0], p, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
 	snprintf(p, sizeof p, "%s.steps", path);
-	if (v[1] == NULL || !fy_node_is_sequence(v[1]) || fy_node_sequence_item_count(v[1]) < 1)
-		return sd_fail(c, v[1] != NULL ? v[1] : n, p, "a sequence of steps expected");
+	if (v[1] == NULL)
+		return sd_fail(c, n, p, "missing");
+	if (!fy_node_is_sequence(v[1]))
+		return sd_fail(c, v[1], p, "a sequence of steps expected");
+	if (fy_node_sequence_item_count(v[1]) < 1)
+		return sd_fail(c, v[1], p, "at least one step");
 	void *it = NULL;
 	struct fy_node *m;
 	for (int j = 0; (m = fy_node_sequence_iterate(v[1], &it)) != NULL; j++) {
@@ -441,8 +498,10 @@ static int sd_type_steps(
 	snprintf(p, sizeof p, "sagas.%s.steps", t->name);
 	if (seq == NULL)
 		return sd_fail(c, parent, p, "missing");
-	if (!fy_node_is_sequence(seq) || fy_node_sequence_item_count(seq) < 1)
+	if (!fy_node_is_sequence(seq))
 		return sd_fail(c, seq, p, "a sequence of steps expected");
+	if (fy_node_sequence_item_count(seq) < 1)
+		return sd_fail(c, seq, p, "at least one step");
 	size_t k = sd_count_steps(seq);
 	*total += k;
 	if (*total > SAGA_DEF_MAX_STEPS)
@@ -506,12 +565,45 @@ static bool sd_service_known(const char *service)
 	return false;
 }
 
+/* sd_unknown_service: the error for a service not in the table, listing
+ * the table's. */
+static int sd_unknown_service(sd_ctx *c, struct fy_node *n, const char *path, const char *service)
+{
+	char msg[512];
+	int len = snprintf(
+	    msg, sizeof msg, "%.64s is not a service of the table of methods (services:", service);
+	for (int i = 0; i < METHOD_COUNT && (size_t)len < sizeof msg; i++) {
+		bool seen = false;
+		for (int j = 0; j < i && !seen; j++)
+			seen = strcmp(method_table[j].service, method_table[i].service) == 0;
+		if (!seen)
+			len += snprintf(msg + len, sizeof msg - (size_t)len, "%ssagas.v1.%s",
+			    i > 0 ? ", " : " ", method_table[i].service);
+	}
+	if ((size_t)len < sizeof msg)
+		snprintf(msg + len, sizeof msg - (size_t)len, ")");
+	return sd_fail(c, n, path, msg);
+}
+
+/* sd_option_name: s has the form of a long option, --[a-z][a-z0-9-]*. */
+static bool sd_option_name(const char *s)
+{
+	if (strncmp(s, "--", 2) != 0 || s[2] < 'a' || s[2] > 'z')
+		return false;
+	for (s += 3; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-'))
+			return false;
+	return true;
+}
+
 static int sd_participants(sd_ctx *c, struct fy_node *n, struct fy_node *root)
 {
 	if (n == NULL)
 		return sd_fail(c, root, "participants", "missing");
-	if (!fy_node_is_mapping(n) || fy_node_mapping_item_count(n) < 1)
+	if (!fy_node_is_mapping(n))
 		return sd_fail(c, n, "participants", "a mapping expected");
+	if (fy_node_mapping_item_count(n) < 1)
+		return sd_fail(c, n, "participants", "at least one participant");
 	int cnt = fy_node_mapping_item_count(n);
 	if ((c->d->participants = calloc((size_t)cnt, sizeof *c->d->participants)) == NULL)
 		return sd_oom(c);
@@ -535,10 +627,12 @@ static int sd_participants(sd_ctx *c, struct fy_node *n, struct fy_node *root)
 			return -1;
 		p->service_at = sd_pos(v[0]);
 		if (!sd_service_known(p->service))
-			return sd_fail(c, v[0], path, "not a service of the table of methods");
+			return sd_unknown_service(c, v[0], path, p->service);
 		snprintf(path, sizeof path, "participants.%s.urls", p->name);
 		if (sd_str(c, v[1], fy_node_pair_value(pr), path, true, &p->urls) != 0)
 			return -1;
+		if (!sd_option_name(p->urls))
+			return sd_fail(c, v[1], path, "an option name --[a-z][a-z0-9-]* expected");
 	}
 	return 0;
 }
@@ -569,8 +663,10 @@ static int sd_root(sd_ctx *c, struct fy_node *root)
 		return -1;
 	if (v[2] == NULL)
 		return sd_fail(c, root, "sagas", "missing");
-	if (!fy_node_is_mapping(v[2]) || fy_node_mapping_item_count(v[2]) < 1)
+	if (!fy_node_is_mapping(v[2]))
 		return sd_fail(c, v[2], "sagas", "a mapping expected");
+	if (fy_node_mapping_item_count(v[2]) < 1)
+		return sd_fail(c, v[2], "sagas", "at least one saga type");
 	int cnt = fy_node_mapping_item_count(v[2]);
 	if ((c->d->types = calloc((size_t)cnt, sizeof *c->d->types)) == NULL)
 		return sd_oom(c);
@@ -637,6 +733,12 @@ int saga_def_parse(
 int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen)
 {
 	*out = NULL;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (errlen > 0)
+			snprintf(err, errlen, "%s: is a directory", path);
+		return -1;
+	}
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t n = 0, cap = 0;

@@ -31,7 +31,7 @@ rc=0
 "$SAGACTL" definitions check "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 0 ]] || fail "booking.yaml: exit $rc: $(cat "$TMP/err")"
 
-# a retriable step before the pivot: line 11, column 13 (the kind's value)
+# a retriable step in a type with no pivot: line 11, column 15 (the kind's value)
 cat >"$TMP/bad.yaml" <<'YAML'
 format: 1
 participants:
@@ -52,16 +52,47 @@ YAML
 rc=0
 "$SAGACTL" definitions check "$TMP/bad.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 1 ]] || fail "bad.yaml: exit $rc, want 1"
-want="sagactl: error: $TMP/bad.yaml:11:15: sagas.t.steps[0].kind: a retriable step before the pivot"
+want="sagactl: error: $TMP/bad.yaml:11:15: sagas.t.steps[0].kind: a retriable step needs the pivot before it (this type has none)"
 [[ "$(cat "$TMP/err")" == "$want" ]] || fail "bad.yaml: got '$(cat "$TMP/err")', want '$want'"
 [[ ! -s "$TMP/out" ]] || fail "bad.yaml: printed on stdout"
+
+# --json: one JSON value, the order type's three steps
+rc=0
+"$SAGACTL" definitions check --json "$SRC/orchestrator/definitions/order.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "--json: exit $rc: $(cat "$TMP/err")"
+[[ $(wc -l <"$TMP/out") -eq 1 ]] || fail "--json: not one line: $(cat "$TMP/out")"
+grep -Eq '^\{"types":\[\{"name":"order","version":"[0-9a-f]{64}","input":"sagas\.v1\.Order","completed":"COMPLETED","cancelled":"CANCELLED","steps":\[\{"name":"reserve","kind":"compensable",' "$TMP/out" ||
+	fail "--json: no order type: $(cat "$TMP/out")"
+grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"group":null}' "$TMP/out" ||
+	fail "--json: no ship step: $(cat "$TMP/out")"
+
+# one step: "(1 step;"
+head -n 10 "$TMP/bad.yaml" >"$TMP/one.yaml"
+cat >>"$TMP/one.yaml" <<'YAML'
+      - {name: reserve, participant: stock, command: ReserveStock, kind: pivot, compensation: ReleaseStock, input: {sku: sku, qty: qty}}
+YAML
+rc=0
+"$SAGACTL" definitions check "$TMP/one.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 0 ]]; then
+	grep -q '(1 step; DONE, UNDONE)' "$TMP/out" || fail "one.yaml: $(cat "$TMP/out")"
+else
+	fail "one.yaml: exit $rc: $(cat "$TMP/err")"
+fi
+
+# a directory as FILE
+rc=0
+"$SAGACTL" definitions check "$TMP" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 1 ]] || fail "directory: exit $rc, want 1"
+want="sagactl: error: $TMP: is a directory"
+[[ "$(cat "$TMP/err")" == "$want" ]] || fail "directory: got '$(cat "$TMP/err")', want '$want'"
 
 rc=0
 "$SAGACTL" definitions check >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 2 ]] || fail "no FILE: exit $rc, want 2"
 rc=0
 "$SAGACTL" definitions check --help >"$TMP/out" 2>"$TMP/err" || rc=$?
-if [[ $rc -ne 0 ]] || ! grep -q '^usage: sagactl definitions check FILE' "$TMP/out"; then
+if [[ $rc -ne 0 ]] || ! grep -q '^usage: sagactl definitions check FILE' "$TMP/out" ||
+	! grep -q 'Needs no server: the connection options' "$TMP/out"; then
 	fail "definitions check --help"
 fi
 

@@ -27,19 +27,20 @@ static void expect_error(const char *name, const char *text, const char *want)
 	assert_string_equal(err, want);
 }
 
-/* the start of every case's file: three participants, a type t */
-#define HEAD                                                                                       \
-	"format: 1\n"                                                                              \
+/* the start of every case's file: three participants (PARTS), a type t
+ * (TYPE0 without its steps, HEAD with "steps:" on line 11) */
+#define PARTS                                                                                      \
 	"participants:\n"                                                                          \
 	"  stock: {service: sagas.v1.Stock, urls: --stock}\n"                                      \
 	"  payment: {service: sagas.v1.Payment, urls: --payment}\n"                                \
-	"  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"                             \
-	"sagas:\n"                                                                                 \
+	"  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+#define TYPE0                                                                                      \
+	"format: 1\n" PARTS "sagas:\n"                                                             \
 	"  t:\n"                                                                                   \
 	"    input: sagas.v1.Order\n"                                                              \
 	"    completed: DONE\n"                                                                    \
-	"    cancelled: UNDONE\n"                                                                  \
-	"    steps:\n"
+	"    cancelled: UNDONE\n"
+#define HEAD TYPE0 "    steps:\n"
 /* the order saga's three steps, one line each (line 12 on, after HEAD) */
 #define R                                                                                          \
 	"      - {name: reserve, participant: stock, command: ReserveStock, compensation: "        \
@@ -201,9 +202,9 @@ static void test_version_canonical(void **state)
 	      " \"cancelled\": \"UNDONE\", \"completed\": \"DONE\", \"input\": "
 	      "\"sagas.v1.Order\"}},"
 	      " \"participants\": {\"shipping\": {\"service\": \"sagas.v1.Shipping\", \"urls\": "
-	      "\"-s\"},"
-	      " \"payment\": {\"service\": \"sagas.v1.Payment\", \"urls\": \"-p\"},"
-	      " \"stock\": {\"service\": \"sagas.v1.Stock\", \"urls\": \"-k\"}},"
+	      "\"--ship\"},"
+	      " \"payment\": {\"service\": \"sagas.v1.Payment\", \"urls\": \"--pay\"},"
+	      " \"stock\": {\"service\": \"sagas.v1.Stock\", \"urls\": \"--stk\"}},"
 	      " \"format\": 1}";
 	saga_defs *a = NULL, *b = NULL;
 	char err[512] = "";
@@ -360,7 +361,7 @@ static void test_participant_undeclared(void **state)
 	    HEAD "      - {name: reserve, participant: hotel, command: ReserveStock, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "participant_undeclared.yaml:12:38: sagas.t.steps[0].participant: participant hotel is "
-	    "not declared in participants");
+	    "not declared (declared: stock, payment, shipping)");
 }
 
 static void test_method_unknown(void **state)
@@ -370,7 +371,8 @@ static void test_method_unknown(void **state)
 	    HEAD "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldRoom is not "
-	    "in the table of methods");
+	    "a method of sagas.v1.Stock (its methods: ReserveStock, ReleaseStock, SetStock, "
+	    "ListStock)");
 }
 
 static void test_method_other_service(void **state)
@@ -495,6 +497,150 @@ static void test_duplicate_key(void **state)
 	expect_error("dup.yaml", "format: 1\nformat: 1\n", "dup.yaml:2:1: duplicate key");
 }
 
+static void test_load_directory(void **state)
+{
+	(void)state;
+	saga_defs *d = NULL;
+	char err[512] = "";
+	assert_int_equal(
+	    saga_def_load(SAGA_SOURCE_DIR "/orchestrator/definitions", &d, err, sizeof err), -1);
+	assert_null(d);
+	assert_string_equal(err, SAGA_SOURCE_DIR "/orchestrator/definitions: is a directory");
+}
+
+static void test_no_pivot(void **state)
+{
+	(void)state;
+	expect_error("no_pivot.yaml", HEAD R S,
+	    "no_pivot.yaml:13:71: sagas.t.steps[1].kind: a retriable step needs the pivot "
+	    "before it (this type has none)");
+}
+
+static void test_const_range(void **state)
+{
+	(void)state;
+	expect_error("const_range.yaml",
+	    HEAD
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: {const: 99999999999999}}}\n" C
+	        S,
+	    "const_range.yaml:12:139: sagas.t.steps[0].input.qty: the constant 99999999999999 "
+	    "does not fit int32");
+}
+
+/* the bounds themselves fit */
+static void test_const_bounds_fit(void **state)
+{
+	(void)state;
+	static const char *const qty[] = {"2147483647", "-2147483648"};
+	for (int i = 0; i < 2; i++) {
+		char text[2048];
+		snprintf(text, sizeof text,
+		    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, "
+		         "compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: "
+		         "{const: %s}}}\n" C S,
+		    qty[i]);
+		saga_defs *d = NULL;
+		char err[512] = "";
+		int rc = saga_def_parse(text, strlen(text), "bounds.yaml", &d, err, sizeof err);
+		if (rc != 0)
+			fprintf(stderr, "%s\n", err);
+		assert_int_equal(rc, 0);
+		saga_defs_free(d);
+	}
+}
+
+static void test_const_not_int(void **state)
+{
+	(void)state;
+	expect_error("const_not_int.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: {const: many}}}\n" C S,
+	    "const_not_int.yaml:12:139: sagas.t.steps[0].input.qty: the constant many is not an "
+	    "int32");
+}
+
+static void test_const_below_min(void **state)
+{
+	(void)state;
+	expect_error("const_min.yaml",
+	    HEAD
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, input: {sku: sku, qty: {const: -2147483649}}}\n" C S,
+	    "const_min.yaml:12:139: sagas.t.steps[0].input.qty: the constant -2147483649 does "
+	    "not fit int32");
+}
+
+static void test_steps_empty(void **state)
+{
+	(void)state;
+	expect_error("steps_empty.yaml", TYPE0 "    steps: []\n",
+	    "steps_empty.yaml:11:5: sagas.t.steps: at least one step");
+}
+
+static void test_group_empty(void **state)
+{
+	(void)state;
+	expect_error("group_empty.yaml", HEAD "      - {group: g, steps: []}\n" C S,
+	    "group_empty.yaml:12:20: sagas.t.steps[0].steps: at least one step");
+}
+
+static void test_sagas_empty(void **state)
+{
+	(void)state;
+	expect_error("sagas_empty.yaml", "format: 1\n" PARTS "sagas: {}\n",
+	    "sagas_empty.yaml:6:1: sagas: at least one saga type");
+}
+
+static void test_participants_empty(void **state)
+{
+	(void)state;
+	expect_error("participants_empty.yaml",
+	    "format: 1\nparticipants: {}\nsagas: {t: {input: sagas.v1.Order}}\n",
+	    "participants_empty.yaml:2:1: participants: at least one participant");
+}
+
+static void test_urls_form(void **state)
+{
+	(void)state;
+	expect_error("urls_form.yaml",
+	    "format: 1\nparticipants:\n  stock: {service: sagas.v1.Stock, urls: stock}\n",
+	    "urls_form.yaml:3:42: participants.stock.urls: an option name --[a-z][a-z0-9-]* "
+	    "expected");
+}
+
+static void test_service_unknown(void **state)
+{
+	(void)state;
+	expect_error("service_unknown.yaml",
+	    "format: 1\nparticipants:\n  stock: {service: sagas.v1.Stok, urls: --stock}\n",
+	    "service_unknown.yaml:3:20: participants.stock.service: sagas.v1.Stok is not a "
+	    "service of the table of methods (services: sagas.v1.Health, sagas.v1.Admin, "
+	    "sagas.v1.Orchestrator, sagas.v1.Stock, sagas.v1.Payment, sagas.v1.Shipping)");
+}
+
+static void test_kind_unknown(void **state)
+{
+	(void)state;
+	expect_error("kind_unknown.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensible, input: {sku: sku, qty: qty}}\n" C S,
+	    "kind_unknown.yaml:12:102: sagas.t.steps[0].kind: compensible is not a kind (kinds: "
+	    "compensable, pivot, retriable)");
+}
+
+static void test_deadline_bad(void **state)
+{
+	(void)state;
+	expect_error("deadline_bad.yaml",
+	    HEAD
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, deadline_ms: soon, input: {sku: sku, qty: qty}}\n" C
+	        S,
+	    "deadline_bad.yaml:12:128: sagas.t.steps[0].deadline_ms: a positive integer or "
+	    "default expected");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +673,20 @@ int main(void)
 	    cmocka_unit_test(test_other_type_state),
 	    cmocka_unit_test(test_syntax),
 	    cmocka_unit_test(test_duplicate_key),
+	    cmocka_unit_test(test_load_directory),
+	    cmocka_unit_test(test_no_pivot),
+	    cmocka_unit_test(test_const_range),
+	    cmocka_unit_test(test_const_not_int),
+	    cmocka_unit_test(test_const_below_min),
+	    cmocka_unit_test(test_const_bounds_fit),
+	    cmocka_unit_test(test_steps_empty),
+	    cmocka_unit_test(test_group_empty),
+	    cmocka_unit_test(test_sagas_empty),
+	    cmocka_unit_test(test_participants_empty),
+	    cmocka_unit_test(test_urls_form),
+	    cmocka_unit_test(test_service_unknown),
+	    cmocka_unit_test(test_kind_unknown),
+	    cmocka_unit_test(test_deadline_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
