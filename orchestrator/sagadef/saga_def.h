@@ -24,6 +24,12 @@
 #define SAGA_DEF_DEFAULT (-1)
 /* SAGA_DEF_MAX_STEPS: the steps of all types of one file, at most. */
 #define SAGA_DEF_MAX_STEPS 64
+/* SAGA_DEF_MAX_NAMED: the participants, and the saga types, of one file,
+ * at most (each). */
+#define SAGA_DEF_MAX_NAMED 64
+/* SAGA_DEF_MAX_FILE: a definition file's size in bytes, at most (a
+ * definition is a few KB). */
+#define SAGA_DEF_MAX_FILE (1u << 20)
 /* the longest name (type, step, state, participant, field) accepted */
 #define SAGA_DEF_NAME_MAX 64
 
@@ -126,7 +132,10 @@ int saga_def_parse(
     const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen);
 
 /* saga_def_load is saga_def_parse on the file at `path` (named `path` in
- * errors). A file that cannot be read is an error "PATH: strerror". */
+ * errors). A file that cannot be read is an error "PATH: strerror"; one
+ * larger than SAGA_DEF_MAX_FILE is "PATH: larger than 1 MiB ...". A text
+ * holding a second YAML document, a key twice in a mapping, or more than
+ * SAGA_DEF_MAX_NAMED participants or saga types is refused too. */
 int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen);
 
 /* saga_def_validate checks a parsed definition against every rule of

@@ -113,6 +113,14 @@ static int sd_fail(sd_ctx *c, struct fy_node *n, const char *path, const char *m
 	return -1;
 }
 
+/* sd_dup: the error for a key already in its mapping (libfyaml's check is
+ * off: it scans the whole mapping per key), placed at the second key. */
+static int sd_dup(sd_ctx *c, struct fy_node *k)
+{
+	sd_err(c->err, c->errlen, c->file, sd_pos(k), NULL, "duplicate key");
+	return -1;
+}
+
 static int sd_oom(sd_ctx *c)
 {
 	saga_def_pos p = {1, 1};
@@ -121,8 +129,8 @@ static int sd_oom(sd_ctx *c)
 }
 
 /* sd_keys checks that `map` is a mapping whose keys are all in `keys`
- * (NULL-terminated) and sets vals[i] to the value of keys[i] (NULL when
- * absent). Returns 0, or -1 with the error. */
+ * (NULL-terminated, at most 32), each at most once, and sets vals[i] to the value of keys[i] (NULL
+ * when absent). Returns 0, or -1 with the error. */
 static int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const *keys,
     struct fy_node **vals)
 {
@@ -131,6 +139,7 @@ static int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char 
 	size_t nk = 0;
 	while (keys[nk] != NULL)
 		vals[nk++] = NULL;
+	uint32_t seen = 0;
 	void *it = NULL;
 	struct fy_node_pair *pr;
 	while ((pr = fy_node_mapping_iterate(map, &it)) != NULL) {
@@ -145,6 +154,9 @@ static int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char 
 			    path != NULL ? "." : "", ks != NULL ? ks : "?");
 			return sd_fail(c, k, p, "unknown key");
 		}
+		if (seen & (UINT32_C(1) << i))
+			return sd_dup(c, k);
+		seen |= UINT32_C(1) << i;
 		vals[i] = fy_node_pair_value(pr);
 	}
 	return 0;
@@ -198,9 +210,17 @@ static char *sd_upper(const char *name, const char *suffix)
 	return s;
 }
 
+/* by field, then by position (so that of equal fields the first in the
+ * file comes first) */
 static int sd_map_cmp(const void *a, const void *b)
 {
-	return strcmp(((const saga_def_map *)a)->field, ((const saga_def_map *)b)->field);
+	const saga_def_map *x = a, *y = b;
+	int r = strcmp(x->field, y->field);
+	if (r != 0)
+		return r;
+	if (x->at.line != y->at.line)
+		return x->at.line < y->at.line ? -1 : 1;
+	return (x->at.column > y->at.column) - (x->at.column < y->at.column);
 }
 
 /* sd_input reads a step's `input` mapping (request field: input field, or
@@ -239,6 +259,20 @@ static int sd_input(sd_ctx *c, struct fy_node *n, const char *path, saga_def_ste
 		}
 	}
 	qsort(s->input, s->ninput, sizeof *s->input, sd_map_cmp);
+	/* a field twice: the error at its first repetition in the file */
+	const saga_def_map *dup = NULL;
+	for (size_t i = 1; i < s->ninput; i++) {
+		const saga_def_map *m = &s->input[i];
+		if (strcmp(m->field, s->input[i - 1].field) == 0
+		    && (i < 2 || strcmp(m->field, s->input[i - 2].field) != 0)
+		    && (dup == NULL || m->at.line < dup->at.line
+		        || (m->at.line == dup->at.line && m->at.column < dup->at.column)))
+			dup = m;
+	}
+	if (dup != NULL) {
+		sd_err(c->err, c->errlen, c->file, dup->at, NULL, "duplicate key");
+		return -1;
+	}
 	return 0;
 }
 
@@ -605,6 +639,8 @@ static int sd_participants(sd_ctx *c, struct fy_node *n, struct fy_node *root)
 	if (fy_node_mapping_item_count(n) < 1)
 		return sd_fail(c, n, "participants", "at least one participant");
 	int cnt = fy_node_mapping_item_count(n);
+	if (cnt > SAGA_DEF_MAX_NAMED)
+		return sd_fail(c, n, "participants", "more than 64 participants");
 	if ((c->d->participants = calloc((size_t)cnt, sizeof *c->d->participants)) == NULL)
 		return sd_oom(c);
 	void *it = NULL;
@@ -615,6 +651,9 @@ static int sd_participants(sd_ctx *c, struct fy_node *n, struct fy_node *root)
 		saga_def_participant *p = &c->d->participants[c->d->nparticipants++];
 		if (sd_str(c, k, n, "participants", true, &p->name) != 0)
 			return -1;
+		for (size_t i = 0; i + 1 < c->d->nparticipants; i++)
+			if (strcmp(c->d->participants[i].name, p->name) == 0)
+				return sd_dup(c, k);
 		char path[200];
 		snprintf(path, sizeof path, "participants.%s", p->name);
 		p->at = sd_pos(k);
@@ -668,6 +707,8 @@ static int sd_root(sd_ctx *c, struct fy_node *root)
 	if (fy_node_mapping_item_count(v[2]) < 1)
 		return sd_fail(c, v[2], "sagas", "at least one saga type");
 	int cnt = fy_node_mapping_item_count(v[2]);
+	if (cnt > SAGA_DEF_MAX_NAMED)
+		return sd_fail(c, v[2], "sagas", "more than 64 saga types");
 	if ((c->d->types = calloc((size_t)cnt, sizeof *c->d->types)) == NULL)
 		return sd_oom(c);
 	size_t total = 0;
@@ -675,6 +716,12 @@ static int sd_root(sd_ctx *c, struct fy_node *root)
 	struct fy_node_pair *pr;
 	while ((pr = fy_node_mapping_iterate(v[2], &it)) != NULL) {
 		saga_def_type *t = &c->d->types[c->d->ntypes++];
+		const char *ks = fy_node_is_scalar(fy_node_pair_key(pr))
+		    ? fy_node_get_scalar0(fy_node_pair_key(pr))
+		    : NULL;
+		for (size_t i = 0; ks != NULL && i + 1 < c->d->ntypes; i++)
+			if (strcmp(c->d->types[i].name, ks) == 0)
+				return sd_dup(c, fy_node_pair_key(pr));
 		if (sd_type(c, fy_node_pair_key(pr), fy_node_pair_value(pr), t, &total) != 0)
 			return -1;
 	}
@@ -697,6 +744,29 @@ static void sd_syntax(sd_ctx *c, struct fy_diag *diag)
 	sd_err(c->err, c->errlen, c->file, p, NULL, "%s", e->msg != NULL ? e->msg : "syntax error");
 }
 
+/* sd_one_document checks that the stream ends after its first document:
+ * a second one (after `---` or `...`), broken or not, is refused at its
+ * start. Returns 0, or -1 with the error. */
+static int sd_one_document(sd_ctx *c, struct fy_parser *fyp)
+{
+	struct fy_event *ev = fy_parser_parse(fyp);
+	if (ev != NULL && ev->type == FYET_STREAM_END) {
+		fy_parser_event_free(fyp, ev);
+		return 0;
+	}
+	saga_def_pos p = {1, 1};
+	const struct fy_mark *m = ev != NULL ? fy_event_start_mark(ev) : NULL;
+	if (m != NULL) {
+		p.line = m->line + 1;
+		p.column = m->column + 1;
+	}
+	if (ev != NULL)
+		fy_parser_event_free(fyp, ev);
+	sd_err(c->err, c->errlen, c->file, p, NULL,
+	    "a second YAML document (one definition file holds one)");
+	return -1;
+}
+
 int saga_def_parse(
     const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen)
 {
@@ -712,14 +782,24 @@ int saga_def_parse(
 	struct fy_diag *diag = fy_diag_create(&dcfg);
 	if (diag != NULL)
 		fy_diag_set_collect_errors(diag, true);
-	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET, .diag = diag};
-	struct fy_document *doc = fy_document_build_from_string(&cfg, text, len);
+	/* duplicate keys are found while walking (sd_keys, sd_input, the
+	 * named mappings): libfyaml's check is quadratic in a mapping's size */
+	struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_ALLOW_DUPLICATE_KEYS, .diag = diag};
+	struct fy_parser *fyp = fy_parser_create(&cfg);
+	struct fy_document *doc = NULL;
+	if (fyp != NULL && fy_parser_set_string(fyp, text, len) == 0)
+		doc = fy_parse_load_document(fyp);
 	int rc = -1;
-	if (doc == NULL || fy_document_root(doc) == NULL)
+	if (fyp == NULL)
+		sd_oom(&c);
+	else if (doc == NULL || fy_document_root(doc) == NULL)
 		sd_syntax(&c, diag);
-	else if (sd_root(&c, fy_document_root(doc)) == 0)
+	else if (sd_one_document(&c, fyp) == 0 && sd_root(&c, fy_document_root(doc)) == 0)
 		rc = saga_def_validate(c.d, err, errlen);
-	fy_document_destroy(doc);
+	if (doc != NULL)
+		fy_parse_document_destroy(fyp, doc);
+	if (fyp != NULL)
+		fy_parser_destroy(fyp);
 	if (diag != NULL)
 		fy_diag_destroy(diag);
 	if (rc != 0) {
@@ -743,15 +823,24 @@ int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen)
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
 	int e = f == NULL ? errno : 0;
+	/* the buffer grows to SAGA_DEF_MAX_FILE + 1: a file that fills it is
+	 * too large, one of exactly the cap is read to its end */
 	while (f != NULL && e == 0) {
 		if (n == cap) {
-			char *nb
-			    = cap < (1u << 24) ? realloc(buf, cap = cap ? 2 * cap : 8192) : NULL;
+			if (cap > SAGA_DEF_MAX_FILE) {
+				e = EFBIG;
+				break;
+			}
+			size_t ncap = cap ? 2 * cap : 8192;
+			if (ncap > SAGA_DEF_MAX_FILE)
+				ncap = SAGA_DEF_MAX_FILE + 1;
+			char *nb = realloc(buf, ncap);
 			if (nb == NULL) {
-				e = cap >= (1u << 24) ? EFBIG : ENOMEM;
+				e = ENOMEM;
 				break;
 			}
 			buf = nb;
+			cap = ncap;
 		}
 		size_t r = fread(buf + n, 1, cap - n, f);
 		n += r;
@@ -764,7 +853,10 @@ int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen)
 		fclose(f);
 	if (e != 0) {
 		free(buf);
-		if (errlen > 0)
+		if (errlen > 0 && e == EFBIG)
+			snprintf(err, errlen,
+			    "%s: larger than 1 MiB (a definition file is a few KB)", path);
+		else if (errlen > 0)
 			snprintf(err, errlen, "%s: %s", path, strerror(e));
 		return -1;
 	}

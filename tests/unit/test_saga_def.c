@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -490,11 +492,145 @@ static void test_syntax(void **state)
 	    "syntax.yaml:14:1: flow sequence without a closing bracket");
 }
 
-/* libfyaml's own refusals keep its line and column */
+/* a key twice in a mapping (libfyaml's check is off, ours walks): the
+ * error at the second, in each kind of mapping */
 static void test_duplicate_key(void **state)
 {
 	(void)state;
 	expect_error("dup.yaml", "format: 1\nformat: 1\n", "dup.yaml:2:1: duplicate key");
+	expect_error("dup_key.yaml",
+	    "format: 1\nparticipants:\n"
+	    "  stock: {service: sagas.v1.Stock, service: sagas.v1.Stock, urls: --stock}\n",
+	    "dup_key.yaml:3:36: duplicate key");
+	expect_error("dup_part.yaml",
+	    "format: 1\n" PARTS "  stock: {service: sagas.v1.Stock, urls: --stock}\n",
+	    "dup_part.yaml:6:3: duplicate key");
+	expect_error("dup_type.yaml", HEAD R C S "  t:\n", "dup_type.yaml:15:3: duplicate key");
+	expect_error("dup_input.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, sku: sku, qty: "
+	         "qty}}\n" C S,
+	    "dup_input.yaml:12:143: duplicate key");
+}
+
+/* text_of: a file of `n` participants (p0, p1, ...), or of `n` saga types,
+ * into buf (size bytes) */
+static void text_of(char *buf, size_t size, int nparts, int ntypes)
+{
+	size_t len = (size_t)snprintf(buf, size, "format: 1\nparticipants:\n");
+	for (int i = 0; i < nparts; i++)
+		len += (size_t)snprintf(
+		    buf + len, size - len, "  p%d: {service: sagas.v1.Stock, urls: --stock}\n", i);
+	len += (size_t)snprintf(buf + len, size - len, "sagas:\n");
+	for (int i = 0; i < ntypes; i++)
+		len += (size_t)snprintf(buf + len, size - len,
+		    "  t%d:\n    input: sagas.v1.Order\n    completed: DONE\n    cancelled: "
+		    "UNDONE\n    steps: [{name: s%d, participant: p0, command: ReserveStock, kind: "
+		    "pivot, compensation: ReleaseStock, input: {sku: sku, qty: qty}}]\n",
+		    i, i);
+	assert_true(len < size);
+}
+
+static void test_too_many_named(void **state)
+{
+	(void)state;
+	static char buf[65536];
+	text_of(buf, sizeof buf, 65, 1);
+	expect_error("parts.yaml", buf, "parts.yaml:3:3: participants: more than 64 participants");
+	text_of(buf, sizeof buf, 1, 65);
+	expect_error("types.yaml", buf, "types.yaml:5:3: sagas: more than 64 saga types");
+}
+
+/* anything after the first document (`---` or `...`) is refused at the
+ * second's start; a lone `...` closing the first is not */
+static void test_second_document(void **state)
+{
+	(void)state;
+	expect_error("multi.yaml", HEAD R C S "---\nformat: 999\nsagas: [unclosed\n",
+	    "multi.yaml:15:1: a second YAML document (one definition file holds one)");
+	expect_error("multi2.yaml", HEAD R C S "...\n---\n",
+	    "multi2.yaml:16:1: a second YAML document (one definition file holds one)");
+	static const char text[] = HEAD R C S "...\n";
+	saga_defs *d = NULL;
+	char err[512] = "";
+	assert_int_equal(saga_def_parse(text, strlen(text), "end.yaml", &d, err, sizeof err), 0);
+	saga_defs_free(d);
+}
+
+/* write_file: valid_text padded with comment lines to `size` bytes, in a
+ * new temporary file whose path is put in path (its size 32) */
+static void write_file(char *path, size_t size)
+{
+	snprintf(path, 32, "/tmp/test_saga_defXXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "wb");
+	assert_non_null(f);
+	size_t n = strlen(valid_text);
+	assert_int_equal(fwrite(valid_text, 1, n, f), n);
+	for (; size - n > 80; n += 80)
+		fprintf(f, "#%78s\n", "");
+	fprintf(f, "#%*s\n", (int)(size - n - 2), "");
+	assert_int_equal(ftell(f), (long)size);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* a file of exactly SAGA_DEF_MAX_FILE bytes is read; one more byte is not */
+static void test_file_cap(void **state)
+{
+	(void)state;
+	char path[32], err[512] = "", want[128];
+	saga_defs *d = NULL;
+	write_file(path, SAGA_DEF_MAX_FILE);
+	int rc = saga_def_load(path, &d, err, sizeof err);
+	unlink(path);
+	assert_string_equal(err, "");
+	assert_int_equal(rc, 0);
+	saga_defs_free(d);
+	d = NULL;
+	write_file(path, SAGA_DEF_MAX_FILE + 1);
+	rc = saga_def_load(path, &d, err, sizeof err);
+	unlink(path);
+	assert_int_equal(rc, -1);
+	assert_null(d);
+	snprintf(want, sizeof want, "%s: larger than 1 MiB (a definition file is a few KB)", path);
+	assert_string_equal(err, want);
+}
+
+/* a flat mapping of 50,000 keys is refused (libfyaml's duplicate-key check,
+ * now off, took quadratic time): unknown keys, the same key, and a step's
+ * input of 50,000 fields */
+static void test_large_mapping(void **state)
+{
+	(void)state;
+	enum { N = 50000 };
+	static char buf[N * 24 + 1024];
+	size_t len = 0;
+	buf[len++] = '{';
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(
+		    buf + len, sizeof buf - len, "%sk%d: %d", i ? ", " : "", i, i);
+	buf[len++] = '}';
+	buf[len] = '\0';
+	expect_error("big.yaml", buf, "big.yaml:1:2: k0: unknown key");
+	len = 0;
+	buf[len++] = '{';
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%sformat: 1", i ? ", " : "");
+	buf[len++] = '}';
+	buf[len] = '\0';
+	expect_error("same.yaml", buf, "same.yaml:1:13: duplicate key");
+	len = (size_t)snprintf(buf, sizeof buf,
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: pivot, input: {");
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(
+		    buf + len, sizeof buf - len, "%sf%d: sku", i ? ", " : "", i);
+	snprintf(buf + len, sizeof buf - len, "}}\n");
+	saga_defs *d = NULL;
+	char err[512] = "";
+	assert_int_equal(saga_def_parse(buf, strlen(buf), "input.yaml", &d, err, sizeof err), -1);
+	assert_null(d);
 }
 
 static void test_load_directory(void **state)
@@ -673,6 +809,10 @@ int main(void)
 	    cmocka_unit_test(test_other_type_state),
 	    cmocka_unit_test(test_syntax),
 	    cmocka_unit_test(test_duplicate_key),
+	    cmocka_unit_test(test_too_many_named),
+	    cmocka_unit_test(test_second_document),
+	    cmocka_unit_test(test_file_cap),
+	    cmocka_unit_test(test_large_mapping),
 	    cmocka_unit_test(test_load_directory),
 	    cmocka_unit_test(test_no_pivot),
 	    cmocka_unit_test(test_const_range),
