@@ -127,15 +127,15 @@ typedef struct saga_defs {
  * caller frees it with saga_defs_free); or returns -1, leaves *out NULL
  * and writes one line "NAME:LINE:COLUMN: PATH: message" (or
  * "NAME:LINE:COLUMN: message" for a syntax error) into err (errlen bytes,
- * truncated, always NUL-terminated when errlen > 0). Pure, thread-safe. */
+ * truncated, always NUL-terminated when errlen > 0). A second YAML
+ * document, a key twice in one mapping, and more than SAGA_DEF_MAX_NAMED
+ * participants or saga types are refused. Pure, thread-safe. */
 int saga_def_parse(
     const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen);
 
 /* saga_def_load is saga_def_parse on the file at `path` (named `path` in
  * errors). A file that cannot be read is an error "PATH: strerror"; one
- * larger than SAGA_DEF_MAX_FILE is "PATH: larger than 1 MiB ...". A text
- * holding a second YAML document, a key twice in a mapping, or more than
- * SAGA_DEF_MAX_NAMED participants or saga types is refused too. */
+ * larger than SAGA_DEF_MAX_FILE is "PATH: larger than 1 MiB ...". */
 int saga_def_load(const char *path, saga_defs **out, char *err, size_t errlen);
 
 /* saga_def_validate checks a parsed definition against every rule of
