@@ -93,11 +93,15 @@ void authz_count_refusal(const char *reason, int64_t n);
  * without a verified client certificate (unverified), past
  * --max-connections (conn_cap), a TLS handshake not finished in time
  * (handshake), calls piling up on the Health-only listener (piling),
- * SetFault with failure injection off (fault_off). */
+ * SetFault with failure injection off (fault_off), a request envelope that
+ * does not decode or is not canonical (malformed_envelope), a bad field of
+ * one (bad_field), a method no service here serves (unknown_method), a
+ * payload rpc_unpack refuses (malformed_payload). */
 #define AUTHZ_REFUSAL_REASONS                                                                      \
 	{                                                                                          \
 		"unauthenticated", "permission_denied", "unverified", "conn_cap", "handshake",     \
-		    "piling", "fault_off"                                                          \
+		    "piling", "fault_off", "malformed_envelope", "bad_field", "unknown_method",    \
+		    "malformed_payload"                                                            \
 	}
 
 /* authz_metrics_init registers every refusal reason's series at 0. */

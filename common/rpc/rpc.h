@@ -149,6 +149,15 @@ typedef struct rpc_service {
  * into buf (len bytes; "unknown" when closed). Returns buf. */
 const char *rpc_peer(uint32_t pipe, char *buf, size_t len);
 
+/* rpc_refusal_note counts a call refused before its handler ran (or by its
+ * payload's decoding) in sagas_rpc_refusals_total{reason} and logs a
+ * WARNING naming the caller on connection `pipe` (0: unknown), `reason`
+ * (static storage, one of AUTHZ_REFUSAL_REASONS) and `method` (may be NULL;
+ * escaped: bytes outside printable ASCII as \xNN, cut short), at most once
+ * per reason and address per AUTHZ_LOG_INTERVAL_MS (authz_log_limited).
+ * Thread-safe. */
+void rpc_refusal_note(uint32_t pipe, const char *reason, const char *method);
+
 typedef struct rpc_server_ops {
 	/* Called once in each worker thread before it serves; sets *worker.
 	 * A non-zero return stops that worker (logged). May be NULL. */

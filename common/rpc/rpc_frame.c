@@ -4,6 +4,7 @@
  * envelopes packed, one call's or a batch's. rpc_server.c receives, queues,
  * serves and sends them. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,23 @@
 #include "rpc_server_internal.h"
 #include "sagas/v1/rpc.pb-c.h"
 #include "valid.h"
+
+void rpc_refusal_note(uint32_t pipe, const char *reason, const char *method)
+{
+	char esc[160], peer[96], what[256];
+	size_t k = 0;
+	for (const unsigned char *c = (const unsigned char *)(method ? method : "");
+	     *c != '\0' && k + 5 < sizeof esc; c++) {
+		if (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\')
+			esc[k++] = (char)*c;
+		else
+			k += (size_t)snprintf(esc + k, sizeof esc - k, "\\x%02x", *c);
+	}
+	esc[k] = '\0';
+	authz_count_refusal(reason, 1);
+	snprintf(what, sizeof what, "refused a call (%s) of method \"%s\"", reason, esc);
+	authz_log_limited(reason, pipe != 0 ? rpc_peer(pipe, peer, sizeof peer) : NULL, what);
+}
 
 /* rpc_reply_envelope fills `env` (borrowing from `reply`). */
 static void rpc_reply_envelope(
@@ -61,6 +79,7 @@ void rpc_server_open_frame(rpc_frame *f)
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
 		    "could not decode request envelope: calls nested more than %d deep",
 		    RPC_ENVELOPE_NESTING_MAX);
+		rpc_refusal_note(f->pipe, "malformed_envelope", NULL);
 		return;
 	}
 	f->env
@@ -69,6 +88,19 @@ void rpc_server_open_frame(rpc_frame *f)
 		f->answered = true;
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
 		    "could not decode request envelope");
+		rpc_refusal_note(f->pipe, "malformed_envelope", NULL);
+		return;
+	}
+	/* the envelope, and each call of a batch inside it, held to the rule
+	 * of payloads (rpc_unpack): a NUL in a string ("/sagas.v1.Stock/
+	 * SetStock\0junk" would be served as SetStock while another reader of
+	 * the frame sees more) or a field sent twice packs back shorter */
+	if (!valid_pb_exact(&f->env->base, nng_msg_len(f->msg))) {
+		f->answered = true;
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "malformed_envelope",
+		    "could not decode request envelope: not a canonical "
+		    "encoding " VALID_CANONICAL_HINT);
+		rpc_refusal_note(f->pipe, "malformed_envelope", f->env->method);
 		return;
 	}
 	if (strcmp(f->env->method, RPC_BATCH_METHOD) != 0) {
@@ -80,6 +112,7 @@ void rpc_server_open_frame(rpc_frame *f)
 	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(f->env->request_id, idlen)) {
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		rpc_refusal_note(f->pipe, "bad_field", f->env->method);
 		return;
 	}
 	memcpy(f->request_id, f->env->request_id, idlen + 1);
@@ -87,6 +120,13 @@ void rpc_server_open_frame(rpc_frame *f)
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid calls: a batch carries 1 to %d calls, got %zu", RPC_BATCH_CALLS_MAX,
 		    f->env->n_calls);
+		rpc_refusal_note(f->pipe, "bad_field", f->env->method);
+		return;
+	}
+	if (f->env->payload.len > 0) {
+		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid payload: a batch carries its calls, not a payload");
+		rpc_refusal_note(f->pipe, "bad_field", f->env->method);
 		return;
 	}
 	f->answered = false;
@@ -143,32 +183,38 @@ void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(env->request_id, idlen)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	memcpy(it->request_id, env->request_id, idlen + 1);
 	if (!valid_utf8(env->method, strlen(env->method))) {
 		rpc_reply_error(
 		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid method: not UTF-8");
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	if (strcmp(env->method, RPC_BATCH_METHOD) == 0) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid calls: a batch inside a batch");
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	if (env->n_calls > 0) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid calls: only %s carries calls", RPC_BATCH_METHOD);
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	if (it->frame->batch && !rpc_batchable(s, env->method)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid method: \"%s\" cannot travel in a batch; send it alone", env->method);
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	if (env->timeout_ms < 0) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid timeout_ms: %" PRId64 " is negative", env->timeout_ms);
+		rpc_refusal_note(it->frame->pipe, "bad_field", env->method);
 		return;
 	}
 	int64_t deadline = rpc_call_deadline(env, it->frame->recv_ms);
@@ -183,6 +229,7 @@ void rpc_server_decode(rpc_server *s, rpc_item *it, rpc_request *call)
 	if (v == AUTHZ_UNKNOWN_METHOD && !s->open_methods) {
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    env->method);
+		rpc_refusal_note(it->frame->pipe, "unknown_method", env->method);
 		return;
 	}
 	if (v == AUTHZ_UNAUTHENTICATED || v == AUTHZ_PERMISSION_DENIED) {

@@ -16,11 +16,13 @@ ProtobufCMessage *rpc_unpack(
 	if (m == NULL) {
 		rpc_reply_error(
 		    r, RPC_INVALID_ARGUMENT, "malformed_payload", "could not decode %s", what);
+		rpc_refusal_note(call->pipe, "malformed_payload", call->method);
 		return NULL;
 	}
 	if (!valid_pb_exact(m, call->payload_len)) {
 		rpc_reply_error(r, RPC_INVALID_ARGUMENT, "malformed_payload",
 		    "could not decode %s: not a canonical encoding " VALID_CANONICAL_HINT, what);
+		rpc_refusal_note(call->pipe, "malformed_payload", call->method);
 		protobuf_c_message_free_unpacked(m, NULL);
 		return NULL;
 	}

@@ -514,9 +514,11 @@ static void api_handle(void *app, void *worker, const rpc_request *call, rpc_rep
 	enum method_id id = method_find(call->method);
 	if (id != METHOD_NONE && api_handlers[id] != NULL)
 		api_handlers[id](a, w, call, reply);
-	else
+	else {
 		rpc_reply_error(reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"",
 		    call->method);
+		rpc_refusal_note(call->pipe, "unknown_method", call->method);
+	}
 }
 
 /* api_batch_deadline sets the worker's deadline for the statements of a

@@ -470,6 +470,7 @@ void pkit_handle(void *app, void *worker, const rpc_request *call, rpc_reply *re
 	/* the method name came off the wire: bounded in the message */
 	rpc_reply_error(
 	    reply, RPC_UNIMPLEMENTED, "unknown_method", "unknown method \"%s\"", call->method);
+	rpc_refusal_note(call->pipe, "unknown_method", call->method);
 }
 
 /* pkit_handle_batch serves calls that arrived together: their saga

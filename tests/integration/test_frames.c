@@ -138,10 +138,93 @@ static void still_serves(rpc_client *c, const target *t)
 	rpc_result_clear(&res);
 }
 
+/* raw_field appends the length-delimited field `tag` (its key byte) of
+ * `len` bytes (under 128) to b at k; returns the new end. */
+static size_t raw_field(uint8_t *b, size_t k, uint8_t tag, const void *data, size_t len)
+{
+	assert_true(len < 128);
+	b[k++] = tag;
+	b[k++] = (uint8_t)len;
+	memcpy(b + k, data, len);
+	return k + len;
+}
+
+/* the envelope is held to the canonical encoding like a payload: a NUL in
+ * a string (served as the string cut short while another reader of the
+ * frame sees more), a field sent twice, and a batch frame with a payload
+ * are refused whole, and nothing is served */
+static void check_envelope_canonical(rpc_client *c, const target *t)
+{
+	uint8_t b[512], sub[256];
+	size_t k, m, ml = strlen(t->list_method);
+	char junk[128];
+	memcpy(junk, t->list_method, ml);
+	memcpy(junk + ml, "\0junk", 5);
+
+	k = raw_field(b, 0, 0x0a, junk, ml + 5); /* method "...\0junk" */
+	k = raw_field(b, k, 0x12, "t1", 2);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "malformed_envelope");
+
+	k = raw_field(b, 0, 0x0a, t->list_method, ml); /* method twice */
+	k = raw_field(b, k, 0x0a, t->list_method, ml);
+	k = raw_field(b, k, 0x12, "t1", 2);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "malformed_envelope");
+
+	k = raw_field(b, 0, 0x0a, t->list_method, ml); /* request_id "t\0x" */
+	k = raw_field(b, k, 0x12, "t\0x", 3);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "malformed_envelope");
+
+	/* a batch frame with a payload */
+	m = raw_field(sub, 0, 0x0a, t->list_method, ml);
+	m = raw_field(sub, m, 0x12, "c1", 2);
+	k = raw_field(b, 0, 0x0a, RPC_BATCH_METHOD, strlen(RPC_BATCH_METHOD));
+	k = raw_field(b, k, 0x12, "b1", 2);
+	k = raw_field(b, k, 0x22, "\x08\x01", 2);
+	k = raw_field(b, k, 0x2a, sub, m);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "bad_field");
+
+	/* a batch whose call's method holds a NUL */
+	m = raw_field(sub, 0, 0x0a, junk, ml + 2);
+	m = raw_field(sub, m, 0x12, "c1", 2);
+	k = raw_field(b, 0, 0x0a, RPC_BATCH_METHOD, strlen(RPC_BATCH_METHOD));
+	k = raw_field(b, k, 0x12, "b1", 2);
+	k = raw_field(b, k, 0x2a, sub, m);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "malformed_envelope");
+}
+
+/* SetStock with "\0junk" after its name is refused and not applied: the
+ * sku it would have set does not appear */
+static void check_setstock_nul(rpc_client *c)
+{
+	static const char method[] = "/sagas.v1.Stock/SetStock\0junk";
+	uint8_t pl[64], b[256];
+	size_t p = raw_field(pl, 0, 0x0a, "ENVSAFE1", 8);
+	pl[p++] = 0x10; /* on_hand = 5 */
+	pl[p++] = 5;
+	size_t k = raw_field(b, 0, 0x0a, method, sizeof method - 1);
+	k = raw_field(b, k, 0x12, "t1", 2);
+	k = raw_field(b, k, 0x22, pl, p);
+	expect_reply(c, b, k, RPC_INVALID_ARGUMENT, "malformed_envelope");
+
+	rpc_result res;
+	assert_int_equal(rpc_call(c, "/sagas.v1.Stock/ListStock", &list_stock.base, 5000, &res), 0);
+	assert_int_equal(res.code, RPC_OK);
+	Sagas__V1__ListStockReply *r
+	    = sagas__v1__list_stock_reply__unpack(NULL, res.payload_len, res.payload);
+	assert_non_null(r);
+	for (size_t i = 0; i < r->n_items; i++)
+		assert_string_not_equal(r->items[i]->sku, "ENVSAFE1");
+	sagas__v1__list_stock_reply__free_unpacked(r, NULL);
+	rpc_result_clear(&res);
+}
+
 static void check_target(const target *t)
 {
 	rpc_client *c = open_client(t->env);
 	still_serves(c, t);
+	check_envelope_canonical(c, t);
+	if (strcmp(t->env, "STOCK_URL") == 0)
+		check_setstock_nul(c);
 
 	static const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 'g', 'a', 'r', 'b'};
 	expect_reply(c, garbage, sizeof garbage, RPC_INVALID_ARGUMENT, "malformed_envelope");
