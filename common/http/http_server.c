@@ -39,7 +39,7 @@ struct http_server {
 static const metric_def HTTP_REFUSALS = {"sagas_http_refusals_total",
     "HTTP requests refused before their handler ran: a Host header that is not one of the "
     "listener's names (host: 421) or a state-changing request from a foreign Origin (origin: "
-    "403); docs/security.md, \"DNS rebinding\"",
+    "403), a path with a percent-escape (bad_path: 400); docs/security.md, \"DNS rebinding\"",
     METRIC_COUNTER, "listener,reason", NULL, 0};
 
 /* One request's state between the library's calls. */
@@ -47,9 +47,16 @@ typedef struct http_call {
 	char *body;
 	size_t len, cap;
 	bool too_big;
-	bool checked;        /* the client certificate was checked */
-	const char *refused; /* "host" or "origin": answered 421 or 403 */
+	bool checked; /* the client certificate was checked */
+	/* "host", "origin", "duplicate" or "bad_path": answered 421, 403, 400
+	 * or 400 */
+	const char *refused;
 } http_call;
+
+/* BAD_PATH is what on_uri leaves in a request's state for a raw path with
+ * a '%' in it (a static mark, not allocated: nothing to free if the
+ * request ends before the access handler runs). */
+static char BAD_PATH;
 
 /* pem_free frees (the key's text zeroed first) the kept PEM texts. */
 static void pem_free(http_server *s)
@@ -308,6 +315,30 @@ static const char *check_names(http_server *s, struct MHD_Connection *conn, cons
 	return reason;
 }
 
+/* on_uri is the library's URI log callback: it sees the request's raw
+ * URI before it is percent-decoded and returns &BAD_PATH (the request's
+ * first state) when its path (before any '?') holds a '%': the routes and
+ * ids are plain ASCII, and a decoded %2F or %00 would let a path that a
+ * proxy's rule for literal paths does not match reach a route. Else NULL. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls, (void)conn;
+	size_t path = strcspn(uri, "?");
+	return memchr(uri, '%', path) != NULL ? &BAD_PATH : NULL;
+}
+
+/* refuse_bad_path counts and logs a request refused by on_uri. */
+static void refuse_bad_path(http_server *s, struct MHD_Connection *conn, const char *method)
+{
+	refusal_count(s, "bad_path");
+	char peer[64], what[256];
+	peer_text(conn, peer, sizeof peer);
+	snprintf(what, sizeof what,
+	    "%s: refused a %.10s whose path has a percent-escape: the routes have none (400)",
+	    s->cfg.label ? s->cfg.label : s->cfg.name, method);
+	authz_log_limited("http_path", peer, what);
+}
+
 /* refuse_closing answers `status` with the static JSON body `msg`, not to
  * be cached or sniffed, and closes the connection: a refusal before any
  * handler ran. */
@@ -337,8 +368,12 @@ static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *rea
 	                           "(docs/security.md, DNS rebinding)\"}\n";
 	static char dup_msg[] = "{\"code\":\"INVALID_ARGUMENT\",\"reason\":\"duplicate_header\","
 	                        "\"message\":\"at most one Host and one Origin header\"}\n";
+	static char path_msg[] = "{\"code\":\"INVALID_ARGUMENT\",\"reason\":\"bad_path\","
+	                         "\"message\":\"a path with a percent-escape\"}\n";
 	if (reason[0] == 'd')
 		return refuse_closing(conn, 400, dup_msg);
+	if (reason[0] == 'b')
+		return refuse_closing(conn, 400, path_msg);
 	bool host = reason[0] == 'h';
 	return refuse_closing(conn, host ? 421 : 403, host ? host_msg : origin_msg);
 }
@@ -353,7 +388,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	http_server *s = cls;
 	http_call *c = *req_cls;
-	if (c == NULL) {
+	if (c == NULL || c == (void *)&BAD_PATH) {
+		bool bad_path = c != NULL;
+		*req_cls = NULL;
 		if (s->tls && !verified(conn)) {
 			refuse_unverified(s, conn);
 			return MHD_NO;
@@ -361,6 +398,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if ((c = calloc(1, sizeof *c)) == NULL)
 			return MHD_NO;
 		c->refused = check_names(s, conn, method);
+		if (c->refused == NULL && bad_path) {
+			refuse_bad_path(s, conn, method);
+			c->refused = "bad_path";
+		}
 		c->too_big = declared_too_big(s, conn);
 		*req_cls = c;
 		return MHD_YES;
@@ -395,7 +436,7 @@ static void on_completed(
 {
 	(void)cls, (void)conn, (void)toe;
 	http_call *c = *req_cls;
-	if (c != NULL) {
+	if (c != NULL && c != (void *)&BAD_PATH) {
 		free(c->body);
 		free(c);
 	}
@@ -482,7 +523,8 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, bool v6)
 	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    s->cfg.conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.header_memory, MHD_OPTION_NOTIFY_CONNECTION,
-	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,
+	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_ARRAY,
 	    s->tls ? tls_opts : &tls_opts[4], MHD_OPTION_END);
 }
 
