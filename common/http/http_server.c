@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,23 @@ struct http_server {
 	 * until it stops (it keeps pointers to them) */
 	char *pem[3];
 	http_names names; /* what a request's Host and Origin may name */
+	/* the open connections, in all and by address (conns_max slots, one
+	 * per address with n > 0), under mu: the caps are ours (on_accept), so
+	 * a connection refused at them is counted and logged */
+	pthread_mutex_t mu;
+	unsigned open;
+	struct conn_ip {
+		unsigned char addr[16];
+		unsigned char len; /* 4 or 16; 0: a free slot */
+		unsigned n;
+	} * ips;
 };
 
 static const metric_def HTTP_REFUSALS = {"sagas_http_refusals_total",
     "HTTP requests refused before their handler ran: a Host header that is not one of the "
     "listener's names (host: 421) or a state-changing request from a foreign Origin (origin: "
-    "403), a path with a percent-escape (bad_path: 400); docs/security.md, \"DNS rebinding\"",
+    "403), a path with a percent-escape (bad_path: 400), a connection past conns_max or "
+    "conns_per_ip (conn_cap: closed); docs/security.md, \"DNS rebinding\"",
     METRIC_COUNTER, "listener,reason", NULL, 0};
 
 /* One request's state between the library's calls. */
@@ -443,12 +455,110 @@ static void on_completed(
 	*req_cls = NULL;
 }
 
-/* on_conn_event tells the owner about connections opened and closed. */
+/* ip_key writes the address of `sa` (IPv4 or IPv6) into key; returns its
+ * length, 0 for another family. */
+static unsigned char ip_key(const struct sockaddr *sa, unsigned char key[16])
+{
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		memcpy(key, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+		return 4;
+	}
+	if (sa != NULL && sa->sa_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		return 16;
+	}
+	return 0;
+}
+
+/* ip_find returns the slot of `key` (len bytes), or with `add` a free one
+ * made its own, or NULL. Under s->mu. */
+static struct conn_ip *ip_find(
+    http_server *s, const unsigned char *key, unsigned char len, bool add)
+{
+	struct conn_ip *free_slot = NULL;
+	for (unsigned i = 0; i < s->cfg.conns_max; i++) {
+		struct conn_ip *e = &s->ips[i];
+		if (e->len == len && memcmp(e->addr, key, len) == 0)
+			return e;
+		if (e->len == 0 && free_slot == NULL)
+			free_slot = e;
+	}
+	if (add && free_slot != NULL) {
+		memcpy(free_slot->addr, key, len);
+		free_slot->len = len;
+		free_slot->n = 0;
+		return free_slot;
+	}
+	return NULL;
+}
+
+/* on_accept is the library's accept policy: it refuses a connection past
+ * conns_max in all or conns_per_ip from its address, counted
+ * (sagas_http_refusals_total{reason="conn_cap"}) and logged at most once per
+ * address per AUTHZ_LOG_INTERVAL_MS. It runs on the listening thread, as
+ * does on_conn_event's count of a connection started. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)addrlen;
+	http_server *s = cls;
+	unsigned char key[16];
+	unsigned char len = ip_key(addr, key);
+	pthread_mutex_lock(&s->mu);
+	const struct conn_ip *e = len > 0 ? ip_find(s, key, len, false) : NULL;
+	bool all = s->open >= s->cfg.conns_max;
+	bool one = !all && e != NULL && e->n >= s->cfg.conns_per_ip;
+	pthread_mutex_unlock(&s->mu);
+	if (!all && !one)
+		return MHD_YES;
+	refusal_count(s, "conn_cap");
+	char peer[64] = "unknown", host[INET6_ADDRSTRLEN] = "", what[256];
+	if (len > 0 && inet_ntop(len == 4 ? AF_INET : AF_INET6, key, host, sizeof host) != NULL)
+		snprintf(peer, sizeof peer, "%s", host);
+	if (all)
+		snprintf(what, sizeof what,
+		    "%s: closed a new connection: %u open, the most in all (conns_max)",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, s->cfg.conns_max);
+	else
+		snprintf(what, sizeof what,
+		    "%s: closed a new connection: %u open from its address, the most from one",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, s->cfg.conns_per_ip);
+	authz_log_limited("http_conn_cap", peer, what);
+	return MHD_NO;
+}
+
+/* conn_track counts a connection started (delta 1: its address's slot kept
+ * in *socket_ctx) or closed (-1). */
+static void conn_track(http_server *s, struct MHD_Connection *conn, void **socket_ctx, int delta)
+{
+	pthread_mutex_lock(&s->mu);
+	if (delta > 0) {
+		s->open++;
+		const union MHD_ConnectionInfo *ci
+		    = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		unsigned char key[16];
+		unsigned char len = ci != NULL ? ip_key(ci->client_addr, key) : 0;
+		struct conn_ip *e = len > 0 ? ip_find(s, key, len, true) : NULL;
+		if (e != NULL)
+			e->n++;
+		*socket_ctx = e;
+	} else {
+		if (s->open > 0)
+			s->open--;
+		struct conn_ip *e = *socket_ctx;
+		if (e != NULL && e->n > 0 && --e->n == 0)
+			e->len = 0;
+		*socket_ctx = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* on_conn_event counts connections opened and closed (on_accept's caps)
+ * and tells the owner. */
 static void on_conn_event(void *cls, struct MHD_Connection *conn, void **socket_ctx,
     enum MHD_ConnectionNotificationCode code)
 {
-	(void)conn, (void)socket_ctx;
 	http_server *s = cls;
+	conn_track(s, conn, socket_ctx, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 	if (s->cfg.on_conn)
 		s->cfg.on_conn(s->cfg.arg, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
@@ -519,9 +629,11 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, bool v6)
 	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
 	    {MHD_OPTION_END, 0, NULL},
 	};
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    s->cfg.conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
+	/* the library's caps stay as a backstop, above ours (on_accept), which
+	 * count and log what they refuse: its own refuse silently */
+	return MHD_start_daemon(flags, 0, on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max + 1, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    s->cfg.conns_per_ip + 1, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.header_memory, MHD_OPTION_NOTIFY_CONNECTION,
 	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_ARRAY,
@@ -543,6 +655,12 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	}
 	s->cfg = *cfg;
 	s->tls = want_tls;
+	if ((s->ips = calloc(cfg->conns_max > 0 ? cfg->conns_max : 1, sizeof *s->ips)) == NULL) {
+		free(s);
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->mu, NULL);
 	int rc = http_names_init(&s->names, cfg->url, cfg->allowed_hosts, err, len);
 	if (rc == 0 && want_tls)
 		rc = read_pems(s, cfg->tls, err, len);
@@ -550,6 +668,8 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	int fd = rc == 0 ? bind_url(cfg->url, &v6, err, len) : rc;
 	if (fd < 0) {
 		pem_free(s);
+		pthread_mutex_destroy(&s->mu);
+		free(s->ips);
 		free(s);
 		return fd;
 	}
@@ -558,6 +678,8 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 		pem_free(s);
 		snprintf(err, len, "could not serve %s (libmicrohttpd refused to start%s)",
 		    cfg->url, want_tls ? ": a certificate, key or CA it cannot use?" : "");
+		pthread_mutex_destroy(&s->mu);
+		free(s->ips);
 		free(s);
 		return -EIO;
 	}
@@ -576,6 +698,8 @@ void http_server_stop(http_server *s)
 	/* MHD_stop_daemon closes the listening socket given to it */
 	MHD_stop_daemon(s->mhd);
 	pem_free(s);
+	pthread_mutex_destroy(&s->mu);
+	free(s->ips);
 	free(s);
 }
 

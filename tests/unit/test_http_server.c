@@ -7,7 +7,9 @@
  * DNS rebinding): the Host and Origin matching, and over the wire a foreign
  * Host (421), no Host (421) and a POST from a foreign Origin (403) never
  * reach the handler and are counted. A path with a '%' (%2F, %00, any) is
- * 400 bad_path without the handler, counted; the query may have escapes. */
+ * 400 bad_path without the handler, counted; the query may have escapes.
+ * A connection past conns_per_ip is closed and counted (conn_cap), and its
+ * address is served again once one of its connections closes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -399,6 +402,57 @@ static void test_bad_path(void **state)
 	http_server_stop(s);
 }
 
+/* dial opens a connection to the loopback port (sends nothing). */
+static int dial(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+	return s;
+}
+
+static void test_conn_cap(void **state)
+{
+	(void)state;
+	int calls = 0, port = free_port();
+	http_server *s = start(port, &calls); /* 4 from one address */
+	int fd[4];
+	for (int i = 0; i < 4; i++) {
+		fd[i] = dial(port);
+		assert_int_equal(write(fd[i], "G", 1), 1); /* a trickle */
+	}
+	/* the fifth is closed without an answer, and counted */
+	int five = dial(port);
+	char b[16];
+	ssize_t r = read(five, b, sizeof b);
+	assert_true(r <= 0);
+	close(five);
+	assert_true(refusals_are("conn_cap", 1));
+	/* one of the four closes: the address is served again */
+	close(fd[0]);
+	char *ans = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(ans);
+		int t = dial(port);
+		const char *req = "GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+		ssize_t w = send(t, req, strlen(req), MSG_NOSIGNAL);
+		ans = calloc(1, 4096);
+		if (w > 0)
+			(void)!read(t, ans, 4095);
+		close(t);
+		if (strstr(ans, "HTTP/1.1 200 ") != NULL)
+			break;
+		nanosleep(&(struct timespec) {0, 20 * 1000 * 1000}, NULL);
+	}
+	assert_non_null(strstr(ans, "HTTP/1.1 200 "));
+	free(ans);
+	for (int i = 1; i < 4; i++)
+		close(fd[i]);
+	http_server_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +464,7 @@ int main(void)
 	    cmocka_unit_test(test_hosts_check),
 	    cmocka_unit_test(test_refused_names),
 	    cmocka_unit_test(test_bad_path),
+	    cmocka_unit_test(test_conn_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
