@@ -629,10 +629,14 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, bool v6)
 	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
 	    {MHD_OPTION_END, 0, NULL},
 	};
-	/* the library's caps stay as a backstop, above ours (on_accept), which
-	 * count and log what they refuse: its own refuse silently */
+	/* the per-address cap is ours (on_accept), which counts and logs what
+	 * it refuses; the library's, which refuses silently, stays one above as
+	 * a backstop (its count falls a little after ours). conns_max in all
+	 * stays the library's (unchanged: it leaves a new connection in the
+	 * kernel's backlog while it is full); on_accept counts any past it
+	 * that it is asked about */
 	return MHD_start_daemon(flags, 0, on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max + 1, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    s->cfg.conns_per_ip + 1, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.header_memory, MHD_OPTION_NOTIFY_CONNECTION,
 	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
