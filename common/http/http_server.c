@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,23 @@ struct http_server {
 	 * until it stops (it keeps pointers to them) */
 	char *pem[3];
 	http_names names; /* what a request's Host and Origin may name */
+	/* the open connections, in all and by address (conns_max slots, one
+	 * per address with n > 0), under mu: the caps are ours (on_accept), so
+	 * a connection refused at them is counted and logged */
+	pthread_mutex_t mu;
+	unsigned open;
+	struct conn_ip {
+		unsigned char addr[16];
+		unsigned char len; /* 4 or 16; 0: a free slot */
+		unsigned n;
+	} * ips;
 };
 
 static const metric_def HTTP_REFUSALS = {"sagas_http_refusals_total",
     "HTTP requests refused before their handler ran: a Host header that is not one of the "
     "listener's names (host: 421) or a state-changing request from a foreign Origin (origin: "
-    "403); docs/security.md, \"DNS rebinding\"",
+    "403), a path with a percent-escape (bad_path: 400), a connection past conns_max or "
+    "conns_per_ip (conn_cap: closed); docs/security.md, \"DNS rebinding\"",
     METRIC_COUNTER, "listener,reason", NULL, 0};
 
 /* One request's state between the library's calls. */
@@ -47,9 +59,16 @@ typedef struct http_call {
 	char *body;
 	size_t len, cap;
 	bool too_big;
-	bool checked;        /* the client certificate was checked */
-	const char *refused; /* "host" or "origin": answered 421 or 403 */
+	bool checked; /* the client certificate was checked */
+	/* "host", "origin", "duplicate" or "bad_path": answered 421, 403, 400
+	 * or 400 */
+	const char *refused;
 } http_call;
+
+/* BAD_PATH is what on_uri leaves in a request's state for a raw path with
+ * a '%' in it (a static mark, not allocated: nothing to free if the
+ * request ends before the access handler runs). */
+static char BAD_PATH;
 
 /* pem_free frees (the key's text zeroed first) the kept PEM texts. */
 static void pem_free(http_server *s)
@@ -308,6 +327,30 @@ static const char *check_names(http_server *s, struct MHD_Connection *conn, cons
 	return reason;
 }
 
+/* on_uri is the library's URI log callback: it sees the request's raw
+ * URI before it is percent-decoded and returns &BAD_PATH (the request's
+ * first state) when its path (before any '?') holds a '%': the routes and
+ * ids are plain ASCII, and a decoded %2F or %00 would let a path that a
+ * proxy's rule for literal paths does not match reach a route. Else NULL. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls, (void)conn;
+	size_t path = strcspn(uri, "?");
+	return memchr(uri, '%', path) != NULL ? &BAD_PATH : NULL;
+}
+
+/* refuse_bad_path counts and logs a request refused by on_uri. */
+static void refuse_bad_path(http_server *s, struct MHD_Connection *conn, const char *method)
+{
+	refusal_count(s, "bad_path");
+	char peer[64], what[256];
+	peer_text(conn, peer, sizeof peer);
+	snprintf(what, sizeof what,
+	    "%s: refused a %.10s whose path has a percent-escape: the routes have none (400)",
+	    s->cfg.label ? s->cfg.label : s->cfg.name, method);
+	authz_log_limited("http_path", peer, what);
+}
+
 /* refuse_closing answers `status` with the static JSON body `msg`, not to
  * be cached or sniffed, and closes the connection: a refusal before any
  * handler ran. */
@@ -337,8 +380,12 @@ static enum MHD_Result refuse_names(struct MHD_Connection *conn, const char *rea
 	                           "(docs/security.md, DNS rebinding)\"}\n";
 	static char dup_msg[] = "{\"code\":\"INVALID_ARGUMENT\",\"reason\":\"duplicate_header\","
 	                        "\"message\":\"at most one Host and one Origin header\"}\n";
+	static char path_msg[] = "{\"code\":\"INVALID_ARGUMENT\",\"reason\":\"bad_path\","
+	                         "\"message\":\"a path with a percent-escape\"}\n";
 	if (reason[0] == 'd')
 		return refuse_closing(conn, 400, dup_msg);
+	if (reason[0] == 'b')
+		return refuse_closing(conn, 400, path_msg);
 	bool host = reason[0] == 'h';
 	return refuse_closing(conn, host ? 421 : 403, host ? host_msg : origin_msg);
 }
@@ -353,7 +400,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	http_server *s = cls;
 	http_call *c = *req_cls;
-	if (c == NULL) {
+	if (c == NULL || c == (void *)&BAD_PATH) {
+		bool bad_path = c != NULL;
+		*req_cls = NULL;
 		if (s->tls && !verified(conn)) {
 			refuse_unverified(s, conn);
 			return MHD_NO;
@@ -361,6 +410,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if ((c = calloc(1, sizeof *c)) == NULL)
 			return MHD_NO;
 		c->refused = check_names(s, conn, method);
+		if (c->refused == NULL && bad_path) {
+			refuse_bad_path(s, conn, method);
+			c->refused = "bad_path";
+		}
 		c->too_big = declared_too_big(s, conn);
 		*req_cls = c;
 		return MHD_YES;
@@ -395,19 +448,117 @@ static void on_completed(
 {
 	(void)cls, (void)conn, (void)toe;
 	http_call *c = *req_cls;
-	if (c != NULL) {
+	if (c != NULL && c != (void *)&BAD_PATH) {
 		free(c->body);
 		free(c);
 	}
 	*req_cls = NULL;
 }
 
-/* on_conn_event tells the owner about connections opened and closed. */
+/* ip_key writes the address of `sa` (IPv4 or IPv6) into key; returns its
+ * length, 0 for another family. */
+static unsigned char ip_key(const struct sockaddr *sa, unsigned char key[16])
+{
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		memcpy(key, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+		return 4;
+	}
+	if (sa != NULL && sa->sa_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+		return 16;
+	}
+	return 0;
+}
+
+/* ip_find returns the slot of `key` (len bytes), or with `add` a free one
+ * made its own, or NULL. Under s->mu. */
+static struct conn_ip *ip_find(
+    http_server *s, const unsigned char *key, unsigned char len, bool add)
+{
+	struct conn_ip *free_slot = NULL;
+	for (unsigned i = 0; i < s->cfg.conns_max; i++) {
+		struct conn_ip *e = &s->ips[i];
+		if (e->len == len && memcmp(e->addr, key, len) == 0)
+			return e;
+		if (e->len == 0 && free_slot == NULL)
+			free_slot = e;
+	}
+	if (add && free_slot != NULL) {
+		memcpy(free_slot->addr, key, len);
+		free_slot->len = len;
+		free_slot->n = 0;
+		return free_slot;
+	}
+	return NULL;
+}
+
+/* on_accept is the library's accept policy: it refuses a connection past
+ * conns_max in all or conns_per_ip from its address, counted
+ * (sagas_http_refusals_total{reason="conn_cap"}) and logged at most once per
+ * address per AUTHZ_LOG_INTERVAL_MS. It runs on the listening thread, as
+ * does on_conn_event's count of a connection started. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	(void)addrlen;
+	http_server *s = cls;
+	unsigned char key[16];
+	unsigned char len = ip_key(addr, key);
+	pthread_mutex_lock(&s->mu);
+	const struct conn_ip *e = len > 0 ? ip_find(s, key, len, false) : NULL;
+	bool all = s->open >= s->cfg.conns_max;
+	bool one = !all && e != NULL && e->n >= s->cfg.conns_per_ip;
+	pthread_mutex_unlock(&s->mu);
+	if (!all && !one)
+		return MHD_YES;
+	refusal_count(s, "conn_cap");
+	char peer[64] = "unknown", host[INET6_ADDRSTRLEN] = "", what[256];
+	if (len > 0 && inet_ntop(len == 4 ? AF_INET : AF_INET6, key, host, sizeof host) != NULL)
+		snprintf(peer, sizeof peer, "%s", host);
+	if (all)
+		snprintf(what, sizeof what,
+		    "%s: closed a new connection: %u open, the most in all (conns_max)",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, s->cfg.conns_max);
+	else
+		snprintf(what, sizeof what,
+		    "%s: closed a new connection: %u open from its address, the most from one",
+		    s->cfg.label ? s->cfg.label : s->cfg.name, s->cfg.conns_per_ip);
+	authz_log_limited("http_conn_cap", peer, what);
+	return MHD_NO;
+}
+
+/* conn_track counts a connection started (delta 1: its address's slot kept
+ * in *socket_ctx) or closed (-1). */
+static void conn_track(http_server *s, struct MHD_Connection *conn, void **socket_ctx, int delta)
+{
+	pthread_mutex_lock(&s->mu);
+	if (delta > 0) {
+		s->open++;
+		const union MHD_ConnectionInfo *ci
+		    = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		unsigned char key[16];
+		unsigned char len = ci != NULL ? ip_key(ci->client_addr, key) : 0;
+		struct conn_ip *e = len > 0 ? ip_find(s, key, len, true) : NULL;
+		if (e != NULL)
+			e->n++;
+		*socket_ctx = e;
+	} else {
+		if (s->open > 0)
+			s->open--;
+		struct conn_ip *e = *socket_ctx;
+		if (e != NULL && e->n > 0 && --e->n == 0)
+			e->len = 0;
+		*socket_ctx = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* on_conn_event counts connections opened and closed (on_accept's caps)
+ * and tells the owner. */
 static void on_conn_event(void *cls, struct MHD_Connection *conn, void **socket_ctx,
     enum MHD_ConnectionNotificationCode code)
 {
-	(void)conn, (void)socket_ctx;
 	http_server *s = cls;
+	conn_track(s, conn, socket_ctx, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 	if (s->cfg.on_conn)
 		s->cfg.on_conn(s->cfg.arg, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
@@ -478,11 +629,18 @@ static struct MHD_Daemon *start_mhd(http_server *s, int fd, bool v6)
 	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"},
 	    {MHD_OPTION_END, 0, NULL},
 	};
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	/* the per-address cap is ours (on_accept), which counts and logs what
+	 * it refuses; the library's, which refuses silently, stays one above as
+	 * a backstop (its count falls a little after ours). conns_max in all
+	 * stays the library's (unchanged: it leaves a new connection in the
+	 * kernel's backlog while it is full); on_accept counts any past it
+	 * that it is asked about */
+	return MHD_start_daemon(flags, 0, on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, s->cfg.conns_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    s->cfg.conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
+	    s->cfg.conns_per_ip + 1, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.header_memory, MHD_OPTION_NOTIFY_CONNECTION,
-	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,
+	    on_conn_event, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_ARRAY,
 	    s->tls ? tls_opts : &tls_opts[4], MHD_OPTION_END);
 }
 
@@ -501,6 +659,12 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	}
 	s->cfg = *cfg;
 	s->tls = want_tls;
+	if ((s->ips = calloc(cfg->conns_max > 0 ? cfg->conns_max : 1, sizeof *s->ips)) == NULL) {
+		free(s);
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->mu, NULL);
 	int rc = http_names_init(&s->names, cfg->url, cfg->allowed_hosts, err, len);
 	if (rc == 0 && want_tls)
 		rc = read_pems(s, cfg->tls, err, len);
@@ -508,6 +672,8 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 	int fd = rc == 0 ? bind_url(cfg->url, &v6, err, len) : rc;
 	if (fd < 0) {
 		pem_free(s);
+		pthread_mutex_destroy(&s->mu);
+		free(s->ips);
 		free(s);
 		return fd;
 	}
@@ -516,6 +682,8 @@ int http_server_start(http_server **out, const http_server_cfg *cfg, char *err, 
 		pem_free(s);
 		snprintf(err, len, "could not serve %s (libmicrohttpd refused to start%s)",
 		    cfg->url, want_tls ? ": a certificate, key or CA it cannot use?" : "");
+		pthread_mutex_destroy(&s->mu);
+		free(s->ips);
 		free(s);
 		return -EIO;
 	}
@@ -534,6 +702,8 @@ void http_server_stop(http_server *s)
 	/* MHD_stop_daemon closes the listening socket given to it */
 	MHD_stop_daemon(s->mhd);
 	pem_free(s);
+	pthread_mutex_destroy(&s->mu);
+	free(s->ips);
 	free(s);
 }
 

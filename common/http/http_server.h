@@ -27,6 +27,11 @@
  * or "origin"}) and logged at most once per address per
  * AUTHZ_LOG_INTERVAL_MS. A request without a Host (HTTP/1.0) is refused as
  * a foreign one: every browser sends Host, and no client of ours omits it.
+ * Paths: a request whose raw path (before any '?') holds a '%' is answered
+ * 400 bad_path before the handler runs, counted (reason="bad_path") and
+ * logged the same way: the library decodes the path, so a %2F would act as
+ * a '/' and a %00 would cut it, past a proxy's rule for literal paths; no
+ * route or id of ours needs an escape.
  */
 #ifndef SAGA_HTTP_SERVER_H
 #define SAGA_HTTP_SERVER_H

@@ -35,6 +35,8 @@ assert_eq "16 waits under way, each on its own link" "16" "$(gw_metric sagas_gat
 # HTTP status (docs/operations.md says so)
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GATEWAY_URL/healthz" || true)
 assert_eq "a 17th connection from the same address: closed, no status" "000" "$code"
+assert_eq "the 17th: counted" "1" "$(gw_metric 'sagas_http_refusals_total{listener="client",reason="conn_cap"}')"
+assert_eq "the 17th: logged" "yes" "$(grep -q 'closed a new connection: 16 open from its address' "$STACK_DIR/gatewayd.log" && echo yes || echo no)"
 
 kill "${pids[@]}" 2>/dev/null || true
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done

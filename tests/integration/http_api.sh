@@ -14,6 +14,8 @@
 #     FAILED_PRECONDITION);
 #   - every response has nosniff and no-store; the console's files have
 #     their Content-Type and the Content-Security-Policy;
+#   - a '%' in the path (%2F, %00, any) is 400 bad_path, counted, and
+#     creates nothing;
 #   - GET /v1/sagas pages through 25,000 sagas following nextPageToken:
 #     each exactly once.
 set -euo pipefail
@@ -161,6 +163,24 @@ assert_eq "unknown route" "404 no_route" "$(http GET "$GATEWAY_URL/v2/sagas") $(
 assert_eq "wrong method" "405 GET" "$(http DELETE "$GATEWAY_URL/v1/sagas/$ID") $(header Allow)"
 assert_eq "body too big" "413" \
   "$(post "$GATEWAY_URL/v1/sagas" "{\"sagaId\":\"$(head -c 70000 /dev/zero | tr '\0' x)\"}")"
+
+# ---- a '%' in the path: 400 bad_path, nothing reached (the library
+# decodes the path: %2F acted as '/', %00 cut it) ----
+sagas_before=$(q "SELECT count(*) FROM sagas")
+for p in "/v1/sagas/$ID%2Fhistory" "/v1/sagas/$ID%2fhistory" "/v1/sagas/$ID%00xyz" "/v1/history%00" "/v1/sagas/a%20b"; do
+  assert_eq "GET $p: bad_path" "400 INVALID_ARGUMENT bad_path" "$(http GET "$GATEWAY_URL$p" --path-as-is) $(field .code) $(field .reason)"
+done
+assert_eq "POST /v1/sagas%00: bad_path" "400 bad_path" \
+  "$(post "$GATEWAY_URL/v1/sagas%00" '{"sagaId":"a1a1a1a1-0000-4000-8000-0000000000b0","order":{"customer":"ali","sku":"A1","qty":1,"amount":"1"}}') $(field .reason)"
+assert_eq "admin POST /v1/sagas%2FID%2Fretry: bad_path" "400 bad_path" \
+  "$(http POST "$GATEWAY_ADMIN_URL/v1/sagas%2F$ID%2Fretry" -H 'Content-Type: application/json') $(field .reason)"
+assert_eq "bad_path: no saga created" "$sagas_before" "$(q "SELECT count(*) FROM sagas")"
+assert_eq "bad_path: counted (client)" "6" \
+  "$(stack_metrics gatewayd | awk '$1 == "sagas_http_refusals_total{listener=\"client\",reason=\"bad_path\"}" { print $2 }')"
+assert_eq "bad_path: counted (admin)" "1" \
+  "$(stack_metrics gatewayd | awk '$1 == "sagas_http_refusals_total{listener=\"admin\",reason=\"bad_path\"}" { print $2 }')"
+assert_eq "bad_path: logged" "yes" "$(grep -q 'whose path has a percent-escape' "$STACK_DIR/gatewayd.log" && echo yes || echo no)"
+assert_eq "an escape in the query is fine" "200" "$(http GET "$GATEWAY_URL/v1/sagas?customer=%61li")"
 
 # ---- RetrySaga: admin only ----
 R=a1a1a1a1-0000-4000-8000-0000000000a1

@@ -6,7 +6,10 @@
  * run at once; https without its files is refused. Names (http_names.h,
  * DNS rebinding): the Host and Origin matching, and over the wire a foreign
  * Host (421), no Host (421) and a POST from a foreign Origin (403) never
- * reach the handler and are counted. */
+ * reach the handler and are counted. A path with a '%' (%2F, %00, any) is
+ * 400 bad_path without the handler, counted; the query may have escapes.
+ * A connection past conns_per_ip is closed and counted (conn_cap), and its
+ * address is served again once one of its connections closes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -86,11 +90,11 @@ static void test_request(void **state)
 	int calls = 0, port = free_port();
 	http_server *s = start(port, &calls);
 	char *r = http(port,
-	    "POST /a%20b?x=1&y=%2B+2&flag HTTP/1.1\r\nHost: h\r\nX-Test: yes\r\n"
+	    "POST /a-b?x=1&y=%2B+2&flag HTTP/1.1\r\nHost: h\r\nX-Test: yes\r\n"
 	    "Content-Length: 5\r\nConnection: close\r\n\r\nhello");
 	assert_non_null(strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "X-One: 1\r\n"));
-	assert_non_null(strstr(r, "POST /a b body=5:hello q=[x=1][y=+ 2][flag=] x=yes"));
+	assert_non_null(strstr(r, "POST /a-b body=5:hello q=[x=1][y=+ 2][flag=] x=yes"));
 	free(r);
 	r = http(port, "GET / HTTP/1.0\r\nHost: h\r\n\r\n");
 	assert_non_null(strstr(r, "GET / body=0: q= x=-"));
@@ -357,6 +361,98 @@ static void test_refused_names(void **state)
 	http_server_stop(s);
 }
 
+static void test_bad_path(void **state)
+{
+	(void)state;
+	int calls = 0, port = free_port();
+	http_server *s = start(port, &calls);
+	static const char *const paths[]
+	    = {"/v1/sagas/abc%2Fhistory", "/v1/sagas/abc%2fhistory", "/v1/sagas/abc%00xyz",
+	        "/v1/history%00", "/v1/sagas%2Fabc%2Fretry", "/a%20b", "/a%", "/%41"};
+	int n = (int)(sizeof paths / sizeof paths[0]);
+	for (int i = 0; i < n; i++) {
+		char req[256];
+		snprintf(req, sizeof req,
+		    "POST %s?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: "
+		    "close\r\n\r\n{}",
+		    paths[i]);
+		char *r = http(port, req);
+		assert_non_null(strstr(r, "HTTP/1.1 400 "));
+		assert_non_null(strstr(r, "\"reason\":\"bad_path\""));
+		free(r);
+	}
+	assert_int_equal(calls, 0);
+	assert_true(refusals_are("bad_path", n));
+	/* a foreign Host is refused as such first; an escape in the query is served */
+	char *r = http(port, "GET /a%2Fb HTTP/1.1\r\nHost: evil\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 421 "));
+	free(r);
+	r = http(port, "GET /a?p=%2F%00 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 "));
+	free(r);
+	/* keep-alive: a refused request does not mark the next one */
+	r = http(port,
+	    "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b%2F HTTP/1.1\r\nHost: "
+	    "h\r\nConnection: close\r\n\r\n");
+	assert_non_null(strstr(r, "GET /a body=0"));
+	assert_non_null(strstr(r, "HTTP/1.1 400 "));
+	free(r);
+	assert_int_equal(calls, 2);
+	assert_true(refusals_are("bad_path", n + 1));
+	http_server_stop(s);
+}
+
+/* dial opens a connection to the loopback port (sends nothing). */
+static int dial(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof a), 0);
+	return s;
+}
+
+static void test_conn_cap(void **state)
+{
+	(void)state;
+	int calls = 0, port = free_port();
+	http_server *s = start(port, &calls); /* 4 from one address */
+	int fd[4];
+	for (int i = 0; i < 4; i++) {
+		fd[i] = dial(port);
+		assert_int_equal(write(fd[i], "G", 1), 1); /* a trickle */
+	}
+	/* the fifth is closed without an answer, and counted */
+	int five = dial(port);
+	char b[16];
+	ssize_t r = read(five, b, sizeof b);
+	assert_true(r <= 0);
+	close(five);
+	assert_true(refusals_are("conn_cap", 1));
+	/* one of the four closes: the address is served again */
+	close(fd[0]);
+	char *ans = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(ans);
+		int t = dial(port);
+		const char *req = "GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+		ssize_t w = send(t, req, strlen(req), MSG_NOSIGNAL);
+		ans = calloc(1, 4096);
+		if (w > 0)
+			(void)!read(t, ans, 4095);
+		close(t);
+		if (strstr(ans, "HTTP/1.1 200 ") != NULL)
+			break;
+		nanosleep(&(struct timespec) {0, 20 * 1000 * 1000}, NULL);
+	}
+	assert_non_null(strstr(ans, "HTTP/1.1 200 "));
+	free(ans);
+	for (int i = 1; i < 4; i++)
+		close(fd[i]);
+	http_server_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +463,8 @@ int main(void)
 	    cmocka_unit_test(test_names_origin),
 	    cmocka_unit_test(test_hosts_check),
 	    cmocka_unit_test(test_refused_names),
+	    cmocka_unit_test(test_bad_path),
+	    cmocka_unit_test(test_conn_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
