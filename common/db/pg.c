@@ -505,10 +505,6 @@ static void pg_said_reconnected(const PGconn *conn, bool after_read_only)
 	    PQhost(conn), PQport(conn));
 }
 
-/* Whether this thread has had a session from pg_ensure: its first one is
- * a connection, not a reconnection (neither logged nor counted as one). */
-static _Thread_local bool pg_thread_had_session;
-
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 {
 	bool read_only = *conn != NULL && *conn == pg_read_only_conn;
@@ -529,10 +525,8 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 		*conn = NULL;
 	}
 	*conn = pg_connect(conninfo, wait_ms);
-	if (*conn != NULL && pg_thread_had_session)
-		pg_said_reconnected(*conn, read_only);
 	if (*conn != NULL)
-		pg_thread_had_session = true;
+		pg_said_reconnected(*conn, read_only);
 	return *conn != NULL;
 }
 
