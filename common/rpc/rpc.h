@@ -153,7 +153,7 @@ const char *rpc_peer(uint32_t pipe, char *buf, size_t len);
  * payload's decoding) in sagas_rpc_refusals_total{reason} and logs a
  * WARNING naming the caller on connection `pipe` (0: unknown), `reason`
  * (static storage, one of AUTHZ_REFUSAL_REASONS) and `method` (may be NULL;
- * escaped: bytes outside printable ASCII as \xNN, cut short), at most once
+ * escaped by valid_escape, cut short), at most once
  * per reason and address per AUTHZ_LOG_INTERVAL_MS (authz_log_limited).
  * Thread-safe. */
 void rpc_refusal_note(uint32_t pipe, const char *reason, const char *method);

@@ -23,15 +23,7 @@
 void rpc_refusal_note(uint32_t pipe, const char *reason, const char *method)
 {
 	char esc[160], peer[96], what[256];
-	size_t k = 0;
-	for (const unsigned char *c = (const unsigned char *)(method ? method : "");
-	     *c != '\0' && k + 5 < sizeof esc; c++) {
-		if (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\')
-			esc[k++] = (char)*c;
-		else
-			k += (size_t)snprintf(esc + k, sizeof esc - k, "\\x%02x", *c);
-	}
-	esc[k] = '\0';
+	valid_escape(esc, sizeof esc, method ? method : "");
 	authz_count_refusal(reason, 1);
 	snprintf(what, sizeof what, "refused a call (%s) of method \"%s\"", reason, esc);
 	authz_log_limited(reason, pipe != 0 ? rpc_peer(pipe, peer, sizeof peer) : NULL, what);

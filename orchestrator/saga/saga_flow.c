@@ -154,6 +154,12 @@ static void saga_flow_forward(const saga_flow *f, saga_flow_row *next, int32_t s
 	saga_flow_enter(f, next, pos, now_ms, p, send);
 }
 
+/* saga_flow_before is the stage before the one at `step` (-1: none). */
+static int32_t saga_flow_before(const saga_flow *f, int32_t step)
+{
+	return step > 0 ? saga_flow_first(f, step - 1) : -1;
+}
+
 /* saga_flow_compensate enters compensating at the stage at `step` with the
  * members in `done` needing no compensation, going back over stages with
  * nothing to compensate (they did not act, or have no compensation) to
@@ -173,17 +179,11 @@ static void saga_flow_compensate(const saga_flow *f, saga_flow_row *next, int32_
 			saga_flow_enter(f, next, pos, now_ms, p, send);
 			return;
 		}
-		step = step > 0 ? saga_flow_first(f, step - 1) : -1;
+		step = saga_flow_before(f, step);
 		done = 0;
 	}
 	saga_flow_pos cancelled = {.step = -1, .phase = SAGA_FLOW_COMPENSATING, .members = 0};
 	saga_flow_enter(f, next, cancelled, now_ms, p, send);
-}
-
-/* saga_flow_before is the stage before the one at `step` (-1: none). */
-static int32_t saga_flow_before(const saga_flow *f, int32_t step)
-{
-	return step > 0 ? saga_flow_first(f, step - 1) : -1;
 }
 
 static void saga_flow_set_reason(saga_flow_row *next, const char *reason)
