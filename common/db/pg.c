@@ -641,12 +641,16 @@ out_rollback:
 bool pg_schema_try_again(int rc, int64_t until_ms, const char *what)
 {
 	int64_t left = until_ms - clock_mono_ms();
-	if (rc != PG_ERR_CONNECTION || left <= 0)
+	if ((rc != PG_ERR_CONNECTION && rc != PG_ERR_RETRY) || left <= 0)
 		return false;
-	log_warn(NULL,
-	    "could not apply the %s schema: database connection lost (a failover?); trying "
-	    "again for up to %lld ms",
-	    what, (long long)left);
+	/* PG_ERR_RETRY: a deadlock or serialization failure with another
+	 * instance starting or running on the same database (two orchestrators
+	 * of compose, one applying the schema while the other works): the
+	 * transaction rolled back and the schema is idempotent */
+	log_warn(NULL, "could not apply the %s schema: %s; trying again for up to %lld ms", what,
+	    rc == PG_ERR_RETRY ? "lost a race with another instance (deadlock)"
+	                       : "database connection lost (a failover?)",
+	    (long long)left);
 	clock_sleep_us((left < PG_SCHEMA_RETRY_MS ? left : PG_SCHEMA_RETRY_MS) * 1000);
 	return true;
 }

@@ -210,9 +210,10 @@ int pg_apply_schema(PGconn *conn, const pg_schema *s) __attribute__((warn_unused
 
 /* pg_schema_try_again decides, after an apply of the schema of component
  * `what` ("stock", ...) that returned `rc`, whether to apply it once more on a new connection: true
- * only for PG_ERR_CONNECTION (the server died or turned out read-only mid-apply: a failover) while
- * the monotonic time `until_ms` is ahead, after a WARNING and a pause of PG_SCHEMA_RETRY_MS (cut at
- * until_ms). */
+ * for PG_ERR_CONNECTION (the server died or turned out read-only mid-apply: a failover) and
+ * PG_ERR_RETRY (a deadlock with another instance on the database, e.g. a second orchestrator
+ * starting) while the monotonic time `until_ms` is ahead, after a WARNING and a pause of
+ * PG_SCHEMA_RETRY_MS (cut at until_ms). */
 #define PG_SCHEMA_RETRY_MS 500
 bool pg_schema_try_again(int rc, int64_t until_ms, const char *what);
 
