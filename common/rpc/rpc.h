@@ -46,6 +46,9 @@
 /* The most calls a connection to a listener with no role (Health only) may
  * have in service at once; past it the connection is closed. */
 #define RPC_NO_ROLE_INFLIGHT_MAX 4
+/* The most calls such a connection may send in one second (a fixed
+ * window); past it the connection is closed too. */
+#define RPC_NO_ROLE_CALLS_PER_S 8
 /* How long a connection to a TLS listener may take to finish its handshake
  * (ms); then the server closes it (rpc_conn.c: nng 1.5.2 would wait for
  * ever, and the connection cap does not count it yet). */

@@ -29,6 +29,8 @@ struct rpc_conn {
 	int listener;     /* index in rpc_conns.listeners */
 	int64_t last_ms;  /* clock_mono_ms of its last whole request (or its start) */
 	int busy;         /* its calls received and not yet answered */
+	int64_t win_ms;   /* start of the second its `win_calls` were received in */
+	int win_calls;    /* whole requests received since win_ms */
 	bool doomed;      /* rpc_conns_doom: the reaper closes it at once */
 	nng_sockaddr rem; /* its peer's address, to tell it from a handshake */
 	UT_hash_handle hh;
@@ -164,7 +166,7 @@ void rpc_conns_removed(rpc_conns *s, uint32_t id)
 	free(c);
 }
 
-int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy)
+int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy, int *recent)
 {
 	rpc_conn *c = NULL;
 	int li = -1;
@@ -172,14 +174,27 @@ int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy)
 	HASH_FIND(hh, s->table, &id, sizeof id, c);
 	if (c != NULL) {
 		c->busy += delta;
-		if (delta > 0)
+		if (delta > 0) {
 			c->last_ms = clock_mono_ms();
+			c->win_calls = rpc_window_add(&c->win_ms, c->win_calls, c->last_ms);
+		}
 		li = c->listener;
 		if (busy != NULL)
 			*busy = c->busy;
+		if (recent != NULL)
+			*recent = c->win_calls;
 	}
 	nng_mtx_unlock(s->mtx);
 	return li;
+}
+
+int rpc_window_add(int64_t *start_ms, int calls, int64_t now_ms)
+{
+	if (calls == 0 || now_ms - *start_ms >= 1000 || now_ms < *start_ms) {
+		*start_ms = now_ms;
+		return 1;
+	}
+	return calls + 1;
 }
 
 void rpc_conns_doom(rpc_conns *s, uint32_t id)

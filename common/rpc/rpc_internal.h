@@ -59,10 +59,21 @@ void rpc_conns_added(rpc_conns *c, nng_pipe p);
 void rpc_conns_removed(rpc_conns *c, uint32_t id);
 
 /* rpc_conns_busy adds `delta` to the calls in service of connection `id`
- * (a whole request arrived: +1, also marking it not idle; answered: -1)
- * and sets *busy (may be NULL) to how many it has now. Returns the index of
- * its listener, or -1 when it is not open (then *busy is left alone). */
-int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta, int *busy);
+ * (a whole request arrived: +1, also marking it not idle and counting it in
+ * its current second; answered: -1), sets *busy (may be NULL) to how many it
+ * has in service now and *recent (may be NULL) to how many it sent in the
+ * current second (rpc_window_add). Returns the index of its listener, or -1
+ * when it is not open (then *busy and *recent are left alone). */
+int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta, int *busy, int *recent);
+
+/* rpc_window_add counts one more call in a fixed one-second window: `calls`
+ * were counted since *start_ms; when that is 0 or the window is over (1000
+ * ms or more since *start_ms, or the clock went back), a new window starts
+ * at now_ms (ms, clock_mono_ms). Returns the calls counted in the window
+ * now (>= 1). Pure; for the Health-only listener's rate (docs/security.md,
+ * "Bounded resources": a count of calls a second does not depend on how fast
+ * the server answers, as calls in service do). */
+int rpc_window_add(int64_t *start_ms, int calls, int64_t now_ms);
 
 /* rpc_conns_doom has the reaper close connection `id` at once (from any
  * thread, an nng callback too: it only marks it). For a peer that reads no

@@ -60,7 +60,7 @@ rpc_held *rpc_hold(const rpc_request *call)
 static void rpc_slot_recv(rpc_slot *sl)
 {
 	if (sl->busy_pipe != 0) { /* its last call is answered (or dropped) */
-		rpc_conns_busy(&sl->srv->conns, sl->busy_pipe, -1, NULL);
+		rpc_conns_busy(&sl->srv->conns, sl->busy_pipe, -1, NULL, NULL);
 		sl->busy_pipe = 0;
 	}
 	nng_aio_set_timeout(sl->aio, NNG_DURATION_INFINITE);
@@ -131,13 +131,15 @@ static void rpc_slot_cb(void *arg)
 	sl->msg = nng_aio_get_msg(sl->aio);
 	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
 	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(sl->msg));
-	int busy = 0;
-	int li = rpc_conns_busy(&s->conns, pipe, +1, &busy);
+	int busy = 0, recent = 0;
+	int li = rpc_conns_busy(&s->conns, pipe, +1, &busy, &recent);
 	sl->roles = li >= 0 ? s->conns.listeners[li].roles : 0; /* not open: no role */
 	sl->busy_pipe = li >= 0 ? pipe : 0;
-	if (li >= 0 && sl->roles == 0 && busy > RPC_NO_ROLE_INFLIGHT_MAX) {
-		/* a listener with no role answers only Health, one probe at a
-		 * time: a peer that piles calls up is not a probe */
+	if (li >= 0 && sl->roles == 0
+	    && (busy > RPC_NO_ROLE_INFLIGHT_MAX || recent > RPC_NO_ROLE_CALLS_PER_S)) {
+		/* a listener with no role answers only Health, a probe now and
+		 * then: a peer that piles calls up is not a probe, however fast
+		 * the workers answer them */
 		char peer[96];
 		authz_count_refusal("piling", 1);
 		authz_log_limited("piling", rpc_peer(pipe, peer, sizeof peer),
