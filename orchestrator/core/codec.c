@@ -4,9 +4,6 @@
 #include <pthread.h>
 
 #include "sagas/v1/orchestrator.pb-c.h"
-#include "sagas/v1/payment.pb-c.h"
-#include "sagas/v1/shipping.pb-c.h"
-#include "sagas/v1/stock.pb-c.h"
 
 /* codec_call sends one encoded command: in `batch` when there is one. */
 static int codec_call(rpc_client *client, rpc_batch *batch, const char *method,
@@ -17,61 +14,27 @@ static int codec_call(rpc_client *client, rpc_batch *batch, const char *method,
 	return rpc_call_async(client, method, m, timeout_ms, done, arg);
 }
 
-int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,
-    int64_t timeout_ms, rpc_done_fn done, void *arg)
+void codec_order_of(Sagas__V1__Order *o, const saga_row *row)
 {
-	const char *method = saga_command_method(cmd);
-	if (method == NULL)
-		return -EINVAL;
-	/* the generated structs take char *, the row is const: the encoder
+	sagas__v1__order__init(o);
+	/* the generated struct takes char *, the row is const: the encoder
 	 * only reads them */
-	char *saga_id = (char *)row->saga_id;
-	switch (cmd) {
-	case SAGA_CMD_RESERVE_STOCK: {
-		Sagas__V1__ReserveStockRequest m = SAGAS__V1__RESERVE_STOCK_REQUEST__INIT;
-		m.saga_id = saga_id;
-		m.sku = (char *)row->sku;
-		m.qty = row->qty;
-		m.saga_started_unix_ms = row->created_ms;
-		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
-	}
-	case SAGA_CMD_RELEASE_STOCK: {
-		Sagas__V1__ReleaseStockRequest m = SAGAS__V1__RELEASE_STOCK_REQUEST__INIT;
-		m.saga_id = saga_id;
-		m.sku = (char *)row->sku;
-		m.qty = row->qty;
-		m.saga_started_unix_ms = row->created_ms;
-		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
-	}
-	case SAGA_CMD_CHARGE_PAYMENT: {
-		Sagas__V1__ChargePaymentRequest m = SAGAS__V1__CHARGE_PAYMENT_REQUEST__INIT;
-		m.saga_id = saga_id;
-		m.customer = (char *)row->customer;
-		m.amount = row->amount;
-		m.saga_started_unix_ms = row->created_ms;
-		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
-	}
-	case SAGA_CMD_REFUND_PAYMENT: {
-		Sagas__V1__RefundPaymentRequest m = SAGAS__V1__REFUND_PAYMENT_REQUEST__INIT;
-		m.saga_id = saga_id;
-		m.customer = (char *)row->customer;
-		m.amount = row->amount;
-		m.saga_started_unix_ms = row->created_ms;
-		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
-	}
-	case SAGA_CMD_SHIP_ORDER: {
-		Sagas__V1__ShipOrderRequest m = SAGAS__V1__SHIP_ORDER_REQUEST__INIT;
-		m.saga_id = saga_id;
-		m.customer = (char *)row->customer;
-		m.sku = (char *)row->sku;
-		m.qty = row->qty;
-		m.saga_started_unix_ms = row->created_ms;
-		return codec_call(client, batch, method, &m.base, timeout_ms, done, arg);
-	}
-	case SAGA_CMD_NONE:
-		break;
-	}
-	return -EINVAL;
+	o->customer = (char *)row->customer;
+	o->sku = (char *)row->sku;
+	o->qty = row->qty;
+	o->amount = row->amount;
+}
+
+int codec_send_command(rpc_client *client, rpc_batch *batch, const saga_def_cmd *plan,
+    const saga_row *row, int64_t timeout_ms, rpc_done_fn done, void *arg)
+{
+	if (plan == NULL || plan->request == NULL)
+		return -EINVAL;
+	Sagas__V1__Order input;
+	codec_order_of(&input, row);
+	saga_def_req req;
+	saga_def_cmd_build(plan, &input.base, row->saga_id, row->created_ms, &req);
+	return codec_call(client, batch, plan->path, &req.base, timeout_ms, done, arg);
 }
 
 /* The names of every set of overdue reasons (saga_row.overdue, a mask of
@@ -95,11 +58,7 @@ static void codec_why_init(void)
 void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 {
 	sagas__v1__saga__init(m);
-	sagas__v1__order__init(o);
-	o->customer = row->customer;
-	o->sku = row->sku;
-	o->qty = row->qty;
-	o->amount = row->amount;
+	codec_order_of(o, row);
 	m->saga_id = row->saga_id;
 	m->state = (Sagas__V1__SagaState)row->s.state;
 	m->reason = row->s.reason;

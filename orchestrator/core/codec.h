@@ -1,5 +1,6 @@
-/* codec: the orchestrator's outgoing commands as protobuf requests, and its
- * saga rows as sagas.v1.Saga. The only
+/* codec: the orchestrator's outgoing commands as protobuf requests (built
+ * by the definition's plans, saga_def_cmd.h), and its saga rows as
+ * sagas.v1.Saga. The only
  * place, with api.c, where the orchestrator touches generated protobuf code.
  */
 #ifndef SAGA_CODEC_H
@@ -9,17 +10,26 @@
 
 #include "rpc.h"
 #include "saga.h"
+#include "saga_def_cmd.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "store.h"
 
-/* codec_send_command encodes command `cmd` for saga `row` (ReserveStock and
- * ReleaseStock carry sku and qty, ChargePayment and RefundPayment customer and
- * amount in minor units, ShipOrder customer, sku and qty) and sends it with `timeout_ms`: added to
- * `batch` (rpc_batch_add, sent with the batch) when it is not NULL, else at once with
- * rpc_call_async on `client`. Returns what those return: 0 when `done` will
- * run once, a negative errno otherwise (-EINVAL for SAGA_CMD_NONE). */
-int codec_send_command(rpc_client *client, rpc_batch *batch, saga_command cmd, const saga_row *row,
-    int64_t timeout_ms, rpc_done_fn done, void *arg) __attribute__((warn_unused_result));
+/* codec_send_command sends the command of plan `plan` (orch_defs.h: the
+ * method and its request mapped from the saga's input by the definition)
+ * for saga `row` with `timeout_ms`: added to `batch` (rpc_batch_add, sent
+ * with the batch) when it is not NULL, else at once with rpc_call_async on
+ * `client`. The input is the row's order (codec_order_of); nothing is
+ * kept after the call. Returns what those return: 0 when `done` will run
+ * once, a negative errno otherwise (-EINVAL for a NULL or empty plan). */
+int codec_send_command(rpc_client *client, rpc_batch *batch, const saga_def_cmd *plan,
+    const saga_row *row, int64_t timeout_ms, rpc_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+
+/* codec_order_of fills `o` with the order input of saga `row` (its typed
+ * columns: the order type's input until the row stores its input, schema
+ * 9) without copies: the strings point into `row`, which must outlive the
+ * packing of `o`. */
+void codec_order_of(Sagas__V1__Order *o, const saga_row *row);
 
 /* codec_saga_to_pb fills `m` and `o` from `row` without copies: the
  * strings point into `row`, which must outlive the packing of `m`. */

@@ -36,17 +36,18 @@ typedef struct engine_queue {
 } engine_queue;
 
 /* Commands gathered by one thread since its last engine_out_flush: one
- * frame per participant (rpc_batch). */
+ * frame per participant (rpc_batch), by its index in the definitions. */
 typedef struct engine_out {
-	rpc_batch *stock, *payment, *shipping;
+	rpc_batch *to[SAGA_DEF_MAX_NAMED];
 } engine_out;
 
 struct engine {
 	engine_config cfg;
 	PGconn *conn; /* engine thread only */
-	rpc_client *stock;
-	rpc_client *payment;
-	rpc_client *shipping;
+	/* a link per participant of the definitions that a command goes to
+	 * (NULL for the others), by its index in saga_defs.participants */
+	rpc_client *clients[SAGA_DEF_MAX_NAMED];
+	size_t nclients;
 	nng_thread *thread;
 	uint64_t rng;            /* engine thread only */
 	uint64_t fenced;         /* engine thread only: transitions refused by rule 10 */
@@ -79,27 +80,24 @@ struct engine {
 };
 
 /* engine_out_flush sends the commands gathered in `o`. */
-static void engine_out_flush(engine_out *o)
+static void engine_out_flush(engine *e, engine_out *o)
 {
-	rpc_batch_send(o->stock);
-	rpc_batch_send(o->payment);
-	rpc_batch_send(o->shipping);
-	o->stock = o->payment = o->shipping = NULL;
+	for (size_t i = 0; i < e->nclients; i++) {
+		rpc_batch_send(o->to[i]);
+		o->to[i] = NULL;
+	}
 }
 
-/* engine_batch_for is the open batch of `o` for `client` (a frame each
- * send_batch commands), opened on first use; NULL when batches are off
+/* engine_batch_for is the open batch of `o` for participant `p` (a frame
+ * each send_batch commands), opened on first use; NULL when batches are off
  * (send_batch <= 1) or out of memory (then the command goes alone). */
-static rpc_batch *engine_batch_for(engine *e, engine_out *o, rpc_client *client)
+static rpc_batch *engine_batch_for(engine *e, engine_out *o, size_t p)
 {
 	if (e->cfg.send_batch <= 1)
 		return NULL;
-	rpc_batch **b = client == e->stock ? &o->stock
-	    : client == e->payment         ? &o->payment
-	                                   : &o->shipping;
-	if (*b == NULL)
-		*b = rpc_batch_open(client, e->cfg.send_batch);
-	return *b;
+	if (o->to[p] == NULL)
+		o->to[p] = rpc_batch_open(e->clients[p], e->cfg.send_batch);
+	return o->to[p];
 }
 
 /* Most new sagas queued in memory for the engine (submitted, not yet sent);
@@ -172,23 +170,6 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	nng_cv_wake(e->cv);
 }
 
-/* engine_client_for is the link to the participant that serves `cmd`. */
-static rpc_client *engine_client_for(engine *e, saga_command cmd)
-{
-	switch (cmd) {
-	case SAGA_CMD_RESERVE_STOCK:
-	case SAGA_CMD_RELEASE_STOCK:
-		return e->stock;
-	case SAGA_CMD_SHIP_ORDER:
-		return e->shipping;
-	case SAGA_CMD_CHARGE_PAYMENT:
-	case SAGA_CMD_REFUND_PAYMENT:
-	case SAGA_CMD_NONE:
-		break;
-	}
-	return e->payment;
-}
-
 /* engine_dispatch_to sends the command `row` makes due, gathered in `o`
  * (sent by engine_out_flush). The row must already be leased in the
  * database (rule 1: written before sent). `counted`: the caller has already
@@ -213,7 +194,9 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	it->eng = e;
 	/* each try waits longer, never past the step deadline (rule T4) */
 	int64_t timeout = saga_try_timeout_ms(&row->s, dbclock_now_ms(), &e->cfg.policy);
-	rpc_client *client = engine_client_for(e, cmd);
+	/* the definition's plan: its participant, method and request */
+	const saga_def_cmd *plan = &e->cfg.defs->cmds[cmd];
+	rpc_client *client = e->clients[plan->participant];
 	if (!counted) {
 		nng_mtx_lock(e->mtx);
 		e->inflight++;
@@ -221,9 +204,9 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	}
 	log_debug(
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
-	rpc_batch *batch = engine_batch_for(e, o, client);
+	rpc_batch *batch = engine_batch_for(e, o, plan->participant);
 	it->sent_us = clock_mono_us();
-	int rc = codec_send_command(client, batch, cmd, row, timeout, engine_on_reply, it);
+	int rc = codec_send_command(client, batch, plan, row, timeout, engine_on_reply, it);
 	if (rc != 0) {
 		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
 		nng_mtx_lock(e->mtx);
@@ -386,7 +369,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
 	log_release();
-	engine_out_flush(&e->out);
+	engine_out_flush(e, &e->out);
 }
 
 /* engine_process_replies decides on a list of replies, `batch` at a time. */
@@ -503,7 +486,7 @@ static bool engine_sweep(engine *e)
 		}
 	}
 	engine_commit(e, dl_rows, pend, npend);
-	engine_out_flush(&e->out);
+	engine_out_flush(e, &e->out);
 	return more;
 }
 
@@ -533,7 +516,7 @@ static void engine_drain_backlog(engine *e)
 			    "sweep sends it");
 		free(it);
 	}
-	engine_out_flush(&e->out);
+	engine_out_flush(e, &e->out);
 }
 
 static void engine_main(void *arg)
@@ -611,7 +594,7 @@ void engine_submit_many(engine *e, const saga_row *rows, size_t n)
 	engine_out o = {0};
 	for (size_t i = 0; i < n; i++)
 		engine_dispatch_to(e, &rows[i], &o, true);
-	engine_out_flush(&o);
+	engine_out_flush(e, &o);
 }
 
 static void engine_free_scratch(engine *e)
@@ -620,6 +603,15 @@ static void engine_free_scratch(engine *e)
 	free(e->dl_rows);
 	free(e->pend);
 	free(e->ups);
+}
+
+/* engine_close_clients closes every participant's link (NULL ones too). */
+static void engine_close_clients(engine *e)
+{
+	for (size_t i = 0; i < e->nclients; i++) {
+		rpc_client_close(e->clients[i]);
+		e->clients[i] = NULL;
+	}
 }
 
 int engine_start(engine **out, const engine_config *cfg)
@@ -655,27 +647,21 @@ int engine_start(engine **out, const engine_config *cfg)
 	 * so one in flight to a replica that dies may go to another at once */
 	rpc_client_opts o
 	    = {.resend_ms = cfg->resend_ms, .duplicate = cfg->duplicate_delivery, .failover = true};
-	rc = rpc_client_open_urls(&e->stock, cfg->stock, &o);
-	if (rc != 0)
-		goto out_conn;
-	rc = rpc_client_open_urls(&e->payment, cfg->payment, &o);
-	if (rc != 0)
-		goto out_stock;
-	rc = rpc_client_open_urls(&e->shipping, cfg->shipping, &o);
-	if (rc != 0)
-		goto out_payment;
+	e->nclients = cfg->defs->defs->nparticipants;
+	for (size_t i = 0; i < e->nclients; i++) {
+		if (cfg->links[i] == NULL)
+			continue; /* no command of the definitions goes there */
+		rc = rpc_client_open_urls(&e->clients[i], cfg->links[i], &o);
+		if (rc != 0)
+			goto out_clients;
+	}
 	rc = nng_thread_create(&e->thread, engine_main, e) == 0 ? 0 : -ENOMEM;
 	if (rc != 0)
-		goto out_shipping;
+		goto out_clients;
 	*out = e;
 	return 0;
-out_shipping:
-	rpc_client_close(e->shipping);
-out_payment:
-	rpc_client_close(e->payment);
-out_stock:
-	rpc_client_close(e->stock);
-out_conn:
+out_clients:
+	engine_close_clients(e);
 	PQfinish(e->conn);
 out_cv:
 	nng_cv_free(e->cv);
@@ -706,9 +692,7 @@ void engine_stop(engine *e)
 	nng_mtx_unlock(e->mtx);
 	nng_thread_destroy(e->thread); /* joins */
 	/* closing the sockets completes every call in flight */
-	rpc_client_close(e->stock);
-	rpc_client_close(e->payment);
-	rpc_client_close(e->shipping);
+	engine_close_clients(e);
 	nng_mtx_lock(e->mtx);
 	while (e->inflight > 0)
 		nng_cv_until(e->cv, nng_clock() + 10);

@@ -18,6 +18,7 @@
 
 #include "rpc.h"
 #include "horizon.h"
+#include "orch_defs.h"
 #include "saga.h"
 #include "tls.h"
 #include "store.h"
@@ -26,12 +27,13 @@ typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
 	const char *instance;      /* this orchestratord's name (orch_instance_name):
 	                              the lease owner it writes; borrowed */
-	const rpc_urls *stock;     /* the stock daemon's replicas: their URLs and,
-	                              for tls+tcp:// ones, the client TLS
-	                              configuration (the orchestrator role's
-	                              certificate); borrowed for the lifetime */
-	const rpc_urls *payment;   /* the same for the payment daemon */
-	const rpc_urls *shipping;  /* the same for the shipping daemon */
+	const orch_defs *defs;     /* the definitions it runs: a plan per command
+	                              (orch_defs.h); borrowed for the lifetime */
+	/* each participant's replicas, by its index in defs->defs->participants:
+	 * their URLs and, for tls+tcp:// ones, the client TLS configuration (the
+	 * orchestrator role's certificate); NULL for a participant no command
+	 * goes to; borrowed for the lifetime */
+	const rpc_urls *links[SAGA_DEF_MAX_NAMED];
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	horizon_policy horizon;    /* retention: a saga older than it is parked,
 	                              not sent (rule R3, common/base/horizon.h) */
@@ -54,7 +56,7 @@ typedef struct engine_config {
 
 typedef struct engine engine;
 
-/* engine_start connects to the database and the three participants and starts
+/* engine_start connects to the database and the participants of cfg->links and starts
  * the engine thread. `cfg` is copied (its strings are borrowed). Returns 0
  * and *out, or a negative code (enum pg_err, -ENOMEM, errno from nng). */
 int engine_start(engine **out, const engine_config *cfg) __attribute__((warn_unused_result));

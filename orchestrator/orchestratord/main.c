@@ -25,6 +25,7 @@
 #include "health.h"
 #include "listen.h"
 #include "log.h"
+#include "orch_defs.h"
 #include "orch_metrics.h"
 #include "pg.h"
 #include "report.h"
@@ -46,6 +47,7 @@ typedef struct orch_config {
 	char stock[CONFIG_STR_MAX];
 	char payment[CONFIG_STR_MAX];
 	char shipping[CONFIG_STR_MAX];
+	char definitions[CONFIG_STR_MAX];
 	char log_level[CONFIG_STR_MAX];
 	int64_t workers;
 	int64_t step_timeout;
@@ -100,6 +102,10 @@ static const config_opt orch_opts[] = {
     OPT("shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0, shipping,
         "nng URL of the shipping daemon, or a comma-separated list of its replicas' URLs",
         "URL[,URL...]"),
+    OPT("definitions", "SAGA_ORCHESTRATOR_DEFINITIONS", CONFIG_STR, "", 0, 0, definitions,
+        "the saga definitions file (YAML or JSON; docs/saga-definitions.md) whose commands "
+        "the engine sends; empty = orchestrator/definitions/order.yaml as built in",
+        "FILE"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
         participant_cert,
         "the certificate (PEM) the orchestrator shows the participants on tls+tcp:// links "
@@ -387,6 +393,7 @@ typedef struct orch {
 	rpc_urls links[3];
 	orch_probe probes[3 * RPC_URLS_MAX];
 	char instance[64];
+	orch_defs defs; /* the definitions the engines run */
 	engine_config ec;
 	waits *wt;
 	listener *ls;
@@ -452,7 +459,8 @@ static int orch_options(orch *o, int argc, char **argv)
 	orch_config *c = &o->c;
 	int rc = config_load(opts, NO + DAEMON_NET_OPTS, c, argc, argv, "orchestratord [options]",
 	    "The saga orchestrator: stores every saga in its own PostgreSQL database and drives\n"
-	    "it through ReserveStock, ChargePayment, ShipOrder and the compensations.",
+	    "it through the steps of its definition (--definitions; the order saga: ReserveStock,\n"
+	    "ChargePayment, ShipOrder and the compensations).",
 	    "SAGA_ORCHESTRATOR_CONFIG", NULL);
 	if (rc == CONFIG_DONE_HELP)
 		return ORCH_DONE;
@@ -470,6 +478,46 @@ static int orch_options(orch *o, int argc, char **argv)
 	return 0;
 }
 
+/* the options naming the participants' URL lists, as a definition's
+ * `urls:` names them ("--stock"), in the order of o->links */
+static const char *const orch_link_opts[3] = {"stock", "payment", "shipping"};
+
+/* orch_link_of is the index in o->links of participant p's option, or -1
+ * when this orchestratord has none of that name. */
+static int orch_link_of(const saga_def_participant *p)
+{
+	for (int i = 0; i < 3; i++)
+		if (strncmp(p->urls, "--", 2) == 0 && strcmp(p->urls + 2, orch_link_opts[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* orch_definitions loads --definitions (or the built-in order.yaml) and
+ * checks that every participant a command goes to names an option of this
+ * orchestratord. Returns 0, or 2 after saying why not. */
+static int orch_definitions(orch *o)
+{
+	char err[512];
+	const char *file = o->c.definitions[0] != '\0' ? o->c.definitions : NULL;
+	if (orch_defs_load(&o->defs, file, err, sizeof err) != 0) {
+		config_error("--definitions: %s\n", err);
+		return 2;
+	}
+	for (int c = SAGA_CMD_NONE + 1; c <= SAGA_CMD_LAST; c++) {
+		const saga_def_participant *p
+		    = &o->defs.defs->participants[o->defs.cmds[c].participant];
+		if (orch_link_of(p) < 0) {
+			config_error("--definitions: %s: participants.%s names %s: orchestratord has "
+			             "no such option (--stock, --payment, --shipping)\n",
+			    o->defs.defs->file, p->name, p->urls);
+			return 2;
+		}
+	}
+	log_info(NULL, "saga definitions from %s: order version %.12s", o->defs.source,
+	    o->defs.version);
+	return 0;
+}
+
 /* orch_links parses each participant's list of URLs (every entry of a list
  * passes the rules a single URL does, docs/security.md) and warns when they
  * are not all TLS; then, the options being all valid, sets the database
@@ -477,12 +525,11 @@ static int orch_options(orch *o, int argc, char **argv)
  * each TLS link. Returns 0, or 2 after naming the bad entry. */
 static int orch_links(orch *o)
 {
-	static const char *const link_opts[3] = {"stock", "payment", "shipping"};
 	static const char *const link_daemons[3] = {"stockd", "paymentd", "shippingd"};
 	orch_config *c = &o->c;
 	const char *link_lists[3] = {c->stock, c->payment, c->shipping};
 	for (int i = 0; i < 3; i++)
-		if (orch_participant_urls(&o->links[i], c, link_opts[i], link_lists[i]) != 0)
+		if (orch_participant_urls(&o->links[i], c, orch_link_opts[i], link_lists[i]) != 0)
 			return 2;
 	if (!rpc_urls_all_tls(&o->links[0]) || !rpc_urls_all_tls(&o->links[1])
 	    || !rpc_urls_all_tls(&o->links[2]))
@@ -548,9 +595,7 @@ static void orch_engine_config(orch *o)
 	o->ec = (engine_config) {
 	    .db = c->db,
 	    .instance = o->instance,
-	    .stock = &o->links[0],
-	    .payment = &o->links[1],
-	    .shipping = &o->links[2],
+	    .defs = &o->defs,
 	    .policy =
 	        {
 	            .step_timeout_ms = c->step_timeout,
@@ -570,6 +615,12 @@ static void orch_engine_config(orch *o)
 	    .duplicate_delivery = c->duplicate_delivery,
 	    .horizon = o->horizon,
 	};
+	/* each participant a command goes to, by the option its definition
+	 * names (checked by orch_definitions) */
+	for (int k = SAGA_CMD_NONE + 1; k <= SAGA_CMD_LAST; k++) {
+		size_t p = o->defs.cmds[k].participant;
+		o->ec.links[p] = &o->links[orch_link_of(&o->defs.defs->participants[p])];
+	}
 }
 
 /* orch_engines names this instance and starts the registry of waiting
@@ -703,6 +754,7 @@ static void orch_stop(orch *o)
 	if (o->ran || o->probes[0].url == NULL)
 		for (int i = 0; i < 3; i++)
 			rpc_urls_free(&o->links[i]);
+	orch_defs_free(&o->defs);
 	if (o->ran)
 		log_info(NULL, "stopped");
 }
@@ -711,6 +763,8 @@ int main(int argc, char **argv)
 {
 	static orch o;
 	int rc = orch_options(&o, argc, argv);
+	if (rc == 0)
+		rc = orch_definitions(&o);
 	if (rc == 0)
 		rc = orch_links(&o);
 	if (rc == 0)
