@@ -177,6 +177,7 @@ static bool api_parse_start(
 	row->amount = req->order->amount;
 	int64_t now = dbclock_now_ms(); /* the database's clock (rule T1) */
 	row->s = saga_start(now, &a->policy);
+	row->def_id = a->def_id;
 	/* written leased: it is handed to the engine right after commit; if we
 	 * crash first, the sweep sends it when the lease ends (rule 1), never
 	 * later than its step deadline (rule T5) */

@@ -43,6 +43,9 @@ typedef struct api {
 	 * (api_list.c) */
 	int max_listings;
 	int max_listings_per_caller;
+	/* the version of the definitions new sagas start under
+	 * (orch_defs_current: saga_definitions.id) */
+	int32_t def_id;
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

@@ -36,17 +36,16 @@ typedef struct engine_queue {
 } engine_queue;
 
 /* Commands gathered by one thread since its last engine_out_flush: one
- * frame per participant (rpc_batch), by its index in the definitions. */
+ * frame per participant (rpc_batch), by its link (engine_config.links). */
 typedef struct engine_out {
-	rpc_batch *to[SAGA_DEF_MAX_NAMED];
+	rpc_batch *to[ORCH_LINKS_MAX];
 } engine_out;
 
 struct engine {
 	engine_config cfg;
 	PGconn *conn; /* engine thread only */
-	/* a link per participant of the definitions that a command goes to
-	 * (NULL for the others), by its index in saga_defs.participants */
-	rpc_client *clients[SAGA_DEF_MAX_NAMED];
+	/* a link per participant (engine_config.links) */
+	rpc_client *clients[ORCH_LINKS_MAX];
 	size_t nclients;
 	nng_thread *thread;
 	uint64_t rng;            /* engine thread only */
@@ -177,9 +176,18 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bool counted)
 {
 	saga_command cmd = saga_command_of(row->s.state);
-	engine_item *it = cmd == SAGA_CMD_NONE ? NULL : calloc(1, sizeof *it);
+	/* the plan of the definition the saga started with: its participant's
+	 * link, method and request. A version not loaded here yet is read on
+	 * the engine's connection; only the engine thread has one, and a first
+	 * command sent from an API thread is always of the current version.
+	 * NULL (logged there): the sweep tries again when the lease ends. */
+	int link = 0;
+	const saga_def_cmd *plan = cmd == SAGA_CMD_NONE
+	    ? NULL
+	    : orch_defs_plan(e->cfg.defs, o == &e->out ? e->conn : NULL, row->def_id, cmd, &link);
+	engine_item *it = plan == NULL ? NULL : calloc(1, sizeof *it);
 	if (it == NULL) {
-		if (cmd != SAGA_CMD_NONE)
+		if (plan != NULL)
 			log_error(row->saga_id, "could not send %s: out of memory",
 			    saga_command_name(cmd));
 		if (counted) {
@@ -194,9 +202,7 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	it->eng = e;
 	/* each try waits longer, never past the step deadline (rule T4) */
 	int64_t timeout = saga_try_timeout_ms(&row->s, dbclock_now_ms(), &e->cfg.policy);
-	/* the definition's plan: its participant, method and request */
-	const saga_def_cmd *plan = &e->cfg.defs->cmds[cmd];
-	rpc_client *client = e->clients[plan->participant];
+	rpc_client *client = e->clients[link];
 	if (!counted) {
 		nng_mtx_lock(e->mtx);
 		e->inflight++;
@@ -204,7 +210,7 @@ static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bo
 	}
 	log_debug(
 	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
-	rpc_batch *batch = engine_batch_for(e, o, plan->participant);
+	rpc_batch *batch = engine_batch_for(e, o, (size_t)link);
 	it->sent_us = clock_mono_us();
 	int rc = codec_send_command(client, batch, plan, row, timeout, engine_on_reply, it);
 	if (rc != 0) {
@@ -647,10 +653,8 @@ int engine_start(engine **out, const engine_config *cfg)
 	 * so one in flight to a replica that dies may go to another at once */
 	rpc_client_opts o
 	    = {.resend_ms = cfg->resend_ms, .duplicate = cfg->duplicate_delivery, .failover = true};
-	e->nclients = cfg->defs->defs->nparticipants;
+	e->nclients = (size_t)cfg->nlinks;
 	for (size_t i = 0; i < e->nclients; i++) {
-		if (cfg->links[i] == NULL)
-			continue; /* no command of the definitions goes there */
 		rc = rpc_client_open_urls(&e->clients[i], cfg->links[i], &o);
 		if (rc != 0)
 			goto out_clients;

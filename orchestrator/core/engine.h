@@ -27,13 +27,14 @@ typedef struct engine_config {
 	const char *db;            /* libpq conninfo; borrowed for the lifetime */
 	const char *instance;      /* this orchestratord's name (orch_instance_name):
 	                              the lease owner it writes; borrowed */
-	const orch_defs *defs;     /* the definitions it runs: a plan per command
-	                              (orch_defs.h); borrowed for the lifetime */
-	/* each participant's replicas, by its index in defs->defs->participants:
-	 * their URLs and, for tls+tcp:// ones, the client TLS configuration (the
-	 * orchestrator role's certificate); NULL for a participant no command
-	 * goes to; borrowed for the lifetime */
-	const rpc_urls *links[SAGA_DEF_MAX_NAMED];
+	orch_defs *defs;           /* the definitions it runs, by version: a plan
+	                              per command (orch_defs.h), synced
+	                              (orch_defs_sync); borrowed for the lifetime */
+	/* each participant's replicas, by link (orch_def_version.link): their
+	 * URLs and, for tls+tcp:// ones, the client TLS configuration (the
+	 * orchestrator role's certificate); borrowed for the lifetime */
+	const rpc_urls *links[ORCH_LINKS_MAX];
+	int nlinks;
 	saga_policy policy;        /* deadlines, tries' timeouts, backoff (ms) */
 	horizon_policy horizon;    /* retention: a saga older than it is parked,
 	                              not sent (rule R3, common/base/horizon.h) */

@@ -1,12 +1,18 @@
-/* orch_defs: the definitions an orchestratord runs (orch_defs.h). */
+/* orch_defs: the definitions an orchestratord runs, by version (orch_defs.h). */
 #include "orch_defs.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "log.h"
 #include "order_yaml.h" /* orch_order_yaml: orchestrator/definitions/order.yaml */
+#include "pg.h"
 #include "saga_flow.h"
+#include "store_defs.h"
 
 const char *orch_defs_builtin(void)
 {
@@ -43,36 +49,44 @@ static bool od_same_flow(const saga_def_type *t)
 	return true;
 }
 
-int orch_defs_load(orch_defs *o, const char *file, char *err, size_t errlen)
+/* od_link_of is the index in o->links of participant p's option ("--stock"
+ * is "stock"), or -1. */
+static int od_link_of(const orch_defs *o, const saga_def_participant *p)
 {
-	memset(o, 0, sizeof *o);
-	snprintf(o->source, sizeof o->source, "%s", file != NULL ? file : "built in");
-	int rc = file != NULL
-	    ? saga_def_load(file, &o->defs, err, errlen)
-	    : saga_def_parse(orch_order_yaml, strlen(orch_order_yaml), "order.yaml (built in)",
-	          &o->defs, err, errlen);
-	if (rc != 0)
+	for (int i = 0; i < o->nlinks; i++)
+		if (strncmp(p->urls, "--", 2) == 0 && strcmp(p->urls + 2, o->links[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* od_version parses `text` (len bytes, named `name` in errors) into *v and
+ * checks that this orchestratord runs it. Returns 0, or -1 with err (v's
+ * defs then still to free). */
+static int od_version(const orch_defs *o, const char *text, size_t len, const char *name,
+    orch_def_version *v, char *err, size_t errlen)
+{
+	if (saga_def_parse(text, len, name, &v->defs, err, errlen) != 0)
 		return -1;
-	const saga_defs *d = o->defs;
+	const saga_defs *d = v->defs;
 	if (d->ntypes != 1 || strcmp(d->types[0].name, "order") != 0)
 		return od_refuse(err, errlen,
 		    "%s: this orchestratord runs one saga type, order (other types are the next "
 		    "landing of docs/saga-definitions.md); the file has %zu type(s), the first %s",
 		    d->file, d->ntypes, d->ntypes > 0 ? d->types[0].name : "none");
-	o->order = &d->types[0];
-	if (strcmp(o->order->input, "sagas.v1.Order") != 0)
+	v->order = &d->types[0];
+	if (strcmp(v->order->input, "sagas.v1.Order") != 0)
 		return od_refuse(err, errlen,
 		    "%s: sagas.order.input: this orchestratord stores an order's input as "
 		    "sagas.v1.Order, not %s",
-		    d->file, o->order->input);
-	if (!od_same_flow(o->order))
+		    d->file, v->order->input);
+	if (!od_same_flow(v->order))
 		return od_refuse(err, errlen,
 		    "%s: sagas.order: this orchestratord runs the order saga's flow (reserve "
 		    "compensable, charge pivot, ship retriable, no group): the file's steps differ "
 		    "in number, kind, compensation or group",
 		    d->file);
-	for (size_t i = 0; i < o->order->nsteps; i++) {
-		const saga_def_step *s = &o->order->steps[i];
+	for (size_t i = 0; i < v->order->nsteps; i++) {
+		const saga_def_step *s = &v->order->steps[i];
 		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
 		    || s->retry_cap_ms != SAGA_DEF_DEFAULT || s->attention_after != SAGA_DEF_DEFAULT)
 			return od_refuse(err, errlen,
@@ -87,20 +101,190 @@ int orch_defs_load(orch_defs *o, const char *file, char *err, size_t errlen)
 			return od_refuse(err, errlen, "the order flow has no command %d", c);
 		size_t step = (size_t)(fc.step + (fc.member > 0 ? fc.member : 0));
 		char why[256];
-		if (saga_def_cmd_make(d, o->order, step, fc.phase == SAGA_FLOW_COMPENSATING,
-		        &o->cmds[c], why, sizeof why)
+		if (saga_def_cmd_make(d, v->order, step, fc.phase == SAGA_FLOW_COMPENSATING,
+		        &v->cmds[c], why, sizeof why)
 		    != 0)
 			return od_refuse(err, errlen, "%s: %s", d->file, why);
+		const saga_def_participant *p = &d->participants[v->cmds[c].participant];
+		v->link[c] = od_link_of(o, p);
+		if (v->link[c] < 0)
+			return od_refuse(err, errlen,
+			    "%s: participants.%s names %s: orchestratord has no such option", d->file,
+			    p->name, p->urls);
 	}
 	unsigned char bin[32];
-	if (saga_def_version(d, o->order, bin, o->version) != 0)
+	if (saga_def_version(d, v->order, bin, v->hex) != 0)
 		return od_refuse(err, errlen, "out of memory");
 	return 0;
 }
 
+int orch_defs_load(
+    orch_defs *o, const char *file, const char *const *links, int nlinks, char *err, size_t errlen)
+{
+	memset(o, 0, sizeof *o);
+	o->links = links;
+	o->nlinks = nlinks;
+	snprintf(o->source, sizeof o->source, "%s", file != NULL ? file : "built in");
+	if (nng_mtx_alloc(&o->mtx) != 0)
+		return od_refuse(err, errlen, "out of memory");
+	if (file != NULL) {
+		/* saga_def_load's checks (a directory, the size) first, then the
+		 * text again to store it */
+		saga_defs *probe = NULL;
+		if (saga_def_load(file, &probe, err, errlen) != 0)
+			return -1;
+		saga_defs_free(probe);
+		FILE *f = fopen(file, "rb");
+		if (f == NULL)
+			return od_refuse(err, errlen, "%s: %s", file, strerror(errno));
+		o->text = calloc(1, SAGA_DEF_MAX_FILE + 1);
+		o->text_len = o->text != NULL ? fread(o->text, 1, SAGA_DEF_MAX_FILE, f) : 0;
+		fclose(f);
+		if (o->text == NULL)
+			return od_refuse(err, errlen, "out of memory");
+	} else {
+		o->text_len = strlen(orch_order_yaml);
+		o->text = strdup(orch_order_yaml);
+		if (o->text == NULL)
+			return od_refuse(err, errlen, "out of memory");
+	}
+	o->n = 1;
+	return od_version(o, o->text, o->text_len,
+	    file != NULL ? file : "order.yaml (built in)", &o->v[0], err, errlen);
+}
+
+/* od_find is the loaded version `id`, or NULL (o->mtx held or not running). */
+static const orch_def_version *od_find(const orch_defs *o, int32_t id)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].id == id)
+			return &o->v[i];
+	return NULL;
+}
+
+/* od_add loads version `id` into the next slot, from the built-in text (id
+ * 0) or from saga_definitions on conn, checking that the text read is the
+ * version stored. o->mtx held while running. Returns 0, a negative enum
+ * pg_err, -ENOENT, or -1 with err. */
+static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errlen)
+{
+	if (o->n >= ORCH_DEFS_MAX)
+		return od_refuse(err, errlen,
+		    "more than %d versions of the definitions are needed at once", ORCH_DEFS_MAX);
+	orch_def_version *v = &o->v[o->n];
+	memset(v, 0, sizeof *v);
+	char hex[65] = "", name[64];
+	char *body = NULL;
+	int rc;
+	if (id == 0) {
+		snprintf(name, sizeof name, "order.yaml (built in)");
+		rc = od_version(o, orch_order_yaml, strlen(orch_order_yaml), name, v, err, errlen);
+	} else {
+		rc = store_def_get(conn, id, hex, &body);
+		if (rc != 0) {
+			if (rc == -ENOENT)
+				od_refuse(err, errlen, "saga_definitions has no version %d", (int)id);
+			return rc;
+		}
+		snprintf(name, sizeof name, "saga_definitions id %d", (int)id);
+		rc = od_version(o, body, strlen(body), name, v, err, errlen);
+		if (rc == 0 && strcmp(hex, v->hex) != 0)
+			rc = od_refuse(err, errlen,
+			    "%s: stored as version %.12s, this orchestratord reads it as %.12s", name,
+			    hex, v->hex);
+		free(body);
+	}
+	if (rc != 0) {
+		saga_defs_free(v->defs);
+		memset(v, 0, sizeof *v);
+		return rc;
+	}
+	v->id = id;
+	o->n++; /* published: entries below n never change */
+	return 0;
+}
+
+int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
+{
+	int rc = store_def_put(conn, o->v[0].hex, "order", o->text, o->source, &o->v[0].id);
+	if (rc != 0)
+		return rc;
+	store_def_need need[ORCH_DEFS_MAX];
+	size_t n = 0;
+	rc = store_defs_needed(conn, need, ORCH_DEFS_MAX, &n);
+	if (rc != 0)
+		return rc;
+	if (n > ORCH_DEFS_MAX)
+		return od_refuse(err, errlen,
+		    "unfinished sagas need %zu versions of the definitions, more than the %d one "
+		    "orchestratord serves",
+		    n, ORCH_DEFS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (od_find(o, need[i].def_id) != NULL)
+			continue;
+		char why[512] = "";
+		rc = od_add(o, conn, need[i].def_id, why, sizeof why);
+		if (rc == -1 || rc == -ENOENT)
+			return od_refuse(err, errlen,
+			    "%lld unfinished saga(s) (saga=%s, ...) started under a version this "
+			    "orchestratord cannot run: %s",
+			    (long long)need[i].sagas, need[i].saga_id, why);
+		if (rc != 0)
+			return rc;
+		log_info(NULL, "serving definition version %.12s (id %d) for %lld unfinished saga(s)",
+		    o->v[o->n - 1].hex, (int)need[i].def_id, (long long)need[i].sagas);
+	}
+	return 0;
+}
+
+int32_t orch_defs_current(const orch_defs *o)
+{
+	return o->v[0].id;
+}
+
+const saga_def_cmd *orch_defs_plan(orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd,
+    int *link)
+{
+	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
+		return NULL;
+	if (def_id == o->v[0].id) { /* new sagas: no lock (v[0] never changes) */
+		*link = o->v[0].link[cmd];
+		return &o->v[0].cmds[cmd];
+	}
+	nng_mtx_lock(o->mtx);
+	const orch_def_version *v = od_find(o, def_id);
+	if (v == NULL && conn != NULL) {
+		char why[512] = "";
+		int rc = od_add(o, conn, def_id, why, sizeof why);
+		if (rc == 0) {
+			v = &o->v[o->n - 1];
+			log_info(NULL, "serving definition version %.12s (id %d), met in a saga",
+			    v->hex, (int)def_id);
+		} else if (clock_mono_ms() - o->refused_logged_ms >= 60000
+		           || o->refused_logged_ms == 0) {
+			o->refused_logged_ms = clock_mono_ms();
+			log_error(NULL,
+			    "sagas of definition version id %d wait: %s (logged once a minute)",
+			    (int)def_id, rc == -1 || rc == -ENOENT ? why : pg_err_name(rc));
+		}
+	}
+	nng_mtx_unlock(o->mtx);
+	if (v == NULL)
+		return NULL;
+	*link = v->link[cmd];
+	return &v->cmds[cmd];
+}
+
 void orch_defs_free(orch_defs *o)
 {
-	saga_defs_free(o->defs);
-	o->defs = NULL;
-	o->order = NULL;
+	for (size_t i = 0; i < o->n && i < ORCH_DEFS_MAX; i++)
+		saga_defs_free(o->v[i].defs);
+	if (o->n == 0)
+		saga_defs_free(o->v[0].defs);
+	o->n = 0;
+	free(o->text);
+	o->text = NULL;
+	if (o->mtx != NULL)
+		nng_mtx_free(o->mtx);
+	o->mtx = NULL;
 }

@@ -3,42 +3,111 @@
  * file, or the order.yaml built in, loaded once at start and turned into a
  * plan per command (saga_def_cmd.h), so that the engine sends what the
  * definition says: the method, the participant and every request field
- * mapped from the saga's input. The engine's transition is still the order
- * saga's (saga_transition over saga_flow_order): a definition is accepted
- * when its `order` type has that flow and is the file's only type, and its
- * steps leave their deadline and retries to the daemon's options (both are
- * the next landings'); anything else refuses the start, saying so.
+ * mapped from the saga's input.
+ *
+ * Versions: each saga row names the version of the definition it started
+ * with (sagas.def_id, an id of table saga_definitions, which keeps every
+ * version's text; schema version 9). An orchestratord stores its file's
+ * version at start and serves every version an unfinished saga needs, read
+ * back from that table (orch_defs_sync, and orch_defs_plan for a version
+ * another orchestrator stored later), so a saga finishes under the
+ * definition it started with, on any orchestrator (Conductor #987). A saga
+ * started before schema 9 (def_id NULL, read as 0) is the order saga as
+ * this binary builds it in.
+ *
+ * What this landing runs: the engine's transition is still the order
+ * saga's (saga_transition over saga_flow_order), so a version is accepted
+ * when its file has one type, `order`, with that flow and the input
+ * sagas.v1.Order, whose steps leave their deadline and retries to the
+ * daemon's options, and whose participants' `urls:` name the daemon's
+ * links. Anything else refuses the start (or, for a version met later, the
+ * sagas that need it wait for an orchestratord that runs it).
  */
 #ifndef SAGA_ORCH_DEFS_H
 #define SAGA_ORCH_DEFS_H
 
+#include <libpq-fe.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/util/platform.h>
 
 #include "saga.h"
 #include "saga_def.h"
 #include "saga_def_cmd.h"
 
+/* ORCH_DEFS_MAX: the versions one orchestratord serves at once, at most. */
+#define ORCH_DEFS_MAX 16
+/* ORCH_LINKS_MAX: the participants' links (URL options) it has, at most. */
+#define ORCH_LINKS_MAX 8
+
+/* One version of the definitions, with a plan per command. */
+typedef struct orch_def_version {
+	int32_t id;              /* saga_definitions.id; 0: the built-in order
+	                            saga of sagas started before schema 9 */
+	char hex[65];            /* the order type's version, hex SHA-256 */
+	saga_defs *defs;         /* owned */
+	const saga_def_type *order;               /* in defs */
+	saga_def_cmd cmds[SAGA_CMD_LAST + 1];     /* by saga_command */
+	int link[SAGA_CMD_LAST + 1];              /* each command's link (an index
+	                                             of the names given to
+	                                             orch_defs_load) */
+} orch_def_version;
+
 typedef struct orch_defs {
-	saga_defs *defs;             /* owned */
-	const saga_def_type *order;  /* in defs */
-	saga_def_cmd cmds[SAGA_CMD_LAST + 1]; /* by saga_command; [SAGA_CMD_NONE] unused */
-	char version[65];            /* the order type's version (hex SHA-256) */
-	char source[256];            /* the file's path, or "built in" */
+	const char *const *links; /* the links' option names ("stock", ...),
+	                             borrowed; nlinks of them */
+	int nlinks;
+	char source[256]; /* the file's path, or "built in" */
+	char *text;       /* the file's text (stored as the version's body) */
+	size_t text_len;
+	nng_mtx *mtx;     /* guards n and v[] past the first while running */
+	size_t n;         /* v[0] is the file's: new sagas start under it */
+	orch_def_version v[ORCH_DEFS_MAX];
+	int64_t refused_logged_ms; /* orch_defs_plan's last "cannot run" line */
 } orch_defs;
 
 /* orch_defs_load loads `file` (NULL: the order.yaml built into this binary)
- * into *o (zeroed first) and checks what this landing runs (above).
- * Returns 0; or -1 with one line in err (errlen bytes, NUL-terminated): the
- * file's own refusal ("FILE:LINE:COLUMN: PATH: message") or what this
- * orchestratord does not run yet. Free with orch_defs_free (also after a
+ * as *o's first version (o zeroed first), its commands going to the links
+ * named `links` (nlinks <= ORCH_LINKS_MAX option names without "--",
+ * borrowed for o's life), and checks that this orchestratord runs it
+ * (above). Returns 0; or -1 with one line in err (errlen bytes,
+ * NUL-terminated): the file's own refusal ("FILE:LINE:COLUMN: PATH:
+ * message") or what this orchestratord does not run. Its id is 0 until
+ * orch_defs_sync stores it. Free with orch_defs_free (also after a
  * failure). */
-int orch_defs_load(orch_defs *o, const char *file, char *err, size_t errlen);
+int orch_defs_load(
+    orch_defs *o, const char *file, const char *const *links, int nlinks, char *err, size_t errlen);
+
+/* orch_defs_sync stores the first version in saga_definitions (once: a
+ * version stored already keeps its id) and loads every version an
+ * unfinished saga names, from that table, on `conn` (schema 9 applied).
+ * Returns 0; PG_ERR_* (pg.h) for a database failure; or -1 with err set
+ * when a version an unfinished saga needs cannot run here (its count of
+ * sagas and one saga id named), or more than ORCH_DEFS_MAX are needed. */
+int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen);
+
+/* orch_defs_current is the id new sagas start under (v[0]'s, set by
+ * orch_defs_sync). */
+int32_t orch_defs_current(const orch_defs *o);
+
+/* orch_defs_plan returns the plan of command `cmd` of version `def_id` and
+ * sets *link to its link; a version not loaded yet (another orchestrator
+ * stored it after this one started) is read from saga_definitions on
+ * `conn` (the caller's) and loaded. Returns NULL when the version cannot
+ * run here or cannot be read now (logged at most once a minute): the saga
+ * waits, leased as it is, for a later try or another orchestratord.
+ * Thread-safe. */
+const saga_def_cmd *orch_defs_plan(orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd,
+    int *link);
 
 /* orch_defs_builtin returns the text of the built-in order.yaml (static,
  * NUL-terminated). */
 const char *orch_defs_builtin(void);
 
-/* orch_defs_free frees what orch_defs_load made; o itself is the caller's. */
+/* orch_defs_free frees what orch_defs_load and the others made; o itself
+ * is the caller's. */
 void orch_defs_free(orch_defs *o);
 
 #endif

@@ -33,6 +33,7 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->updated_ms = pg_get_i64(r, i, 13);
 	out->epoch = pg_get_i64(r, i, 14);
 	(void)valid_utf8_copy(out->lease_owner, sizeof out->lease_owner, PQgetvalue(r, i, 15));
+	out->def_id = (int32_t)pg_get_i64(r, i, 16);
 }
 
 /* The statements of the API and the engine, prepared once per session
@@ -43,8 +44,9 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter) SELECT $1::uuid, $2::text, $3::text, $4::text,"
-    "    $5::integer, $6::bigint, " TS("$7") ", " TS("$8") ", $10::text, $9::text"
+    "    step_deadline, lease_owner, waiter, def_id) SELECT $1::uuid, $2::text, $3::text,"
+    "    $4::text, $5::integer, $6::bigint, " TS("$7") ", " TS("$8") ", $10::text, $9::text,"
+    "    nullif($11::integer, 0)"
     /* rule R5: never an id whose deleted saga a participant may remember */
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = $1::uuid)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
@@ -57,12 +59,14 @@ static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
 static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "WITH v AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::integer[],"
-    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])"
-    "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms, waiter)),"
+    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::integer[])"
+    "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms, waiter,"
+    "      def_id)),"
     " ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter) SELECT saga_id, state, customer, sku, qty, amount,"
-    "    " TS("next_ms") ", " TS("deadline_ms") ", $10, waiter FROM v"
+    "    step_deadline, lease_owner, waiter, def_id) SELECT saga_id, state, customer, sku,"
+    "    qty, amount, " TS("next_ms") ", " TS("deadline_ms") ", $11, waiter,"
+    "    nullif(def_id, 0) FROM v"
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = v.saga_id)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
@@ -177,20 +181,21 @@ static int store_find_retired(
 int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, const char *waiter,
     bool *created, saga_row *existing)
 {
-	char qty[16], amount[24], next[24], deadline[24];
+	char qty[16], amount[24], next[24], deadline[24], def_id[16];
 	snprintf(qty, sizeof qty, "%" PRId32, row->qty);
+	snprintf(def_id, sizeof def_id, "%" PRId32, row->def_id);
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[10] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
-	    qty, amount, next, deadline, waiter, owner};
+	const char *p[11] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
+	    qty, amount, next, deadline, waiter, owner, def_id};
 	PGresult *r = NULL;
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
 	int rc = PG_ERR_RETRY;
 	for (int i = 0; i < STORE_INSERT_TRIES && rc == PG_ERR_RETRY; i++)
-		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 10, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 11, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -287,6 +292,7 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		C_NEXT,
 		C_DEADLINE,
 		C_WAITER,
+		C_DEF,
 		C_N
 	};
 	pg_buf cols[C_N];
@@ -303,6 +309,7 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		pg_array_add_i64(&cols[C_NEXT], w->s.next_attempt_ms);
 		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
 		pg_array_add(&cols[C_WAITER], waiters ? waiters[i] : NULL);
+		pg_array_add_i64(&cols[C_DEF], w->def_id);
 	}
 	const char *p[C_N + 1];
 	int rc = pg_arrays_close(cols, C_N, p);

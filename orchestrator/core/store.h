@@ -35,6 +35,9 @@ typedef struct saga_row {
 	                       key: page_token.h); 0 when not read */
 	unsigned overdue;   /* store_list_sagas with overdue: why it is listed,
 	                       a mask of 1 << store_overdue_reason; else 0 */
+	int32_t def_id;     /* sagas.def_id: the version of the definition it
+	                       started with (saga_definitions.id; orch_defs.h);
+	                       0 for one started before schema version 9 */
 } saga_row;
 
 typedef struct store_history_entry {
@@ -70,8 +73,10 @@ typedef struct store_update {
  * (issue 22). 6: retention, saga_retention_batch() and the DELETE of
  * saga_history it alone may make (issue 23). 7: rule R5's saga id
  * tombstones (issue 32). 8: sagas.cancelled and the listing indexes
- * sagas_customer and sagas_ended (issue 32). */
-#define STORE_SCHEMA_VERSION 8
+ * sagas_customer and sagas_ended (issue 32). 9: saga_definitions and
+ * sagas.def_id, the version of the definition a saga started with (issue
+ * 34). */
+#define STORE_SCHEMA_VERSION 9
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;
@@ -85,7 +90,8 @@ typedef struct store_update {
 int store_apply_schema(PGconn *conn);
 
 /* store_insert_saga inserts `row` (version 1, epoch 1, lease owner `owner`:
- * the orchestrator that starts it holds it) and its "started" history row
+ * the orchestrator that starts it holds it; row->def_id, the version of the
+ * definition it starts under, 0 writing NULL) and its "started" history row
  * in one transaction. When the saga id exists already, nothing is written,
  * *created is false and *existing holds the stored row (duplicates of
  * StartSaga serialise on the primary key). `waiter` is the new row's

@@ -17,11 +17,13 @@
 #define TS(p)                                                                                      \
 	"(CASE WHEN " p "::bigint = 0 THEN NULL ELSE to_timestamp(" p "::bigint / 1000.0) END)"
 
-/* The columns store_read_row reads, in its order (16). */
+/* The columns store_read_row reads, in its order (SAGA_NCOLS). */
 #define SAGA_COLS                                                                                  \
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
-	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, '')"
+	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, ''), "             \
+	"coalesce(def_id, 0)"
+#define SAGA_NCOLS 17
 
 /* clang-format off */
 #define STORE_STR_(x) #x

@@ -211,9 +211,9 @@ int store_list_sagas(
 	for (int i = 0; i < count; i++) {
 		saga_row *row = &(*rows)[i];
 		store_read_row(r, i, row);
-		row->created_us = pg_get_i64(r, i, 16);
+		row->created_us = pg_get_i64(r, i, SAGA_NCOLS);
 		for (int k = 0; q->overdue && k < STORE_OVERDUE_N; k++)
-			if (PQgetvalue(r, i, 17 + k)[0] == 't')
+			if (PQgetvalue(r, i, SAGA_NCOLS + 1 + k)[0] == 't')
 				row->overdue |= 1u << k;
 	}
 	*n = (size_t)count;

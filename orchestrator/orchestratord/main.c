@@ -482,39 +482,19 @@ static int orch_options(orch *o, int argc, char **argv)
  * `urls:` names them ("--stock"), in the order of o->links */
 static const char *const orch_link_opts[3] = {"stock", "payment", "shipping"};
 
-/* orch_link_of is the index in o->links of participant p's option, or -1
- * when this orchestratord has none of that name. */
-static int orch_link_of(const saga_def_participant *p)
-{
-	for (int i = 0; i < 3; i++)
-		if (strncmp(p->urls, "--", 2) == 0 && strcmp(p->urls + 2, orch_link_opts[i]) == 0)
-			return i;
-	return -1;
-}
-
-/* orch_definitions loads --definitions (or the built-in order.yaml) and
- * checks that every participant a command goes to names an option of this
- * orchestratord. Returns 0, or 2 after saying why not. */
+/* orch_definitions loads --definitions (or the built-in order.yaml), whose
+ * participants must name the options of o->links. Returns 0, or 2 after
+ * saying why not. */
 static int orch_definitions(orch *o)
 {
 	char err[512];
 	const char *file = o->c.definitions[0] != '\0' ? o->c.definitions : NULL;
-	if (orch_defs_load(&o->defs, file, err, sizeof err) != 0) {
+	if (orch_defs_load(&o->defs, file, orch_link_opts, 3, err, sizeof err) != 0) {
 		config_error("--definitions: %s\n", err);
 		return 2;
 	}
-	for (int c = SAGA_CMD_NONE + 1; c <= SAGA_CMD_LAST; c++) {
-		const saga_def_participant *p
-		    = &o->defs.defs->participants[o->defs.cmds[c].participant];
-		if (orch_link_of(p) < 0) {
-			config_error("--definitions: %s: participants.%s names %s: orchestratord has "
-			             "no such option (--stock, --payment, --shipping)\n",
-			    o->defs.defs->file, p->name, p->urls);
-			return 2;
-		}
-	}
 	log_info(NULL, "saga definitions from %s: order version %.12s", o->defs.source,
-	    o->defs.version);
+	    o->defs.v[0].hex);
 	return 0;
 }
 
@@ -561,12 +541,23 @@ static int orch_schema(orch *o)
 	int64_t db_until = clock_mono_ms() + o->c.db_wait;
 	PGconn *conn;
 	int rc;
+	char defs_err[768];
 	for (;;) {
 		int64_t left = db_until - clock_mono_ms();
 		conn = pg_connect(o->c.db, left > 0 ? left : 0);
 		if (conn == NULL)
 			return 1;
 		rc = store_apply_schema(conn);
+		/* the definition's version stored, and those unfinished sagas
+		 * need loaded (orch_defs.h) */
+		if (rc == 0) {
+			rc = orch_defs_sync(&o->defs, conn, defs_err, sizeof defs_err);
+			if (rc == -1) {
+				log_error(NULL, "could not start: %s", defs_err);
+				PQfinish(conn);
+				return 1;
+			}
+		}
 		if (!pg_schema_try_again(rc, db_until, "orchestrator"))
 			break;
 		PQfinish(conn);
@@ -617,10 +608,9 @@ static void orch_engine_config(orch *o)
 	};
 	/* each participant a command goes to, by the option its definition
 	 * names (checked by orch_definitions) */
-	for (int k = SAGA_CMD_NONE + 1; k <= SAGA_CMD_LAST; k++) {
-		size_t p = o->defs.cmds[k].participant;
-		o->ec.links[p] = &o->links[orch_link_of(&o->defs.defs->participants[p])];
-	}
+	for (int i = 0; i < 3; i++)
+		o->ec.links[i] = &o->links[i];
+	o->ec.nlinks = 3;
 }
 
 /* orch_engines names this instance and starts the registry of waiting
@@ -677,7 +667,8 @@ static int orch_api(orch *o)
 	    .overdue_margin_ms = c->overdue_margin,
 	    .stuck_after_ms = c->stuck_after,
 	    .max_listings = orch_max_listings(c->max_listings, c->workers),
-	    .max_listings_per_caller = (int)c->max_listings_per_caller};
+	    .max_listings_per_caller = (int)c->max_listings_per_caller,
+	    .def_id = orch_defs_current(&o->defs)};
 	if (health_db_open(&orch_health, c->db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		return 1;

@@ -5,6 +5,15 @@
 #   for 1 x S1 reserves 1, charges the order's amount and ships 2, read
 #   from the participants' databases; the log names the file and the
 #   version;
+# - versions (schema 9): the file's version is stored once in
+#   saga_definitions and each saga names it (sagas.def_id); a saga left
+#   unfinished under it (ShipOrder failing) finishes under it after the
+#   orchestrator restarts with the built-in order.yaml (ships 2), while a
+#   saga started after the restart ships the order's 1; a saga of a version
+#   a second orchestrator stored after the first started is finished by the
+#   first when the second dies (ships 3); an unfinished saga
+#   whose stored version this orchestratord cannot run refuses the start
+#   (exit 1, naming the saga), and nothing is sent for it;
 # - what this orchestratord does not run yet refuses the start with exit 2
 #   and a line that says why, before any database is touched: another saga
 #   type, a step's own deadline, another flow, a participant whose URL
@@ -50,6 +59,7 @@ sed 's/        input: {customer: customer, sku: sku, qty: qty}$/        input: {
   "$order" >"$D/ship2.yaml"
 assert_eq "the constant is in the file" 1 "$(grep -c 'qty: {const: 2}' "$D/ship2.yaml")"
 ORCH_FLAGS="--definitions $D/ship2.yaml"
+STACK_FAULTS=1
 stack_start
 ctl stock set S1 10 >/dev/null
 ctl deposit sam 100.00 >/dev/null
@@ -65,4 +75,76 @@ assert_eq "shipped the definition's constant" "sam|S1|2|SHIPPED" \
   "$(psql_db sagas_shipping "SELECT customer || '|' || sku || '|' || qty || '|' || status FROM shipments WHERE saga_id = '$S'")"
 assert_eq "the log names the file" 1 \
   "$(grep -c "saga definitions from $D/ship2.yaml: order version [0-9a-f]\{12\}$" "$STACK_DIR/orchestratord.log")"
+v1=$(psql_db sagas_orchestrator "SELECT id FROM saga_definitions WHERE source = '$D/ship2.yaml'")
+assert_eq "the version stored once" "1|order" \
+  "$(psql_db sagas_orchestrator "SELECT count(*) || '|' || min(type) FROM saga_definitions")"
+assert_eq "the saga names it" "$v1" \
+  "$(psql_db sagas_orchestrator "SELECT def_id FROM sagas WHERE saga_id = '$S'")"
+
+# a saga left in SHIPPING under that version, across a restart with the
+# built-in definition
+ctl fault set shipping unavailable --method ShipOrder >/dev/null
+S2=def00000-0000-4000-8000-000000000002
+ctl start sam S1 1 3.25 --id "$S2" >/dev/null
+in_shipping() { [ "$(psql_db sagas_orchestrator "SELECT state || '|' || (attempts >= 1) FROM sagas WHERE saga_id = '$S2'")" = "SHIPPING|true" ]; }
+wait_until 30 in_shipping
+assert_eq "S2 waits in SHIPPING" "SHIPPING|true" \
+  "$(psql_db sagas_orchestrator "SELECT state || '|' || (attempts >= 1) FROM sagas WHERE saga_id = '$S2'")"
+stack_kill orchestratord
+ORCH_FLAGS=""
+stack_start_orchestrator
+assert_eq "the restart serves S2's version" 1 \
+  "$(grep -c "serving definition version [0-9a-f]\{12\} (id $v1) for 1 unfinished saga(s)" "$STACK_DIR/orchestratord.log")"
+ctl fault clear shipping >/dev/null
+completed() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = COMPLETED ]; }
+wait_until 30 completed "$S2"
+assert_eq "S2 completed" COMPLETED "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S2'")"
+assert_eq "S2 shipped under its own version" "S1|2" \
+  "$(psql_db sagas_shipping "SELECT sku || '|' || qty FROM shipments WHERE saga_id = '$S2'")"
+S3=def00000-0000-4000-8000-000000000003
+ctl start sam S1 1 3.25 --id "$S3" --wait >/dev/null
+assert_eq "S3, started after, ships the order's qty" "S1|1" \
+  "$(psql_db sagas_shipping "SELECT sku || '|' || qty FROM shipments WHERE saga_id = '$S3'")"
+assert_eq "two versions stored, S3 under the other" "2|true" \
+  "$(psql_db sagas_orchestrator "SELECT (SELECT count(*) FROM saga_definitions) || '|' || (def_id <> $v1) FROM sagas WHERE saga_id = '$S3'")"
+
+# a version another orchestrator stored after this one started, met in a
+# saga this one takes over: read then from saga_definitions (the saga ships 3)
+sed 's/qty: {const: 2}}$/qty: {const: 3}}/' "$D/ship2.yaml" >"$D/ship3.yaml"
+ctl fault set shipping unavailable --method ShipOrder >/dev/null
+stack_start_orchestrator_as orch_b --definitions "$D/ship3.yaml" --request-timeout 100 --backoff-cap 100
+S5=def00000-0000-4000-8000-000000000005
+ctl_on orch_b start sam S1 1 3.25 --id "$S5" >/dev/null
+S5_in_shipping() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S5'")" = SHIPPING ]; }
+wait_until 30 S5_in_shipping
+stack_kill orch_b KILL
+ctl fault clear shipping >/dev/null
+wait_until 30 completed "$S5"
+assert_eq "S5 completed by the first orchestrator" COMPLETED \
+  "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S5'")"
+assert_eq "S5 shipped under its own version" "S1|3" \
+  "$(psql_db sagas_shipping "SELECT sku || '|' || qty FROM shipments WHERE saga_id = '$S5'")"
+assert_eq "the first orchestrator loaded it when it met it" 1 \
+  "$(grep -c "serving definition version [0-9a-f]\{12\} (id [0-9]*), met in a saga$" "$STACK_DIR/orchestratord.log")"
+
+# a version this orchestratord cannot run (another type), named by an
+# unfinished saga: the start is refused, nothing sent
+ctl fault set shipping unavailable --method ShipOrder >/dev/null
+S4=def00000-0000-4000-8000-000000000004
+ctl start sam S1 1 3.25 --id "$S4" >/dev/null
+S4_in_shipping() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S4'")" = SHIPPING ]; }
+wait_until 30 S4_in_shipping
+stack_kill orchestratord
+bad=$(psql_db sagas_orchestrator "INSERT INTO saga_definitions (version, type, body) VALUES (decode(repeat('ab', 32), 'hex'), 'booking', \$b\$$(cat "$STACK_ROOT/tests/definitions/booking.yaml")\$b\$) RETURNING id" | head -1)
+psql_db sagas_orchestrator "UPDATE sagas SET def_id = $bad WHERE saga_id = '$S4'" >/dev/null
+ships_before=$(psql_db sagas_shipping "SELECT count(*) FROM shipments")
+rc=0
+"$SAGA_BIN_DIR/orchestratord" --listen "tcp://127.0.0.1:$(_stack_free_port)" --stock "$STOCK_URL" \
+  --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" --db "$PG_CONN dbname=sagas_orchestrator" \
+  --metrics-listen "http://127.0.0.1:$(_stack_free_port)" --db-wait 5000 >"$STACK_DIR/refused.log" 2>&1 || rc=$?
+assert_eq "a version it cannot run: exit 1" 1 "$rc"
+assert_eq "the refusal names the saga and why" 1 \
+  "$(grep -c "could not start: 1 unfinished saga(s) (saga=$S4, ...) started under a version this orchestratord cannot run: saga_definitions id $bad: this orchestratord runs one saga type, order" "$STACK_DIR/refused.log")"
+assert_eq "nothing shipped meanwhile" "$ships_before" "$(psql_db sagas_shipping "SELECT count(*) FROM shipments")"
+assert_eq "S4 still in SHIPPING" SHIPPING "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S4'")"
 finish

@@ -445,3 +445,25 @@ $$;
 -- other role that may read the tables cannot delete through it.
 REVOKE ALL ON FUNCTION saga_retention_batch(timestamptz, timestamptz, timestamptz, integer, boolean)
     FROM PUBLIC;
+
+-- Saga definitions (schema version 9, issue 34; docs/saga-definitions.md,
+-- section 2, and docs/operations.md, "Changing a saga definition"): every
+-- version of a definition any saga started with, its text kept, so that a
+-- saga finishes under the version it started with on any orchestrator,
+-- whatever file that orchestrator was started with. `version` is the
+-- SHA-256 of the type's canonical form (saga_def_version); `body` the
+-- whole file it came from. Rows are never changed or deleted (a few KB a
+-- version). sagas.def_id names one without a foreign key: the
+-- orchestrator writes only ids it read from here, and the key's check
+-- would cost every StartSaga a lookup.
+CREATE TABLE IF NOT EXISTS saga_definitions (
+    id        serial PRIMARY KEY,
+    version   bytea NOT NULL UNIQUE CHECK (length(version) = 32),
+    type      text NOT NULL,
+    body      text NOT NULL,
+    source    text NOT NULL DEFAULT '',  -- the file's path where it was first stored
+    loaded_at timestamptz NOT NULL DEFAULT now()
+);
+-- The version a saga started with; NULL for a saga started before schema
+-- version 9: the order saga as the orchestrator built it in.
+ALTER TABLE sagas ADD COLUMN IF NOT EXISTS def_id integer;
