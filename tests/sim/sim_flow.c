@@ -28,12 +28,21 @@
  *      time) and the saga does not end cancelled (a retriable step is never
  *      given up);
  *   4. groups: every member of a group that acted is compensated in a
- *      cancelled saga.
+ *      cancelled saga;
+ *   5. versions (schema 9, orch_defs.h): the orchestrator restarts, now and
+ *      then, with another version of the definition (a new file); every
+ *      command and compensation of a saga carries the arguments of the
+ *      version it started with (the row's def_id picks the plan), so no
+ *      participant sees a saga's arguments change (a real one refuses
+ *      that: key_mismatch). Checked at the participant: the first version
+ *      it records for (saga, step) is the one every later copy must carry.
  * `--break NAME` wraps the decision with a broken rule (the production code
  * is untouched): pivot_compensated (a refusal or deadline of the step after
  * the pivot compensates from the pivot), group_member_forgotten (a group
  * member's refusal skips its siblings' compensations), retriable_given_up (a
- * retriable step's refusal cancels the saga at once). Usage:
+ * retriable step's refusal cancels the saga at once), current_version (a
+ * send builds its request from the orchestrator's current version, not the
+ * saga's). Usage:
  * sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
  * [--expect-violation] [--trace]. Every 50th seed is run twice and must end
  * the same (a seed is the whole run). Exit 0 when the expectation holds (no
@@ -69,9 +78,16 @@ static const saga_policy policy = {.step_timeout_ms = 5000,
     .request_timeout_max_ms = 30000,
     .lease_grace_ms = SAGA_LEASE_GRACE_MS};
 
-enum brk { BRK_NONE, BRK_PIVOT_COMPENSATED, BRK_GROUP_MEMBER_FORGOTTEN, BRK_RETRIABLE_GIVEN_UP };
-static const char *const brk_names[]
-    = {"none", "pivot_compensated", "group_member_forgotten", "retriable_given_up"};
+enum brk {
+	BRK_NONE,
+	BRK_PIVOT_COMPENSATED,
+	BRK_GROUP_MEMBER_FORGOTTEN,
+	BRK_RETRIABLE_GIVEN_UP,
+	BRK_CURRENT_VERSION,
+	BRK_LAST = BRK_CURRENT_VERSION
+};
+static const char *const brk_names[] = {"none", "pivot_compensated", "group_member_forgotten",
+    "retriable_given_up", "current_version"};
 
 /* A command (to a participant) or a reply (to the orchestrator). */
 typedef struct msg {
@@ -81,6 +97,7 @@ typedef struct msg {
 	saga_flow_cmd cmd;
 	saga_event_kind kind; /* a reply's */
 	const char *reason;
+	int32_t version; /* a command's: the definition version its request was built from */
 } msg;
 
 /* A participant's record of (saga, step). */
@@ -88,6 +105,8 @@ typedef struct rec {
 	bool applied, refused, tomb, compensated;
 	int effects, comps; /* how many times each was applied */
 	int refusals_left;  /* a retriable step's refusals before it succeeds */
+	int32_t version;    /* the version of the first command or compensation
+	                       recorded (its arguments); 0: none yet */
 } rec;
 
 typedef struct world {
@@ -96,7 +115,10 @@ typedef struct world {
 	int32_t pivot; /* the pivot's index, or -1 */
 	int64_t now;
 	/* faults of this seed, in per mille */
-	uint32_t p_drop, p_dup, p_delay, p_crash, p_refuse, p_transient;
+	uint32_t p_drop, p_dup, p_delay, p_crash, p_refuse, p_transient, p_redeploy;
+	int32_t version;           /* the definition version the orchestrator runs
+	                              now (1, 2, ...: a restart may bring a new one) */
+	int32_t def_id[NSAGAS];    /* the version each saga started with (its row's) */
 	/* the orchestrator */
 	bool started[NSAGAS];
 	int64_t start_at[NSAGAS];
@@ -198,8 +220,11 @@ static void send_members(world *w, int s, const saga_flow_pos *pos, uint64_t mem
 	for (int32_t i = 0; i < n; i++) {
 		if (!(members & ((uint64_t)1 << i)))
 			continue;
+		/* the plan of the saga's own version (orch_defs_plan by the row's
+		 * def_id); the broken variant takes the orchestrator's current one */
 		msg m = {.saga = s,
-		    .cmd = {.step = pos->step, .phase = pos->phase, .member = group ? i : -1}};
+		    .cmd = {.step = pos->step, .phase = pos->phase, .member = group ? i : -1},
+		    .version = brk == BRK_CURRENT_VERSION ? w->version : w->def_id[s]};
 		bool comp = pos->phase == SAGA_FLOW_COMPENSATING;
 		tr(w, s, "send %s %s", comp ? "compensation" : "command", step_name(w, &m.cmd));
 		if (comp && w->pivot_ok[s])
@@ -213,6 +238,8 @@ static void crash(world *w)
 {
 	w->down_until = w->now + 1 + rnd(w, 1000);
 	w->crashes++;
+	if (fault(w, w->p_redeploy)) /* it comes back with another file */
+		w->version++;
 	for (int s = 0; s < NSAGAS; s++) {
 		w->waiting[s] = 0;
 		if (w->started[s] && !terminal(w, s))
@@ -299,6 +326,7 @@ static void start(world *w, int s)
 {
 	w->started[s] = true;
 	w->row[s] = saga_flow_start(w->flow, w->now, &policy);
+	w->def_id[s] = w->version; /* stored with the row */
 	tr(w, s, "started");
 	uint64_t due = saga_flow_due(w->flow, &w->row[s].pos);
 	if (due && !fault(w, w->p_crash))
@@ -370,7 +398,21 @@ static void participant(world *w, const msg *m)
 	reply.reply = true;
 	reply.kind = SAGA_EV_SUCCESS;
 	reply.reason = NULL;
-	if (fault(w, w->p_transient)) { /* unavailable: nothing recorded */
+	bool transient = fault(w, w->p_transient);
+	if (!transient && r->version != 0 && m->version != r->version) {
+		/* check 5: a real participant refuses it (key_mismatch) */
+		char what[TRACE_LEN];
+		snprintf(what, sizeof what,
+		    "%s: a %s built from version %d after version %d's (the saga's arguments "
+		    "changed)",
+		    w->flow->steps[i].name,
+		    m->cmd.phase == SAGA_FLOW_COMPENSATING ? "compensation" : "command", m->version,
+		    r->version);
+		violation(w, m->saga, what);
+	}
+	if (!transient && r->version == 0)
+		r->version = m->version;
+	if (transient) { /* unavailable: nothing recorded */
 		reply.kind = SAGA_EV_TRANSIENT;
 	} else if (m->cmd.phase == SAGA_FLOW_COMPENSATING) {
 		if (r->applied && !r->compensated) {
@@ -508,6 +550,8 @@ static bool run_seed(world *w, const saga_flow *flow, unsigned long long seed, t
 	w->p_crash = rnd(w, 100);
 	w->p_refuse = 50 + rnd(w, 300);
 	w->p_transient = rnd(w, 150);
+	w->p_redeploy = rnd(w, 500);
+	w->version = 1;
 	for (int s = 0; s < NSAGAS; s++) {
 		w->start_at[s] = rnd(w, 3000);
 		for (int32_t i = 0; i < flow->nsteps; i++)
@@ -572,14 +616,14 @@ static int usage(FILE *out, int rc)
 {
 	fprintf(out,
 	    "usage: sim_flow --definitions FILE --type T [--seeds A..B] "
-	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up] "
+	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|current_version] "
 	    "[--expect-violation] [--trace]\n");
 	return rc;
 }
 
 static bool parse_break(const char *name)
 {
-	for (int b = BRK_PIVOT_COMPENSATED; b <= BRK_RETRIABLE_GIVEN_UP; b++)
+	for (int b = BRK_PIVOT_COMPENSATED; b <= BRK_LAST; b++)
 		if (!strcmp(name, brk_names[b])) {
 			brk = (enum brk)b;
 			return true;
