@@ -128,20 +128,8 @@ int orch_defs_load(
 	if (nng_mtx_alloc(&o->mtx) != 0)
 		return od_refuse(err, errlen, "out of memory");
 	if (file != NULL) {
-		/* saga_def_load's checks (a directory, the size) first, then the
-		 * text again to store it */
-		saga_defs *probe = NULL;
-		if (saga_def_load(file, &probe, err, errlen) != 0)
+		if (saga_def_read(file, &o->text, &o->text_len, err, errlen) != 0)
 			return -1;
-		saga_defs_free(probe);
-		FILE *f = fopen(file, "rb");
-		if (f == NULL)
-			return od_refuse(err, errlen, "%s: %s", file, strerror(errno));
-		o->text = calloc(1, SAGA_DEF_MAX_FILE + 1);
-		o->text_len = o->text != NULL ? fread(o->text, 1, SAGA_DEF_MAX_FILE, f) : 0;
-		fclose(f);
-		if (o->text == NULL)
-			return od_refuse(err, errlen, "out of memory");
 	} else {
 		o->text_len = strlen(orch_order_yaml);
 		o->text = strdup(orch_order_yaml);

@@ -3,8 +3,8 @@
  * structs below and checked against every rule of "Validation at start":
  * the table of methods (common/authz/methods.h) and protoc-c's descriptors
  * of the input and request messages. Every refusal is one line,
- * "FILE:LINE:COLUMN: PATH: message". Pure but for saga_def_load's file read;
- * the engine does not use it yet (first landing).
+ * "FILE:LINE:COLUMN: PATH: message". Pure but for saga_def_read's file read;
+ * orchestratord loads its definitions with it (orchestrator/core/orch_defs.h).
  */
 #ifndef SAGA_DEF_H
 #define SAGA_DEF_H
@@ -132,6 +132,12 @@ typedef struct saga_defs {
  * participants or saga types are refused. Pure, thread-safe. */
 int saga_def_parse(
     const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen);
+
+/* saga_def_read reads the file at `path` whole: *text (malloc'd, the
+ * caller frees it; NUL-terminated, *len bytes before the NUL). Returns 0,
+ * or -1 with "PATH: is a directory", "PATH: larger than 1 MiB ..." (past
+ * SAGA_DEF_MAX_FILE) or "PATH: strerror" in err. */
+int saga_def_read(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
 /* saga_def_load is saga_def_parse on the file at `path` (named `path` in
  * errors). A file that cannot be read is an error "PATH: strerror"; one

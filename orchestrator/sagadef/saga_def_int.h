@@ -2,9 +2,20 @@
 #ifndef SAGA_DEF_INT_H
 #define SAGA_DEF_INT_H
 
+#include <libfyaml.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "saga_def.h"
+
+/* A walk of one document: the name errors give, where they go, and the
+ * definitions being filled. */
+typedef struct sd_ctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+	saga_defs *d;
+} sd_ctx;
 
 /* sd_err writes "FILE:LINE:COLUMN: PATH: message" into err (errlen bytes,
  * truncated, NUL-terminated); path may be NULL (no "PATH: "). */
@@ -15,6 +26,40 @@ void sd_err(char *err, size_t errlen, const char *file, saga_def_pos at, const c
  * SAGA_DEF_NAME_MAX bytes; sd_upper_name the same for [A-Z][A-Z0-9_]*. */
 bool sd_lower_name(const char *s);
 bool sd_upper_name(const char *s);
+
+/* ---- saga_def_node.c: the walk's helpers; each error is written into c's
+ * err as by sd_err, at the node's position (sd_pos), and -1 returned ---- */
+
+/* sd_key_of: the key whose value is the node n in its parent mapping, or
+ * NULL (the root, a sequence's item). */
+struct fy_node *sd_key_of(struct fy_node *n);
+/* sd_pos: a node's position (1:1 when it has none). */
+saga_def_pos sd_pos(struct fy_node *n);
+/* sd_fail: the error msg at node n, under `path` (may be NULL). */
+int sd_fail(sd_ctx *c, struct fy_node *n, const char *path, const char *msg);
+/* sd_dup: "duplicate key" at key k. */
+int sd_dup(sd_ctx *c, struct fy_node *k);
+/* sd_oom: "out of memory" at 1:1. */
+int sd_oom(sd_ctx *c);
+/* sd_keys checks that `map` is a mapping whose keys are all in `keys`
+ * (NULL-terminated, at most 32), each at most once, and sets vals[i] to the
+ * value of keys[i] (NULL when absent). Returns 0 or -1. */
+int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const *keys,
+    struct fy_node **vals);
+/* sd_str duplicates the scalar `n` into *out (malloc'd, the caller's); a
+ * NULL node is "missing" (at `parent`) when required, else *out is NULL. */
+int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path,
+    bool required, char **out);
+/* sd_int_or reads a positive integer (at most 10^12) from the scalar n;
+ * `what` is the error's text. sd_int: with "a positive integer expected". */
+int sd_int_or(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out, const char *what);
+int sd_int(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out);
+/* sd_upper: NAME upper-cased with `suffix` appended (malloc'd), or NULL. */
+char *sd_upper(const char *name, const char *suffix);
+
+/* sd_root walks the document's root mapping into c->d (saga_def_parse.c).
+ * Returns 0 or -1 with the error. */
+int sd_root(sd_ctx *c, struct fy_node *root);
 
 /* sd_message_find returns the descriptor of the project's message whose
  * full name is `name` ("sagas.v1.Order"), or NULL. */
