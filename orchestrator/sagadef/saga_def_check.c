@@ -74,9 +74,17 @@ static const char *sd_type_name(const ProtobufCFieldDescriptor *f)
 	return (size_t)f->type < SD_N(names) ? names[f->type] : "?";
 }
 
-static bool sd_engine_field(const char *name)
+bool sd_engine_field(const char *name)
 {
 	return strcmp(name, "saga_id") == 0 || strcmp(name, "saga_started_unix_ms") == 0;
+}
+
+const saga_def_map *sd_map_of(const saga_def_step *s, const char *field)
+{
+	for (size_t j = 0; j < s->ninput; j++)
+		if (strcmp(s->input[j].field, field) == 0)
+			return &s->input[j];
+	return NULL;
 }
 
 /* How a constant's text fits a field: it does, it is not of the field's
@@ -199,10 +207,7 @@ static int sd_check_unmapped(const saga_defs *d, const saga_def_type *t, const s
 		const ProtobufCFieldDescriptor *f = &req->fields[i];
 		if (sd_engine_field(f->name))
 			continue;
-		const saga_def_map *m = NULL;
-		for (size_t j = 0; j < s->ninput && m == NULL; j++)
-			if (strcmp(s->input[j].field, f->name) == 0)
-				m = &s->input[j];
+		const saga_def_map *m = sd_map_of(s, f->name);
 		if (m == NULL) {
 			sd_err(err, errlen, d->file, s->at[SAGA_AT_INPUT], p,
 			    "the field %s of %s is not mapped", f->name, req->name);

@@ -121,13 +121,6 @@ static int dc_const(const ProtobufCFieldDescriptor *f, char *text, saga_def_fill
 	}
 }
 
-/* dc_engine_field: the fields the engine sets itself (saga_def_check.c
- * refuses a mapping of them). */
-static bool dc_engine_field(const char *name)
-{
-	return strcmp(name, "saga_id") == 0 || strcmp(name, "saga_started_unix_ms") == 0;
-}
-
 int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, bool compensation,
     saga_def_cmd *out, char *err, size_t errlen)
 {
@@ -181,12 +174,9 @@ int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, b
 	/* every field of the request but the engine's, in the request's order */
 	for (unsigned i = 0; i < req->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &req->fields[i];
-		if (dc_engine_field(f->name))
+		if (sd_engine_field(f->name))
 			continue;
-		const saga_def_map *m = NULL;
-		for (size_t j = 0; j < s->ninput && m == NULL; j++)
-			if (strcmp(s->input[j].field, f->name) == 0)
-				m = &s->input[j];
+		const saga_def_map *m = sd_map_of(s, f->name);
 		if (m == NULL) {
 			dc_err(err, errlen, "%s.input: the field %s of %s is not mapped", s->path,
 			    f->name, req->name);

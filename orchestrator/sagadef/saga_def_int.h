@@ -65,6 +65,13 @@ int sd_root(sd_ctx *c, struct fy_node *root);
  * full name is `name` ("sagas.v1.Order"), or NULL. */
 const ProtobufCMessageDescriptor *sd_message_find(const char *name);
 
+/* sd_engine_field: a request field the engine sets itself (saga_id,
+ * saga_started_unix_ms), which a mapping may not name. */
+bool sd_engine_field(const char *name);
+
+/* sd_map_of: step s's mapping of request field `field`, or NULL. */
+const saga_def_map *sd_map_of(const saga_def_step *s, const char *field);
+
 /* sd_request_of returns the request message of method `id`, or NULL. */
 const ProtobufCMessageDescriptor *sd_request_of(enum method_id id);
 
