@@ -24,12 +24,12 @@
 #include "store.h"
 
 typedef struct engine_config {
-	const char *db;            /* libpq conninfo; borrowed for the lifetime */
-	const char *instance;      /* this orchestratord's name (orch_instance_name):
-	                              the lease owner it writes; borrowed */
-	orch_defs *defs;           /* the definitions it runs, by version: a plan
-	                              per command (orch_defs.h), synced
-	                              (orch_defs_sync); borrowed for the lifetime */
+	const char *db;       /* libpq conninfo; borrowed for the lifetime */
+	const char *instance; /* this orchestratord's name (orch_instance_name):
+	                         the lease owner it writes; borrowed */
+	orch_defs *defs;      /* the definitions it runs, by version: a plan
+	                         per command (orch_defs.h), synced
+	                         (orch_defs_sync); borrowed for the lifetime */
 	/* each participant's replicas, by link (orch_def_version.link): their
 	 * URLs and, for tls+tcp:// ones, the client TLS configuration (the
 	 * orchestrator role's certificate); borrowed for the lifetime */

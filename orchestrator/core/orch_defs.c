@@ -88,7 +88,8 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 	for (size_t i = 0; i < v->order->nsteps; i++) {
 		const saga_def_step *s = &v->order->steps[i];
 		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
-		    || s->retry_cap_ms != SAGA_DEF_DEFAULT || s->attention_after != SAGA_DEF_DEFAULT)
+		    || s->retry_cap_ms != SAGA_DEF_DEFAULT
+		    || s->attention_after != SAGA_DEF_DEFAULT)
 			return od_refuse(err, errlen,
 			    "%s: %s: a step's own deadline_ms and retry are not applied yet: leave "
 			    "them out (--step-timeout, --backoff-base, --backoff-cap and "
@@ -109,8 +110,8 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 		v->link[c] = od_link_of(o, p);
 		if (v->link[c] < 0)
 			return od_refuse(err, errlen,
-			    "%s: participants.%s names %s: orchestratord has no such option", d->file,
-			    p->name, p->urls);
+			    "%s: participants.%s names %s: orchestratord has no such option",
+			    d->file, p->name, p->urls);
 	}
 	unsigned char bin[32];
 	if (saga_def_version(d, v->order, bin, v->hex) != 0)
@@ -137,8 +138,8 @@ int orch_defs_load(
 			return od_refuse(err, errlen, "out of memory");
 	}
 	o->n = 1;
-	return od_version(o, o->text, o->text_len,
-	    file != NULL ? file : "order.yaml (built in)", &o->v[0], err, errlen);
+	return od_version(o, o->text, o->text_len, file != NULL ? file : "order.yaml (built in)",
+	    &o->v[0], err, errlen);
 }
 
 /* od_find is the loaded version `id`, or NULL (o->mtx held or not running). */
@@ -171,15 +172,16 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 		rc = store_def_get(conn, id, hex, &body);
 		if (rc != 0) {
 			if (rc == -ENOENT)
-				od_refuse(err, errlen, "saga_definitions has no version %d", (int)id);
+				od_refuse(
+				    err, errlen, "saga_definitions has no version %d", (int)id);
 			return rc;
 		}
 		snprintf(name, sizeof name, "saga_definitions id %d", (int)id);
 		rc = od_version(o, body, strlen(body), name, v, err, errlen);
 		if (rc == 0 && strcmp(hex, v->hex) != 0)
 			rc = od_refuse(err, errlen,
-			    "%s: stored as version %.12s, this orchestratord reads it as %.12s", name,
-			    hex, v->hex);
+			    "%s: stored as version %.12s, this orchestratord reads it as %.12s",
+			    name, hex, v->hex);
 		free(body);
 	}
 	if (rc != 0) {
@@ -219,7 +221,8 @@ int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
 			    (long long)need[i].sagas, need[i].saga_id, why);
 		if (rc != 0)
 			return rc;
-		log_info(NULL, "serving definition version %.12s (id %d) for %lld unfinished saga(s)",
+		log_info(NULL,
+		    "serving definition version %.12s (id %d) for %lld unfinished saga(s)",
 		    o->v[o->n - 1].hex, (int)need[i].def_id, (long long)need[i].sagas);
 	}
 	return 0;
@@ -230,8 +233,8 @@ int32_t orch_defs_current(const orch_defs *o)
 	return o->v[0].id;
 }
 
-const saga_def_cmd *orch_defs_plan(orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd,
-    int *link)
+const saga_def_cmd *orch_defs_plan(
+    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link)
 {
 	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
 		return NULL;
@@ -249,7 +252,7 @@ const saga_def_cmd *orch_defs_plan(orch_defs *o, PGconn *conn, int32_t def_id, s
 			log_info(NULL, "serving definition version %.12s (id %d), met in a saga",
 			    v->hex, (int)def_id);
 		} else if (clock_mono_ms() - o->refused_logged_ms >= 60000
-		           || o->refused_logged_ms == 0) {
+		    || o->refused_logged_ms == 0) {
 			o->refused_logged_ms = clock_mono_ms();
 			log_error(NULL,
 			    "sagas of definition version id %d wait: %s (logged once a minute)",

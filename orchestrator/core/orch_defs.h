@@ -44,15 +44,15 @@
 
 /* One version of the definitions, with a plan per command. */
 typedef struct orch_def_version {
-	int32_t id;              /* saga_definitions.id; 0: the built-in order
-	                            saga of sagas started before schema 9 */
-	char hex[65];            /* the order type's version, hex SHA-256 */
-	saga_defs *defs;         /* owned */
-	const saga_def_type *order;               /* in defs */
-	saga_def_cmd cmds[SAGA_CMD_LAST + 1];     /* by saga_command */
-	int link[SAGA_CMD_LAST + 1];              /* each command's link (an index
-	                                             of the names given to
-	                                             orch_defs_load) */
+	int32_t id;                           /* saga_definitions.id; 0: the built-in order
+	                                         saga of sagas started before schema 9 */
+	char hex[65];                         /* the order type's version, hex SHA-256 */
+	saga_defs *defs;                      /* owned */
+	const saga_def_type *order;           /* in defs */
+	saga_def_cmd cmds[SAGA_CMD_LAST + 1]; /* by saga_command */
+	int link[SAGA_CMD_LAST + 1];          /* each command's link (an index
+	                                         of the names given to
+	                                         orch_defs_load) */
 } orch_def_version;
 
 typedef struct orch_defs {
@@ -62,8 +62,8 @@ typedef struct orch_defs {
 	char source[256]; /* the file's path, or "built in" */
 	char *text;       /* the file's text (stored as the version's body) */
 	size_t text_len;
-	nng_mtx *mtx;     /* guards n and v[] past the first while running */
-	size_t n;         /* v[0] is the file's: new sagas start under it */
+	nng_mtx *mtx; /* guards n and v[] past the first while running */
+	size_t n;     /* v[0] is the file's: new sagas start under it */
 	orch_def_version v[ORCH_DEFS_MAX];
 	int64_t refused_logged_ms; /* orch_defs_plan's last "cannot run" line */
 } orch_defs;
@@ -99,8 +99,8 @@ int32_t orch_defs_current(const orch_defs *o);
  * run here or cannot be read now (logged at most once a minute): the saga
  * waits, leased as it is, for a later try or another orchestratord.
  * Thread-safe. */
-const saga_def_cmd *orch_defs_plan(orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd,
-    int *link);
+const saga_def_cmd *orch_defs_plan(
+    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link);
 
 /* orch_defs_builtin returns the text of the built-in order.yaml (static,
  * NUL-terminated). */

@@ -22,7 +22,7 @@
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
 	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, ''), "             \
-	"coalesce(def_id, 0)"
+	                                        "coalesce(def_id, 0)"
 #define SAGA_NCOLS 17
 
 /* clang-format off */

@@ -185,16 +185,20 @@ int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, b
 		saga_def_fill *fill = &out->fill[out->nfill];
 		fill->to = f;
 		if (m->constant != NULL) {
-			if (f->label == PROTOBUF_C_LABEL_REPEATED || dc_const(f, m->constant, fill) != 0) {
-				dc_err(err, errlen, "%s.input.%s: the constant %s does not fit", s->path,
-				    f->name, m->constant);
+			if (f->label == PROTOBUF_C_LABEL_REPEATED
+			    || dc_const(f, m->constant, fill) != 0) {
+				dc_err(err, errlen, "%s.input.%s: the constant %s does not fit",
+				    s->path, f->name, m->constant);
 				return -1;
 			}
 		} else {
-			fill->from = protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from);
+			fill->from = protobuf_c_message_descriptor_get_field_by_name(
+			    t->input_desc, m->from);
 			if (fill->from == NULL || fill->from->type != f->type
-			    || fill->from->label != f->label || fill->from->descriptor != f->descriptor) {
-				dc_err(err, errlen, "%s.input.%s: %s does not fit", s->path, f->name, m->from);
+			    || fill->from->label != f->label
+			    || fill->from->descriptor != f->descriptor) {
+				dc_err(err, errlen, "%s.input.%s: %s does not fit", s->path,
+				    f->name, m->from);
 				return -1;
 			}
 		}
@@ -234,14 +238,15 @@ static void dc_mark(unsigned char *base, const ProtobufCFieldDescriptor *f)
 	memcpy(base + f->quantifier_offset, &has, sizeof has);
 }
 
-void saga_def_cmd_build(const saga_def_cmd *c, const ProtobufCMessage *input,
-    const char *saga_id, int64_t started_ms, saga_def_req *out)
+void saga_def_cmd_build(const saga_def_cmd *c, const ProtobufCMessage *input, const char *saga_id,
+    int64_t started_ms, saga_def_req *out)
 {
 	protobuf_c_message_init(c->request, out->bytes);
 	unsigned char *to = out->bytes;
 	const unsigned char *from = (const unsigned char *)input;
 	if (c->saga_id != NULL) {
-		char *id = (char *)saga_id; /* the generated structs take char *; packing only reads */
+		char *id
+		    = (char *)saga_id; /* the generated structs take char *; packing only reads */
 		memcpy(to + c->saga_id->offset, &id, sizeof id);
 		dc_mark(to, c->saga_id);
 	}

@@ -77,7 +77,7 @@ int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, b
  * copied: *out's strings, bytes and messages point into `input`, `saga_id`
  * and the saga_defs, which must outlive its use (its packing); it needs
  * no freeing. Pure. */
-void saga_def_cmd_build(const saga_def_cmd *c, const ProtobufCMessage *input,
-    const char *saga_id, int64_t started_ms, saga_def_req *out);
+void saga_def_cmd_build(const saga_def_cmd *c, const ProtobufCMessage *input, const char *saga_id,
+    int64_t started_ms, saga_def_req *out);
 
 #endif

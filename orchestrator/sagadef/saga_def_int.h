@@ -48,8 +48,8 @@ int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const 
     struct fy_node **vals);
 /* sd_str duplicates the scalar `n` into *out (malloc'd, the caller's); a
  * NULL node is "missing" (at `parent`) when required, else *out is NULL. */
-int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path,
-    bool required, char **out);
+int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path, bool required,
+    char **out);
 /* sd_int_or reads a positive integer (at most 10^12) from the scalar n;
  * `what` is the error's text. sd_int: with "a positive integer expected". */
 int sd_int_or(sd_ctx *c, struct fy_node *n, const char *path, int64_t *out, const char *what);

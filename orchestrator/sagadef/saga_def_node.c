@@ -155,8 +155,8 @@ int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const 
 
 /* sd_str duplicates the scalar `n` (path names it) into *out. A NULL node
  * with required set is "missing" (placed at `parent`). */
-int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path,
-    bool required, char **out)
+int sd_str(sd_ctx *c, struct fy_node *n, struct fy_node *parent, const char *path, bool required,
+    char **out)
 {
 	*out = NULL;
 	if (n == NULL)

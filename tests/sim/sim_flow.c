@@ -86,8 +86,8 @@ enum brk {
 	BRK_CURRENT_VERSION,
 	BRK_LAST = BRK_CURRENT_VERSION
 };
-static const char *const brk_names[] = {"none", "pivot_compensated", "group_member_forgotten",
-    "retriable_given_up", "current_version"};
+static const char *const brk_names[] = {
+    "none", "pivot_compensated", "group_member_forgotten", "retriable_given_up", "current_version"};
 
 /* A command (to a participant) or a reply (to the orchestrator). */
 typedef struct msg {
@@ -116,9 +116,9 @@ typedef struct world {
 	int64_t now;
 	/* faults of this seed, in per mille */
 	uint32_t p_drop, p_dup, p_delay, p_crash, p_refuse, p_transient, p_redeploy;
-	int32_t version;           /* the definition version the orchestrator runs
-	                              now (1, 2, ...: a restart may bring a new one) */
-	int32_t def_id[NSAGAS];    /* the version each saga started with (its row's) */
+	int32_t version;        /* the definition version the orchestrator runs
+	                           now (1, 2, ...: a restart may bring a new one) */
+	int32_t def_id[NSAGAS]; /* the version each saga started with (its row's) */
 	/* the orchestrator */
 	bool started[NSAGAS];
 	int64_t start_at[NSAGAS];
