@@ -25,7 +25,7 @@ assert_eq "start_order.py --version" "start_order.py $version" \
 assert_eq "list_shipments.py --version" "list_shipments.py $version" \
   "$(python3 "$STACK_ROOT/clients/python/list_shipments.py" --version 2>&1)"
 
-# each component's schema version (the orchestrator's: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention, then R5's saga id tombstones, then the listing indexes of issue 32 (sagas.cancelled); the participants': the <records>_retired summaries of retention, then R5's saga_started_ms)
+# each component's schema version (the orchestrator's: SHIPPING, then the claim's fencing epoch and sagas.waiter, then the listing's index, then the history feed's xid, then retention, then R5's saga id tombstones, then the listing indexes of issue 32 (sagas.cancelled), then saga_definitions and sagas.def_id (issue 34); the participants': the <records>_retired summaries of retention, then R5's saga_started_ms)
 # (read from the sources: STORE_SCHEMA_VERSION, <SERVICE>_SCHEMA_VERSION)
 schema_v() {
   if [ "$1" = orchestrator ]; then
