@@ -32,33 +32,6 @@ static int od_refuse(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* od_same_flow: type t's flow is the one the engine's transition runs
- * (saga_flow_order): the same steps, kinds, compensations, deadlines and
- * groups. */
-static bool od_same_flow(const saga_def_type *t)
-{
-	saga_flow f;
-	if (saga_def_flow(t, &f) != 0 || f.nsteps != saga_flow_order.nsteps)
-		return false;
-	for (int32_t i = 0; i < f.nsteps; i++) {
-		const saga_flow_step *a = &f.steps[i], *b = &saga_flow_order.steps[i];
-		if (a->kind != b->kind || a->has_compensation != b->has_compensation
-		    || a->has_deadline != b->has_deadline || a->group != b->group)
-			return false;
-	}
-	return true;
-}
-
-/* od_link_of is the index in o->links of participant p's option ("--stock"
- * is "stock"), or -1. */
-static int od_link_of(const orch_defs *o, const saga_def_participant *p)
-{
-	for (int i = 0; i < o->nlinks; i++)
-		if (strncmp(p->urls, "--", 2) == 0 && strcmp(p->urls + 2, o->links[i]) == 0)
-			return i;
-	return -1;
-}
-
 /* od_version parses `text` (len bytes, named `name` in errors) into *v and
  * checks that this orchestratord runs it. Returns 0, or -1 with err (v's
  * defs then still to free). */
@@ -68,34 +41,9 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 	if (saga_def_parse(text, len, name, &v->defs, err, errlen) != 0)
 		return -1;
 	const saga_defs *d = v->defs;
-	if (d->ntypes != 1 || strcmp(d->types[0].name, "order") != 0)
-		return od_refuse(err, errlen,
-		    "%s: this orchestratord runs one saga type, order (other types are the next "
-		    "landing of docs/saga-definitions.md); the file has %zu type(s), the first %s",
-		    d->file, d->ntypes, d->ntypes > 0 ? d->types[0].name : "none");
+	if (saga_def_order_runnable(d, o->links, (size_t)o->nlinks, err, errlen) != 0)
+		return -1;
 	v->order = &d->types[0];
-	if (strcmp(v->order->input, "sagas.v1.Order") != 0)
-		return od_refuse(err, errlen,
-		    "%s: sagas.order.input: this orchestratord stores an order's input as "
-		    "sagas.v1.Order, not %s",
-		    d->file, v->order->input);
-	if (!od_same_flow(v->order))
-		return od_refuse(err, errlen,
-		    "%s: sagas.order: this orchestratord runs the order saga's flow (reserve "
-		    "compensable, charge pivot, ship retriable, no group): the file's steps differ "
-		    "in number, kind, compensation or group",
-		    d->file);
-	for (size_t i = 0; i < v->order->nsteps; i++) {
-		const saga_def_step *s = &v->order->steps[i];
-		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
-		    || s->retry_cap_ms != SAGA_DEF_DEFAULT
-		    || s->attention_after != SAGA_DEF_DEFAULT)
-			return od_refuse(err, errlen,
-			    "%s: %s: a step's own deadline_ms and retry are not applied yet: leave "
-			    "them out (--step-timeout, --backoff-base, --backoff-cap and "
-			    "--attention-after apply)",
-			    d->file, s->path);
-	}
 	for (int c = SAGA_CMD_NONE + 1; c <= SAGA_CMD_LAST; c++) {
 		saga_flow_cmd fc;
 		if (!saga_flow_order_cmd((saga_command)c, &fc))
@@ -106,12 +54,11 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 		        &v->cmds[c], why, sizeof why)
 		    != 0)
 			return od_refuse(err, errlen, "%s: %s", d->file, why);
-		const saga_def_participant *p = &d->participants[v->cmds[c].participant];
-		v->link[c] = od_link_of(o, p);
-		if (v->link[c] < 0)
-			return od_refuse(err, errlen,
-			    "%s: participants.%s names %s: orchestratord has no such option",
-			    d->file, p->name, p->urls);
+		v->link[c] = saga_def_link_of(
+		    &d->participants[v->cmds[c].participant], o->links, (size_t)o->nlinks);
+		if (v->link[c] < 0) /* saga_def_order_runnable checked it */
+			return od_refuse(err, errlen, "%s: %s: no link", d->file,
+			    METHOD_PATH(v->cmds[c].method));
 	}
 	unsigned char bin[32];
 	if (saga_def_version(d, v->order, bin, v->hex) != 0)
@@ -119,8 +66,8 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 	return 0;
 }
 
-int orch_defs_load(
-    orch_defs *o, const char *file, const char *const *links, int nlinks, char *err, size_t errlen)
+int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, int nlinks,
+    char *err, size_t errlen)
 {
 	memset(o, 0, sizeof *o);
 	o->links = links;
@@ -176,7 +123,7 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 				    err, errlen, "saga_definitions has no version %d", (int)id);
 			return rc;
 		}
-		snprintf(name, sizeof name, "saga_definitions id %d", (int)id);
+		snprintf(name, sizeof name, "saga_definitions(id=%d)", (int)id);
 		rc = od_version(o, body, strlen(body), name, v, err, errlen);
 		if (rc == 0 && strcmp(hex, v->hex) != 0)
 			rc = od_refuse(err, errlen,
@@ -216,14 +163,18 @@ int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
 		rc = od_add(o, conn, need[i].def_id, why, sizeof why);
 		if (rc == -1 || rc == -ENOENT)
 			return od_refuse(err, errlen,
-			    "%lld unfinished saga(s) (saga=%s, ...) started under a version this "
-			    "orchestratord cannot run: %s",
-			    (long long)need[i].sagas, need[i].saga_id, why);
+			    "%lld unfinished saga%s (saga=%s%s) started under a version this "
+			    "orchestratord cannot run: %s; start the orchestratord that stored it "
+			    "until they are done (docs/operations.md, \"Changing a saga "
+			    "definition\")",
+			    (long long)need[i].sagas, need[i].sagas == 1 ? "" : "s",
+			    need[i].saga_id, need[i].sagas == 1 ? "" : ", ...", why);
 		if (rc != 0)
 			return rc;
 		log_info(NULL,
-		    "serving definition version %.12s (id %d) for %lld unfinished saga(s)",
-		    o->v[o->n - 1].hex, (int)need[i].def_id, (long long)need[i].sagas);
+		    "serving definition version %.12s (id %d) for %lld unfinished saga%s",
+		    o->v[o->n - 1].hex, (int)need[i].def_id, (long long)need[i].sagas,
+		    need[i].sagas == 1 ? "" : "s");
 	}
 	return 0;
 }

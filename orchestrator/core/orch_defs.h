@@ -15,13 +15,10 @@
  * started before schema 9 (def_id NULL, read as 0) is the order saga as
  * this binary builds it in.
  *
- * What this landing runs: the engine's transition is still the order
- * saga's (saga_transition over saga_flow_order), so a version is accepted
- * when its file has one type, `order`, with that flow and the input
- * sagas.v1.Order, whose steps leave their deadline and retries to the
- * daemon's options, and whose participants' `urls:` name the daemon's
- * links. Anything else refuses the start (or, for a version met later, the
- * sagas that need it wait for an orchestratord that runs it).
+ * What this landing runs: saga_def_order_runnable (saga_def.h): the order
+ * saga with its flow and names, its commands' mappings free, its
+ * participants on the daemon's links. Anything else refuses the start (or, for a version met later,
+ * the sagas that need it wait for an orchestratord that runs it).
  */
 #ifndef SAGA_ORCH_DEFS_H
 #define SAGA_ORCH_DEFS_H
@@ -56,8 +53,8 @@ typedef struct orch_def_version {
 } orch_def_version;
 
 typedef struct orch_defs {
-	const char *const *links; /* the links' option names ("stock", ...),
-	                             borrowed; nlinks of them */
+	const saga_def_link *links; /* the links it has (option, service),
+	                               borrowed; nlinks of them */
 	int nlinks;
 	char source[256]; /* the file's path, or "built in" */
 	char *text;       /* the file's text (stored as the version's body) */
@@ -69,16 +66,16 @@ typedef struct orch_defs {
 } orch_defs;
 
 /* orch_defs_load loads `file` (NULL: the order.yaml built into this binary)
- * as *o's first version (o zeroed first), its commands going to the links
- * named `links` (nlinks <= ORCH_LINKS_MAX option names without "--",
- * borrowed for o's life), and checks that this orchestratord runs it
+ * as *o's first version (o zeroed first), its commands going to `links`
+ * (nlinks <= ORCH_LINKS_MAX: the options and their services, borrowed for
+ * o's life; orchestratord's are saga_def_order_links), and checks that this orchestratord runs it
  * (above). Returns 0; or -1 with one line in err (errlen bytes,
  * NUL-terminated): the file's own refusal ("FILE:LINE:COLUMN: PATH:
  * message") or what this orchestratord does not run. Its id is 0 until
  * orch_defs_sync stores it. Free with orch_defs_free (also after a
  * failure). */
-int orch_defs_load(
-    orch_defs *o, const char *file, const char *const *links, int nlinks, char *err, size_t errlen);
+int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, int nlinks,
+    char *err, size_t errlen);
 
 /* orch_defs_sync stores the first version in saga_definitions (once: a
  * version stored already keeps its id) and loads every version an

@@ -104,7 +104,9 @@ static const config_opt orch_opts[] = {
         "URL[,URL...]"),
     OPT("definitions", "SAGA_ORCHESTRATOR_DEFINITIONS", CONFIG_STR, "", 0, 0, definitions,
         "the saga definitions file (YAML or JSON; docs/saga-definitions.md) whose commands "
-        "the engine sends; empty = orchestrator/definitions/order.yaml as built in",
+        "the engine sends; this build runs the order saga's flow and names only, with its "
+        "commands' mappings and participants as the file says (sagactl definitions check "
+        "FILE tells); empty = orchestrator/definitions/order.yaml as built in",
         "FILE"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
         participant_cert,
@@ -478,18 +480,17 @@ static int orch_options(orch *o, int argc, char **argv)
 	return 0;
 }
 
-/* the options naming the participants' URL lists, as a definition's
- * `urls:` names them ("--stock"), in the order of o->links */
-static const char *const orch_link_opts[3] = {"stock", "payment", "shipping"};
-
 /* orch_definitions loads --definitions (or the built-in order.yaml), whose
- * participants must name the options of o->links. Returns 0, or 2 after
+ * participants must be on the links of o->links (saga_def_order_links: the
+ * options --stock, --payment, --shipping, in that order). Returns 0, or 2 after
  * saying why not. */
 static int orch_definitions(orch *o)
 {
 	char err[512];
 	const char *file = o->c.definitions[0] != '\0' ? o->c.definitions : NULL;
-	if (orch_defs_load(&o->defs, file, orch_link_opts, 3, err, sizeof err) != 0) {
+	if (orch_defs_load(
+	        &o->defs, file, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, err, sizeof err)
+	    != 0) {
 		config_error("--definitions: %s\n", err);
 		return 2;
 	}
@@ -509,7 +510,9 @@ static int orch_links(orch *o)
 	orch_config *c = &o->c;
 	const char *link_lists[3] = {c->stock, c->payment, c->shipping};
 	for (int i = 0; i < 3; i++)
-		if (orch_participant_urls(&o->links[i], c, orch_link_opts[i], link_lists[i]) != 0)
+		if (orch_participant_urls(
+		        &o->links[i], c, saga_def_order_links[i].option, link_lists[i])
+		    != 0)
 			return 2;
 	if (!rpc_urls_all_tls(&o->links[0]) || !rpc_urls_all_tls(&o->links[1])
 	    || !rpc_urls_all_tls(&o->links[2]))

@@ -167,6 +167,33 @@ int saga_def_version(
  * saga_flow_valid accepts (validation refuses those first). */
 int saga_def_flow(const saga_def_type *t, saga_flow *out);
 
+/* A link orchestratord has to a participant: the option naming its URL
+ * list, without "--" ("stock"), and the service it serves there
+ * ("sagas.v1.Stock"). */
+typedef struct saga_def_link {
+	const char *option;
+	const char *service;
+} saga_def_link;
+
+/* saga_def_order_links: the links this build's orchestratord has
+ * (--stock, --payment, --shipping), in the order of its options. */
+#define SAGA_DEF_ORDER_NLINKS 3
+extern const saga_def_link saga_def_order_links[SAGA_DEF_ORDER_NLINKS];
+
+/* saga_def_link_of is the index in links (nlinks of them) of participant
+ * p's `urls` option, or -1 when none is that option. */
+int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, size_t nlinks);
+
+/* saga_def_order_runnable checks that this build's orchestratord runs the
+ * validated `d` (saga_def_order.c): one type, `order`, of input
+ * sagas.v1.Order, with the order saga's flow, step names, state names and
+ * terminal names, no step's own deadline_ms or retry, and every step's
+ * participant on one of `links` (nlinks) that serves its service. Returns
+ * 0, or -1 with one line in err ("FILE: PATH: why"). Pure. Used by
+ * orchestratord at start and by `sagactl definitions check`. */
+int saga_def_order_runnable(
+    const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen);
+
 /* saga_def_kind_name is "compensable", "pivot" or "retriable" (static). */
 const char *saga_def_kind_name(enum saga_step_kind kind);
 

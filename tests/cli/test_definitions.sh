@@ -26,10 +26,26 @@ for step in 'reserve +compensable RESERVING +RELEASING +stock:ReserveStock/Relea
 	'ship +retriable +SHIPPING +- +shipping:ShipOrder deadline=none'; do
 	grep -Eq "^  $step" "$TMP/out" || fail "order.yaml: no step line /$step/"
 done
+grep -Eq '^ +input: customer <- customer, qty <- qty, sku <- sku$' "$TMP/out" ||
+	fail "order.yaml: no input line of ship: $(cat "$TMP/out")"
+[[ "$(tail -n 1 "$TMP/out")" == "orchestratord (this build) runs it" ]] ||
+	fail "order.yaml: no verdict: $(cat "$TMP/out")"
 
 rc=0
 "$SAGACTL" definitions check "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 0 ]] || fail "booking.yaml: exit $rc: $(cat "$TMP/err")"
+grep -q 'input: customer <- customer, qty <- const 1, sku <- sku$' "$TMP/out" ||
+	fail "booking.yaml: no constant in confirm's input: $(cat "$TMP/out")"
+want="sagactl: warning: valid, but orchestratord (this build) cannot run it: $SRC/tests/definitions/booking.yaml: this orchestratord runs one saga type, order"
+[[ "$(cat "$TMP/err")" == "$want"* ]] || fail "booking.yaml: got '$(cat "$TMP/err")', want '$want...'"
+
+# a participant on the link of another service: valid, not run
+sed 's/urls: --stock}/urls: --payment}/' "$SRC/orchestrator/definitions/order.yaml" >"$TMP/swapped.yaml"
+rc=0
+"$SAGACTL" definitions check "$TMP/swapped.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "swapped.yaml: exit $rc"
+want="sagactl: warning: valid, but orchestratord (this build) cannot run it: $TMP/swapped.yaml: participants.stock: --payment is the link to sagas.v1.Payment, not sagas.v1.Stock"
+[[ "$(cat "$TMP/err")" == "$want" ]] || fail "swapped.yaml: got '$(cat "$TMP/err")', want '$want'"
 
 # a retriable step in a type with no pivot: line 11, column 15 (the kind's value)
 cat >"$TMP/bad.yaml" <<'YAML'
@@ -63,8 +79,9 @@ rc=0
 [[ $(wc -l <"$TMP/out") -eq 1 ]] || fail "--json: not one line: $(cat "$TMP/out")"
 grep -Eq '^\{"types":\[\{"name":"order","version":"[0-9a-f]{64}","input":"sagas\.v1\.Order","completed":"COMPLETED","cancelled":"CANCELLED","steps":\[\{"name":"reserve","kind":"compensable",' "$TMP/out" ||
 	fail "--json: no order type: $(cat "$TMP/out")"
-grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"group":null}' "$TMP/out" ||
+grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"group":null,"input":{"customer":"customer","qty":"qty","sku":"sku"}}' "$TMP/out" ||
 	fail "--json: no ship step: $(cat "$TMP/out")"
+grep -q '"orchestratord":{"runs":true,"why":null}}$' "$TMP/out" || fail "--json: no verdict: $(cat "$TMP/out")"
 
 # one step: "(1 step;"
 head -n 10 "$TMP/bad.yaml" >"$TMP/one.yaml"

@@ -18,7 +18,8 @@
 #   and a line that says why, before any database is touched: another saga
 #   type, a step's own deadline, another flow, a participant whose URL
 #   option it does not have, a file that is not there, a syntax error (with
-#   its line and column).
+#   its line and column), a participant on the link of another service, a
+#   state the API does not have.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -49,7 +50,13 @@ PY
 refused "another flow" "$D/two_steps.yaml" "the file's steps differ"
 sed 's/urls: --stock}/urls: --warehouse}/' "$order" >"$D/warehouse.yaml"
 refused "an option it does not have" "$D/warehouse.yaml" \
-  "participants.stock names --warehouse: orchestratord has no such option"
+  "participants.stock names --warehouse: orchestratord has no such option (it has --stock, --payment, --shipping)"
+sed 's/urls: --stock}/urls: --payment}/' "$order" >"$D/swapped.yaml"
+refused "a link to another service" "$D/swapped.yaml" \
+  "participants.stock: --payment is the link to sagas.v1.Payment, not sagas.v1.Stock"
+sed 's/state: SHIPPING$/state: DELIVERING/' "$order" >"$D/renamed.yaml"
+refused "a state renamed" "$D/renamed.yaml" \
+  "sagas.order.steps[2]: this orchestratord names this step ship, state SHIPPING"
 refused "no file" "$D/none.yaml" "$D/none.yaml: No such file or directory"
 printf 'format: 1\nsagas: {order: [\n' >"$D/syntax.yaml"
 refused "a syntax error" "$D/syntax.yaml" "$D/syntax.yaml:3:"
@@ -94,7 +101,7 @@ stack_kill orchestratord
 ORCH_FLAGS=""
 stack_start_orchestrator
 assert_eq "the restart serves S2's version" 1 \
-  "$(grep -c "serving definition version [0-9a-f]\{12\} (id $v1) for 1 unfinished saga(s)" "$STACK_DIR/orchestratord.log")"
+  "$(grep -c "serving definition version [0-9a-f]\{12\} (id $v1) for 1 unfinished saga$" "$STACK_DIR/orchestratord.log")"
 ctl fault clear shipping >/dev/null
 completed() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = COMPLETED ]; }
 wait_until 30 completed "$S2"
@@ -144,7 +151,7 @@ rc=0
   --metrics-listen "http://127.0.0.1:$(_stack_free_port)" --db-wait 5000 >"$STACK_DIR/refused.log" 2>&1 || rc=$?
 assert_eq "a version it cannot run: exit 1" 1 "$rc"
 assert_eq "the refusal names the saga and why" 1 \
-  "$(grep -c "could not start: 1 unfinished saga(s) (saga=$S4, ...) started under a version this orchestratord cannot run: saga_definitions id $bad: this orchestratord runs one saga type, order" "$STACK_DIR/refused.log")"
+  "$(grep -c "could not start: 1 unfinished saga (saga=$S4) started under a version this orchestratord cannot run: saga_definitions(id=$bad): this orchestratord runs one saga type, order" "$STACK_DIR/refused.log")"
 assert_eq "nothing shipped meanwhile" "$ships_before" "$(psql_db sagas_shipping "SELECT count(*) FROM shipments")"
 assert_eq "S4 still in SHIPPING" SHIPPING "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$S4'")"
 finish

@@ -1,0 +1,138 @@
+/* saga_def_order: what this build's orchestratord runs of a definition
+ * (saga_def.h, saga_def_order_runnable; docs/saga-definitions.md, section 2
+ * "Third landing"). The engine's transition is still the order saga's
+ * (saga_transition over saga_flow_order) and the API's states are
+ * sagas.v1.SagaState, so a file runs when its one type is that saga in all
+ * but its commands' mappings; its participants must be on the links
+ * orchestratord has, each serving the participant's service. */
+#include "saga_def_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "saga.h"
+#include "saga_flow.h"
+
+const saga_def_link saga_def_order_links[SAGA_DEF_ORDER_NLINKS] = {
+    {"stock", "sagas.v1.Stock"},
+    {"payment", "sagas.v1.Payment"},
+    {"shipping", "sagas.v1.Shipping"},
+};
+
+static int so_refuse(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int so_refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* so_same_flow: type t's flow is saga_flow_order's: the same steps, kinds,
+ * compensations, deadlines and groups. */
+static bool so_same_flow(const saga_def_type *t)
+{
+	saga_flow f;
+	if (saga_def_flow(t, &f) != 0 || f.nsteps != saga_flow_order.nsteps)
+		return false;
+	for (int32_t i = 0; i < f.nsteps; i++) {
+		const saga_flow_step *a = &f.steps[i], *b = &saga_flow_order.steps[i];
+		if (a->kind != b->kind || a->has_compensation != b->has_compensation
+		    || a->has_deadline != b->has_deadline || a->group != b->group)
+			return false;
+	}
+	return true;
+}
+
+/* so_name: the order saga's state name at (step, phase) */
+static const char *so_name(int32_t step, saga_flow_phase phase)
+{
+	saga_flow_pos pos = {.step = step, .phase = phase, .members = 0};
+	return saga_state_name(saga_flow_order_state(&pos));
+}
+
+int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, size_t nlinks)
+{
+	for (size_t i = 0; i < nlinks; i++)
+		if (strncmp(p->urls, "--", 2) == 0 && strcmp(p->urls + 2, links[i].option) == 0)
+			return (int)i;
+	return -1;
+}
+
+int saga_def_order_runnable(
+    const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen)
+{
+	if (d->ntypes != 1 || strcmp(d->types[0].name, "order") != 0)
+		return so_refuse(err, errlen,
+		    "%s: this orchestratord runs one saga type, order (other types are the next "
+		    "landing of docs/saga-definitions.md); the file has %zu type(s), the first %s",
+		    d->file, d->ntypes, d->ntypes > 0 ? d->types[0].name : "none");
+	const saga_def_type *t = &d->types[0];
+	if (strcmp(t->input, "sagas.v1.Order") != 0)
+		return so_refuse(err, errlen,
+		    "%s: sagas.order.input: this orchestratord stores an order's input as "
+		    "sagas.v1.Order, not %s",
+		    d->file, t->input);
+	if (!so_same_flow(t))
+		return so_refuse(err, errlen,
+		    "%s: sagas.order: this orchestratord runs the order saga's flow (reserve "
+		    "compensable, charge pivot, ship retriable, no group): the file's steps differ "
+		    "in number, kind, compensation or group",
+		    d->file);
+	/* the names the API, the metrics and the reasons show are still the
+	 * compiled ones: a file may not rename them yet */
+	const char *completed = so_name(t->nsteps > 0 ? (int32_t)t->nsteps : 0, SAGA_FLOW_FORWARD);
+	const char *cancelled = so_name(-1, SAGA_FLOW_COMPENSATING);
+	if (strcmp(t->completed, completed) != 0 || strcmp(t->cancelled, cancelled) != 0)
+		return so_refuse(err, errlen,
+		    "%s: sagas.order: completed and cancelled must be %s and %s (the API's "
+		    "states; other names are the next landing)",
+		    d->file, completed, cancelled);
+	for (size_t i = 0; i < t->nsteps; i++) {
+		const saga_def_step *s = &t->steps[i];
+		const char *state = so_name((int32_t)i, SAGA_FLOW_FORWARD);
+		const char *comp = s->compensation != METHOD_NONE
+		    ? so_name((int32_t)i, SAGA_FLOW_COMPENSATING)
+		    : NULL;
+		if (strcmp(s->name, saga_flow_order.steps[i].name) != 0
+		    || strcmp(s->state, state) != 0
+		    || (comp != NULL && strcmp(s->compensating, comp) != 0))
+			return so_refuse(err, errlen,
+			    "%s: %s: this orchestratord names this step %s, state %s%s%s (the "
+			    "API's "
+			    "states and the refusal reasons; other names are the next landing)",
+			    d->file, s->path, saga_flow_order.steps[i].name, state,
+			    comp != NULL ? ", compensating " : "", comp != NULL ? comp : "");
+		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
+		    || s->retry_cap_ms != SAGA_DEF_DEFAULT
+		    || s->attention_after != SAGA_DEF_DEFAULT)
+			return so_refuse(err, errlen,
+			    "%s: %s: a step's own deadline_ms and retry are not applied yet: leave "
+			    "them out (--step-timeout, --backoff-base, --backoff-cap and "
+			    "--attention-after apply)",
+			    d->file, s->path);
+		const saga_def_participant *p = saga_def_find_participant(d, s->participant);
+		int l = p != NULL ? saga_def_link_of(p, links, nlinks) : -1;
+		if (l < 0) {
+			char opts[160] = "";
+			for (size_t k = 0; k < nlinks; k++)
+				snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s--%s",
+				    k > 0 ? ", " : "", links[k].option);
+			return so_refuse(err, errlen,
+			    "%s: participants.%s names %s: orchestratord has no such option (it "
+			    "has "
+			    "%s)",
+			    d->file, s->participant, p != NULL ? p->urls : "?", opts);
+		}
+		if (strcmp(p->service, links[l].service) != 0)
+			return so_refuse(err, errlen,
+			    "%s: participants.%s: --%s is the link to %s, not %s", d->file, p->name,
+			    links[l].option, links[l].service, p->service);
+	}
+	return 0;
+}
