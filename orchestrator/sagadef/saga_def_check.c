@@ -148,6 +148,17 @@ static const char *sd_article(const char *word)
 	return strchr("aeioAEIO", word[0]) != NULL && word[0] != '\0' ? "an" : "a";
 }
 
+/* sd_fields writes the fields of m a mapping may name (all but the
+ * engine's), comma-separated, into out (n bytes, cut, NUL-terminated). */
+static void sd_fields(const ProtobufCMessageDescriptor *m, char *out, size_t n)
+{
+	out[0] = '\0';
+	for (unsigned i = 0; i < m->n_fields; i++)
+		if (!sd_engine_field(m->fields[i].name))
+			snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? ", " : "",
+			    m->fields[i].name);
+}
+
 /* sd_check_map checks one mapping entry against the command's request. */
 static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_def_step *s,
     const saga_def_map *m, char *err, size_t errlen)
@@ -162,7 +173,10 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 	const ProtobufCFieldDescriptor *rf
 	    = protobuf_c_message_descriptor_get_field_by_name(req, m->field);
 	if (rf == NULL) {
-		sd_err(err, errlen, d->file, m->at, p, "not a field of %s", req->name);
+		char fields[256];
+		sd_fields(req, fields, sizeof fields);
+		sd_err(err, errlen, d->file, m->at, p, "not a field of %s (it has %s)", req->name,
+		    fields);
 		return -1;
 	}
 	if (m->constant != NULL) {
@@ -182,8 +196,10 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 	const ProtobufCFieldDescriptor *inf
 	    = protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from);
 	if (inf == NULL) {
-		sd_err(err, errlen, d->file, m->vat, p, "%s is not a field of %s", m->from,
-		    t->input_desc->name);
+		char fields[256];
+		sd_fields(t->input_desc, fields, sizeof fields);
+		sd_err(err, errlen, d->file, m->vat, p, "%s is not a field of %s (it has %s)",
+		    m->from, t->input_desc->name, fields);
 		return -1;
 	}
 	if (inf->type != rf->type || inf->label != rf->label || inf->descriptor != rf->descriptor) {

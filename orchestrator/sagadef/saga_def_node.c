@@ -143,7 +143,12 @@ int sd_keys(sd_ctx *c, struct fy_node *map, const char *path, const char *const 
 			char p[256];
 			snprintf(p, sizeof p, "%s%s%s", path != NULL ? path : "",
 			    path != NULL ? "." : "", ks != NULL ? ks : "?");
-			return sd_fail(c, k, p, "unknown key");
+			char msg[320] = "unknown key (one of:";
+			for (size_t j = 0; j < nk; j++)
+				snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%s %s",
+				    j > 0 ? "," : "", keys[j]);
+			snprintf(msg + strlen(msg), sizeof msg - strlen(msg), ")");
+			return sd_fail(c, k, p, msg);
 		}
 		if (seen & (UINT32_C(1) << i))
 			return sd_dup(c, k);

@@ -265,7 +265,8 @@ static void test_unknown_key(void **state)
 	expect_error("unknown_key.yaml",
 	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
 	         "ReleaseStock, kind: compensable, colour: red, input: {sku: sku, qty: qty}}\n" C S,
-	    "unknown_key.yaml:12:115: sagas.t.steps[0].colour: unknown key");
+	    "unknown_key.yaml:12:115: sagas.t.steps[0].colour: unknown key (one of: name, state, "
+	    "compensating, participant, command, compensation, kind, deadline_ms, retry, input)");
 }
 
 static void test_two_pivots(void **state)
@@ -395,7 +396,7 @@ static void test_input_not_field(void **state)
 	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: quantity}}\n" C S,
 	    "input_not_field.yaml:12:138: sagas.t.steps[0].input.qty: quantity is not a field of "
-	    "sagas.v1.Order");
+	    "sagas.v1.Order (it has customer, sku, qty, amount)");
 }
 
 static void test_input_type(void **state)
@@ -415,7 +416,7 @@ static void test_request_not_field(void **state)
 	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty, colour: sku}}\n" C S,
 	    "request_not_field.yaml:12:143: sagas.t.steps[0].input.colour: not a field of "
-	    "sagas.v1.ReserveStockRequest");
+	    "sagas.v1.ReserveStockRequest (it has sku, qty)");
 }
 
 static void test_unmapped(void **state)
@@ -612,7 +613,8 @@ static void test_large_mapping(void **state)
 		    buf + len, sizeof buf - len, "%sk%d: %d", i ? ", " : "", i, i);
 	buf[len++] = '}';
 	buf[len] = '\0';
-	expect_error("big.yaml", buf, "big.yaml:1:2: k0: unknown key");
+	expect_error(
+	    "big.yaml", buf, "big.yaml:1:2: k0: unknown key (one of: format, participants, sagas)");
 	len = 0;
 	buf[len++] = '{';
 	for (int i = 0; i < N; i++)
