@@ -2,6 +2,7 @@
 #include "orch_defs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,12 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 	memset(o, 0, sizeof *o);
 	o->links = links;
 	o->nlinks = nlinks;
-	snprintf(o->source, sizeof o->source, "%s", file != NULL ? file : "built in");
+	/* the absolute path, as saga_definitions.source keeps it */
+	char abs[PATH_MAX];
+	snprintf(o->source, sizeof o->source, "%s",
+	    file == NULL                      ? "built in"
+	        : realpath(file, abs) != NULL ? abs
+	                                      : file);
 	if (nng_mtx_alloc(&o->mtx) != 0)
 		return od_refuse(err, errlen, "out of memory");
 	if (file != NULL) {

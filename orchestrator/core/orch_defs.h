@@ -24,6 +24,7 @@
 #define SAGA_ORCH_DEFS_H
 
 #include <libpq-fe.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,8 +57,8 @@ typedef struct orch_defs {
 	const saga_def_link *links; /* the links it has (option, service),
 	                               borrowed; nlinks of them */
 	int nlinks;
-	char source[256]; /* the file's path, or "built in" */
-	char *text;       /* the file's text (stored as the version's body) */
+	char source[PATH_MAX]; /* the file's absolute path, or "built in" */
+	char *text;            /* the file's text (stored as the version's body) */
 	size_t text_len;
 	nng_mtx *mtx; /* guards n and v[] past the first while running */
 	size_t n;     /* v[0] is the file's: new sagas start under it */
