@@ -4,6 +4,7 @@
  * protoc-c's descriptors. */
 #include "saga_def_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +97,9 @@ enum sd_fit { SD_FITS, SD_NOT_A, SD_RANGE };
 static enum sd_fit sd_int_fits(const char *text, long long lo, long long hi, unsigned long long uhi)
 {
 	char *end = NULL;
+	/* as saga_def_cmd.c's dc_const reads it: no white space before */
+	if (isspace((unsigned char)text[0]))
+		return SD_NOT_A;
 	errno = 0;
 	if (uhi != 0) {
 		const char *q = text;

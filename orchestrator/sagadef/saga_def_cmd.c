@@ -2,6 +2,7 @@
  * from them (saga_def_cmd.h). */
 #include "saga_def_cmd.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -69,6 +70,11 @@ static int dc_const(const ProtobufCFieldDescriptor *f, char *text, saga_def_fill
 {
 	char *end = NULL;
 	errno = 0;
+	/* as saga_def_check.c's sd_int_fits: a number has no white space
+	 * before it (strtoll would skip it, and "\n-1" be read two ways) */
+	if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_BYTES
+	    && isspace((unsigned char)text[0]))
+		return -1;
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_STRING:
 		fill->k.s = text;

@@ -3,6 +3,8 @@
  * saga_def_parse.c; and a file read whole, with its size bounded. */
 #include "saga_def_int.h"
 
+#include "valid.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,54 @@ static int sd_one_document(sd_ctx *c, struct fy_parser *fyp)
 	return -1;
 }
 
+/* sd_plain checks every node under n (depth: its depth) before the walk:
+ * no alias and no anchor (a definition is read as written: the walk reads
+ * an alias node's own text, `*name`, not its anchor's value, so a constant
+ * written as an alias would be sent as the anchor's name), and no scalar
+ * with a NUL in it (the walk reads NUL-terminated text: "S1\0junk" would be
+ * checked and sent as "S1"). Returns 0, or -1 with the error at the node. */
+static int sd_plain(sd_ctx *c, struct fy_node *n, int depth)
+{
+	if (n == NULL)
+		return 0;
+	if (depth > 64)
+		return sd_fail(c, n, NULL, "nested too deep (64 levels at most)");
+	if (fy_node_is_alias(n))
+		return sd_fail(c, n, NULL,
+		    "an alias: anchors and aliases are not read in a definition, write the value "
+		    "out");
+	size_t alen = 0;
+	const char *anchor = NULL;
+	struct fy_anchor *fa = fy_node_get_anchor(n);
+	if (fa != NULL)
+		anchor = fy_anchor_get_text(fa, &alen);
+	if (anchor != NULL)
+		return sd_fail(c, n, NULL,
+		    "an anchor: anchors and aliases are not read in a definition, write the value "
+		    "out");
+	if (fy_node_is_scalar(n)) {
+		size_t len = 0;
+		const char *text = fy_node_get_scalar(n, &len);
+		if (text != NULL && memchr(text, '\0', len) != NULL)
+			return sd_fail(c, n, NULL, "a NUL character in a value");
+		return 0;
+	}
+	void *it = NULL;
+	if (fy_node_is_mapping(n)) {
+		struct fy_node_pair *pr;
+		while ((pr = fy_node_mapping_iterate(n, &it)) != NULL)
+			if (sd_plain(c, fy_node_pair_key(pr), depth + 1) != 0
+			    || sd_plain(c, fy_node_pair_value(pr), depth + 1) != 0)
+				return -1;
+		return 0;
+	}
+	struct fy_node *item;
+	while ((item = fy_node_sequence_iterate(n, &it)) != NULL)
+		if (sd_plain(c, item, depth + 1) != 0)
+			return -1;
+	return 0;
+}
+
 int saga_def_parse(
     const char *text, size_t len, const char *name, saga_defs **out, char *err, size_t errlen)
 {
@@ -56,6 +106,26 @@ int saga_def_parse(
 	if (c.d == NULL || (c.d->file = strdup(name)) == NULL) {
 		saga_defs_free(c.d);
 		return sd_oom(&c);
+	}
+	if (!valid_utf8(text, len)) {
+		/* libfyaml reads some bytes that are not UTF-8 (in a comment);
+		 * saga_definitions.body, a text column, would refuse them */
+		/* the first line that is not (a newline is never inside a
+		 * character) */
+		size_t from = 0;
+		int line = 1;
+		for (;;) {
+			const char *nl = memchr(text + from, '\n', len - from);
+			size_t end = nl != NULL ? (size_t)(nl - text) : len;
+			if (!valid_utf8(text + from, end - from) || nl == NULL)
+				break;
+			from = end + 1;
+			line++;
+		}
+		saga_def_pos p = {line, 1};
+		sd_err(err, errlen, name, p, NULL, "not UTF-8 (a definition file is UTF-8 text)");
+		saga_defs_free(c.d);
+		return -1;
 	}
 	struct fy_diag_cfg dcfg;
 	fy_diag_cfg_default(&dcfg);
@@ -75,7 +145,8 @@ int saga_def_parse(
 		sd_oom(&c);
 	else if (doc == NULL || fy_document_root(doc) == NULL)
 		sd_syntax(&c, diag);
-	else if (sd_one_document(&c, fyp) == 0 && sd_root(&c, fy_document_root(doc)) == 0)
+	else if (sd_one_document(&c, fyp) == 0 && sd_plain(&c, fy_document_root(doc), 0) == 0
+	    && sd_root(&c, fy_document_root(doc)) == 0)
 		rc = saga_def_validate(c.d, err, errlen);
 	if (doc != NULL)
 		fy_parse_document_destroy(fyp, doc);
@@ -99,6 +170,12 @@ int saga_def_read(const char *path, char **text, size_t *len, char *err, size_t 
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (errlen > 0)
 			snprintf(err, errlen, "%s: is a directory", path);
+		return -1;
+	}
+	/* a FIFO or a device would block the start, or never end */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (errlen > 0)
+			snprintf(err, errlen, "%s: not a regular file", path);
 		return -1;
 	}
 	FILE *f = fopen(path, "rb");

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "saga_def.h"
 
@@ -646,6 +648,73 @@ static void test_load_directory(void **state)
 	assert_string_equal(err, SAGA_SOURCE_DIR "/orchestrator/definitions: is a directory");
 }
 
+/* Attack review (issue 34): an alias is refused, not read as its anchor's
+ * name (a constant `*sk` was sent as "sk"); an anchor too; a NUL inside a
+ * value (it cut the value); bytes that are not UTF-8 (the body column
+ * refused them at start); a FIFO (it blocked the start); a number with
+ * white space before it (read two ways). */
+static void test_alias_refused(void **state)
+{
+	(void)state;
+	expect_error("alias.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: {const: &sk S1}, qty: qty}}\n" C
+	         "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	         "input: {customer: customer, sku: {const: *sk}, qty: qty}}\n",
+	    "alias.yaml:12:140: an anchor: anchors and aliases are not read in a definition, "
+	    "write the value out");
+	expect_error("alias2.yaml", "format: 1\nx: &a 1\ny: *a\n",
+	    "alias2.yaml:2:7: an anchor: anchors and aliases are not read in a definition, write "
+	    "the value out");
+	expect_error("alias3.yaml", "format: 1\ny: *a\n",
+	    "alias3.yaml:2:5: an alias: anchors and aliases are not read in a definition, write "
+	    "the value out");
+}
+
+static void test_nul_refused(void **state)
+{
+	(void)state;
+	expect_error("nul.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: {const: \"S1\\u0000EVIL\"}, qty: "
+	         "qty}}\n" C S,
+	    "nul.yaml:12:137: a NUL character in a value");
+}
+
+static void test_not_utf8(void **state)
+{
+	(void)state;
+	expect_error("latin1.yaml", "format: 1\n# caf\xe9\n",
+	    "latin1.yaml:2:1: not UTF-8 (a definition file is UTF-8 text)");
+}
+
+static void test_fifo_refused(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/saga_def_fifo_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	saga_defs *d = NULL;
+	char err[512] = "", want[600];
+	assert_int_equal(saga_def_load(path, &d, err, sizeof err), -1);
+	snprintf(want, sizeof want, "%s: not a regular file", path);
+	assert_string_equal(err, want);
+	unlink(path);
+}
+
+static void test_const_space_refused(void **state)
+{
+	(void)state;
+	expect_error("space.yaml",
+	    HEAD R C
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "input: {customer: customer, sku: sku, qty: {const: \"\\n-1\"}}}\n",
+	    "space.yaml:14:126: sagas.t.steps[2].input.qty: the constant \n-1 is not an int32");
+}
+
 static void test_no_pivot(void **state)
 {
 	(void)state;
@@ -817,6 +886,11 @@ int main(void)
 	    cmocka_unit_test(test_large_mapping),
 	    cmocka_unit_test(test_load_directory),
 	    cmocka_unit_test(test_no_pivot),
+	    cmocka_unit_test(test_alias_refused),
+	    cmocka_unit_test(test_nul_refused),
+	    cmocka_unit_test(test_not_utf8),
+	    cmocka_unit_test(test_fifo_refused),
+	    cmocka_unit_test(test_const_space_refused),
 	    cmocka_unit_test(test_const_range),
 	    cmocka_unit_test(test_const_not_int),
 	    cmocka_unit_test(test_const_below_min),
