@@ -79,8 +79,9 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 	    file == NULL                      ? "built in"
 	        : realpath(file, abs) != NULL ? abs
 	                                      : file);
-	if (nng_mtx_alloc(&o->mtx) != 0)
+	if (nng_mtx_alloc(&o->mtx) != 0 || (o->v[0] = calloc(1, sizeof *o->v[0])) == NULL)
 		return od_refuse(err, errlen, "out of memory");
+	o->n = 1;
 	if (file != NULL) {
 		if (saga_def_read(file, &o->text, &o->text_len, err, errlen) != 0)
 			return -1;
@@ -90,17 +91,16 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 		if (o->text == NULL)
 			return od_refuse(err, errlen, "out of memory");
 	}
-	o->n = 1;
 	return od_version(o, o->text, o->text_len, file != NULL ? file : "order.yaml (built in)",
-	    &o->v[0], err, errlen);
+	    o->v[0], err, errlen);
 }
 
 /* od_find is the loaded version `id`, or NULL (o->mtx held or not running). */
 static const orch_def_version *od_find(const orch_defs *o, int32_t id)
 {
 	for (size_t i = 0; i < o->n; i++)
-		if (o->v[i].id == id)
-			return &o->v[i];
+		if (o->v[i]->id == id)
+			return o->v[i];
 	return NULL;
 }
 
@@ -112,9 +112,12 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 {
 	if (o->n >= ORCH_DEFS_MAX)
 		return od_refuse(err, errlen,
-		    "more than %d versions of the definitions are needed at once", ORCH_DEFS_MAX);
-	orch_def_version *v = &o->v[o->n];
-	memset(v, 0, sizeof *v);
+		    "more than %d versions of the definitions are needed at once (a restart "
+		    "loads only those unfinished sagas need)",
+		    ORCH_DEFS_MAX);
+	orch_def_version *v = calloc(1, sizeof *v);
+	if (v == NULL)
+		return od_refuse(err, errlen, "out of memory");
 	char hex[65] = "", name[64];
 	char *body = NULL;
 	int rc;
@@ -123,14 +126,11 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 		rc = od_version(o, orch_order_yaml, strlen(orch_order_yaml), name, v, err, errlen);
 	} else {
 		rc = store_def_get(conn, id, hex, &body);
-		if (rc != 0) {
-			if (rc == -ENOENT)
-				od_refuse(
-				    err, errlen, "saga_definitions has no version %d", (int)id);
-			return rc;
-		}
+		if (rc == -ENOENT)
+			rc = od_refuse(err, errlen, "saga_definitions has no row id=%d", (int)id);
 		snprintf(name, sizeof name, "saga_definitions(id=%d)", (int)id);
-		rc = od_version(o, body, strlen(body), name, v, err, errlen);
+		if (rc == 0)
+			rc = od_version(o, body, strlen(body), name, v, err, errlen);
 		if (rc == 0 && strcmp(hex, v->hex) != 0)
 			rc = od_refuse(err, errlen,
 			    "%s: stored as version %.12s, this orchestratord reads it as %.12s",
@@ -139,17 +139,35 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 	}
 	if (rc != 0) {
 		saga_defs_free(v->defs);
-		memset(v, 0, sizeof *v);
+		free(v);
 		return rc;
 	}
 	v->id = id;
+	o->v[o->n] = v;
 	o->n++; /* published: entries below n never change */
 	return 0;
 }
 
-int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
+/* od_failed_slot is the slot of failed[] that remembers version id: its
+ * own, or (not there) the least recently tried, taken for it. */
+static size_t od_failed_slot(orch_defs *o, int32_t id, bool *found)
 {
-	int rc = store_def_put(conn, o->v[0].hex, "order", o->text, o->source, &o->v[0].id);
+	size_t oldest = 0;
+	for (size_t i = 0; i < ORCH_DEFS_FAILED; i++) {
+		if (o->failed[i].at_ms != 0 && o->failed[i].id == id) {
+			*found = true;
+			return i;
+		}
+		if (o->failed[i].at_ms < o->failed[oldest].at_ms)
+			oldest = i;
+	}
+	*found = false;
+	return oldest;
+}
+
+int orch_defs_sync(orch_defs *o, PGconn *conn)
+{
+	int rc = store_def_put(conn, o->v[0]->hex, "order", o->text, o->source, &o->v[0]->id);
 	if (rc != 0)
 		return rc;
 	store_def_need need[ORCH_DEFS_MAX];
@@ -158,28 +176,36 @@ int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
 	if (rc != 0)
 		return rc;
 	if (n > ORCH_DEFS_MAX)
-		return od_refuse(err, errlen,
-		    "unfinished sagas need %zu versions of the definitions, more than the %d one "
-		    "orchestratord serves",
+		log_error(NULL,
+		    "unfinished sagas name %zu versions of the definitions: the first %d are "
+		    "served, the others' sagas wait (met later, each is tried as room allows)",
 		    n, ORCH_DEFS_MAX);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && i < ORCH_DEFS_MAX; i++) {
 		if (od_find(o, need[i].def_id) != NULL)
 			continue;
 		char why[512] = "";
 		rc = od_add(o, conn, need[i].def_id, why, sizeof why);
-		if (rc == -1 || rc == -ENOENT)
-			return od_refuse(err, errlen,
+		if (rc != 0 && rc != -1 && rc != -ENOENT)
+			return rc; /* the database: the start tries again */
+		if (rc != 0) {
+			/* those sagas wait; the start goes on */
+			bool found;
+			size_t k = od_failed_slot(o, need[i].def_id, &found);
+			o->failed[k].id = need[i].def_id;
+			o->failed[k].at_ms = clock_mono_ms();
+			log_error(NULL,
 			    "%lld unfinished saga%s (saga=%s%s) started under a version this "
-			    "orchestratord cannot run: %s; start the orchestratord that stored it "
-			    "until they are done (docs/operations.md, \"Changing a saga "
+			    "orchestratord cannot run, and wait%s: %s; run the orchestratord that "
+			    "stored it until they are done (docs/operations.md, \"Changing a saga "
 			    "definition\")",
 			    (long long)need[i].sagas, need[i].sagas == 1 ? "" : "s",
-			    need[i].saga_id, need[i].sagas == 1 ? "" : ", ...", why);
-		if (rc != 0)
-			return rc;
+			    need[i].saga_id, need[i].sagas == 1 ? "" : ", ...",
+			    need[i].sagas == 1 ? "s" : "", why);
+			continue;
+		}
 		log_info(NULL,
 		    "serving definition version %.12s (id %d) for %lld unfinished saga%s",
-		    o->v[o->n - 1].hex, (int)need[i].def_id, (long long)need[i].sagas,
+		    o->v[o->n - 1]->hex, (int)need[i].def_id, (long long)need[i].sagas,
 		    need[i].sagas == 1 ? "" : "s");
 	}
 	return 0;
@@ -187,7 +213,7 @@ int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen)
 
 int32_t orch_defs_current(const orch_defs *o)
 {
-	return o->v[0].id;
+	return o->v[0]->id;
 }
 
 const saga_def_cmd *orch_defs_plan(
@@ -195,25 +221,36 @@ const saga_def_cmd *orch_defs_plan(
 {
 	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
 		return NULL;
-	if (def_id == o->v[0].id) { /* new sagas: no lock (v[0] never changes) */
-		*link = o->v[0].link[cmd];
-		return &o->v[0].cmds[cmd];
+	const orch_def_version *v0 = o->v[0];
+	if (def_id == v0->id) { /* new sagas: no lock (v[0] never changes) */
+		*link = v0->link[cmd];
+		return &v0->cmds[cmd];
 	}
 	nng_mtx_lock(o->mtx);
 	const orch_def_version *v = od_find(o, def_id);
 	if (v == NULL && conn != NULL) {
-		char why[512] = "";
-		int rc = od_add(o, conn, def_id, why, sizeof why);
-		if (rc == 0) {
-			v = &o->v[o->n - 1];
-			log_info(NULL, "serving definition version %.12s (id %d), met in a saga",
-			    v->hex, (int)def_id);
-		} else if (clock_mono_ms() - o->refused_logged_ms >= 60000
-		    || o->refused_logged_ms == 0) {
-			o->refused_logged_ms = clock_mono_ms();
-			log_error(NULL,
-			    "sagas of definition version id %d wait: %s (logged once a minute)",
-			    (int)def_id, rc == -1 || rc == -ENOENT ? why : pg_err_name(rc));
+		bool found;
+		size_t k = od_failed_slot(o, def_id, &found);
+		int64_t now = clock_mono_ms();
+		if (!found || now - o->failed[k].at_ms >= ORCH_DEFS_RETRY_MS) {
+			char why[512] = "";
+			int rc = od_add(o, conn, def_id, why, sizeof why);
+			if (rc == 0) {
+				v = o->v[o->n - 1];
+				if (found)
+					o->failed[k].at_ms = 0; /* forgotten */
+				log_info(NULL,
+				    "serving definition version %.12s (id %d), met in a saga",
+				    v->hex, (int)def_id);
+			} else {
+				o->failed[k].id = def_id;
+				o->failed[k].at_ms = now;
+				log_error(NULL,
+				    "sagas of definition version id %d wait: %s (tried again in %d "
+				    "s)",
+				    (int)def_id, rc == -1 || rc == -ENOENT ? why : pg_err_name(rc),
+				    ORCH_DEFS_RETRY_MS / 1000);
+			}
 		}
 	}
 	nng_mtx_unlock(o->mtx);
@@ -225,10 +262,11 @@ const saga_def_cmd *orch_defs_plan(
 
 void orch_defs_free(orch_defs *o)
 {
-	for (size_t i = 0; i < o->n && i < ORCH_DEFS_MAX; i++)
-		saga_defs_free(o->v[i].defs);
-	if (o->n == 0)
-		saga_defs_free(o->v[0].defs);
+	for (size_t i = 0; i < o->n && i < ORCH_DEFS_MAX; i++) {
+		saga_defs_free(o->v[i]->defs);
+		free(o->v[i]);
+		o->v[i] = NULL;
+	}
 	o->n = 0;
 	free(o->text);
 	o->text = NULL;

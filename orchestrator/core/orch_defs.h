@@ -17,8 +17,9 @@
  *
  * What this landing runs: saga_def_order_runnable (saga_def.h): the order
  * saga with its flow and names, its commands' mappings free, its
- * participants on the daemon's links. Anything else refuses the start (or, for a version met later,
- * the sagas that need it wait for an orchestratord that runs it).
+ * participants on the daemon's links. A file that is not refuses the start;
+ * a stored version that is not (another build's, a bad row) leaves the
+ * sagas that need it waiting for an orchestratord that runs it, logged.
  */
 #ifndef SAGA_ORCH_DEFS_H
 #define SAGA_ORCH_DEFS_H
@@ -35,8 +36,17 @@
 #include "saga_def.h"
 #include "saga_def_cmd.h"
 
-/* ORCH_DEFS_MAX: the versions one orchestratord serves at once, at most. */
-#define ORCH_DEFS_MAX 16
+/* ORCH_DEFS_MAX: the versions one orchestratord serves at once, at most
+ * (a few KB each; a restart loads only those unfinished sagas need). */
+#define ORCH_DEFS_MAX 256
+/* ORCH_DEFS_FAILED: the versions that could not be loaded that it
+ * remembers, so that their sagas wait without a read of the table each
+ * time and each is logged once a minute. */
+#define ORCH_DEFS_FAILED 16
+/* ORCH_DEFS_RETRY_MS: how long a version that could not be loaded is left
+ * before it is read again (ms); the log line comes at most as often. */
+#define ORCH_DEFS_RETRY_MS 60000
+
 /* ORCH_LINKS_MAX: the participants' links (URL options) it has, at most. */
 #define ORCH_LINKS_MAX 8
 
@@ -60,10 +70,13 @@ typedef struct orch_defs {
 	char source[PATH_MAX]; /* the file's absolute path, or "built in" */
 	char *text;            /* the file's text (stored as the version's body) */
 	size_t text_len;
-	nng_mtx *mtx; /* guards n and v[] past the first while running */
+	nng_mtx *mtx; /* guards n, v[] past the first and failed[] while running */
 	size_t n;     /* v[0] is the file's: new sagas start under it */
-	orch_def_version v[ORCH_DEFS_MAX];
-	int64_t refused_logged_ms; /* orch_defs_plan's last "cannot run" line */
+	orch_def_version *v[ORCH_DEFS_MAX]; /* owned; entries below n never change */
+	struct {
+		int32_t id;
+		int64_t at_ms; /* clock_mono_ms of the last try (and its log line) */
+	} failed[ORCH_DEFS_FAILED];
 } orch_defs;
 
 /* orch_defs_load loads `file` (NULL: the order.yaml built into this binary)
@@ -80,11 +93,13 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 
 /* orch_defs_sync stores the first version in saga_definitions (once: a
  * version stored already keeps its id) and loads every version an
- * unfinished saga names, from that table, on `conn` (schema 9 applied).
- * Returns 0; PG_ERR_* (pg.h) for a database failure; or -1 with err set
- * when a version an unfinished saga needs cannot run here (its count of
- * sagas and one saga id named), or more than ORCH_DEFS_MAX are needed. */
-int orch_defs_sync(orch_defs *o, PGconn *conn, char *err, size_t errlen);
+ * unfinished saga names, from that table, on `conn` (schema 9 applied). A
+ * version that cannot run here (another build's, a row missing or not
+ * readable, past ORCH_DEFS_MAX) is logged as an error with its count of
+ * sagas and one saga id, and those sagas wait: the start goes on (one bad
+ * row must not stop every orchestrator). Returns 0, or PG_ERR_* (pg.h) for
+ * a database failure. */
+int orch_defs_sync(orch_defs *o, PGconn *conn);
 
 /* orch_defs_current is the id new sagas start under (v[0]'s, set by
  * orch_defs_sync). */
@@ -94,8 +109,9 @@ int32_t orch_defs_current(const orch_defs *o);
  * sets *link to its link; a version not loaded yet (another orchestrator
  * stored it after this one started) is read from saga_definitions on
  * `conn` (the caller's) and loaded. Returns NULL when the version cannot
- * run here or cannot be read now (logged at most once a minute): the saga
- * waits, leased as it is, for a later try or another orchestratord.
+ * run here or cannot be read now (logged, and not read again, for
+ * ORCH_DEFS_RETRY_MS per version): the saga waits, leased as it is, for a
+ * later try or another orchestratord.
  * Thread-safe. */
 const saga_def_cmd *orch_defs_plan(
     orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link);

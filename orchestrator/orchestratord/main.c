@@ -495,7 +495,7 @@ static int orch_definitions(orch *o)
 		return 2;
 	}
 	log_info(NULL, "saga definitions from %s: order version %.12s", o->defs.source,
-	    o->defs.v[0].hex);
+	    o->defs.v[0]->hex);
 	return 0;
 }
 
@@ -544,7 +544,6 @@ static int orch_schema(orch *o)
 	int64_t db_until = clock_mono_ms() + o->c.db_wait;
 	PGconn *conn;
 	int rc;
-	char defs_err[768];
 	for (;;) {
 		int64_t left = db_until - clock_mono_ms();
 		conn = pg_connect(o->c.db, left > 0 ? left : 0);
@@ -552,15 +551,10 @@ static int orch_schema(orch *o)
 			return 1;
 		rc = store_apply_schema(conn);
 		/* the definition's version stored, and those unfinished sagas
-		 * need loaded (orch_defs.h) */
-		if (rc == 0) {
-			rc = orch_defs_sync(&o->defs, conn, defs_err, sizeof defs_err);
-			if (rc == -1) {
-				log_error(NULL, "could not start: %s", defs_err);
-				PQfinish(conn);
-				return 1;
-			}
-		}
+		 * need loaded (orch_defs.h; one that cannot run is logged and its
+		 * sagas wait) */
+		if (rc == 0)
+			rc = orch_defs_sync(&o->defs, conn);
 		if (!pg_schema_try_again(rc, db_until, "orchestrator"))
 			break;
 		PQfinish(conn);
