@@ -46,8 +46,10 @@
 /* The most calls a connection to a listener with no role (Health only) may
  * have in service at once; past it the connection is closed. */
 #define RPC_NO_ROLE_INFLIGHT_MAX 4
-/* The most calls such a connection may send in one second (a fixed
- * window); past it the connection is closed too. */
+/* The most calls such a connection may send a second (a token bucket,
+ * rpc_rate_take: at most that many at once, then that rate); past it the
+ * connection is closed too. A batch frame is refused there (one call a
+ * frame: rpc_server_open_frame). */
 #define RPC_NO_ROLE_CALLS_PER_S 8
 /* How long a connection to a TLS listener may take to finish its handshake
  * (ms); then the server closes it (rpc_conn.c: nng 1.5.2 would wait for

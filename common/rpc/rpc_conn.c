@@ -29,8 +29,7 @@ struct rpc_conn {
 	int listener;     /* index in rpc_conns.listeners */
 	int64_t last_ms;  /* clock_mono_ms of its last whole request (or its start) */
 	int busy;         /* its calls received and not yet answered */
-	int64_t win_ms;   /* start of the second its `win_calls` were received in */
-	int win_calls;    /* whole requests received since win_ms */
+	rpc_rate rate;    /* its calls a second (a listener with no role) */
 	bool doomed;      /* rpc_conns_doom: the reaper closes it at once */
 	nng_sockaddr rem; /* its peer's address, to tell it from a handshake */
 	UT_hash_handle hh;
@@ -166,7 +165,7 @@ void rpc_conns_removed(rpc_conns *s, uint32_t id)
 	free(c);
 }
 
-int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy, int *recent)
+int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy, bool *over_rate)
 {
 	rpc_conn *c = NULL;
 	int li = -1;
@@ -174,27 +173,37 @@ int rpc_conns_busy(rpc_conns *s, uint32_t id, int delta, int *busy, int *recent)
 	HASH_FIND(hh, s->table, &id, sizeof id, c);
 	if (c != NULL) {
 		c->busy += delta;
+		bool over = false;
 		if (delta > 0) {
 			c->last_ms = clock_mono_ms();
-			c->win_calls = rpc_window_add(&c->win_ms, c->win_calls, c->last_ms);
+			over = !rpc_rate_take(&c->rate, c->last_ms, RPC_NO_ROLE_CALLS_PER_S);
 		}
 		li = c->listener;
 		if (busy != NULL)
 			*busy = c->busy;
-		if (recent != NULL)
-			*recent = c->win_calls;
+		if (over_rate != NULL)
+			*over_rate = over;
 	}
 	nng_mtx_unlock(s->mtx);
 	return li;
 }
 
-int rpc_window_add(int64_t *start_ms, int calls, int64_t now_ms)
+bool rpc_rate_take(rpc_rate *r, int64_t now_ms, int per_s)
 {
-	if (calls == 0 || now_ms - *start_ms >= 1000 || now_ms < *start_ms) {
-		*start_ms = now_ms;
-		return 1;
+	int64_t full = (int64_t)per_s * 1000;
+	if (!r->started) {
+		r->started = true;
+		r->milli = full;
+	} else if (now_ms > r->at_ms) {
+		r->milli += (now_ms - r->at_ms) * per_s;
+		if (r->milli > full)
+			r->milli = full;
 	}
-	return calls + 1;
+	r->at_ms = now_ms; /* a clock that went back refills nothing */
+	if (r->milli < 1000)
+		return false;
+	r->milli -= 1000;
+	return true;
 }
 
 void rpc_conns_doom(rpc_conns *s, uint32_t id)

@@ -101,6 +101,14 @@ void rpc_server_open_frame(rpc_frame *f)
 	}
 	size_t idlen = strlen(f->env->request_id);
 	f->answered = true;
+	if (f->roles == 0) {
+		/* a listener with no role (Health only) takes one call a frame:
+		 * its rate (rpc_rate_take) counts frames */
+		rpc_reply_error(&f->reply, RPC_UNAUTHENTICATED, "unauthenticated",
+		    "a batch needs a role: this listener answers Health/Check alone");
+		rpc_refusal_note(f->pipe, "unauthenticated", f->env->method);
+		return;
+	}
 	if (idlen > RPC_REQUEST_ID_MAX || !valid_utf8(f->env->request_id, idlen)) {
 		rpc_reply_error(&f->reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid request_id: at most %d bytes of UTF-8", RPC_REQUEST_ID_MAX);

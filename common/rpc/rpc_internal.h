@@ -58,22 +58,31 @@ void rpc_conns_added(rpc_conns *c, nng_pipe p);
 /* rpc_conns_removed forgets a closed connection (NNG_PIPE_EV_REM_POST). */
 void rpc_conns_removed(rpc_conns *c, uint32_t id);
 
-/* rpc_conns_busy adds `delta` to the calls in service of connection `id`
- * (a whole request arrived: +1, also marking it not idle and counting it in
- * its current second; answered: -1), sets *busy (may be NULL) to how many it
- * has in service now and *recent (may be NULL) to how many it sent in the
- * current second (rpc_window_add). Returns the index of its listener, or -1
- * when it is not open (then *busy and *recent are left alone). */
-int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta, int *busy, int *recent);
+/* A token bucket of calls a second (rpc_rate_take); zeroed to start. */
+typedef struct rpc_rate {
+	bool started;
+	int64_t at_ms; /* clock_mono_ms of the last take */
+	int64_t milli; /* thousandths of a call in the bucket */
+} rpc_rate;
 
-/* rpc_window_add counts one more call in a fixed one-second window: `calls`
- * were counted since *start_ms; when that is 0 or the window is over (1000
- * ms or more since *start_ms, or the clock went back), a new window starts
- * at now_ms (ms, clock_mono_ms). Returns the calls counted in the window
- * now (>= 1). Pure; for the Health-only listener's rate (docs/security.md,
- * "Bounded resources": a count of calls a second does not depend on how fast
- * the server answers, as calls in service do). */
-int rpc_window_add(int64_t *start_ms, int calls, int64_t now_ms);
+/* rpc_rate_take takes one call from bucket r at now_ms (ms, clock_mono_ms)
+ * for a rate of per_s calls a second and a burst of per_s: a first take
+ * finds the bucket full; it refills per_s thousandths of a call a ms (a
+ * clock that goes back refills nothing). Returns whether a call was there
+ * (false: over the rate). Pure. For the Health-only listener (docs/
+ * security.md, "Bounded resources": a rate that does not depend on how
+ * fast the server answers, as calls in service do, and that has no window
+ * edge to burst across). */
+bool rpc_rate_take(rpc_rate *r, int64_t now_ms, int per_s);
+
+/* rpc_conns_busy adds `delta` to the calls in service of connection `id`
+ * (a whole request arrived: +1, also marking it not idle and taking one
+ * from its bucket of RPC_NO_ROLE_CALLS_PER_S; answered: -1), sets *busy
+ * (may be NULL) to how many it has in service now and *over_rate (may be
+ * NULL) to whether this request was past its rate. Returns the index of its
+ * listener, or -1 when it is not open (then *busy and *over_rate are left
+ * alone). */
+int rpc_conns_busy(rpc_conns *c, uint32_t id, int delta, int *busy, bool *over_rate);
 
 /* rpc_conns_doom has the reaper close connection `id` at once (from any
  * thread, an nng callback too: it only marks it). For a peer that reads no

@@ -131,12 +131,12 @@ static void rpc_slot_cb(void *arg)
 	sl->msg = nng_aio_get_msg(sl->aio);
 	sl->recv_ms = clock_mono_ms(); /* a call's timeout counts from here */
 	uint32_t pipe = nng_pipe_id(nng_msg_get_pipe(sl->msg));
-	int busy = 0, recent = 0;
-	int li = rpc_conns_busy(&s->conns, pipe, +1, &busy, &recent);
+	int busy = 0;
+	bool over_rate = false;
+	int li = rpc_conns_busy(&s->conns, pipe, +1, &busy, &over_rate);
 	sl->roles = li >= 0 ? s->conns.listeners[li].roles : 0; /* not open: no role */
 	sl->busy_pipe = li >= 0 ? pipe : 0;
-	if (li >= 0 && sl->roles == 0
-	    && (busy > RPC_NO_ROLE_INFLIGHT_MAX || recent > RPC_NO_ROLE_CALLS_PER_S)) {
+	if (li >= 0 && sl->roles == 0 && (busy > RPC_NO_ROLE_INFLIGHT_MAX || over_rate)) {
 		/* a listener with no role answers only Health, a probe now and
 		 * then: a peer that piles calls up is not a probe, however fast
 		 * the workers answer them */

@@ -7,8 +7,9 @@
 #   reply is dropped about RPC_SEND_TIMEOUT_MS (5 s) after the server could
 #   no longer hand it one: the daemon takes calls on that listener again,
 #   and a saga started meanwhile completes;
-# - a peer that piles calls on a Health-only listener is closed, and any
-#   call there but Health is UNAUTHENTICATED and changes nothing.
+# - a peer that piles calls on a Health-only listener is closed, a batch
+#   frame there is refused whole, and any call there but Health is
+#   UNAUTHENTICATED and changes nothing.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -79,6 +80,29 @@ PY
 assert_eq "50 piled Health calls: the connection is closed" closed "$out"
 assert_eq "the Health listener still answers a probe" 0 \
   "$("$SAGA_BIN_DIR/sagactl" probe stock --stock "tcp://127.0.0.1:$HPORT" >/dev/null 2>&1; echo $?)"
+# a batch frame there (128 Health calls in one frame went under the rate,
+# which counts frames: attack review) is refused whole, UNAUTHENTICATED
+out=$(python3 - "$HPORT" <<'PY'
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"\x00SP\x00\x00\x30\x00\x00"); s.recv(8)
+def ld(field, b): return bytes([field << 3 | 2, len(b)]) + b
+call = ld(1, b"/sagas.v1.Health/Check")
+env = ld(1, b"/sagas.v1.Rpc/Batch") + ld(2, b"r1") + b"".join(ld(5, call) for _ in range(3))
+body = struct.pack(">I", 0x80000001) + env
+s.sendall(struct.pack(">Q", len(body)) + body)
+s.settimeout(5)
+n = struct.unpack(">Q", s.recv(8))[0]
+got = b""
+while len(got) < n:
+    got += s.recv(n - len(got))
+rep = got[4:]
+# ReplyEnvelope: code = field 2 (varint), replies = field 6
+code = rep[rep.index(b"\x10") + 1] if b"\x10" in rep else 0
+print(code, b"\x32" in rep)
+PY
+)
+assert_eq "a batch on the Health listener: UNAUTHENTICATED, no call answered" "16 False" "$out"
 # 4. the Health-only listener gives no role: every other call there is
 # UNAUTHENTICATED and changes nothing (docs/security.md, "Roles")
 before=$(psql_db sagas_stock "SELECT sku || '|' || on_hand FROM stock ORDER BY sku")
