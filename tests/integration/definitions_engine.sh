@@ -11,7 +11,9 @@
 #   orchestrator restarts with the built-in order.yaml (ships 2), while a
 #   saga started after the restart ships the order's 1; a saga of a version
 #   a second orchestrator stored after the first started is finished by the
-#   first when the second dies (ships 3); unfinished sagas whose stored
+#   first when the second dies (ships 3); two orchestrators started at
+#   the same moment with two new files each store theirs once and ship
+#   under it (4 and 5); unfinished sagas whose stored
 #   version this orchestratord cannot run (another type, a row missing) are
 #   logged at start, named, and wait with nothing sent, while new sagas run;
 # - what this orchestratord does not run yet refuses the start with exit 2
@@ -133,6 +135,34 @@ assert_eq "S5 shipped under its own version" "S1|3" \
   "$(psql_db sagas_shipping "SELECT sku || '|' || qty FROM shipments WHERE saga_id = '$S5'")"
 assert_eq "the first orchestrator loaded it when it met it" 1 \
   "$(grep -c "serving definition version [0-9a-f]\{12\} (id [0-9]*), met in a saga$" "$STACK_DIR/orchestratord.log")"
+
+# two orchestrators started at the same moment with two new files: each
+# stores its own version once, and each one's sagas ship under it
+declare -A port_of pid_of
+for q in 4 5; do
+  sed "s/qty: {const: 2}}\$/qty: {const: $q}}/" "$D/ship2.yaml" >"$D/ship$q.yaml"
+  port_of[$q]=$(_stack_free_port)
+done
+for q in 4 5; do
+  "$SAGA_BIN_DIR/orchestratord" --listen "tcp://127.0.0.1:${port_of[$q]}" --stock "$STOCK_URL" \
+    --payment "$PAYMENT_URL" --shipping "$SHIPPING_URL" --db "$PG_CONN dbname=sagas_orchestrator" \
+    --metrics-listen "http://127.0.0.1:$(_stack_free_port)" --definitions "$D/ship$q.yaml" \
+    >>"$STACK_DIR/orch_$q.log" 2>&1 &
+  STACK_PIDS+=("$!")
+  pid_of[$q]=$!
+done
+both_listen() { _stack_listening "${port_of[4]}" && _stack_listening "${port_of[5]}"; }
+wait_until 30 both_listen
+for q in 4 5; do
+  ORCH_ADMIN_URL="tcp://127.0.0.1:${port_of[$q]}" ctl start sam S1 1 3.25 \
+    --id "def00000-0000-4000-8000-00000000010$q" --wait >/dev/null
+done
+assert_eq "each stored its version once" "1|1" \
+  "$(psql_db sagas_orchestrator "SELECT (SELECT count(*) FROM saga_definitions WHERE source = '$D/ship4.yaml') || '|' || (SELECT count(*) FROM saga_definitions WHERE source = '$D/ship5.yaml')")"
+assert_eq "each one's saga shipped under its version" "4|5" \
+  "$(psql_db sagas_shipping "SELECT string_agg(qty::text, '|' ORDER BY saga_id) FROM shipments WHERE saga_id IN ('def00000-0000-4000-8000-000000000104', 'def00000-0000-4000-8000-000000000105')")"
+kill -TERM "${pid_of[4]}" "${pid_of[5]}"
+wait "${pid_of[4]}" "${pid_of[5]}" 2>/dev/null || true
 
 # a version this orchestratord cannot run (another type), and one missing,
 # each named by an unfinished saga: the start goes on (one bad row must not
