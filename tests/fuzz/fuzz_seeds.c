@@ -302,5 +302,48 @@ int main(int argc, char **argv)
 	                          "timeout = 2500\n"
 	                          "flag = yes\n";
 	seed_write("fuzz_config", "config", (const uint8_t *)cfg, sizeof cfg - 1);
+
+	/* saga definitions: the order saga (orchestrator/definitions/order.yaml
+	 * in short) and a group with a constant, in YAML and in JSON */
+	static const char order_def[]
+	    = "format: 1\n"
+	      "participants:\n"
+	      "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	      "  payment: {service: sagas.v1.Payment, urls: --payment}\n"
+	      "  shipping: {service: sagas.v1.Shipping, urls: --shipping}\n"
+	      "sagas:\n"
+	      "  order:\n"
+	      "    input: sagas.v1.Order\n"
+	      "    completed: COMPLETED\n"
+	      "    cancelled: CANCELLED\n"
+	      "    steps:\n"
+	      "      - {name: reserve, state: RESERVING, compensating: RELEASING, participant: "
+	      "stock,"
+	      " command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: {sku:"
+	      " sku, qty: qty}}\n"
+	      "      - {name: charge, state: CHARGING, compensating: REFUNDING, participant: "
+	      "payment,"
+	      " command: ChargePayment, compensation: RefundPayment, kind: pivot, input: {customer:"
+	      " customer, amount: amount}}\n"
+	      "      - {name: ship, state: SHIPPING, participant: shipping, command: ShipOrder, "
+	      "kind:"
+	      " retriable, input: {customer: customer, sku: sku, qty: qty}}\n";
+	seed_write("fuzz_definitions", "order", (const uint8_t *)order_def, sizeof order_def - 1);
+	static const char group_def[]
+	    = "{\"format\": 1, \"participants\": {\"a\": {\"service\": \"sagas.v1.Stock\", "
+	      "\"urls\": \"--a\"}, \"b\": {\"service\": \"sagas.v1.Stock\", \"urls\": \"--b\"}, "
+	      "\"p\": {\"service\": \"sagas.v1.Payment\", \"urls\": \"--p\"}}, \"sagas\": {\"t\": "
+	      "{\"input\": \"sagas.v1.Order\", \"completed\": \"DONE\", \"cancelled\": \"UNDONE\", "
+	      "\"steps\": [{\"group\": \"g\", \"steps\": [{\"name\": \"x\", \"participant\": "
+	      "\"a\", "
+	      "\"command\": \"ReserveStock\", \"compensation\": \"ReleaseStock\", \"kind\": "
+	      "\"compensable\", \"input\": {\"sku\": {\"const\": \"S1\"}, \"qty\": \"qty\"}}, "
+	      "{\"name\": \"y\", \"participant\": \"b\", \"command\": \"ReserveStock\", "
+	      "\"compensation\": \"ReleaseStock\", \"kind\": \"compensable\", \"input\": {\"sku\": "
+	      "\"sku\", \"qty\": {\"const\": 2}}}]}, {\"name\": \"pay\", \"participant\": \"p\", "
+	      "\"command\": \"ChargePayment\", \"compensation\": \"RefundPayment\", \"kind\": "
+	      "\"pivot\", \"input\": {\"customer\": \"customer\", \"amount\": \"amount\"}}]}}}\n";
+	seed_write(
+	    "fuzz_definitions", "group.json", (const uint8_t *)group_def, sizeof group_def - 1);
 	return seed_failed;
 }

@@ -16,7 +16,8 @@
 set -uo pipefail
 build=$1 secs=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-targets=(fuzz_frame fuzz_stock fuzz_payment fuzz_shipping fuzz_orchestrator fuzz_config fuzz_parsers fuzz_reply)
+targets=(fuzz_frame fuzz_stock fuzz_payment fuzz_shipping fuzz_orchestrator fuzz_config fuzz_parsers fuzz_reply
+  fuzz_definitions)
 work=$build/fuzz-work
 mkdir -p "$work"
 
