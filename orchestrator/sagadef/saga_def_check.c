@@ -88,62 +88,78 @@ const saga_def_map *sd_map_of(const saga_def_step *s, const char *field)
 	return NULL;
 }
 
-/* How a constant's text fits a field: it does, it is not of the field's
- * kind (a word for an int32), or it is a number out of the type's range. */
-enum sd_fit { SD_FITS, SD_NOT_A, SD_RANGE };
-
-/* sd_int_fits: text, a whole decimal number, within [lo, hi] (signed) or
- * [0, uhi] (unsigned: uhi nonzero). */
-static enum sd_fit sd_int_fits(const char *text, long long lo, long long hi, unsigned long long uhi)
+enum sd_fit sd_const_value(const ProtobufCFieldDescriptor *f, char *text, saga_def_value *out)
 {
-	char *end = NULL;
-	/* as saga_def_cmd.c's dc_const reads it: no white space before */
-	if (isspace((unsigned char)text[0]))
-		return SD_NOT_A;
-	errno = 0;
-	if (uhi != 0) {
-		const char *q = text;
-		while (*q == ' ' || *q == '\t')
-			q++;
-		unsigned long long u = strtoull(text, &end, 10);
-		if (end == text || *end != '\0')
-			return SD_NOT_A;
-		return (*q == '-' || errno == ERANGE || u > uhi) ? SD_RANGE : SD_FITS;
-	}
-	long long v = strtoll(text, &end, 10);
-	if (end == text || *end != '\0')
-		return SD_NOT_A;
-	return (errno == ERANGE || v < lo || v > hi) ? SD_RANGE : SD_FITS;
-}
-
-/* sd_const_fits: a constant's text for a field of f's type. */
-static enum sd_fit sd_const_fits(const ProtobufCFieldDescriptor *f, const char *text)
-{
+	saga_def_value v;
+	memset(&v, 0, sizeof v);
+	if (out == NULL)
+		out = &v;
 	if (f->label == PROTOBUF_C_LABEL_REPEATED)
 		return SD_NOT_A;
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_BYTES:
+	if (f->type == PROTOBUF_C_TYPE_STRING) {
+		out->s = text;
 		return SD_FITS;
-	case PROTOBUF_C_TYPE_BOOL:
-		return strcmp(text, "true") == 0 || strcmp(text, "false") == 0 ? SD_FITS : SD_NOT_A;
+	}
+	if (f->type == PROTOBUF_C_TYPE_BYTES) {
+		out->bin.data = (uint8_t *)text;
+		out->bin.len = strlen(text);
+		return SD_FITS;
+	}
+	if (f->type == PROTOBUF_C_TYPE_BOOL) {
+		out->b = strcmp(text, "true") == 0;
+		return out->b || strcmp(text, "false") == 0 ? SD_FITS : SD_NOT_A;
+	}
+	/* a whole decimal number, nothing around it (strtoll would skip white
+	 * space before it) */
+	if (isspace((unsigned char)text[0]))
+		return SD_NOT_A;
+	char *end = NULL;
+	errno = 0;
+	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_SINT32:
 	case PROTOBUF_C_TYPE_SFIXED32:
-		return sd_int_fits(text, INT32_MIN, INT32_MAX, 0);
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-		return sd_int_fits(text, INT64_MIN, INT64_MAX, 0);
+	case PROTOBUF_C_TYPE_SFIXED64: {
+		long long n = strtoll(text, &end, 10);
+		if (end == text || *end != '\0')
+			return SD_NOT_A;
+		bool wide = f->type == PROTOBUF_C_TYPE_INT64 || f->type == PROTOBUF_C_TYPE_SINT64
+		    || f->type == PROTOBUF_C_TYPE_SFIXED64;
+		if (errno == ERANGE || (!wide && (n < INT32_MIN || n > INT32_MAX)))
+			return SD_RANGE;
+		if (wide)
+			out->i64 = (int64_t)n;
+		else
+			out->i32 = (int32_t)n;
+		return SD_FITS;
+	}
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
-		return sd_int_fits(text, 0, 0, UINT32_MAX);
 	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return sd_int_fits(text, 0, 0, UINT64_MAX);
+	case PROTOBUF_C_TYPE_FIXED64: {
+		unsigned long long n = strtoull(text, &end, 10);
+		if (end == text || *end != '\0')
+			return SD_NOT_A;
+		bool wide = f->type == PROTOBUF_C_TYPE_UINT64 || f->type == PROTOBUF_C_TYPE_FIXED64;
+		/* strtoull takes "-1" as its negation: a sign is out of range */
+		if (text[0] == '-' || errno == ERANGE || (!wide && n > UINT32_MAX))
+			return SD_RANGE;
+		if (wide)
+			out->u64 = (uint64_t)n;
+		else
+			out->u32 = (uint32_t)n;
+		return SD_FITS;
+	}
 	default: /* message, enum, float, double: no constants */
 		return SD_NOT_A;
 	}
+}
+
+bool sd_same_type(const ProtobufCFieldDescriptor *a, const ProtobufCFieldDescriptor *b)
+{
+	return a->type == b->type && a->label == b->label && a->descriptor == b->descriptor;
 }
 
 /* sd_article: "an" before a type name said with a vowel first, else "a". */
@@ -184,7 +200,7 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 		return -1;
 	}
 	if (m->constant != NULL) {
-		enum sd_fit fit = sd_const_fits(rf, m->constant);
+		enum sd_fit fit = sd_const_value(rf, m->constant, NULL);
 		if (fit == SD_RANGE) {
 			sd_err(err, errlen, d->file, m->vat, p, "the constant %s does not fit %s",
 			    m->constant, sd_type_name(rf));
@@ -206,7 +222,7 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 		    m->from, t->input_desc->name, fields);
 		return -1;
 	}
-	if (inf->type != rf->type || inf->label != rf->label || inf->descriptor != rf->descriptor) {
+	if (!sd_same_type(inf, rf)) {
 		sd_err(err, errlen, d->file, m->vat, p, "%s.%s is %s, %s.%s is %s",
 		    t->input_desc->name, inf->name, sd_type_name(inf), req->name, rf->name,
 		    sd_type_name(rf));
@@ -236,10 +252,8 @@ static int sd_check_unmapped(const saga_defs *d, const saga_def_type *t, const s
 		const ProtobufCFieldDescriptor *inf = m->from != NULL
 		    ? protobuf_c_message_descriptor_get_field_by_name(t->input_desc, m->from)
 		    : NULL;
-		if ((m->constant != NULL && sd_const_fits(f, m->constant) != SD_FITS)
-		    || (inf != NULL
-		        && (inf->type != f->type || inf->descriptor != f->descriptor
-		            || inf->label != f->label))) {
+		if ((m->constant != NULL && sd_const_value(f, m->constant, NULL) != SD_FITS)
+		    || (inf != NULL && !sd_same_type(inf, f))) {
 			sd_err(err, errlen, d->file, m->vat, p,
 			    "%s: the value does not fit %s.%s (%s)", m->field, req->name, f->name,
 			    sd_type_name(f));

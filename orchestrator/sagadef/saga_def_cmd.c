@@ -2,27 +2,11 @@
  * from them (saga_def_cmd.h). */
 #include "saga_def_cmd.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "saga_def_int.h"
-
-static void dc_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void dc_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* dc_value_size: the bytes of one value of field f's type in a message
  * struct (a repeated field's value is its array's pointer). */
@@ -64,106 +48,39 @@ static bool dc_oneof(const ProtobufCFieldDescriptor *f)
 	return (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
 }
 
-/* dc_const parses a constant's text for field f (saga_def_validate has
- * checked that it fits: this refuses what does not anyway). */
-static int dc_const(const ProtobufCFieldDescriptor *f, char *text, saga_def_fill *fill)
-{
-	char *end = NULL;
-	errno = 0;
-	/* as saga_def_check.c's sd_int_fits: a number has no white space
-	 * before it (strtoll would skip it, and "\n-1" be read two ways) */
-	if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_BYTES
-	    && isspace((unsigned char)text[0]))
-		return -1;
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_STRING:
-		fill->k.s = text;
-		return 0;
-	case PROTOBUF_C_TYPE_BYTES:
-		fill->k.bin.data = (uint8_t *)text;
-		fill->k.bin.len = strlen(text);
-		return 0;
-	case PROTOBUF_C_TYPE_BOOL:
-		if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0)
-			return -1;
-		fill->k.b = strcmp(text, "true") == 0;
-		return 0;
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_SINT32:
-	case PROTOBUF_C_TYPE_SFIXED32: {
-		long long v = strtoll(text, &end, 10);
-		if (end == text || *end != '\0' || errno != 0 || v < INT32_MIN || v > INT32_MAX)
-			return -1;
-		fill->k.i32 = (int32_t)v;
-		return 0;
-	}
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64: {
-		long long v = strtoll(text, &end, 10);
-		if (end == text || *end != '\0' || errno != 0)
-			return -1;
-		fill->k.i64 = (int64_t)v;
-		return 0;
-	}
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_FIXED32:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64: {
-		if (strchr(text, '-') != NULL)
-			return -1;
-		unsigned long long u = strtoull(text, &end, 10);
-		bool wide = f->type == PROTOBUF_C_TYPE_UINT64 || f->type == PROTOBUF_C_TYPE_FIXED64;
-		if (end == text || *end != '\0' || errno != 0 || (!wide && u > UINT32_MAX))
-			return -1;
-		if (wide)
-			fill->k.u64 = (uint64_t)u;
-		else
-			fill->k.u32 = (uint32_t)u;
-		return 0;
-	}
-	default:
-		return -1;
-	}
-}
-
 int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, bool compensation,
     saga_def_cmd *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	if (step >= t->nsteps) {
-		dc_err(err, errlen, "sagas.%s has no step %zu", t->name, step);
+		sd_refuse(err, errlen, "sagas.%s has no step %zu", t->name, step);
 		return -1;
 	}
 	const saga_def_step *s = &t->steps[step];
 	enum method_id id = compensation ? s->compensation : s->command;
 	if (id == METHOD_NONE) {
-		dc_err(err, errlen, "%s has no compensation", s->path);
+		sd_refuse(err, errlen, "%s has no compensation", s->path);
 		return -1;
 	}
 	const ProtobufCMessageDescriptor *req = sd_request_of(id);
 	if (req == NULL || t->input_desc == NULL) {
-		dc_err(err, errlen, "%s: %s has no request message in this build", s->path,
+		sd_refuse(err, errlen, "%s: %s has no request message in this build", s->path,
 		    METHOD_PATH(id));
 		return -1;
 	}
 	if (req->sizeof_message > SAGA_DEF_REQ_SIZE || req->n_fields > SAGA_DEF_CMD_MAX_FIELDS) {
-		dc_err(err, errlen, "%s: %s is larger than a plan holds (%zu bytes, %u fields)",
+		sd_refuse(err, errlen, "%s: %s is larger than a plan holds (%zu bytes, %u fields)",
 		    s->path, req->name, req->sizeof_message, req->n_fields);
 		return -1;
 	}
-	size_t p = 0;
-	while (p < d->nparticipants && strcmp(d->participants[p].name, s->participant) != 0)
-		p++;
-	if (p == d->nparticipants) {
-		dc_err(err, errlen, "%s: no participant %s", s->path, s->participant);
-		return -1;
-	}
+	const saga_def_participant *part = saga_def_find_participant(d, s->participant);
+	if (part == NULL)
+		return sd_refuse(err, errlen, "%s: no participant %s", s->path, s->participant);
 	out->method = id;
 	out->path = METHOD_PATH(id);
 	out->request = req;
 	out->input = t->input_desc;
-	out->participant = p;
+	out->participant = (size_t)(part - d->participants);
 	out->saga_id = protobuf_c_message_descriptor_get_field_by_name(req, "saga_id");
 	out->started = protobuf_c_message_descriptor_get_field_by_name(req, "saga_started_unix_ms");
 	if ((out->saga_id != NULL
@@ -173,8 +90,9 @@ int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, b
 	        && (out->started->type != PROTOBUF_C_TYPE_INT64
 	            || out->started->label == PROTOBUF_C_LABEL_REPEATED
 	            || dc_oneof(out->started)))) {
-		dc_err(err, errlen, "%s: %s's saga_id or saga_started_unix_ms is not the engine's",
-		    s->path, req->name);
+		sd_refuse(err, errlen,
+		    "%s: %s's saga_id or saga_started_unix_ms is not the engine's", s->path,
+		    req->name);
 		return -1;
 	}
 	/* every field of the request but the engine's, in the request's order */
@@ -184,26 +102,23 @@ int saga_def_cmd_make(const saga_defs *d, const saga_def_type *t, size_t step, b
 			continue;
 		const saga_def_map *m = sd_map_of(s, f->name);
 		if (m == NULL) {
-			dc_err(err, errlen, "%s.input: the field %s of %s is not mapped", s->path,
-			    f->name, req->name);
+			sd_refuse(err, errlen, "%s.input: the field %s of %s is not mapped",
+			    s->path, f->name, req->name);
 			return -1;
 		}
 		saga_def_fill *fill = &out->fill[out->nfill];
 		fill->to = f;
 		if (m->constant != NULL) {
-			if (f->label == PROTOBUF_C_LABEL_REPEATED
-			    || dc_const(f, m->constant, fill) != 0) {
-				dc_err(err, errlen, "%s.input.%s: the constant %s does not fit",
+			if (sd_const_value(f, m->constant, &fill->k) != SD_FITS) {
+				sd_refuse(err, errlen, "%s.input.%s: the constant %s does not fit",
 				    s->path, f->name, m->constant);
 				return -1;
 			}
 		} else {
 			fill->from = protobuf_c_message_descriptor_get_field_by_name(
 			    t->input_desc, m->from);
-			if (fill->from == NULL || fill->from->type != f->type
-			    || fill->from->label != f->label
-			    || fill->from->descriptor != f->descriptor) {
-				dc_err(err, errlen, "%s.input.%s: %s does not fit", s->path,
+			if (fill->from == NULL || !sd_same_type(fill->from, f)) {
+				sd_refuse(err, errlen, "%s.input.%s: %s does not fit", s->path,
 				    f->name, m->from);
 				return -1;
 			}

@@ -23,21 +23,25 @@
  * plan accepts; saga_def_req holds one. */
 #define SAGA_DEF_REQ_SIZE 512
 
+/* A constant's value for a field of its type (sd_const_value): the member
+ * of the field's type is set. */
+typedef union saga_def_value {
+	int32_t i32;
+	int64_t i64;
+	uint32_t u32;
+	uint64_t u64;
+	protobuf_c_boolean b;
+	char *s; /* borrowed from the saga_defs */
+	ProtobufCBinaryData bin;
+} saga_def_value;
+
 /* How one request field is filled: copied from the input field `from`, or
  * (from == NULL) set to the constant `k`, parsed from the definition's
  * text when the plan was made. */
 typedef struct saga_def_fill {
 	const ProtobufCFieldDescriptor *to;
 	const ProtobufCFieldDescriptor *from;
-	union {
-		int32_t i32;
-		int64_t i64;
-		uint32_t u32;
-		uint64_t u64;
-		protobuf_c_boolean b;
-		char *s; /* borrowed from the saga_defs */
-		ProtobufCBinaryData bin;
-	} k;
+	saga_def_value k;
 } saga_def_fill;
 
 /* A plan: the method, its request and how to fill it. Borrows from the

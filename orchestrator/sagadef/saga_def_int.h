@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "saga_def.h"
+#include "saga_def_cmd.h"
 
 /* A walk of one document: the name errors give, where they go, and the
  * definitions being filled. */
@@ -21,6 +22,10 @@ typedef struct sd_ctx {
  * truncated, NUL-terminated); path may be NULL (no "PATH: "). */
 void sd_err(char *err, size_t errlen, const char *file, saga_def_pos at, const char *path,
     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* sd_refuse writes a message of no position (orchestratord's refusals of
+ * a valid file, a plan's errors) into err as sd_err does; returns -1. */
+int sd_refuse(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* sd_lower_name is true when s matches [a-z][a-z0-9_]* and is at most
  * SAGA_DEF_NAME_MAX bytes; sd_upper_name the same for [A-Z][A-Z0-9_]*. */
@@ -68,6 +73,23 @@ const ProtobufCMessageDescriptor *sd_message_find(const char *name);
 /* sd_engine_field: a request field the engine sets itself (saga_id,
  * saga_started_unix_ms), which a mapping may not name. */
 bool sd_engine_field(const char *name);
+
+/* How a constant's text fits a field: it does, it is not of the field's
+ * kind (a word for an int32), or it is a number out of the type's range. */
+enum sd_fit { SD_FITS, SD_NOT_A, SD_RANGE };
+
+/* sd_const_value reads a constant's text for a field of f's type: the one
+ * reading the validation judges and the plans send (saga_def_cmd.c). A
+ * string or bytes is `text` itself (borrowed); a bool "true" or "false";
+ * a number whole and decimal, nothing around it, an optional sign ("-" out
+ * of an unsigned type's range). Returns how it fits, and on SD_FITS sets
+ * the member of *out (may be NULL) of f's type. Repeated fields, messages,
+ * enums, floats take no constant (SD_NOT_A). */
+enum sd_fit sd_const_value(const ProtobufCFieldDescriptor *f, char *text, saga_def_value *out);
+
+/* sd_same_type: fields a and b hold the same kind of value (type, label,
+ * message or enum type), so an input field may fill a request field. */
+bool sd_same_type(const ProtobufCFieldDescriptor *a, const ProtobufCFieldDescriptor *b);
 
 /* sd_map_of: step s's mapping of request field `field`, or NULL. */
 const saga_def_map *sd_map_of(const saga_def_step *s, const char *field);

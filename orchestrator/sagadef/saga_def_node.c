@@ -26,6 +26,17 @@ void sd_err(char *err, size_t errlen, const char *file, saga_def_pos at, const c
 		snprintf(err, errlen, "%s:%d:%d: %s", file, at.line, at.column, msg);
 }
 
+int sd_refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
 static bool sd_name_of(const char *s, char lo, char hi)
 {
 	size_t n = strlen(s);

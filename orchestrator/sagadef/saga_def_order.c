@@ -7,7 +7,6 @@
  * orchestratord has, each serving the participant's service. */
 #include "saga_def_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,19 +18,6 @@ const saga_def_link saga_def_order_links[SAGA_DEF_ORDER_NLINKS] = {
     {"payment", "sagas.v1.Payment"},
     {"shipping", "sagas.v1.Shipping"},
 };
-
-static int so_refuse(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int so_refuse(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 /* so_same_flow: type t's flow is saga_flow_order's: the same steps, kinds,
  * compensations, deadlines and groups. */
@@ -68,18 +54,18 @@ int saga_def_order_runnable(
     const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen)
 {
 	if (d->ntypes != 1 || strcmp(d->types[0].name, "order") != 0)
-		return so_refuse(err, errlen,
+		return sd_refuse(err, errlen,
 		    "%s: this orchestratord runs one saga type, order (other types are the next "
 		    "landing of docs/saga-definitions.md); the file has %zu type(s), the first %s",
 		    d->file, d->ntypes, d->ntypes > 0 ? d->types[0].name : "none");
 	const saga_def_type *t = &d->types[0];
 	if (strcmp(t->input, "sagas.v1.Order") != 0)
-		return so_refuse(err, errlen,
+		return sd_refuse(err, errlen,
 		    "%s: sagas.order.input: this orchestratord stores an order's input as "
 		    "sagas.v1.Order, not %s",
 		    d->file, t->input);
 	if (!so_same_flow(t))
-		return so_refuse(err, errlen,
+		return sd_refuse(err, errlen,
 		    "%s: sagas.order: this orchestratord runs the order saga's flow (reserve "
 		    "compensable, charge pivot, ship retriable, no group): the file's steps differ "
 		    "in number, kind, compensation or group",
@@ -89,7 +75,7 @@ int saga_def_order_runnable(
 	const char *completed = so_name(t->nsteps > 0 ? (int32_t)t->nsteps : 0, SAGA_FLOW_FORWARD);
 	const char *cancelled = so_name(-1, SAGA_FLOW_COMPENSATING);
 	if (strcmp(t->completed, completed) != 0 || strcmp(t->cancelled, cancelled) != 0)
-		return so_refuse(err, errlen,
+		return sd_refuse(err, errlen,
 		    "%s: sagas.order: completed and cancelled must be %s and %s (the API's "
 		    "states; other names are the next landing)",
 		    d->file, completed, cancelled);
@@ -102,7 +88,7 @@ int saga_def_order_runnable(
 		if (strcmp(s->name, saga_flow_order.steps[i].name) != 0
 		    || strcmp(s->state, state) != 0
 		    || (comp != NULL && strcmp(s->compensating, comp) != 0))
-			return so_refuse(err, errlen,
+			return sd_refuse(err, errlen,
 			    "%s: %s: this orchestratord names this step %s, state %s%s%s (the "
 			    "API's "
 			    "states and the refusal reasons; other names are the next landing)",
@@ -111,7 +97,7 @@ int saga_def_order_runnable(
 		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
 		    || s->retry_cap_ms != SAGA_DEF_DEFAULT
 		    || s->attention_after != SAGA_DEF_DEFAULT)
-			return so_refuse(err, errlen,
+			return sd_refuse(err, errlen,
 			    "%s: %s: a step's own deadline_ms and retry are not applied yet: leave "
 			    "them out (--step-timeout, --backoff-base, --backoff-cap and "
 			    "--attention-after apply)",
@@ -123,14 +109,14 @@ int saga_def_order_runnable(
 			for (size_t k = 0; k < nlinks; k++)
 				snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s--%s",
 				    k > 0 ? ", " : "", links[k].option);
-			return so_refuse(err, errlen,
+			return sd_refuse(err, errlen,
 			    "%s: participants.%s names %s: orchestratord has no such option (it "
 			    "has "
 			    "%s)",
 			    d->file, s->participant, p != NULL ? p->urls : "?", opts);
 		}
 		if (strcmp(p->service, links[l].service) != 0)
-			return so_refuse(err, errlen,
+			return sd_refuse(err, errlen,
 			    "%s: participants.%s: --%s is the link to %s, not %s", d->file, p->name,
 			    links[l].option, links[l].service, p->service);
 	}
