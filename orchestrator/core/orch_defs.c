@@ -167,7 +167,8 @@ static size_t od_failed_slot(orch_defs *o, int32_t id, bool *found)
 
 int orch_defs_sync(orch_defs *o, PGconn *conn)
 {
-	int rc = store_def_put(conn, o->v[0]->hex, "order", o->text, o->source, &o->v[0]->id);
+	int rc = store_def_put(
+	    conn, o->v[0]->hex, o->v[0]->order->name, o->text, o->source, &o->v[0]->id);
 	if (rc != 0)
 		return rc;
 	store_def_need need[ORCH_DEFS_MAX];

@@ -2,8 +2,6 @@
  * from them (saga_def_cmd.h). */
 #include "saga_def_cmd.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "saga_def_int.h"
