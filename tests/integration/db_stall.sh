@@ -74,7 +74,22 @@ wait_until 30 logged orch2 "another process leads $REPORT"
 wait_until 30 logged orch2 "another process leads $RETENTION"
 n_tcp=$(client_ends | wc -l)
 echo "victim: $n_tcp TCP connections to PostgreSQL"
-assert_eq "the victim's connections carry keepalives" "$n_tcp" "$(client_ends | grep -c 'timer:(keepalive' || true)"
+# one snapshot at a time (the count and the timers of the same moment): an
+# end sending at that moment shows its retransmission timer instead of its
+# keepalive one (the sweep queries every 100 ms), so a snapshot with every
+# end idle is waited for; an end without keepalives never shows one
+keepalive_snapshot() {
+  local snap
+  snap=$(client_ends)
+  echo "$(grep -c . <<<"$snap")|$(grep -c 'timer:(keepalive' <<<"$snap" || true)"
+}
+k=$(keepalive_snapshot)
+for _ in $(seq 1 100); do
+  [ "${k%|*}" = "${k#*|}" ] && break
+  sleep 0.1
+  k=$(keepalive_snapshot)
+done
+assert_eq "the victim's connections carry keepalives" "${k%|*}" "${k#*|}"
 # the server's ends: the sessions set tcp_keepalives_idle to 2 s (the
 # server's default here is the kernel's 7200 s); an end sending at that
 # moment shows its retransmission timer instead
