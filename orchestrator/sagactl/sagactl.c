@@ -70,6 +70,14 @@ static const config_opt ctl_opts_wait[] = {
         "give up waiting after this long (exit 1)", "MS"},
 };
 
+static const config_opt ctl_opts_defs[] = {
+    CTL_OPT_GLOBAL,
+    {"model", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, model),
+        "also explore every state of one saga of each type (the fixed point)", NULL},
+    {"max-states", NULL, CONFIG_INT, "2000000", 1000, 50000000, offsetof(ctl_opts, max_states),
+        "--model: explore at most this many states per type", "N"},
+};
+
 static const config_opt ctl_opts_start[] = {
     CTL_OPT_GLOBAL,
     {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
@@ -362,7 +370,7 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: SAGA (see sagactl --help)",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_retry},
     {"definitions check", "FILE", "check a saga definition file (no server needed)",
-        "sagactl definitions check FILE",
+        "sagactl definitions check FILE [--model [--max-states N]]",
         "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"
         "of \"Validation at start\". Prints each saga type with its version (SHA-256\n"
         "of its canonical definition) and one line per step: name, kind, state,\n"
@@ -370,12 +378,20 @@ static const ctl_cmd ctl_cmds[] = {
         "Exits 0; on the first refusal prints FILE:LINE:COLUMN: PATH: message and\n"
         "exits 1. Needs no server: the connection options (--orchestrator, --stock,\n"
         "--payment, --shipping, --timeout, --tls-*) are ignored.\n"
+        "--model: also check each type's flow with the model (docs/testing.md, \"The\n"
+        "generic model\"): every state one saga can reach under crashes, lost,\n"
+        "duplicated and reordered messages, refusals and deadlines, explored to the\n"
+        "fixed point with orchestratord's own transition; checks that each saga ends\n"
+        "with every step applied once or compensated, that nothing is compensated\n"
+        "after the pivot, and that it can always end. On a violation prints the\n"
+        "check and a shortest path to it, and exits 1; exits 1 too when --max-states\n"
+        "(default 2000000) stops it before the fixed point.\n"
         "--json: {\"types\":[{\"name\",\"version\",\"input\",\"completed\",\"cancelled\",\n"
         "  \"steps\":[{\"name\",\"kind\",\"state\",\"compensating\",\"participant\",\"command\",\n"
         "  \"compensation\",\"deadline_ms\" (ms, \"default\", or null for "
         "retriable),\"group\"}]}]}\n"
         "  (compensating, compensation and group null when absent)",
-        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_file, ctl_definitions_check},
+        ctl_opts_defs, CTL_NELEM(ctl_opts_defs), ctl_args_file, ctl_definitions_check},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
         "sagactl stock set SKU ON_HAND [OPTIONS]",
         "Admin: set the on-hand quantity of SKU (creates the sku).\n"

@@ -100,6 +100,8 @@ typedef struct ctl_opts {
 	int64_t delay_ms;
 	bool dry_run;                /* retention --dry-run */
 	char target[CONFIG_STR_MAX]; /* retention --target: a SERVICE name */
+	bool model;                  /* definitions check --model */
+	int64_t max_states;          /* definitions check --max-states */
 	char tls_cert[CONFIG_STR_MAX];
 	char tls_key[CONFIG_STR_MAX];
 	char tls_ca[CONFIG_STR_MAX];

@@ -1,12 +1,17 @@
 /* sagactl definitions check FILE: loads and validates a saga definition
  * file (orchestrator/sagadef) with no server, prints each saga type with its
  * version, steps and their input mappings, and says whether this build's
- * orchestratord runs it (saga_def_order_runnable). */
+ * orchestratord runs it (saga_def_order_runnable); with --model, checks each
+ * type's flow with the model (saga_model.h). */
 #include "sagactl.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "saga_def.h"
+#include "saga_model.h"
 
 /* ctl_defs_print_step prints one step on one line. */
 static void ctl_defs_print_step(const saga_def_step *s)
@@ -60,10 +65,78 @@ static json_t *ctl_defs_step_json(const saga_def_step *s)
 	    "deadline_ms", deadline, "group", s->group, "input", ctl_defs_input_json(s));
 }
 
+/* ctl_defs_model runs the model over type t's flow into *r (exploring at
+ * most `max_states`); returns 0 or a negative errno (saga_model_check's). */
+static int ctl_defs_model(const saga_def_type *t, int64_t max_states, saga_model_result *r)
+{
+	static saga_flow flow; /* 64 steps: too large for the stack's taste */
+	memset(r, 0, sizeof *r);
+	if (saga_def_flow(t, &flow) != 0)
+		return -EINVAL;
+	saga_model_opts o = {.max_states = (size_t)max_states};
+	return saga_model_check(&flow, &o, r);
+}
+
+/* ctl_defs_model_ok: the model ran to its fixed point without a violation */
+static bool ctl_defs_model_ok(int rc, const saga_model_result *r)
+{
+	return rc == 0 && r->complete && !r->violation;
+}
+
+/* ctl_defs_model_json: a type's model result as --json prints it; NULL when
+ * out of memory. */
+static json_t *ctl_defs_model_json(int rc, const saga_model_result *r)
+{
+	json_t *path = json_array();
+	for (size_t i = 0; path != NULL && i < r->npath; i++)
+		if (!ctl_json_append(path, json_string(r->path[i]))) {
+			json_decref(path);
+			path = NULL;
+		}
+	if (path == NULL)
+		return NULL;
+	return json_pack("{s:b, s:b, s:I, s:I, s:i, s:I, s:I, s:s?, s:s?, s:o}", "ok",
+	    ctl_defs_model_ok(rc, r), "fixed_point", r->complete, "states", (json_int_t)r->states,
+	    "transitions", (json_int_t)r->transitions, "depth", (int)r->depth, "completed",
+	    (json_int_t)r->completed, "cancelled", (json_int_t)r->cancelled, "violation",
+	    r->violation ? r->what : NULL, "error", rc != 0 ? strerror(-rc) : NULL, "path", path);
+}
+
+/* ctl_defs_model_print prints a type's model result; returns whether it is
+ * good (ctl_defs_model_ok). */
+static bool ctl_defs_model_print(const char *type, int rc, const saga_model_result *r)
+{
+	if (rc != 0 && !r->violation) {
+		fprintf(stderr, "sagactl: error: %s: model: %s\n", type, strerror(-rc));
+		return false;
+	}
+	printf("%s: model: %s: %zu states, %zu transitions, depth %d; ends: %zu completed, %zu "
+	       "cancelled\n",
+	    type,
+	    r->violation      ? "VIOLATION"
+	        : r->complete ? "fixed point reached, no violation"
+	                      : "stopped at --max-states before the fixed point",
+	    r->states, r->transitions, r->depth, r->completed, r->cancelled);
+	if (r->violation) {
+		printf(
+		    "  %s\n  shortest path (%zu events):\n", r->what, r->npath ? r->npath - 1 : 0);
+		for (size_t i = 0; i < r->npath; i++)
+			printf("    %s\n", r->path[i]);
+	}
+	if (!r->violation && !r->complete)
+		fprintf(stderr,
+		    "sagactl: error: %s: the model stopped at %zu states, before its fixed point: "
+		    "raise --max-states\n",
+		    type, r->states);
+	return ctl_defs_model_ok(rc, r);
+}
+
 /* ctl_defs_json prints the file's types, and whether this build's
- * orchestratord runs it (why not: `why`, NULL when it does), as one JSON
- * value. Returns an exit code. */
-static int ctl_defs_json(const saga_defs *d, const char *why)
+ * orchestratord runs it (why not: `why`, NULL when it does), and with
+ * --model each type's model result (`mrc` and `models`, one per type; NULL
+ * without), as one JSON value. Returns an exit code. */
+static int ctl_defs_json(
+    const saga_defs *d, const char *why, const int *mrc, const saga_model_result *models)
 {
 	json_t *types = json_array();
 	for (size_t i = 0; types != NULL && i < d->ntypes; i++) {
@@ -82,10 +155,12 @@ static int ctl_defs_json(const saga_defs *d, const char *why)
 			types = NULL;
 			break;
 		}
-		if (!ctl_json_append(types,
-		        json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "name", t->name, "version", hex,
-		            "input", t->input, "completed", t->completed, "cancelled", t->cancelled,
-		            "steps", steps))) {
+		json_t *model = models != NULL ? ctl_defs_model_json(mrc[i], &models[i]) : NULL;
+		if ((models != NULL && model == NULL)
+		    || !ctl_json_append(types,
+		        json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o?}", "name", t->name,
+		            "version", hex, "input", t->input, "completed", t->completed,
+		            "cancelled", t->cancelled, "steps", steps, "model", model))) {
 			json_decref(types);
 			types = NULL;
 		}
@@ -107,23 +182,42 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 	bool runs = saga_def_order_runnable(
 	                d, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, why, sizeof why)
 	    == 0;
+	saga_model_result *models = NULL;
+	int *mrc = NULL;
+	bool models_ok = true;
+	if (c->o.model) {
+		models = calloc(d->ntypes ? d->ntypes : 1, sizeof *models);
+		mrc = calloc(d->ntypes ? d->ntypes : 1, sizeof *mrc);
+		if (models == NULL || mrc == NULL) {
+			free(models);
+			free(mrc);
+			saga_defs_free(d);
+			return ctl_error("out of memory");
+		}
+		for (size_t i = 0; i < d->ntypes; i++) {
+			mrc[i] = ctl_defs_model(&d->types[i], c->o.max_states, &models[i]);
+			models_ok = models_ok && ctl_defs_model_ok(mrc[i], &models[i]);
+		}
+	}
+	int rc = CTL_EXIT_OK;
 	if (c->o.json) {
-		int rc = ctl_defs_json(d, runs ? NULL : why);
-		saga_defs_free(d);
-		return rc;
+		rc = ctl_defs_json(d, runs ? NULL : why, mrc, models);
+		goto out;
 	}
 	for (size_t i = 0; i < d->ntypes; i++) {
 		const saga_def_type *t = &d->types[i];
 		unsigned char v[32];
 		char hex[65];
 		if (saga_def_version(d, t, v, hex) != 0) {
-			saga_defs_free(d);
-			return ctl_error("out of memory");
+			rc = ctl_error("out of memory");
+			goto out;
 		}
 		printf("%s version %s input %s (%zu step%s; %s, %s)\n", t->name, hex, t->input,
 		    t->nsteps, t->nsteps == 1 ? "" : "s", t->completed, t->cancelled);
 		for (size_t j = 0; j < t->nsteps; j++)
 			ctl_defs_print_step(&t->steps[j]);
+		if (models != NULL)
+			ctl_defs_model_print(t->name, mrc[i], &models[i]);
 	}
 	if (runs)
 		printf("orchestratord (this build) runs it\n");
@@ -131,6 +225,13 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 		fprintf(stderr,
 		    "sagactl: warning: valid, but orchestratord (this build) cannot run it: %s\n",
 		    why);
+out:
+	for (size_t i = 0; models != NULL && i < d->ntypes; i++)
+		saga_model_result_free(&models[i]);
+	free(models);
+	free(mrc);
 	saga_defs_free(d);
-	return CTL_EXIT_OK;
+	if (rc == CTL_EXIT_OK && !models_ok)
+		rc = CTL_EXIT_ERROR;
+	return rc;
 }

@@ -2,7 +2,8 @@
 # CLI test: `sagactl definitions check FILE` (docs/saga-definitions.md): the
 # order definition validates (exit 0, its type, version and three steps), a bad
 # file is refused with FILE:LINE:COLUMN: PATH: message (exit 1), a missing
-# argument is a usage error (exit 2). Needs no daemon.
+# argument is a usage error (exit 2); --model runs the fixed point over each
+# type (saga_model.h) and says so. Needs no daemon.
 #   usage: test_definitions.sh PATH/TO/sagactl SOURCE_DIR
 set -euo pipefail
 
@@ -97,6 +98,28 @@ else
 fi
 
 # a directory as FILE
+# --model: the fixed point over each type (saga_model.h), exact end states
+rc=0
+"$SAGACTL" definitions check --model "$SRC/orchestrator/definitions/order.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "order.yaml --model: exit $rc: $(cat "$TMP/err")"
+grep -Eq '^order: model: fixed point reached, no violation: [0-9]+ states, [0-9]+ transitions, depth [0-9]+; ends: 1 completed, 6 cancelled$' "$TMP/out" ||
+	fail "order.yaml --model: no model line: $(cat "$TMP/out")"
+rc=0
+"$SAGACTL" definitions check --model --json "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "booking.yaml --model --json: exit $rc: $(cat "$TMP/err")"
+got=$(python3 -c 'import json,sys; m=json.load(sys.stdin)["types"][0]["model"]; print(m["ok"], m["fixed_point"], m["completed"], m["cancelled"], m["violation"], m["path"], m["states"] > 1000)' <"$TMP/out")
+[[ "$got" == "True True 1 12 None [] True" ]] || fail "booking.yaml --model --json: got '$got'"
+rc=0
+"$SAGACTL" definitions check --model --max-states 1000 "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 1 ]] || fail "--max-states 1000: exit $rc, want 1"
+grep -q '^booking: model: stopped at --max-states before the fixed point: 1000 states' "$TMP/out" ||
+	fail "--max-states 1000: $(cat "$TMP/out")"
+grep -q 'sagactl: error: booking: the model stopped at 1000 states, before its fixed point: raise --max-states' "$TMP/err" ||
+	fail "--max-states 1000: no error: $(cat "$TMP/err")"
+rc=0
+"$SAGACTL" definitions check --model --max-states 5 "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 2 ]] || fail "--max-states 5: exit $rc, want 2 (below 1000)"
+
 rc=0
 "$SAGACTL" definitions check "$TMP" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 1 ]] || fail "directory: exit $rc, want 1"

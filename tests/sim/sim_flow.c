@@ -58,6 +58,7 @@
 
 #include "saga_def.h"
 #include "saga_flow.h"
+#include "saga_model.h"
 #include "status.h"
 
 #define NSAGAS    4
@@ -257,38 +258,57 @@ static int32_t stage_first(const saga_flow *f, int32_t i)
 	return i;
 }
 
-static void break_to(world *w, saga_flow_decision *d, int32_t step, const char *name)
+static void break_to(
+    const saga_flow *f, int64_t now, saga_flow_decision *d, int32_t step, const char *name)
 {
 	saga_flow_pos pos = {.step = step, .phase = SAGA_FLOW_COMPENSATING, .members = 0};
-	bool term = saga_flow_is_terminal(w->flow, &pos);
+	bool term = saga_flow_is_terminal(f, &pos);
 	d->state_changed = true;
 	d->next.pos = pos;
 	d->next.attempts = 0;
 	d->next.attention = false;
 	d->next.step_deadline_ms = 0;
-	d->next.next_attempt_ms = term ? 0 : w->now;
-	d->send = saga_flow_due(w->flow, &pos);
+	d->next.next_attempt_ms = term ? 0 : now;
+	d->send = saga_flow_due(f, &pos);
 	d->event_name = name;
+}
+
+/* broken_rule: the broken variant `brk` applied to decision *d of flow f
+ * (the row, the event, the time); the random runs and the fixed point
+ * (saga_model_opts.wrap) share it */
+static void broken_rule(const saga_flow *f, const saga_flow_row *row, const saga_flow_event *ev,
+    int64_t now, saga_flow_decision *d)
+{
+	int32_t st = row->pos.step, pivot = -1;
+	if (brk == BRK_NONE || d->ignored || row->pos.phase != SAGA_FLOW_FORWARD)
+		return;
+	for (int32_t i = 0; i < f->nsteps; i++)
+		if (f->steps[i].kind == SAGA_FLOW_PIVOT)
+			pivot = i;
+	bool refused = ev->kind == SAGA_EV_REFUSED;
+	bool after_pivot = st > 0 && f->steps[st].kind == SAGA_FLOW_RETRIABLE && st - 1 == pivot;
+	if (brk == BRK_PIVOT_COMPENSATED && after_pivot
+	    && (refused || ev->kind == SAGA_EV_DEADLINE))
+		break_to(f, now, d, pivot, "broken:pivot_compensated");
+	if (brk == BRK_RETRIABLE_GIVEN_UP && refused && f->steps[st].kind == SAGA_FLOW_RETRIABLE)
+		break_to(f, now, d, -1, "broken:retriable_given_up");
+	if (brk == BRK_GROUP_MEMBER_FORGOTTEN && refused && f->steps[st].group >= 0
+	    && d->next.pos.phase == SAGA_FLOW_COMPENSATING && d->next.pos.step == st)
+		break_to(f, now, d, st > 0 ? stage_first(f, st - 1) : -1,
+		    "broken:group_member_forgotten");
 }
 
 static void broken(
     world *w, const saga_flow_row *row, const saga_flow_event *ev, saga_flow_decision *d)
 {
-	const saga_flow *f = w->flow;
-	int32_t st = row->pos.step;
-	if (brk == BRK_NONE || d->ignored || row->pos.phase != SAGA_FLOW_FORWARD)
-		return;
-	bool refused = ev->kind == SAGA_EV_REFUSED;
-	bool after_pivot = st > 0 && f->steps[st].kind == SAGA_FLOW_RETRIABLE && st - 1 == w->pivot;
-	if (brk == BRK_PIVOT_COMPENSATED && after_pivot
-	    && (refused || ev->kind == SAGA_EV_DEADLINE))
-		break_to(w, d, w->pivot, "broken:pivot_compensated");
-	if (brk == BRK_RETRIABLE_GIVEN_UP && refused && f->steps[st].kind == SAGA_FLOW_RETRIABLE)
-		break_to(w, d, -1, "broken:retriable_given_up");
-	if (brk == BRK_GROUP_MEMBER_FORGOTTEN && refused && f->steps[st].group >= 0
-	    && d->next.pos.phase == SAGA_FLOW_COMPENSATING && d->next.pos.step == st)
-		break_to(
-		    w, d, st > 0 ? stage_first(f, st - 1) : -1, "broken:group_member_forgotten");
+	broken_rule(w->flow, row, ev, w->now, d);
+}
+
+static void model_wrap(void *ctx, const saga_flow *f, const saga_flow_row *row,
+    const saga_flow_event *ev, int64_t now_ms, saga_flow_decision *d)
+{
+	(void)ctx;
+	broken_rule(f, row, ev, now_ms, d);
 }
 
 /* ---- the orchestrator: decisions ---- */
@@ -612,12 +632,55 @@ static bool same_run(const world *a, const world *b)
 	return true;
 }
 
+/* fixed_point: saga_model_check over the flow, the broken variant as its
+ * wrap; prints the figures and, on a violation, its shortest path. Returns
+ * the exit code. */
+static int fixed_point(
+    const char *type, const saga_flow *flow, size_t max_states, bool expect_violation)
+{
+	if (brk == BRK_CURRENT_VERSION) {
+		fprintf(stderr,
+		    "sim_flow: --fixed-point does not model versions: "
+		    "--break current_version is for the random runs\n");
+		return 2;
+	}
+	saga_model_opts o = {.max_states = max_states, .wrap = brk ? model_wrap : NULL};
+	saga_model_result r;
+	int rc = saga_model_check(flow, &o, &r);
+	if (rc != 0 && !r.violation) {
+		fprintf(stderr, "sim_flow: fixed point: %s\n", strerror(-rc));
+		saga_model_result_free(&r);
+		return 2;
+	}
+	printf("sim_flow %s%s%s: fixed point %s: %zu states, %zu transitions, depth %d; "
+	       "%zu end states completed, %zu cancelled\n",
+	    type, brk ? " --break " : "", brk ? brk_names[brk] : "",
+	    r.violation      ? "stopped at a violation"
+	        : r.complete ? "reached"
+	                     : "NOT reached (--max-states)",
+	    r.states, r.transitions, r.depth, r.completed, r.cancelled);
+	if (r.violation) {
+		printf("VIOLATION: %s\nshortest path (%zu events):\n", r.what,
+		    r.npath ? r.npath - 1 : 0);
+		for (size_t i = 0; i < r.npath; i++)
+			printf("  %s\n", r.path[i]);
+	}
+	bool violation = r.violation, complete = r.complete;
+	saga_model_result_free(&r);
+	if (expect_violation)
+		return violation ? 0 : 1;
+	return !violation && complete ? 0 : 1;
+}
+
 static int usage(FILE *out, int rc)
 {
 	fprintf(out,
 	    "usage: sim_flow --definitions FILE --type T [--seeds A..B] "
 	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|current_version] "
-	    "[--expect-violation] [--trace]\n");
+	    "[--expect-violation] [--trace]\n"
+	    "       sim_flow --definitions FILE --type T --fixed-point [--max-states N] "
+	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up] "
+	    "[--expect-violation]\n");
 	return rc;
 }
 
@@ -635,7 +698,8 @@ int main(int argc, char **argv)
 {
 	const char *file = NULL, *type = NULL;
 	unsigned long long a = 1, b = 1000;
-	bool expect_violation = false;
+	bool expect_violation = false, fixed = false;
+	size_t max_states = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--definitions") && i + 1 < argc)
 			file = argv[++i];
@@ -648,6 +712,11 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(argv[i], "--expect-violation"))
 			expect_violation = true;
+		else if (!strcmp(argv[i], "--fixed-point"))
+			fixed = true;
+		else if (!strcmp(argv[i], "--max-states") && i + 1 < argc
+		    && sscanf(argv[++i], "%zu", &max_states) == 1 && max_states > 0)
+			continue;
 		else if (!strcmp(argv[i], "--trace"))
 			trace_all = true;
 		else
@@ -671,6 +740,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sim_flow: %s: no saga type %s with a flow\n", file, type);
 		saga_defs_free(defs);
 		return 2;
+	}
+	if (fixed) {
+		int frc = fixed_point(type, &flow, max_states, expect_violation);
+		saga_defs_free(defs);
+		return frc;
 	}
 	static world w, again;
 	totals tot = {0}, scratch = {0};
