@@ -176,7 +176,7 @@ static bool api_parse_start(
 	row->qty = req->order->qty;
 	row->amount = req->order->amount;
 	int64_t now = dbclock_now_ms(); /* the database's clock (rule T1) */
-	row->s = saga_start(now, &a->policy);
+	row->s = saga_flow_order_start(a->flow ? a->flow : &saga_flow_order, now, &a->policy);
 	row->def_id = a->def_id;
 	/* written leased: it is handed to the engine right after commit; if we
 	 * crash first, the sweep sends it when the lease ends (rule 1), never

@@ -46,6 +46,9 @@ typedef struct api {
 	/* the version of the definitions new sagas start under
 	 * (orch_defs_current: saga_definitions.id) */
 	int32_t def_id;
+	/* that version's flow (its first step's deadline); NULL: the built-in
+	 * saga_flow_order */
+	const saga_flow *flow;
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

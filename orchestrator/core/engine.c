@@ -252,8 +252,15 @@ typedef struct engine_pending {
 static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, int64_t now,
     const char *why, bool can_send, engine_pending *pend, size_t *npend)
 {
+	/* the flow of the definition the saga started with: its steps' own
+	 * deadlines and retries. A version that cannot run here (logged by
+	 * orch_defs) decides nothing: the saga waits, leased as it is, for an
+	 * orchestratord that runs it. */
+	const orch_def_version *v = orch_defs_version(e->cfg.defs, e->conn, row->def_id);
+	if (v == NULL)
+		return;
 	saga_decision d;
-	saga_transition(&row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
+	saga_flow_order_transition(&v->flow, &row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
 	if (d.ignored) {
 		log_debug(row->saga_id, "event ignored in state %s", saga_state_name(row->s.state));
 		return;
@@ -285,6 +292,23 @@ static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, 
 	p->up.state_changed = d.state_changed;
 	p->up.attention_raised = d.attention_raised;
 	p->up.event = d.event_name;
+}
+
+/* engine_warn_attention logs that saga `a` (as written) needs attention,
+ * with its step's backoff cap (its own retry's, or --backoff-cap). */
+static void engine_warn_attention(engine *e, const saga_row *a)
+{
+	saga_policy p = e->cfg.policy;
+	saga_flow_pos pos;
+	const orch_def_version *v = orch_defs_version(e->cfg.defs, NULL, a->def_id);
+	if (v != NULL && saga_flow_order_pos(a->s.state, &pos))
+		p = saga_flow_stage_policy(&v->flow, &pos, &e->cfg.policy);
+	log_warn(a->saga_id,
+	    "saga needs attention: %s failed %d times; retrying, each try "
+	    "waiting up to %lld ms for its reply and then up to %lld ms",
+	    saga_command_name(saga_command_of(a->s.state)), a->s.attempts,
+	    (long long)saga_try_timeout_ms(&a->s, a->updated_ms, &e->cfg.policy),
+	    (long long)p.backoff_cap_ms);
 }
 
 /* engine_commit writes the pending decisions in one transaction, then sends
@@ -356,13 +380,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    saga_command_name(saga_command_of(b->s.state)),
 			    saga_state_name(a->state));
 		else if (ups[i].attention_raised)
-			log_warn(b->saga_id,
-			    "saga needs attention: %s failed %d times; retrying, each try "
-			    "waiting up to %lld ms for its reply and then up to %lld ms",
-			    saga_command_name(saga_command_of(a->state)), a->attempts,
-			    (long long)saga_try_timeout_ms(
-			        a, pend[i].after.updated_ms, &e->cfg.policy),
-			    (long long)e->cfg.policy.backoff_cap_ms);
+			engine_warn_attention(e, &pend[i].after);
 		if (pend[i].send != SAGA_CMD_NONE && !pend[i].held)
 			engine_dispatch(e, &pend[i].after);
 		if (ups[i].updated_ms > 0)
@@ -453,6 +471,9 @@ static bool engine_sweep(engine *e)
 	 * of the database's clock (dbclock.h) */
 	const saga_policy *pol = &e->cfg.policy;
 	int64_t lease = saga_first_lease_ms(pol);
+	int64_t first = orch_defs_first_deadline_ms(e->cfg.defs, pol);
+	if (first < lease) /* a first step's own deadline_ms ends its lease sooner */
+		lease = first;
 	int64_t young = lease / 2;
 	const char *me = e->cfg.instance ? e->cfg.instance : "";
 	int rc = full ? store_claim_deadlines(e->conn, now, pol, now - young, limit, me, rows, &n)

@@ -45,6 +45,8 @@ static int od_version(const orch_defs *o, const char *text, size_t len, const ch
 	if (saga_def_order_runnable(d, o->links, (size_t)o->nlinks, err, errlen) != 0)
 		return -1;
 	v->order = &d->types[0];
+	if (saga_def_flow(v->order, &v->flow) != 0) /* saga_def_order_runnable checked it */
+		return od_refuse(err, errlen, "%s: not a flow", d->file);
 	for (int c = SAGA_CMD_NONE + 1; c <= SAGA_CMD_LAST; c++) {
 		saga_flow_cmd fc;
 		if (!saga_flow_order_cmd((saga_command)c, &fc))
@@ -217,16 +219,11 @@ int32_t orch_defs_current(const orch_defs *o)
 	return o->v[0]->id;
 }
 
-const saga_def_cmd *orch_defs_plan(
-    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link)
+const orch_def_version *orch_defs_version(orch_defs *o, PGconn *conn, int32_t def_id)
 {
-	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
-		return NULL;
 	const orch_def_version *v0 = o->v[0];
-	if (def_id == v0->id) { /* new sagas: no lock (v[0] never changes) */
-		*link = v0->link[cmd];
-		return &v0->cmds[cmd];
-	}
+	if (def_id == v0->id) /* new sagas: no lock (v[0] never changes) */
+		return v0;
 	nng_mtx_lock(o->mtx);
 	const orch_def_version *v = od_find(o, def_id);
 	if (v == NULL && conn != NULL) {
@@ -255,6 +252,29 @@ const saga_def_cmd *orch_defs_plan(
 		}
 	}
 	nng_mtx_unlock(o->mtx);
+	return v;
+}
+
+int64_t orch_defs_first_deadline_ms(orch_defs *o, const saga_policy *p)
+{
+	saga_flow_pos first = {.step = 0, .phase = SAGA_FLOW_FORWARD, .members = 0};
+	nng_mtx_lock(o->mtx);
+	int64_t min = INT64_MAX;
+	for (size_t i = 0; i < o->n; i++) {
+		int64_t d = saga_flow_stage_policy(&o->v[i]->flow, &first, p).step_timeout_ms;
+		if (d < min)
+			min = d;
+	}
+	nng_mtx_unlock(o->mtx);
+	return min;
+}
+
+const saga_def_cmd *orch_defs_plan(
+    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link)
+{
+	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
+		return NULL;
+	const orch_def_version *v = orch_defs_version(o, conn, def_id);
 	if (v == NULL)
 		return NULL;
 	*link = v->link[cmd];

@@ -35,6 +35,7 @@
 #include "saga.h"
 #include "saga_def.h"
 #include "saga_def_cmd.h"
+#include "saga_flow.h"
 
 /* ORCH_DEFS_MAX: the versions one orchestratord serves at once, at most
  * (a few KB each; a restart loads only those unfinished sagas need). */
@@ -61,6 +62,10 @@ typedef struct orch_def_version {
 	int link[SAGA_CMD_LAST + 1];          /* each command's link (an index
 	                                         of the names given to
 	                                         orch_defs_load) */
+	saga_flow flow;                       /* the order type's flow, with
+	                                         each step's own deadline_ms and
+	                                         retry (saga_def_flow; names
+	                                         point into defs) */
 } orch_def_version;
 
 typedef struct orch_defs {
@@ -104,6 +109,17 @@ int orch_defs_sync(orch_defs *o, PGconn *conn);
 /* orch_defs_current is the id new sagas start under (v[0]'s, set by
  * orch_defs_sync). */
 int32_t orch_defs_current(const orch_defs *o);
+
+/* orch_defs_version returns version `def_id`, loading it as
+ * orch_defs_plan says (`conn` the caller's, NULL: no read); NULL when it
+ * cannot run here or cannot be read now (logged as there). The version is
+ * o's: valid until orch_defs_free, never changed. Thread-safe. */
+const orch_def_version *orch_defs_version(orch_defs *o, PGconn *conn, int32_t def_id);
+
+/* orch_defs_first_deadline_ms returns the shortest deadline (ms) a new
+ * saga's first step has under any version served now (its own deadline_ms,
+ * or p's step_timeout_ms); INT64_MAX with no version. Thread-safe. */
+int64_t orch_defs_first_deadline_ms(orch_defs *o, const saga_policy *p);
 
 /* orch_defs_plan returns the plan of command `cmd` of version `def_id` and
  * sets *link to its link; a version not loaded yet (another orchestrator

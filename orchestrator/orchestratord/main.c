@@ -105,7 +105,8 @@ static const config_opt orch_opts[] = {
     OPT("definitions", "SAGA_ORCHESTRATOR_DEFINITIONS", CONFIG_STR, "", 0, 0, definitions,
         "the saga definitions file (YAML or JSON; docs/saga-definitions.md) whose commands "
         "the engine sends; this build runs the order saga's flow and names only, with its "
-        "commands' mappings and participants as the file says (sagactl definitions check "
+        "commands' mappings, participants and steps' own deadlines and retries as the "
+        "file says (sagactl definitions check "
         "FILE tells); empty = orchestrator/definitions/order.yaml as built in",
         "FILE"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
@@ -127,7 +128,10 @@ static const config_opt orch_opts[] = {
         64, max_listings_per_caller,
         "most ListSagas served at once for one caller (its address); 0 = --max-listings", "N"),
     OPT("step-timeout", "SAGA_ORCHESTRATOR_STEP_TIMEOUT_MS", CONFIG_INT, "5000", 10, 86400000,
-        step_timeout, "deadline of a step (ReserveStock, ChargePayment) from its start", "MS"),
+        step_timeout,
+        "deadline of a step (ReserveStock, ChargePayment) from its start, unless the "
+        "step's definition has its own deadline_ms",
+        "MS"),
     OPT("request-timeout", "SAGA_ORCHESTRATOR_REQUEST_TIMEOUT_MS", CONFIG_INT, "2000", 10, 600000,
         request_timeout,
         "how long a command's first try waits for its reply (each retry waits twice as long, "
@@ -665,7 +669,8 @@ static int orch_api(orch *o)
 	    .stuck_after_ms = c->stuck_after,
 	    .max_listings = orch_max_listings(c->max_listings, c->workers),
 	    .max_listings_per_caller = (int)c->max_listings_per_caller,
-	    .def_id = orch_defs_current(&o->defs)};
+	    .def_id = orch_defs_current(&o->defs),
+	    .flow = &o->defs.v[0]->flow};
 	if (health_db_open(&orch_health, c->db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		return 1;

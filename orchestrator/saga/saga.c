@@ -209,6 +209,20 @@ saga_event saga_event_from_reply(saga_command cmd, int code, const char *reason,
 void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64_t rand,
     const saga_policy *p, saga_decision *out)
 {
+	saga_flow_order_transition(&saga_flow_order, s, ev, now_ms, rand, p, out);
+}
+
+saga saga_flow_order_start(const saga_flow *f, int64_t now_ms, const saga_policy *p)
+{
+	saga s = saga_start(now_ms, p);
+	saga_flow_pos first = {.step = 0, .phase = SAGA_FLOW_FORWARD, .members = 0};
+	s.step_deadline_ms = now_ms + saga_flow_stage_policy(f, &first, p).step_timeout_ms;
+	return s;
+}
+
+void saga_flow_order_transition(const saga_flow *f, const saga *s, const saga_event *ev,
+    int64_t now_ms, uint64_t rand, const saga_policy *p, saga_decision *out)
+{
 	memset(out, 0, sizeof *out);
 	saga_flow_row row;
 	memset(&row, 0, sizeof row);
@@ -226,7 +240,7 @@ void saga_transition(const saga *s, const saga_event *ev, int64_t now_ms, uint64
 	saga_flow_event fev = {.kind = ev->kind, .reason = ev->reason};
 	saga_flow_order_cmd(ev->cmd, &fev.cmd); /* SAGA_CMD_NONE matches nothing */
 	saga_flow_decision d;
-	saga_flow_transition(&saga_flow_order, &row, &fev, now_ms, rand, p, &d);
+	saga_flow_transition(f, &row, &fev, now_ms, rand, p, &d);
 	out->ignored = d.ignored;
 	out->state_changed = d.state_changed;
 	out->attention_raised = d.attention_raised;

@@ -131,6 +131,36 @@ static bool saga_flow_has_deadline(const saga_flow *f, const saga_flow_pos *pos)
 	return false;
 }
 
+/* saga_flow_max: the larger of a member's own value (0: none) or the
+ * policy's, and `cur` */
+static int64_t saga_flow_max(int64_t cur, int64_t own, int64_t policy)
+{
+	int64_t v = own > 0 ? own : policy;
+	return v > cur ? v : cur;
+}
+
+saga_policy saga_flow_stage_policy(
+    const saga_flow *f, const saga_flow_pos *pos, const saga_policy *p)
+{
+	saga_policy out = *p;
+	if (!saga_flow_live(f, pos))
+		return out;
+	int32_t n = saga_flow_stage_len(f, pos->step);
+	int64_t deadline = 0, base = 0, cap = 0, attention = 0;
+	for (int32_t i = 0; i < n; i++) {
+		const saga_flow_step *st = &f->steps[pos->step + i];
+		deadline = saga_flow_max(deadline, st->deadline_ms, p->step_timeout_ms);
+		base = saga_flow_max(base, st->backoff_base_ms, p->backoff_base_ms);
+		cap = saga_flow_max(cap, st->backoff_cap_ms, p->backoff_cap_ms);
+		attention = saga_flow_max(attention, st->attention_after, p->attention_after);
+	}
+	out.step_timeout_ms = deadline;
+	out.backoff_base_ms = base;
+	out.backoff_cap_ms = cap;
+	out.attention_after = (int32_t)attention;
+	return out;
+}
+
 /* saga_flow_enter moves `next` to `pos`, due now, with a fresh attempt
  * count; forward stages with a deadline get one, other positions none
  * (rule 3), terminal ones are never due. Sets *send to the members due. */
@@ -140,7 +170,9 @@ static void saga_flow_enter(const saga_flow *f, saga_flow_row *next, saga_flow_p
 	next->pos = pos;
 	next->attempts = 0;
 	next->attention = false;
-	next->step_deadline_ms = saga_flow_has_deadline(f, &pos) ? now_ms + p->step_timeout_ms : 0;
+	next->step_deadline_ms = saga_flow_has_deadline(f, &pos)
+	    ? now_ms + saga_flow_stage_policy(f, &pos, p).step_timeout_ms
+	    : 0;
 	next->next_attempt_ms = saga_flow_is_terminal(f, &pos) ? 0 : now_ms;
 	*send = saga_flow_due(f, &pos);
 }
@@ -217,8 +249,10 @@ static void saga_flow_park(const saga_flow_row *s, const char *reason, saga_flow
 
 /* saga_flow_retry: as saga.c's saga_retry (rule 3, rule T4). */
 static void saga_flow_retry(const saga_flow *f, const saga_flow_row *s, int64_t now_ms,
-    uint64_t rand, const saga_policy *p, saga_flow_decision *out)
+    uint64_t rand, const saga_policy *policy, saga_flow_decision *out)
 {
+	saga_policy stage = saga_flow_stage_policy(f, &s->pos, policy);
+	const saga_policy *p = &stage;
 	out->next.attempts = s->attempts + 1;
 	int64_t delay = saga_backoff_ms(out->next.attempts, rand, p);
 	if (saga_flow_retried_forever(f, &s->pos) && p->attention_after > 0

@@ -38,6 +38,13 @@ typedef struct saga_flow_step {
 	                      only; never for a retriable step */
 	int32_t group;     /* the group's number, or -1 for a step alone; a
 	                      group's members are consecutive */
+	/* the step's own timing (a definition's deadline_ms and retry); 0:
+	 * the policy's (the daemon's options) */
+	int64_t deadline_ms;     /* its deadline from entry, forward */
+	int64_t backoff_base_ms; /* its retries' first delay ceiling */
+	int64_t backoff_cap_ms;  /* its retries' largest delay */
+	int32_t attention_after; /* tries of its compensation, or of it when
+	                            retriable, before the attention flag */
 } saga_flow_step;
 
 typedef struct saga_flow {
@@ -124,6 +131,16 @@ bool saga_flow_is_terminal(const saga_flow *f, const saga_flow_pos *pos);
  * member whose bit is clear); 0 for a terminal or invalid position. */
 uint64_t saga_flow_due(const saga_flow *f, const saga_flow_pos *pos);
 
+/* saga_flow_stage_policy returns policy `p` with the timing of the stage
+ * at `pos` (a step alone, or a group: each value the largest of its
+ * members', a member without one of its own counting the policy's):
+ * step_timeout_ms, backoff_base_ms, backoff_cap_ms, attention_after. `p`
+ * unchanged for a terminal or invalid position. The rule: a step's own
+ * deadline_ms and retry (docs/saga-definitions.md, section 1) replace the
+ * daemon's options for that step, its command and its compensation. */
+saga_policy saga_flow_stage_policy(
+    const saga_flow *f, const saga_flow_pos *pos, const saga_policy *p);
+
 /* saga_flow_start returns the row of a new saga: at the first step (or
  * completed for a flow without steps), due now, with its deadline. */
 saga_flow_row saga_flow_start(const saga_flow *f, int64_t now_ms, const saga_policy *p);
@@ -141,6 +158,19 @@ saga_flow_row saga_flow_start(const saga_flow *f, int64_t now_ms, const saga_pol
  * (past_horizon) and R5 (saga_id_reused) park the saga as saga.h says. */
 void saga_flow_transition(const saga_flow *f, const saga_flow_row *s, const saga_flow_event *ev,
     int64_t now_ms, uint64_t rand, const saga_policy *p, saga_flow_decision *out);
+
+/* saga_flow_order_transition is saga_transition (saga.h) over `f`, a flow
+ * of the order saga's shape (saga_flow_order's steps, kinds, compensations
+ * and groups: saga_def_order_runnable checks a definition's) with timing of
+ * its own (a step's deadline_ms and retry, saga_flow_stage_policy);
+ * saga_transition is it over saga_flow_order. Same states, events,
+ * decisions and failures as saga_transition. */
+void saga_flow_order_transition(const saga_flow *f, const saga *s, const saga_event *ev,
+    int64_t now_ms, uint64_t rand, const saga_policy *p, saga_decision *out);
+
+/* saga_flow_order_start is saga_start (saga.h) over `f` (as above): the
+ * deadline is the first step's own, or the policy's. */
+saga saga_flow_order_start(const saga_flow *f, int64_t now_ms, const saga_policy *p);
 
 /* saga_flow_order_pos maps an order saga's state to its position in
  * saga_flow_order (RESERVING (0, forward), CHARGING (1, forward), SHIPPING

@@ -159,9 +159,9 @@ int saga_def_version(
 
 /* saga_def_flow fills *out with type `t` (of a validated saga_defs) as a
  * flow of saga_flow_transition (saga_flow.h): per step its kind, whether it
- * has a compensation and a deadline (every step but a retriable one; the
- * value, deadline_ms or --step-timeout, is not kept), its group's number
- * (0, 1, ... in order; -1 alone). The step names are borrowed from `t`,
+ * has a compensation and a deadline (every step but a retriable one), its
+ * own deadline_ms and retry values (0 where the daemon's options apply), its
+ * group's number (0, 1, ... in order; -1 alone). The step names are borrowed from `t`,
  * valid while its saga_defs is. Returns 0, or -1 (and *out unusable) when
  * `t` has more than SAGA_FLOW_MAX_STEPS steps or is not a flow that
  * saga_flow_valid accepts (validation refuses those first). */
@@ -187,7 +187,7 @@ int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, 
 /* saga_def_order_runnable checks that this build's orchestratord runs the
  * validated `d` (saga_def_order.c): one type, `order`, of input
  * sagas.v1.Order, with the order saga's flow, step names, state names and
- * terminal names, no step's own deadline_ms or retry, and every step's
+ * terminal names (a step's own deadline_ms and retry apply), and every step's
  * participant on one of `links` (nlinks) that serves its service. Returns
  * 0, or -1 with one line in err ("FILE: PATH: why"). Pure. Used by
  * orchestratord at start and by `sagactl definitions check`. */

@@ -1,7 +1,7 @@
 /* saga_def_flow: a parsed saga type as the flow the generic transition
  * runs (orchestrator/saga/saga_flow.h; docs/saga-definitions.md, section
- * 2): each step's kind, whether it has a compensation and a deadline, and
- * its group's number. */
+ * 2): each step's kind, whether it has a compensation and a deadline, its
+ * group's number, and its own deadline_ms and retry (0: the options'). */
 #include "saga_def.h"
 
 #include <string.h>
@@ -34,6 +34,12 @@ int saga_def_flow(const saga_def_type *t, saga_flow *out)
 		 * deadline_ms or --step-timeout; the flow keeps only that it
 		 * has one) */
 		f->has_deadline = s->kind != SAGA_STEP_RETRIABLE;
+		/* its own timing, or 0: the daemon's options */
+		f->deadline_ms = s->deadline_ms != SAGA_DEF_DEFAULT ? s->deadline_ms : 0;
+		f->backoff_base_ms = s->retry_base_ms != SAGA_DEF_DEFAULT ? s->retry_base_ms : 0;
+		f->backoff_cap_ms = s->retry_cap_ms != SAGA_DEF_DEFAULT ? s->retry_cap_ms : 0;
+		f->attention_after
+		    = s->attention_after != SAGA_DEF_DEFAULT ? (int32_t)s->attention_after : 0;
 		f->group = -1;
 		if (s->group != NULL) {
 			/* a group's members are consecutive: a new run is a new

@@ -94,14 +94,6 @@ int saga_def_order_runnable(
 			    "states and the refusal reasons; other names are the next landing)",
 			    d->file, s->path, saga_flow_order.steps[i].name, state,
 			    comp != NULL ? ", compensating " : "", comp != NULL ? comp : "");
-		if (s->deadline_ms != SAGA_DEF_DEFAULT || s->retry_base_ms != SAGA_DEF_DEFAULT
-		    || s->retry_cap_ms != SAGA_DEF_DEFAULT
-		    || s->attention_after != SAGA_DEF_DEFAULT)
-			return sd_refuse(err, errlen,
-			    "%s: %s: a step's own deadline_ms and retry are not applied yet: leave "
-			    "them out (--step-timeout, --backoff-base, --backoff-cap and "
-			    "--attention-after apply)",
-			    d->file, s->path);
 		const saga_def_participant *p = saga_def_find_participant(d, s->participant);
 		int l = p != NULL ? saga_def_link_of(p, links, nlinks) : -1;
 		if (l < 0) {

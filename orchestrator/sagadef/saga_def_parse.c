@@ -212,6 +212,19 @@ static int sd_step_methods(sd_ctx *c, struct fy_node *n, struct fy_node **v, sag
 	return 0;
 }
 
+/* sd_range: value *v of node n (at path p) within [lo, hi], the range of
+ * the daemon option it replaces (orchestratord --step-timeout,
+ * --backoff-base, --backoff-cap, --attention-after) */
+static int sd_range(sd_ctx *c, struct fy_node *n, const char *p, int64_t v, int64_t lo, int64_t hi)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	char why[96];
+	snprintf(why, sizeof why, "%lld is out of range (%lld to %lld)", (long long)v,
+	    (long long)lo, (long long)hi);
+	return sd_fail(c, n, p, why);
+}
+
 static int sd_step_retry(sd_ctx *c, struct fy_node *n, saga_def_step *s)
 {
 	static const char *const keys[] = {"base_ms", "cap_ms", "attention_after", NULL};
@@ -224,7 +237,10 @@ static int sd_step_retry(sd_ctx *c, struct fy_node *n, saga_def_step *s)
 	for (int i = 0; i < 3; i++) {
 		char pk[220];
 		snprintf(pk, sizeof pk, "%s.%s", p, keys[i]);
-		if (v[i] != NULL && sd_int(c, v[i], pk, dst[i]) != 0)
+		static const int64_t hi[3] = {600000, 3600000, 1000000};
+		if (v[i] != NULL
+		    && (sd_int(c, v[i], pk, dst[i]) != 0
+		        || sd_range(c, v[i], pk, *dst[i], 1, hi[i]) != 0))
 			return -1;
 	}
 	if (v[0] != NULL && v[1] != NULL && s->retry_cap_ms < s->retry_base_ms) {
@@ -258,9 +274,10 @@ static int sd_step(sd_ctx *c, struct fy_node *n, saga_def_step *s)
 		const char *dv
 		    = fy_node_is_scalar(v[K_DEADLINE]) ? fy_node_get_scalar0(v[K_DEADLINE]) : NULL;
 		if ((dv == NULL || strcmp(dv, "default") != 0)
-		    && sd_int_or(c, v[K_DEADLINE], p, &s->deadline_ms,
-		           "a positive integer or default expected")
-		        != 0)
+		    && (sd_int_or(c, v[K_DEADLINE], p, &s->deadline_ms,
+		            "a positive integer or default expected")
+		            != 0
+		        || sd_range(c, v[K_DEADLINE], p, s->deadline_ms, 10, 86400000) != 0))
 			return -1;
 	}
 	if (v[K_RETRY] != NULL && sd_step_retry(c, v[K_RETRY], s) != 0)

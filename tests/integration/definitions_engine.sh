@@ -21,7 +21,13 @@
 #   type, a step's own deadline, another flow, a participant whose URL
 #   option it does not have, a file that is not there, a syntax error (with
 #   its line and column), a participant on the link of another service, a
-#   state the API does not have.
+#   state the API does not have, a step's deadline_ms out of the range of
+#   --step-timeout;
+# - a step's own deadline_ms and retry replace --step-timeout,
+#   --backoff-cap and --attention-after for that step: reserve's 600 s
+#   (the new saga's first deadline), charge's 1.5 s (the saga is cancelled
+#   for timeout although --step-timeout is 60 s, no money moved, the stock
+#   back), ship's attention after 2 tries (not 10) with a 50 ms cap.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -41,9 +47,9 @@ refused() { # refused NAME FILE EXPECTED_TEXT
 }
 refused "another saga type" "$STACK_ROOT/tests/definitions/booking.yaml" \
   "this orchestratord runs one saga type, order"
-sed 's/^        kind: pivot$/        kind: pivot\n        deadline_ms: 30000/' "$order" >"$D/deadline.yaml"
-refused "a step's own deadline" "$D/deadline.yaml" \
-  "sagas.order.steps[1]: a step's own deadline_ms and retry are not applied yet"
+sed 's/^        kind: pivot$/        kind: pivot\n        deadline_ms: 86400001/' "$order" >"$D/deadline.yaml"
+refused "a step's deadline out of range" "$D/deadline.yaml" \
+  "sagas.order.steps[1].deadline_ms: 86400001 is out of range (10 to 86400000)"
 python3 - "$order" "$D/two_steps.yaml" <<'PY'
 import sys
 t = open(sys.argv[1]).read()
@@ -199,4 +205,56 @@ assert_eq "nothing shipped for the two" "$((ships_before + 1))|0" \
   "$(psql_db sagas_shipping "SELECT count(*) || '|' || count(*) FILTER (WHERE saga_id IN ('$S4', '$S6')) FROM shipments")"
 assert_eq "the two still in SHIPPING" 2 \
   "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE saga_id IN ('$S4', '$S6') AND state = 'SHIPPING'")"
+
+# a step's own timing: reserve 600 s, charge 1.5 s, ship's retry capped at
+# 50 ms with attention after 2 tries; the options say 60 s and 10 tries
+python3 - "$order" "$D/timing.yaml" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+t = t.replace("deadline_ms: default       # --step-timeout", "deadline_ms: 600000")
+t = t.replace("        kind: pivot\n", "        kind: pivot\n        deadline_ms: 1500\n")
+t = t.replace("        kind: retriable\n", "        kind: retriable\n        retry: {cap_ms: 50, attention_after: 2}\n")
+open(sys.argv[2], "w").write(t)
+PY
+assert_eq "the timing is in the file" 3 \
+  "$(grep -cE 'deadline_ms: (600000|1500)$|retry: \{cap_ms: 50, attention_after: 2\}$' "$D/timing.yaml")"
+stack_kill orchestratord
+ORCH_FLAGS="--definitions $D/timing.yaml --step-timeout 60000"
+stack_start_orchestrator
+ms_between() { # ms_between SQL_FROM SQL_TO: milliseconds, from the orchestrator's database
+  psql_db sagas_orchestrator "SELECT round(extract(epoch FROM ($2) - ($1)) * 1000)::bigint"
+}
+ctl fault set stock unavailable --method ReserveStock >/dev/null
+T1=def00000-0000-4000-8000-000000000201
+ctl start sam S1 1 3.25 --id "$T1" >/dev/null
+dl=$(ms_between "SELECT created_at FROM sagas WHERE saga_id = '$T1'" \
+  "SELECT step_deadline FROM sagas WHERE saga_id = '$T1' AND state = 'RESERVING'")
+assert_eq "reserve's own deadline: 600 s from the start (not 60 s)" true \
+  "$([ -n "$dl" ] && [ "$dl" -ge 599000 ] && [ "$dl" -le 601000 ] && echo true || echo "false ($dl)")"
+balance() { psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'sam'"; }
+money=$(balance)
+ctl fault set payment unavailable --method ChargePayment >/dev/null
+ctl fault clear stock >/dev/null
+cancelled() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = CANCELLED ]; }
+wait_until 30 cancelled "$T1"
+assert_eq "charge's own deadline cancelled it (--step-timeout is 60 s)" "CANCELLED|timeout" \
+  "$(psql_db sagas_orchestrator "SELECT state || '|' || reason FROM sagas WHERE saga_id = '$T1'")"
+took=$(ms_between "SELECT at FROM saga_history WHERE saga_id = '$T1' AND to_state = 'CHARGING'" \
+  "SELECT at FROM saga_history WHERE saga_id = '$T1' AND event = 'deadline'")
+assert_eq "no sooner than charge's 1.5 s" true "$([ "$took" -ge 1500 ] && echo true || echo "false ($took)")"
+assert_eq "no money moved" "$money" "$(balance)"
+assert_eq "the stock back" RELEASED \
+  "$(psql_db sagas_stock "SELECT status FROM reservations WHERE saga_id = '$T1'")"
+ctl fault clear payment >/dev/null
+ctl fault set shipping unavailable --method ShipOrder >/dev/null
+T3=def00000-0000-4000-8000-000000000203
+ctl start sam S1 1 3.25 --id "$T3" >/dev/null
+flagged() { [ "$(psql_db sagas_orchestrator "SELECT state || '|' || attention FROM sagas WHERE saga_id = '$T3'")" = "SHIPPING|true" ]; }
+wait_until 30 flagged
+assert_eq "ship's attention after its own 2 tries, capped at its 50 ms" 1 \
+  "$(grep -c "saga=$T3.*saga needs attention: ShipOrder failed 2 times; retrying, each try waiting up to [0-9]* ms for its reply and then up to 50 ms$" "$STACK_DIR/orchestratord.log")"
+ctl fault clear shipping >/dev/null
+wait_until 30 completed "$T3"
+assert_eq "then shipped once" 1 \
+  "$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$T3' AND status = 'SHIPPED'")"
 finish

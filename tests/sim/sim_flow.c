@@ -42,7 +42,10 @@
  * member's refusal skips its siblings' compensations), retriable_given_up (a
  * retriable step's refusal cancels the saga at once), current_version (a
  * send builds its request from the orchestrator's current version, not the
- * saga's). Usage:
+ * saga's), policy_deadline (a step entered gets the policy's deadline, not
+ * its own deadline_ms). Check 6 (a step's own timing): a step is compensated
+ * for its deadline no sooner than its own deadline_ms, or the policy's,
+ * after it was entered. Usage:
  * sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
  * [--expect-violation] [--trace]. Every 50th seed is run twice and must end
  * the same (a seed is the whole run). Exit 0 when the expectation holds (no
@@ -85,10 +88,11 @@ enum brk {
 	BRK_GROUP_MEMBER_FORGOTTEN,
 	BRK_RETRIABLE_GIVEN_UP,
 	BRK_CURRENT_VERSION,
-	BRK_LAST = BRK_CURRENT_VERSION
+	BRK_POLICY_DEADLINE,
+	BRK_LAST = BRK_POLICY_DEADLINE
 };
-static const char *const brk_names[] = {
-    "none", "pivot_compensated", "group_member_forgotten", "retriable_given_up", "current_version"};
+static const char *const brk_names[] = {"none", "pivot_compensated", "group_member_forgotten",
+    "retriable_given_up", "current_version", "policy_deadline"};
 
 /* A command (to a participant) or a reply (to the orchestrator). */
 typedef struct msg {
@@ -126,6 +130,7 @@ typedef struct world {
 	saga_flow_row row[NSAGAS]; /* the database's rows */
 	int64_t waiting[NSAGAS];   /* a try's reply awaited until; 0 none */
 	bool pivot_ok[NSAGAS];     /* the saga passed its pivot */
+	int64_t entered[NSAGAS];   /* when it entered its position (check 6) */
 	int64_t down_until;        /* crashed until */
 	int64_t next_sweep;
 	/* the participants and the network */
@@ -286,6 +291,8 @@ static void broken_rule(const saga_flow *f, const saga_flow_row *row, const saga
 		if (f->steps[i].kind == SAGA_FLOW_PIVOT)
 			pivot = i;
 	bool refused = ev->kind == SAGA_EV_REFUSED;
+	if (brk == BRK_POLICY_DEADLINE && d->state_changed && d->next.step_deadline_ms > 0)
+		d->next.step_deadline_ms = now + policy.step_timeout_ms; /* the option's */
 	bool after_pivot = st > 0 && f->steps[st].kind == SAGA_FLOW_RETRIABLE && st - 1 == pivot;
 	if (brk == BRK_PIVOT_COMPENSATED && after_pivot
 	    && (refused || ev->kind == SAGA_EV_DEADLINE))
@@ -321,6 +328,23 @@ static void apply(world *w, int s, const saga_flow_event *ev)
 	broken(w, &w->row[s], ev, &d);
 	if (d.ignored)
 		return;
+	if (!strcmp(d.event_name, "deadline")) {
+		/* check 6: a step is compensated for its deadline no sooner than
+		 * its own deadline_ms (or the policy's) after it was entered */
+		int64_t own
+		    = saga_flow_stage_policy(w->flow, &w->row[s].pos, &policy).step_timeout_ms;
+		if (w->now < w->entered[s] + own) {
+			char what[TRACE_LEN];
+			snprintf(what, sizeof what,
+			    "%s compensated for its deadline %" PRId64
+			    " ms after entry, before its "
+			    "%" PRId64 " ms",
+			    w->flow->steps[w->row[s].pos.step].name, w->now - w->entered[s], own);
+			violation(w, s, what);
+		}
+	}
+	if (d.next.pos.step != w->row[s].pos.step || d.next.pos.phase != w->row[s].pos.phase)
+		w->entered[s] = w->now;
 	w->row[s] = d.next; /* the row is written first */
 	if (ev->kind == SAGA_EV_DEADLINE || !strcmp(d.event_name, "deadline"))
 		w->deadlines++;
@@ -346,6 +370,7 @@ static void start(world *w, int s)
 {
 	w->started[s] = true;
 	w->row[s] = saga_flow_start(w->flow, w->now, &policy);
+	w->entered[s] = w->now;
 	w->def_id[s] = w->version; /* stored with the row */
 	tr(w, s, "started");
 	uint64_t due = saga_flow_due(w->flow, &w->row[s].pos);
@@ -638,10 +663,11 @@ static bool same_run(const world *a, const world *b)
 static int fixed_point(
     const char *type, const saga_flow *flow, size_t max_states, bool expect_violation)
 {
-	if (brk == BRK_CURRENT_VERSION) {
+	if (brk == BRK_CURRENT_VERSION || brk == BRK_POLICY_DEADLINE) {
 		fprintf(stderr,
-		    "sim_flow: --fixed-point does not model versions: "
-		    "--break current_version is for the random runs\n");
+		    "sim_flow: --fixed-point models neither versions nor time: "
+		    "--break %s is for the random runs\n",
+		    brk_names[brk]);
 		return 2;
 	}
 	saga_model_opts o = {.max_states = max_states, .wrap = brk ? model_wrap : NULL};
@@ -676,7 +702,8 @@ static int usage(FILE *out, int rc)
 {
 	fprintf(out,
 	    "usage: sim_flow --definitions FILE --type T [--seeds A..B] "
-	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|current_version] "
+	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|current_version|"
+	    "policy_deadline] "
 	    "[--expect-violation] [--trace]\n"
 	    "       sim_flow --definitions FILE --type T --fixed-point [--max-states N] "
 	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up] "

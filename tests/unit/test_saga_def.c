@@ -475,6 +475,39 @@ static void test_deadline_retriable(void **state)
 	    "deadline (it is retried until it succeeds)");
 }
 
+/* a step's own timing takes the range of the option it replaces
+ * (orchestratord --step-timeout 10..86400000, --backoff-base 1..600000,
+ * --backoff-cap 1..3600000, --attention-after 1..1000000) */
+static void test_timing_range(void **state)
+{
+	(void)state;
+	expect_error("deadline_range.yaml",
+	    HEAD
+	    "      - {name: reserve, participant: stock, command: ReserveStock, compensation: "
+	    "ReleaseStock, kind: compensable, deadline_ms: 9, input: {sku: sku, qty: qty}}\n" C S,
+	    "deadline_range.yaml:12:128: sagas.t.steps[0].deadline_ms: 9 is out of range (10 to "
+	    "86400000)");
+	expect_error("base_range.yaml",
+	    HEAD R C
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "retry: {base_ms: 600001}, input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "base_range.yaml:14:99: sagas.t.steps[2].retry.base_ms: 600001 is out of range (1 to "
+	    "600000)");
+	expect_error("cap_range.yaml",
+	    HEAD R C
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "retry: {cap_ms: 3600001}, input: {customer: customer, sku: sku, qty: qty}}\n",
+	    "cap_range.yaml:14:98: sagas.t.steps[2].retry.cap_ms: 3600001 is out of range (1 to "
+	    "3600000)");
+	expect_error("attention_range.yaml",
+	    HEAD R C
+	    "      - {name: ship, participant: shipping, command: ShipOrder, kind: retriable, "
+	    "retry: {attention_after: 1000001}, input: {customer: customer, sku: sku, qty: "
+	    "qty}}\n",
+	    "attention_range.yaml:14:107: sagas.t.steps[2].retry.attention_after: 1000001 is out "
+	    "of range (1 to 1000000)");
+}
+
 static void test_other_type_state(void **state)
 {
 	(void)state;
@@ -877,6 +910,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_step),
 	    cmocka_unit_test(test_duplicate_state),
 	    cmocka_unit_test(test_deadline_retriable),
+	    cmocka_unit_test(test_timing_range),
 	    cmocka_unit_test(test_other_type_state),
 	    cmocka_unit_test(test_syntax),
 	    cmocka_unit_test(test_duplicate_key),

@@ -358,6 +358,73 @@ static void test_group_deadline(void **st)
 	assert_string_equal(d.next.reason, REASON_TIMEOUT);
 }
 
+/* a step's own deadline_ms and retry replace the policy's for that step
+ * (its command and its compensation); a group takes the largest of its
+ * members'; a step without its own keeps the policy's */
+static void test_step_timing(void **st)
+{
+	(void)st;
+	saga_flow f = booking();
+	f.steps[0].deadline_ms = 700;   /* room */
+	f.steps[1].deadline_ms = 900;   /* seat: the group waits 900 */
+	f.steps[1].backoff_base_ms = 7; /* seat */
+	f.steps[1].backoff_cap_ms = 9;
+	f.steps[2].deadline_ms = 30000; /* pay */
+	f.steps[3].backoff_cap_ms = 20; /* confirm: its retries */
+	f.steps[3].attention_after = 2;
+	saga_flow_row r = saga_flow_start(&f, NOW, &pol);
+	assert_int_equal(r.step_deadline_ms, NOW + 900);
+	saga_policy sp = saga_flow_stage_policy(&f, &r.pos, &pol);
+	assert_int_equal(sp.step_timeout_ms, 900);
+	assert_int_equal(sp.backoff_base_ms, 50); /* room has the policy's 50 > 7 */
+	assert_int_equal(sp.backoff_cap_ms, 800); /* the policy's 800 > 9 */
+	assert_int_equal(sp.attention_after, 3);
+	/* a retry of the group: within the policy's cap (800) */
+	saga_flow_decision d
+	    = ev_on(&f, &r, SAGA_EV_TRANSIENT, 0, SAGA_FLOW_FORWARD, 0, "", NOW + 1);
+	assert_false(d.state_changed);
+	assert_true(d.next.next_attempt_ms >= NOW + 2 && d.next.next_attempt_ms <= NOW + 1 + 50);
+	/* the deadline is the group's: 899 ms in, ignored; at 900 compensated */
+	d = ev_on(&f, &r, SAGA_EV_DEADLINE, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 899);
+	assert_true(d.ignored);
+	d = ev_on(&f, &r, SAGA_EV_DEADLINE, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 900);
+	assert_string_equal(d.event_name, "deadline");
+	/* the pivot entered at NOW + 10 gets its own 30000 */
+	d = ev_on(&f, &r, SAGA_EV_SUCCESS, 0, SAGA_FLOW_FORWARD, 0, "", NOW + 5);
+	d = ev_on(&f, &d.next, SAGA_EV_SUCCESS, 0, SAGA_FLOW_FORWARD, 1, "", NOW + 10);
+	assert_int_equal(d.next.pos.step, 2);
+	assert_int_equal(d.next.step_deadline_ms, NOW + 10 + 30000);
+	/* the retriable step after it: no deadline, its cap and attention */
+	d = ev_on(&f, &d.next, SAGA_EV_SUCCESS, 2, SAGA_FLOW_FORWARD, -1, "", NOW + 20);
+	assert_int_equal(d.next.pos.step, 3);
+	assert_int_equal(d.next.step_deadline_ms, 0);
+	r = d.next;
+	for (int i = 1; i <= 2; i++) {
+		d = ev_on(&f, &r, SAGA_EV_TRANSIENT, 3, SAGA_FLOW_FORWARD, -1, "", NOW + 20 + i);
+		assert_int_equal(d.next.attempts, i);
+		assert_true(d.next.next_attempt_ms - (NOW + 20 + i) <= 20); /* cap 20, not 800 */
+		assert_int_equal(d.next.attention, i >= 2);                 /* after 2, not 3 */
+		assert_int_equal(d.attention_raised, i == 2);
+		r = d.next;
+	}
+	/* the order saga over a flow with its own timing: saga_flow_order_start
+	 * and saga_flow_order_transition */
+	saga_flow o = saga_flow_order;
+	o.steps[0].deadline_ms = 1234;
+	o.steps[1].deadline_ms = 4321;
+	saga s = saga_flow_order_start(&o, NOW, &pol);
+	assert_int_equal(s.state, SAGA_STATE_RESERVING);
+	assert_int_equal(s.step_deadline_ms, NOW + 1234);
+	saga_event ok = {.kind = SAGA_EV_SUCCESS, .cmd = SAGA_CMD_RESERVE_STOCK, .reason = ""};
+	saga_decision od;
+	saga_flow_order_transition(&o, &s, &ok, NOW + 3, 1, &pol, &od);
+	assert_int_equal(od.next.state, SAGA_STATE_CHARGING);
+	assert_int_equal(od.next.step_deadline_ms, NOW + 3 + 4321);
+	/* saga_transition keeps the policy's */
+	saga_transition(&s, &ok, NOW + 3, 1, &pol, &od);
+	assert_int_equal(od.next.step_deadline_ms, NOW + 3 + 5000);
+}
+
 static saga_flow_row at_pivot(const saga_flow *f)
 {
 	saga_flow_row r = saga_flow_start(f, NOW, &pol);
@@ -464,6 +531,7 @@ int main(void)
 	    cmocka_unit_test(test_group_sent_and_waits),
 	    cmocka_unit_test(test_group_member_refused),
 	    cmocka_unit_test(test_group_deadline),
+	    cmocka_unit_test(test_step_timing),
 	    cmocka_unit_test(test_pivot_refused_and_deadline),
 	    cmocka_unit_test(test_after_pivot_only_forward),
 	    cmocka_unit_test(test_flow_valid),
