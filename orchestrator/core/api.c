@@ -176,8 +176,29 @@ static bool api_parse_start(
 	row->qty = req->order->qty;
 	row->amount = req->order->amount;
 	int64_t now = dbclock_now_ms(); /* the database's clock (rule T1) */
-	row->s = saga_flow_order_start(a->flow ? a->flow : &saga_flow_order, now, &a->policy);
-	row->def_id = a->def_id;
+	/* the type's version in the file, its first position named as it says */
+	const char *type = req->type[0] != '\0' ? req->type : "order";
+	const orch_def_version *v = a->defs != NULL ? orch_defs_start(a->defs, type) : NULL;
+	if (v == NULL) {
+		char types[256] = "";
+		for (size_t k = 0; a->defs != NULL && k < a->defs->nfile; k++)
+			snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
+			    k > 0 ? ", " : "", a->defs->v[k]->type->name);
+		/* the name echoed only when it is one (no control characters) */
+		bool named = strlen(type) <= 64 && valid_name(type);
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid type: %s%s%s is not a saga type of this orchestrator (it runs: %s)",
+		    named ? "\"" : "", named ? type : "the value", named ? "\"" : "", types);
+		goto out_free;
+	}
+	saga_flow_row first = saga_flow_start(&v->flow, now, &a->policy);
+	snprintf(row->type, sizeof row->type, "%s", v->type->name);
+	snprintf(row->state, sizeof row->state, "%s", orch_def_state(v, &first.pos));
+	row->finished = saga_flow_is_terminal(&v->flow, &first.pos);
+	row->s.state = store_category(row->type, row->state, false, row->finished);
+	row->s.step_deadline_ms = first.step_deadline_ms;
+	row->s.next_attempt_ms = first.next_attempt_ms;
+	row->def_id = v->id;
 	/* written leased: it is handed to the engine right after commit; if we
 	 * crash first, the sweep sends it when the lease ends (rule 1), never
 	 * later than its step deadline (rule T5) */
@@ -269,10 +290,13 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 	}
 	if (!created
 	    && (strcmp(stored->customer, row->customer) != 0 || strcmp(stored->sku, row->sku) != 0
-	        || stored->qty != row->qty || stored->amount != row->amount)) {
-		/* rule 6: the same saga id with another order never applies */
+	        || stored->qty != row->qty || stored->amount != row->amount
+	        || strcmp(stored->type, row->type) != 0)) {
+		/* rule 6: the same saga id with another order, or of another
+		 * type, never applies */
 		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
-		    "saga %s exists with another order", row->saga_id);
+		    "saga %s exists with another %s", row->saga_id,
+		    strcmp(stored->type, row->type) != 0 ? "type" : "order");
 		return;
 	}
 	/* a saga parked at once (rule R5) is not held for either */
@@ -481,7 +505,7 @@ static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_r
 		api_db_error(reply, rc, "retry saga");
 		goto out_free;
 	}
-	log_info(row.saga_id, "re-armed by an operator in %s", saga_state_name(row.s.state));
+	log_info(row.saga_id, "re-armed by an operator in %s", row.state);
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, &row);

@@ -43,12 +43,9 @@ typedef struct api {
 	 * (api_list.c) */
 	int max_listings;
 	int max_listings_per_caller;
-	/* the version of the definitions new sagas start under
-	 * (orch_defs_current: saga_definitions.id) */
-	int32_t def_id;
-	/* that version's flow (its first step's deadline); NULL: the built-in
-	 * saga_flow_order */
-	const saga_flow *flow;
+	/* the definitions: new sagas of a type start under its version in the
+	 * file (orch_defs_start); borrowed */
+	const orch_defs *defs;
 } api;
 
 /* api_server_ops returns the rpc callbacks; the `app` argument of

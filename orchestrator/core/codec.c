@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "sagas/v1/orchestrator.pb-c.h"
 
@@ -60,7 +61,11 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	sagas__v1__saga__init(m);
 	codec_order_of(o, row);
 	m->saga_id = row->saga_id;
-	m->state = (Sagas__V1__SagaState)row->s.state;
+	/* the order saga's enum for its own type; other types by name only */
+	m->state = strcmp(row->type, "order") == 0 ? (Sagas__V1__SagaState)row->s.state
+	                                           : SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED;
+	m->type = row->type;
+	m->state_name = row->state;
 	m->reason = row->s.reason;
 	m->order = o;
 	m->version = row->version;
@@ -111,6 +116,8 @@ void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h)
 	m->version = h->version;
 	m->from_state = (Sagas__V1__SagaState)h->from_state;
 	m->to_state = (Sagas__V1__SagaState)h->to_state;
+	m->from_state_name = h->from;
+	m->to_state_name = h->to;
 	m->event = h->event;
 	m->reason = h->reason;
 	m->at_unix_ms = h->at_ms;

@@ -14,17 +14,21 @@
 #include "dbclock.h"
 #include "fault.h"
 #include "log.h"
+#include "methods.h"
 #include "orch_metrics.h"
 #include "pg.h"
 #include "rpc.h"
 #include "status.h"
+#include "valid.h"
 
 /* One command in flight, then its completion, then (maybe) its successor. */
 typedef struct engine_item {
 	struct engine_item *next;
 	struct engine *eng; /* the engine the reply goes back to */
 	saga_row row;       /* the row as it was when the command was sent */
-	saga_command cmd;   /* the command sent */
+	saga_flow_cmd cmd;  /* the command sent: its stage, phase and member */
+	const char *method; /* its method's name ("ReserveStock", static): the
+	                       logs, the metrics and the faults' label */
 	int code;           /* reply status code */
 	bool transport;     /* no reply came */
 	char reason[RPC_REASON_MAX];
@@ -74,6 +78,7 @@ struct engine {
 	/* engine thread only: scratch arrays of cfg.batch entries, made once
 	 * (a round of replies or a sweep used to calloc ~200 KB) */
 	saga_row *rows, *dl_rows;
+	struct engine_redo *redo;
 	struct engine_pending *pend;
 	store_update *ups;
 };
@@ -144,14 +149,14 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	engine *e = it->eng;
 	/* failure injection: the command went out and was answered, and the
 	 * answer is lost with the process */
-	fault_exit_if(FAULT_EXIT_AFTER_SEND, saga_command_name(it->cmd));
+	fault_exit_if(FAULT_EXIT_AFTER_SEND, it->method);
 	it->code = res->code;
 	it->transport = res->transport;
-	orch_metrics_command(it->cmd, res->code, res->transport,
+	orch_metrics_command(it->method, res->code, res->transport,
 	    it->sent_us > 0 ? clock_mono_us() - it->sent_us : -1);
 	memcpy(it->reason, res->reason, sizeof it->reason);
 	engine_item *copy = NULL;
-	if (fault_check(FAULT_DUPLICATE_REPLY, saga_command_name(it->cmd), NULL)) {
+	if (fault_check(FAULT_DUPLICATE_REPLY, it->method, NULL)) {
 		copy = malloc(sizeof *copy);
 		if (copy)
 			*copy = *it;
@@ -169,63 +174,94 @@ static void engine_on_reply(void *arg, const rpc_result *res)
 	nng_cv_wake(e->cv);
 }
 
-/* engine_dispatch_to sends the command `row` makes due, gathered in `o`
- * (sent by engine_out_flush). The row must already be leased in the
- * database (rule 1: written before sent). `counted`: the caller has already
- * counted the command in e->inflight. */
-static void engine_dispatch_to(engine *e, const saga_row *row, engine_out *o, bool counted)
+/* engine_inflight_add adds `n` (may be negative) to the commands in flight. */
+static void engine_inflight_add(engine *e, int n)
 {
-	saga_command cmd = saga_command_of(row->s.state);
-	/* the plan of the definition the saga started with: its participant's
-	 * link, method and request. A version not loaded here yet is read on
-	 * the engine's connection; only the engine thread has one, and a first
-	 * command sent from an API thread is always of the current version.
-	 * NULL (logged there): the sweep tries again when the lease ends. */
-	int link = 0;
-	const saga_def_cmd *plan = cmd == SAGA_CMD_NONE
-	    ? NULL
-	    : orch_defs_plan(e->cfg.defs, o == &e->out ? e->conn : NULL, row->def_id, cmd, &link);
-	engine_item *it = plan == NULL ? NULL : calloc(1, sizeof *it);
-	if (it == NULL) {
-		if (plan != NULL)
-			log_error(row->saga_id, "could not send %s: out of memory",
-			    saga_command_name(cmd));
-		if (counted) {
-			nng_mtx_lock(e->mtx);
-			e->inflight--;
-			nng_mtx_unlock(e->mtx);
-		}
-		return; /* the sweep sends it when the lease ends */
+	if (n == 0)
+		return;
+	nng_mtx_lock(e->mtx);
+	e->inflight += n;
+	nng_mtx_unlock(e->mtx);
+}
+
+/* engine_row_pos finds the version `row` started with (read on `conn` when
+ * not loaded yet: orch_defs_version) and its position in that version's
+ * flow. NULL when the version cannot run here (logged by orch_defs) or the
+ * row's state is not a name of it (logged here). */
+static const orch_def_version *engine_row_pos(
+    engine *e, PGconn *conn, const saga_row *row, saga_flow_pos *pos)
+{
+	const orch_def_version *v = orch_defs_version(e->cfg.defs, conn, row->def_id);
+	if (v != NULL && !orch_def_pos(v, row->state, row->members, pos)) {
+		log_error(row->saga_id,
+		    "state %s is not a state of its definition (%s version %.12s)", row->state,
+		    v->type->name, v->hex);
+		return NULL;
 	}
-	it->row = *row;
-	it->cmd = cmd;
-	it->eng = e;
+	return v;
+}
+
+/* engine_dispatch_to sends the commands of `row`'s position that are due
+ * and in `mask` (members of its stage, bit 0 for a step alone; ~0: every
+ * one due), gathered in `o` (sent by engine_out_flush). The row must
+ * already be leased in the database (rule 1: written before sent).
+ * `counted`: the caller has already counted one command in e->inflight.
+ * Each command goes to its step's link, with its method and its request
+ * built by the plan of the definition the saga started with (its
+ * version's: orch_def_plan). A version not loaded here yet is read on the
+ * engine's connection; only the engine thread has one, and a first
+ * command sent from an API thread is always of the current version. None
+ * sent (logged): the sweep tries again when the lease ends. */
+static void engine_dispatch_to(
+    engine *e, const saga_row *row, engine_out *o, bool counted, uint64_t mask)
+{
+	saga_flow_pos pos;
+	const orch_def_version *v = engine_row_pos(e, o == &e->out ? e->conn : NULL, row, &pos);
+	uint64_t due = v != NULL ? saga_flow_due(&v->flow, &pos) & mask : 0;
+	engine_inflight_add(e, __builtin_popcountll(due) - (counted ? 1 : 0));
+	if (due == 0)
+		return;
 	/* each try waits longer, never past the step deadline (rule T4) */
 	int64_t timeout = saga_try_timeout_ms(&row->s, dbclock_now_ms(), &e->cfg.policy);
-	rpc_client *client = e->clients[link];
-	if (!counted) {
-		nng_mtx_lock(e->mtx);
-		e->inflight++;
-		nng_mtx_unlock(e->mtx);
-	}
-	log_debug(
-	    row->saga_id, "sending %s (attempt %d)", saga_command_name(cmd), row->s.attempts + 1);
-	rpc_batch *batch = engine_batch_for(e, o, (size_t)link);
-	it->sent_us = clock_mono_us();
-	int rc = codec_send_command(client, batch, plan, row, timeout, engine_on_reply, it);
-	if (rc != 0) {
-		log_warn(row->saga_id, "could not send %s: error %d", saga_command_name(cmd), rc);
-		nng_mtx_lock(e->mtx);
-		e->inflight--;
-		nng_mtx_unlock(e->mtx);
-		free(it);
+	bool group = v->flow.steps[pos.step].group >= 0;
+	for (int32_t m = 0; m < SAGA_FLOW_MAX_STEPS && due != 0; m++) {
+		if (!(due & ((uint64_t)1 << m)))
+			continue;
+		due &= ~((uint64_t)1 << m);
+		int link = 0;
+		const saga_def_cmd *plan = orch_def_plan(v, pos.step + m, pos.phase, &link);
+		engine_item *it = plan == NULL ? NULL : calloc(1, sizeof *it);
+		if (it == NULL) {
+			log_error(row->saga_id, "could not send step %d's %s: %s",
+			    (int)(pos.step + m),
+			    pos.phase == SAGA_FLOW_FORWARD ? "command" : "compensation",
+			    plan == NULL ? "no plan" : "out of memory");
+			engine_inflight_add(e, -1);
+			continue; /* the sweep sends it when the lease ends */
+		}
+		it->row = *row;
+		it->cmd = (saga_flow_cmd) {
+		    .step = pos.step, .phase = pos.phase, .member = group ? m : -1};
+		it->method = method_table[plan->method].name;
+		it->eng = e;
+		log_debug(row->saga_id, "sending %s (attempt %d)", it->method, row->s.attempts + 1);
+		rpc_batch *batch = engine_batch_for(e, o, (size_t)link);
+		it->sent_us = clock_mono_us();
+		int rc = codec_send_command(
+		    e->clients[link], batch, plan, row, timeout, engine_on_reply, it);
+		if (rc != 0) {
+			log_warn(row->saga_id, "could not send %s: error %d", it->method, rc);
+			engine_inflight_add(e, -1);
+			free(it);
+		}
 	}
 }
 
-/* engine_dispatch: engine_dispatch_to on the engine thread's own batches. */
-static void engine_dispatch(engine *e, const saga_row *row)
+/* engine_dispatch: engine_dispatch_to on the engine thread's own batches,
+ * of the members in `mask`. */
+static void engine_dispatch(engine *e, const saga_row *row, uint64_t mask)
 {
-	engine_dispatch_to(e, row, &e->out, false);
+	engine_dispatch_to(e, row, &e->out, false, mask);
 }
 
 /* engine_reconnect makes sure the engine's connection is usable. */
@@ -238,77 +274,133 @@ static bool engine_db_ok(engine *e)
 typedef struct engine_pending {
 	store_update up;
 	saga_row after;
-	saga_command send;
-	bool held;     /* no room to send: written due now, sent by a later sweep */
-	bool retry;    /* a failed try, to be tried again (sagas_step_retries_total) */
-	int32_t tries; /* the step ended after this many tries (0: not by a reply) */
+	uint64_t send;      /* the members of after's stage whose command is due now */
+	bool held;          /* no room to send: written due now, sent by a later sweep */
+	bool retry;         /* a failed try, to be tried again (sagas_step_retries_total) */
+	int32_t tries;      /* the step ended after this many tries (0: not by a reply) */
+	const char *was;    /* the method of the stage decided on (metrics, logs) */
+	const char *now;    /* the method of the stage after it */
+	saga_policy stage;  /* the timing of the stage after it (its attention
+	                       line's backoff cap) */
+	saga_flow_event ev; /* the event decided on, its reason in ev_reason */
+	char ev_reason[RPC_REASON_MAX];
+	char why[RPC_REASON_MAX + 32];
+	bool lost; /* out of engine_commit: not written, the row changed since it
+	              was read (and not fenced): engine_redecide */
 } engine_pending;
 
+/* One lost decision to take again on the row as it is now
+ * (engine_redecide). */
+typedef struct engine_redo {
+	char saga_id[VALID_UUID_LEN + 1];
+	int64_t epoch;
+	saga_flow_event ev;
+	char reason[RPC_REASON_MAX];
+	char why[RPC_REASON_MAX + 32];
+} engine_redo;
+
+/* How many times a reply's decision is taken again after losing the race
+ * for its row (a group's members answering together; a duplicated reply):
+ * each round reads the rows again. */
+#define ENGINE_REDECIDE_ROUNDS 3
+
 /* engine_decide runs the state machine on one event and, unless the event
- * is ignored, appends the write it needs to `pend`. A command it makes due
- * is leased and sent after the commit; with `can_send` false (no room under
- * --max-inflight) it is written due when the state machine says, and held
- * for a later sweep. */
-static void engine_decide(engine *e, const saga_row *row, const saga_event *ev, int64_t now,
+ * is ignored, appends the write it needs to `pend`. The transition is the
+ * generic one over the flow of the definition the saga started with, its
+ * steps' own deadlines and retries (docs/saga-definitions.md, section 2);
+ * a version that cannot run here (logged by orch_defs) decides nothing:
+ * the saga waits, leased as it is, for an orchestratord that runs it. A
+ * command it makes due is leased and sent after the commit; with
+ * `can_send` false (no room under --max-inflight) it is written due when
+ * the state machine says, and held for a later sweep. */
+static void engine_decide(engine *e, const saga_row *row, const saga_flow_event *ev, int64_t now,
     const char *why, bool can_send, engine_pending *pend, size_t *npend)
 {
-	/* the flow of the definition the saga started with: its steps' own
-	 * deadlines and retries. A version that cannot run here (logged by
-	 * orch_defs) decides nothing: the saga waits, leased as it is, for an
-	 * orchestratord that runs it. */
-	const orch_def_version *v = orch_defs_version(e->cfg.defs, e->conn, row->def_id);
+	saga_flow_pos pos;
+	const orch_def_version *v = engine_row_pos(e, e->conn, row, &pos);
 	if (v == NULL)
 		return;
-	saga_decision d;
-	saga_flow_order_transition(&v->flow, &row->s, ev, now, engine_rand(e), &e->cfg.policy, &d);
+	saga_flow_row fr = {.pos = pos,
+	    .attempts = row->s.attempts,
+	    .attention = row->s.attention,
+	    .step_deadline_ms = row->s.step_deadline_ms,
+	    .next_attempt_ms = row->s.next_attempt_ms};
+	memcpy(fr.reason, row->s.reason, sizeof fr.reason);
+	saga_flow_decision d;
+	saga_flow_transition(&v->flow, &fr, ev, now, engine_rand(e), &e->cfg.policy, &d);
 	if (d.ignored) {
-		log_debug(row->saga_id, "event ignored in state %s", saga_state_name(row->s.state));
+		log_debug(row->saga_id, "event ignored in state %s", row->state);
 		return;
 	}
+	const char *name = orch_def_state(v, &d.next.pos);
+	if (name == NULL) { /* the transition returns positions of its flow */
+		log_error(row->saga_id, "no state name for step %d: dropped", (int)d.next.pos.step);
+		return;
+	}
+	const char *was = orch_def_method(v, &pos);
 	int32_t n = d.next.attempts;
 	/* a retry: tries 1, 2, 4, 8, ...; a saga parked past the horizon is
 	 * not tried again (its own WARNING, engine_commit, says so) */
 	bool parked = strcmp(d.event_name, "past_horizon") == 0
 	    || strcmp(d.event_name, "saga_id_reused") == 0;
 	if (!d.state_changed && !parked && (n & (n - 1)) == 0)
-		log_info(row->saga_id, "%s failed (%s), try %d again in %lld ms",
-		    saga_command_name(saga_command_of(row->s.state)), why ? why : "unknown", n + 1,
-		    (long long)(d.next.next_attempt_ms - now));
+		log_info(row->saga_id, "%s failed (%s), try %d again in %lld ms", was,
+		    why ? why : "unknown", n + 1, (long long)(d.next.next_attempt_ms - now));
 	engine_pending *p = &pend[(*npend)++];
 	memset(p, 0, sizeof *p);
 	p->after = *row;
-	p->after.s = d.next;
-	p->after.version = row->version + 1;
-	p->after.updated_ms = now;
+	saga_row *a = &p->after;
+	snprintf(a->state, sizeof a->state, "%s", name);
+	a->members = d.next.pos.members;
+	a->compensating = d.next.pos.phase == SAGA_FLOW_COMPENSATING;
+	a->finished = saga_flow_is_terminal(&v->flow, &d.next.pos);
+	memcpy(a->s.reason, d.next.reason, sizeof a->s.reason);
+	a->s.attempts = d.next.attempts;
+	a->s.attention = d.next.attention;
+	a->s.step_deadline_ms = d.next.step_deadline_ms;
+	a->s.next_attempt_ms = d.next.next_attempt_ms;
+	a->s.state = store_category(a->type, a->state, a->compensating, a->finished);
+	a->version = row->version + 1;
+	a->updated_ms = now;
 	p->send = d.send;
-	p->held = d.send != SAGA_CMD_NONE && !can_send;
+	p->held = d.send != 0 && !can_send;
+	p->was = was;
+	p->now = orch_def_method(v, &d.next.pos);
+	p->stage = saga_flow_stage_policy(&v->flow, &d.next.pos, &e->cfg.policy);
 	bool reply = ev->kind != SAGA_EV_DEADLINE && ev->kind != SAGA_EV_PAST_HORIZON;
 	p->retry = reply && !d.state_changed && ev->kind != SAGA_EV_SUCCESS;
 	p->tries = reply && d.state_changed ? row->s.attempts + 1 : 0;
-	if (d.send != SAGA_CMD_NONE && can_send) /* lease the row while its command is out,
-	                                            never past its deadline (rule T5) */
-		p->after.s.next_attempt_ms = saga_lease_until_ms(&d.next, now, &e->cfg.policy);
-	p->up.next = p->after.s;
+	if (d.send != 0 && can_send) /* lease the row while its commands are out,
+	                                never past its deadline (rule T5) */
+		a->s.next_attempt_ms = saga_lease_until_ms(&a->s, now, &e->cfg.policy);
+	p->up.next = a->s;
+	p->up.state = a->state;
+	p->up.members = a->members;
+	p->up.compensating = a->compensating;
+	p->up.finished = a->finished;
 	p->up.state_changed = d.state_changed;
 	p->up.attention_raised = d.attention_raised;
 	p->up.event = d.event_name;
+	p->ev = *ev;
+	if (ev->reason != NULL) {
+		snprintf(p->ev_reason, sizeof p->ev_reason, "%s", ev->reason);
+		p->ev.reason = p->ev_reason;
+	}
+	snprintf(p->why, sizeof p->why, "%s", why != NULL ? why : "");
 }
 
-/* engine_warn_attention logs that saga `a` (as written) needs attention,
- * with its step's backoff cap (its own retry's, or --backoff-cap). */
-static void engine_warn_attention(engine *e, const saga_row *a)
+/* engine_warn_attention logs that saga `p->after` (as written) needs
+ * attention, with its stage's method and backoff cap (its own retry's, or
+ * --backoff-cap). */
+static void engine_warn_attention(engine *e, const engine_pending *p)
 {
-	saga_policy p = e->cfg.policy;
-	saga_flow_pos pos;
-	const orch_def_version *v = orch_defs_version(e->cfg.defs, NULL, a->def_id);
-	if (v != NULL && saga_flow_order_pos(a->s.state, &pos))
-		p = saga_flow_stage_policy(&v->flow, &pos, &e->cfg.policy);
+	const saga_row *a = &p->after;
 	log_warn(a->saga_id,
 	    "saga needs attention: %s failed %d times; retrying, each try "
 	    "waiting up to %lld ms for its reply and then up to %lld ms",
-	    saga_command_name(saga_command_of(a->s.state)), a->s.attempts,
+	    p->now, a->s.attempts,
 	    (long long)saga_try_timeout_ms(&a->s, a->updated_ms, &e->cfg.policy),
-	    (long long)p.backoff_cap_ms);
+	    (long long)p->stage.backoff_cap_ms);
 }
 
 /* engine_commit writes the pending decisions in one transaction, then sends
@@ -347,20 +439,20 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			continue;
 		}
 		if (!ups[i].applied) {
-			log_debug(b->saga_id, "lost a race at version %lld: dropped",
-			    (long long)b->version);
+			log_debug(b->saga_id, "lost a race at version %lld", (long long)b->version);
+			pend[i].lost = true;
 			continue;
 		}
-		const saga *a = &pend[i].after.s;
-		saga_command was = saga_command_of(b->s.state);
-		if (pend[i].retry && was != SAGA_CMD_NONE)
+		const saga_row *ar = &pend[i].after;
+		const saga *a = &ar->s;
+		const char *was = pend[i].was;
+		if (pend[i].retry && !b->finished)
 			orch_metrics_retry(was);
-		if (pend[i].tries > 0 && was != SAGA_CMD_NONE)
+		if (pend[i].tries > 0 && !b->finished)
 			orch_metrics_step_done(was, pend[i].tries);
 		if (ups[i].state_changed)
-			log_info(b->saga_id, "%s -> %s (%s%s%s)", saga_state_name(b->s.state),
-			    saga_state_name(a->state), ups[i].event, a->reason[0] ? ", " : "",
-			    a->reason);
+			log_info(b->saga_id, "%s -> %s (%s%s%s)", b->state, ar->state, ups[i].event,
+			    a->reason[0] ? ", " : "", a->reason);
 		if (strcmp(ups[i].event, "past_horizon") == 0)
 			log_warn(b->saga_id,
 			    "saga needs attention: past the retention horizon (it started before "
@@ -368,7 +460,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    "--max-clock-skew): no participant takes its commands; left in %s, "
 			    "never sent again; settle it by hand, or retry it once the clocks "
 			    "agree (docs/operations.md, \"Retention\")",
-			    saga_state_name(a->state));
+			    ar->state);
 		else if (strcmp(ups[i].event, "saga_id_reused") == 0)
 			log_warn(b->saga_id,
 			    "saga needs attention: %s refused saga_id_reused (the participant "
@@ -377,23 +469,70 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 			    "retention): nothing applied; left in %s, never sent again; retry it "
 			    "once the participant's retention forgot the earlier saga "
 			    "(docs/operations.md, \"Retention\")",
-			    saga_command_name(saga_command_of(b->s.state)),
-			    saga_state_name(a->state));
+			    was, ar->state);
 		else if (ups[i].attention_raised)
-			engine_warn_attention(e, &pend[i].after);
-		if (pend[i].send != SAGA_CMD_NONE && !pend[i].held)
-			engine_dispatch(e, &pend[i].after);
+			engine_warn_attention(e, &pend[i]);
+		if (pend[i].send != 0 && !pend[i].held)
+			engine_dispatch(e, &pend[i].after, pend[i].send);
 		if (ups[i].updated_ms > 0)
 			pend[i].after.updated_ms = ups[i].updated_ms;
-		if (ups[i].state_changed && saga_is_terminal(a->state))
+		if (ups[i].state_changed && ar->finished)
 			orch_metrics_finished(
-			    a->state, a->reason, pend[i].after.updated_ms - b->created_ms);
+			    ar->state, a->reason, pend[i].after.updated_ms - b->created_ms);
 		/* its waits end when it ends, or parks (never due again) */
 		if (saga_wait_over(a) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);
 	}
 	log_release();
 	engine_out_flush(e, &e->out);
+}
+
+/* engine_redecide takes the replies' decisions among pend[0..n) that lost
+ * the race for their row (engine_commit's `lost`: the row changed since the
+ * reply's command was sent, as when a group's members answer together)
+ * again, on the rows as they are now, read in one statement, at most
+ * ENGINE_REDECIDE_ROUNDS times (rule 7: every decision is of the row as
+ * written; one whose claim moved on, another epoch, is left to its
+ * holder). Deadlines and horizons are not taken again: the sweep finds
+ * them. Uses `rows` and `pend` (cfg.batch entries) as scratch. */
+static void engine_redecide(engine *e, saga_row *rows, engine_pending *pend, size_t n)
+{
+	engine_redo *redo = e->redo;
+	for (int round = 0; round < ENGINE_REDECIDE_ROUNDS; round++) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!pend[i].lost || pend[i].ev.kind == SAGA_EV_DEADLINE
+			    || pend[i].ev.kind == SAGA_EV_PAST_HORIZON)
+				continue;
+			engine_redo *r = &redo[m++];
+			memcpy(r->saga_id, rows[i].saga_id, sizeof r->saga_id);
+			r->epoch = rows[i].epoch;
+			r->ev = pend[i].ev;
+			snprintf(r->reason, sizeof r->reason, "%s", pend[i].ev_reason);
+			r->ev.reason = pend[i].ev.reason != NULL ? r->reason : NULL;
+			snprintf(r->why, sizeof r->why, "%s", pend[i].why);
+		}
+		if (m == 0 || !engine_db_ok(e))
+			return;
+		const char *ids[m];
+		bool found[m];
+		for (size_t k = 0; k < m; k++)
+			ids[k] = redo[k].saga_id;
+		saga_row *fresh = e->dl_rows;
+		if (store_get_sagas(e->conn, ids, m, fresh, found) != 0)
+			return; /* the leases end and the sweep re-sends */
+		int64_t now = dbclock_now_ms();
+		n = 0;
+		for (size_t k = 0; k < m; k++) {
+			if (!found[k] || fresh[k].epoch != redo[k].epoch)
+				continue; /* claimed since: its holder drives it */
+			size_t before = n;
+			engine_decide(e, &fresh[k], &redo[k].ev, now, redo[k].why, true, pend, &n);
+			if (n > before)
+				rows[before] = fresh[k];
+		}
+		engine_commit(e, rows, pend, n);
+	}
 }
 
 /* engine_process_replies decides on a list of replies, `batch` at a time. */
@@ -408,12 +547,14 @@ static void engine_process_replies(engine *e, engine_item *list)
 		while (list != NULL && n < cap) {
 			engine_item *it = list;
 			list = it->next;
-			saga_event ev
-			    = saga_event_from_reply(it->cmd, it->code, it->reason, it->transport);
+			/* rule 3's classification of the answer */
+			saga_event cls = saga_event_from_reply(
+			    SAGA_CMD_NONE, it->code, it->reason, it->transport);
+			saga_flow_event ev
+			    = {.kind = cls.kind, .cmd = it->cmd, .reason = cls.reason};
 			if (ev.kind != SAGA_EV_SUCCESS)
-				log_debug(it->row.saga_id, "%s answered %s (%s)",
-				    saga_command_name(it->cmd), rpc_code_name(it->code),
-				    it->reason);
+				log_debug(it->row.saga_id, "%s answered %s (%s)", it->method,
+				    rpc_code_name(it->code), it->reason);
 			size_t before = n;
 			char why[RPC_REASON_MAX + 32];
 			snprintf(why, sizeof why, "%s%s%s", rpc_code_name(it->code),
@@ -424,6 +565,7 @@ static void engine_process_replies(engine *e, engine_item *list)
 			free(it);
 		}
 		engine_commit(e, rows, pend, n);
+		engine_redecide(e, rows, pend, n);
 	}
 }
 
@@ -495,21 +637,21 @@ static bool engine_sweep(engine *e)
 		const saga_row *r = &rows[i];
 		if (!horizon_may_send(&e->cfg.horizon, r->created_ms, now)) {
 			/* rule R3: too old for any participant to take a command */
-			saga_event ev = {.kind = SAGA_EV_PAST_HORIZON};
+			saga_flow_event ev = {.kind = SAGA_EV_PAST_HORIZON};
 			size_t before = npend;
 			engine_decide(e, r, &ev, now, "past_horizon", false, pend, &npend);
 			if (npend > before)
 				dl_rows[before] = *r;
 		} else if (r->s.step_deadline_ms > 0 && now >= r->s.step_deadline_ms) {
-			saga_event ev = {.kind = SAGA_EV_DEADLINE};
+			saga_flow_event ev = {.kind = SAGA_EV_DEADLINE};
 			size_t before = npend;
 			engine_decide(e, r, &ev, now, "deadline", !full, pend, &npend);
 			if (npend > before)
 				dl_rows[before] = *r;
 		} else if (!full) {
 			if (r->s.attempts > 0 || r->created_ms + lease < now)
-				log_debug(r->saga_id, "resuming %s", saga_state_name(r->s.state));
-			engine_dispatch(e, r);
+				log_debug(r->saga_id, "resuming %s", r->state);
+			engine_dispatch(e, r, ~(uint64_t)0);
 		}
 	}
 	engine_commit(e, dl_rows, pend, npend);
@@ -536,7 +678,7 @@ static void engine_drain_backlog(engine *e)
 		if (e->backlog.head == NULL)
 			e->backlog.tail = NULL;
 		if (it->row.s.next_attempt_ms > now)
-			engine_dispatch(e, &it->row);
+			engine_dispatch(e, &it->row, ~(uint64_t)0);
 		else
 			log_debug(it->row.saga_id,
 			    "lease ran out while waiting to be sent: the "
@@ -620,7 +762,7 @@ void engine_submit_many(engine *e, const saga_row *rows, size_t n)
 	}
 	engine_out o = {0};
 	for (size_t i = 0; i < n; i++)
-		engine_dispatch_to(e, &rows[i], &o, true);
+		engine_dispatch_to(e, &rows[i], &o, true, ~(uint64_t)0);
 	engine_out_flush(e, &o);
 }
 
@@ -628,6 +770,7 @@ static void engine_free_scratch(engine *e)
 {
 	free(e->rows);
 	free(e->dl_rows);
+	free(e->redo);
 	free(e->pend);
 	free(e->ups);
 }
@@ -655,9 +798,11 @@ int engine_start(engine **out, const engine_config *cfg)
 	e->cfg.batch = (int)cap;
 	e->rows = calloc(cap, sizeof *e->rows);
 	e->dl_rows = calloc(cap, sizeof *e->dl_rows);
+	e->redo = calloc(cap, sizeof *e->redo);
 	e->pend = calloc(cap, sizeof *e->pend);
 	e->ups = calloc(cap, sizeof *e->ups);
-	if (e->rows == NULL || e->dl_rows == NULL || e->pend == NULL || e->ups == NULL)
+	if (e->rows == NULL || e->dl_rows == NULL || e->pend == NULL || e->ups == NULL
+	    || e->redo == NULL)
 		goto out_free;
 	if (nng_mtx_alloc(&e->mtx) != 0)
 		goto out_free;

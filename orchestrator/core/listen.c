@@ -109,7 +109,7 @@ static int listener_answer(listener *l, const listen_id *ids, size_t n)
 			log_debug(rows[i].saga_id,
 			    "finished (%s), written elsewhere: answering the "
 			    "calls waiting here",
-			    saga_state_name(rows[i].s.state));
+			    rows[i].state);
 			waits_finished(l->w, &rows[i]);
 		}
 	}

@@ -13,7 +13,11 @@
 #include "order_yaml.h" /* orch_order_yaml: orchestrator/definitions/order.yaml */
 #include "pg.h"
 #include "saga_flow.h"
+#include "store.h"
 #include "store_defs.h"
+
+/* a definition's names fit the rows' (saga_row.type, .state) */
+_Static_assert(SAGA_NAME_MAX > SAGA_DEF_NAME_MAX, "SAGA_NAME_MAX holds a definition's name");
 
 const char *orch_defs_builtin(void)
 {
@@ -33,38 +37,56 @@ static int od_refuse(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* od_version parses `text` (len bytes, named `name` in errors) into *v and
- * checks that this orchestratord runs it. Returns 0, or -1 with err (v's
- * defs then still to free). */
-static int od_version(const orch_defs *o, const char *text, size_t len, const char *name,
-    orch_def_version *v, char *err, size_t errlen)
+/* od_version parses `text` (len bytes, named `name` in errors) into *v as
+ * its type number `k` (k >= 0) or, with k < 0, its type whose version is
+ * `want_hex`, and checks that this orchestratord runs the file. Returns 0,
+ * or -1 with err (v's defs then still to free). */
+static int od_version(const orch_defs *o, const char *text, size_t len, const char *name, long k,
+    const char *want_hex, orch_def_version *v, char *err, size_t errlen)
 {
 	if (saga_def_parse(text, len, name, &v->defs, err, errlen) != 0)
 		return -1;
 	const saga_defs *d = v->defs;
-	if (saga_def_order_runnable(d, o->links, (size_t)o->nlinks, err, errlen) != 0)
+	if (saga_def_runnable(d, o->links, (size_t)o->nlinks, err, errlen) != 0)
 		return -1;
-	v->order = &d->types[0];
-	if (saga_def_flow(v->order, &v->flow) != 0) /* saga_def_order_runnable checked it */
-		return od_refuse(err, errlen, "%s: not a flow", d->file);
-	for (int c = SAGA_CMD_NONE + 1; c <= SAGA_CMD_LAST; c++) {
-		saga_flow_cmd fc;
-		if (!saga_flow_order_cmd((saga_command)c, &fc))
-			return od_refuse(err, errlen, "the order flow has no command %d", c);
-		size_t step = (size_t)(fc.step + (fc.member > 0 ? fc.member : 0));
-		char why[256];
-		if (saga_def_cmd_make(d, v->order, step, fc.phase == SAGA_FLOW_COMPENSATING,
-		        &v->cmds[c], why, sizeof why)
-		    != 0)
-			return od_refuse(err, errlen, "%s: %s", d->file, why);
-		v->link[c] = saga_def_link_of(
-		    &d->participants[v->cmds[c].participant], o->links, (size_t)o->nlinks);
-		if (v->link[c] < 0) /* saga_def_order_runnable checked it */
-			return od_refuse(err, errlen, "%s: %s: no link", d->file,
-			    METHOD_PATH(v->cmds[c].method));
+	v->type = NULL;
+	for (size_t i = 0; i < d->ntypes && v->type == NULL; i++) {
+		unsigned char bin[32];
+		char hex[65];
+		if (k >= 0 ? (size_t)k == i
+		           : saga_def_version(d, &d->types[i], bin, hex) == 0
+		            && strcmp(hex, want_hex) == 0)
+			v->type = &d->types[i];
 	}
+	if (v->type == NULL)
+		return od_refuse(err, errlen, "%s: no type of version %.12s", name,
+		    want_hex != NULL ? want_hex : "?");
+	if (saga_def_flow(v->type, &v->flow) != 0) /* saga_def_order_runnable checked it */
+		return od_refuse(err, errlen, "%s: not a flow", d->file);
+	/* a plan per step and phase: its command, and its compensation if any */
+	size_t n = v->type->nsteps;
+	v->plans = calloc(n ? n : 1, sizeof *v->plans);
+	v->links = calloc(n ? n : 1, sizeof *v->links);
+	if (v->plans == NULL || v->links == NULL)
+		return od_refuse(err, errlen, "out of memory");
+	for (size_t step = 0; step < n; step++)
+		for (int phase = 0; phase < 2; phase++) {
+			bool comp = phase == SAGA_FLOW_COMPENSATING;
+			v->links[step][phase] = -1;
+			if (comp && v->type->steps[step].compensation == METHOD_NONE)
+				continue;
+			char why[256];
+			saga_def_cmd *c = &v->plans[step][phase];
+			if (saga_def_cmd_make(d, v->type, step, comp, c, why, sizeof why) != 0)
+				return od_refuse(err, errlen, "%s: %s", d->file, why);
+			v->links[step][phase] = saga_def_link_of(
+			    &d->participants[c->participant], o->links, (size_t)o->nlinks);
+			if (v->links[step][phase] < 0) /* saga_def_order_runnable checked it */
+				return od_refuse(err, errlen, "%s: %s: no link", d->file,
+				    METHOD_PATH(c->method));
+		}
 	unsigned char bin[32];
-	if (saga_def_version(d, v->order, bin, v->hex) != 0)
+	if (saga_def_version(d, v->type, bin, v->hex) != 0)
 		return od_refuse(err, errlen, "out of memory");
 	return 0;
 }
@@ -81,9 +103,8 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 	    file == NULL                      ? "built in"
 	        : realpath(file, abs) != NULL ? abs
 	                                      : file);
-	if (nng_mtx_alloc(&o->mtx) != 0 || (o->v[0] = calloc(1, sizeof *o->v[0])) == NULL)
+	if (nng_mtx_alloc(&o->mtx) != 0)
 		return od_refuse(err, errlen, "out of memory");
-	o->n = 1;
 	if (file != NULL) {
 		if (saga_def_read(file, &o->text, &o->text_len, err, errlen) != 0)
 			return -1;
@@ -93,8 +114,21 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
 		if (o->text == NULL)
 			return od_refuse(err, errlen, "out of memory");
 	}
-	return od_version(o, o->text, o->text_len, file != NULL ? file : "order.yaml (built in)",
-	    o->v[0], err, errlen);
+	/* a version per type of the file, v[0 .. nfile-1]: new sagas of a type
+	 * start under its */
+	const char *name = file != NULL ? file : "order.yaml (built in)";
+	for (long k = 0;; k++) {
+		orch_def_version *v = calloc(1, sizeof *v);
+		if (v == NULL)
+			return od_refuse(err, errlen, "out of memory");
+		o->v[o->n++] = v; /* freed by orch_defs_free, whatever happens */
+		if (od_version(o, o->text, o->text_len, name, k, NULL, v, err, errlen) != 0)
+			return -1;
+		if ((size_t)k + 1 >= v->defs->ntypes)
+			break;
+	}
+	o->nfile = o->n;
+	return 0;
 }
 
 /* od_find is the loaded version `id`, or NULL (o->mtx held or not running). */
@@ -125,14 +159,15 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 	int rc;
 	if (id == 0) {
 		snprintf(name, sizeof name, "order.yaml (built in)");
-		rc = od_version(o, orch_order_yaml, strlen(orch_order_yaml), name, v, err, errlen);
+		rc = od_version(
+		    o, orch_order_yaml, strlen(orch_order_yaml), name, 0, NULL, v, err, errlen);
 	} else {
 		rc = store_def_get(conn, id, hex, &body);
 		if (rc == -ENOENT)
 			rc = od_refuse(err, errlen, "saga_definitions has no row id=%d", (int)id);
 		snprintf(name, sizeof name, "saga_definitions(id=%d)", (int)id);
 		if (rc == 0)
-			rc = od_version(o, body, strlen(body), name, v, err, errlen);
+			rc = od_version(o, body, strlen(body), name, -1, hex, v, err, errlen);
 		if (rc == 0 && strcmp(hex, v->hex) != 0)
 			rc = od_refuse(err, errlen,
 			    "%s: stored as version %.12s, this orchestratord reads it as %.12s",
@@ -141,6 +176,8 @@ static int od_add(orch_defs *o, PGconn *conn, int32_t id, char *err, size_t errl
 	}
 	if (rc != 0) {
 		saga_defs_free(v->defs);
+		free(v->plans);
+		free(v->links);
 		free(v);
 		return rc;
 	}
@@ -169,8 +206,10 @@ static size_t od_failed_slot(orch_defs *o, int32_t id, bool *found)
 
 int orch_defs_sync(orch_defs *o, PGconn *conn)
 {
-	int rc = store_def_put(
-	    conn, o->v[0]->hex, o->v[0]->order->name, o->text, o->source, &o->v[0]->id);
+	int rc = 0;
+	for (size_t k = 0; k < o->nfile && rc == 0; k++)
+		rc = store_def_put(
+		    conn, o->v[k]->hex, o->v[k]->type->name, o->text, o->source, &o->v[k]->id);
 	if (rc != 0)
 		return rc;
 	store_def_need need[ORCH_DEFS_MAX];
@@ -214,16 +253,19 @@ int orch_defs_sync(orch_defs *o, PGconn *conn)
 	return 0;
 }
 
-int32_t orch_defs_current(const orch_defs *o)
+const orch_def_version *orch_defs_start(const orch_defs *o, const char *type)
 {
-	return o->v[0]->id;
+	for (size_t k = 0; k < o->nfile; k++)
+		if (strcmp(o->v[k]->type->name, type) == 0)
+			return o->v[k];
+	return NULL;
 }
 
 const orch_def_version *orch_defs_version(orch_defs *o, PGconn *conn, int32_t def_id)
 {
-	const orch_def_version *v0 = o->v[0];
-	if (def_id == v0->id) /* new sagas: no lock (v[0] never changes) */
-		return v0;
+	for (size_t k = 0; k < o->nfile; k++) /* new sagas: no lock (never changed) */
+		if (def_id == o->v[k]->id)
+			return o->v[k];
 	nng_mtx_lock(o->mtx);
 	const orch_def_version *v = od_find(o, def_id);
 	if (v == NULL && conn != NULL) {
@@ -269,22 +311,70 @@ int64_t orch_defs_first_deadline_ms(orch_defs *o, const saga_policy *p)
 	return min;
 }
 
-const saga_def_cmd *orch_defs_plan(
-    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link)
+const saga_def_cmd *orch_def_plan(
+    const orch_def_version *v, int32_t step, saga_flow_phase phase, int *link)
 {
-	if (cmd <= SAGA_CMD_NONE || cmd > SAGA_CMD_LAST)
+	if (step < 0 || step >= v->flow.nsteps
+	    || (phase != SAGA_FLOW_FORWARD && phase != SAGA_FLOW_COMPENSATING)
+	    || v->links[step][phase] < 0)
 		return NULL;
-	const orch_def_version *v = orch_defs_version(o, conn, def_id);
-	if (v == NULL)
+	*link = v->links[step][phase];
+	return &v->plans[step][phase];
+}
+
+bool orch_def_pos(
+    const orch_def_version *v, const char *state, uint64_t members, saga_flow_pos *out)
+{
+	const saga_def_type *t = v->type;
+	if (strcmp(state, t->completed) == 0) {
+		*out = (saga_flow_pos) {.step = v->flow.nsteps, .phase = SAGA_FLOW_FORWARD};
+		return true;
+	}
+	if (strcmp(state, t->cancelled) == 0) {
+		*out = (saga_flow_pos) {.step = -1, .phase = SAGA_FLOW_COMPENSATING};
+		return true;
+	}
+	for (int32_t i = 0; i < v->flow.nsteps; i += saga_flow_stage_len(&v->flow, i)) {
+		const saga_def_step *st = &t->steps[i];
+		saga_flow_phase ph;
+		if (strcmp(state, st->state) == 0)
+			ph = SAGA_FLOW_FORWARD;
+		else if (st->compensating != NULL && strcmp(state, st->compensating) == 0)
+			ph = SAGA_FLOW_COMPENSATING;
+		else
+			continue;
+		*out = (saga_flow_pos) {.step = i, .phase = ph, .members = members};
+		return true;
+	}
+	return false;
+}
+
+const char *orch_def_state(const orch_def_version *v, const saga_flow_pos *pos)
+{
+	const saga_def_type *t = v->type;
+	if (saga_flow_is_terminal(&v->flow, pos))
+		return pos->phase == SAGA_FLOW_FORWARD ? t->completed : t->cancelled;
+	if (pos->step < 0 || pos->step >= v->flow.nsteps)
 		return NULL;
-	*link = v->link[cmd];
-	return &v->cmds[cmd];
+	const saga_def_step *st = &t->steps[pos->step];
+	return pos->phase == SAGA_FLOW_FORWARD ? st->state : st->compensating;
+}
+
+const char *orch_def_method(const orch_def_version *v, const saga_flow_pos *pos)
+{
+	int link;
+	const saga_def_cmd *c = saga_flow_is_terminal(&v->flow, pos)
+	    ? NULL
+	    : orch_def_plan(v, pos->step, pos->phase, &link);
+	return c != NULL ? method_table[c->method].name : "none";
 }
 
 void orch_defs_free(orch_defs *o)
 {
 	for (size_t i = 0; i < o->n && i < ORCH_DEFS_MAX; i++) {
 		saga_defs_free(o->v[i]->defs);
+		free(o->v[i]->plans);
+		free(o->v[i]->links);
 		free(o->v[i]);
 		o->v[i] = NULL;
 	}

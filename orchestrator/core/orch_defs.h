@@ -53,19 +53,20 @@
 
 /* One version of the definitions, with a plan per command. */
 typedef struct orch_def_version {
-	int32_t id;                           /* saga_definitions.id; 0: the built-in order
-	                                         saga of sagas started before schema 9 */
-	char hex[65];                         /* the order type's version, hex SHA-256 */
-	saga_defs *defs;                      /* owned */
-	const saga_def_type *order;           /* in defs */
-	saga_def_cmd cmds[SAGA_CMD_LAST + 1]; /* by saga_command */
-	int link[SAGA_CMD_LAST + 1];          /* each command's link (an index
-	                                         of the names given to
-	                                         orch_defs_load) */
-	saga_flow flow;                       /* the order type's flow, with
-	                                         each step's own deadline_ms and
-	                                         retry (saga_def_flow; names
-	                                         point into defs) */
+	int32_t id;                /* saga_definitions.id; 0: the built-in order
+	                              saga of sagas started before schema 9 */
+	char hex[65];              /* the order type's version, hex SHA-256 */
+	saga_defs *defs;           /* owned */
+	const saga_def_type *type; /* the type, in defs */
+	saga_flow flow;            /* its flow, with each step's own
+	                              deadline_ms and retry (saga_def_flow;
+	                              names point into defs) */
+	saga_def_cmd (*plans)[2];  /* [step][phase]: each step's command
+	                              (SAGA_FLOW_FORWARD) and compensation;
+	                              flow.nsteps of them, owned */
+	int (*links)[2];           /* [step][phase]: its link (an index of the
+	                              names given to orch_defs_load), -1 for
+	                              a compensation the step does not have */
 } orch_def_version;
 
 typedef struct orch_defs {
@@ -75,8 +76,10 @@ typedef struct orch_defs {
 	char source[PATH_MAX]; /* the file's absolute path, or "built in" */
 	char *text;            /* the file's text (stored as the version's body) */
 	size_t text_len;
-	nng_mtx *mtx; /* guards n, v[] past the first and failed[] while running */
-	size_t n;     /* v[0] is the file's: new sagas start under it */
+	nng_mtx *mtx; /* guards n, v[] past the file's and failed[] while running */
+	size_t n;
+	size_t nfile;                       /* v[0 .. nfile-1] are the file's types, in its order:
+	                                       new sagas of a type start under its (orch_defs_start) */
 	orch_def_version *v[ORCH_DEFS_MAX]; /* owned; entries below n never change */
 	struct {
 		int32_t id;
@@ -106,9 +109,10 @@ int orch_defs_load(orch_defs *o, const char *file, const saga_def_link *links, i
  * a database failure. */
 int orch_defs_sync(orch_defs *o, PGconn *conn);
 
-/* orch_defs_current is the id new sagas start under (v[0]'s, set by
- * orch_defs_sync). */
-int32_t orch_defs_current(const orch_defs *o);
+/* orch_defs_start is the version new sagas of type `type` start under
+ * (the file's; its id set by orch_defs_sync), or NULL when the file has no
+ * such type. o's: valid until orch_defs_free. Thread-safe. */
+const orch_def_version *orch_defs_start(const orch_defs *o, const char *type);
 
 /* orch_defs_version returns version `def_id`, loading it as
  * orch_defs_plan says (`conn` the caller's, NULL: no read); NULL when it
@@ -121,16 +125,29 @@ const orch_def_version *orch_defs_version(orch_defs *o, PGconn *conn, int32_t de
  * or p's step_timeout_ms); INT64_MAX with no version. Thread-safe. */
 int64_t orch_defs_first_deadline_ms(orch_defs *o, const saga_policy *p);
 
-/* orch_defs_plan returns the plan of command `cmd` of version `def_id` and
- * sets *link to its link; a version not loaded yet (another orchestrator
- * stored it after this one started) is read from saga_definitions on
- * `conn` (the caller's) and loaded. Returns NULL when the version cannot
- * run here or cannot be read now (logged, and not read again, for
- * ORCH_DEFS_RETRY_MS per version): the saga waits, leased as it is, for a
- * later try or another orchestratord.
- * Thread-safe. */
-const saga_def_cmd *orch_defs_plan(
-    orch_defs *o, PGconn *conn, int32_t def_id, saga_command cmd, int *link);
+/* orch_def_plan returns the plan of step `step`'s command (phase
+ * SAGA_FLOW_FORWARD) or compensation in version `v` and sets *link to its
+ * link; NULL for a step out of range or a compensation it does not have.
+ * The plan is v's. Pure. */
+const saga_def_cmd *orch_def_plan(
+    const orch_def_version *v, int32_t step, saga_flow_phase phase, int *link);
+
+/* orch_def_pos maps a saga's state name `state` (sagas.state) and its
+ * group's `members` to its position in v's flow (docs/saga-definitions.md,
+ * section 2: a stage is named by its first member's `state`, or
+ * `compensating`; the terminal positions by the type's `completed` and
+ * `cancelled`). Returns false for a name v does not have. Pure. */
+bool orch_def_pos(
+    const orch_def_version *v, const char *state, uint64_t members, saga_flow_pos *out);
+
+/* orch_def_state is the name of position `pos` of v's flow (the inverse of
+ * orch_def_pos; borrowed from v), or NULL for a position out of range. */
+const char *orch_def_state(const orch_def_version *v, const saga_flow_pos *pos);
+
+/* orch_def_method is the name of the method of the stage at `pos` (its
+ * first member's command or compensation: "ReserveStock"; static), or
+ * "none" at a terminal position: the label of the metrics and the logs. */
+const char *orch_def_method(const orch_def_version *v, const saga_flow_pos *pos);
 
 /* orch_defs_builtin returns the text of the built-in order.yaml (static,
  * NUL-terminated). */

@@ -73,13 +73,13 @@ void orch_metrics_init(void)
 	orch_metrics_gauges(NULL, 0);
 }
 
-void orch_metrics_command(saga_command cmd, int code, bool transport, int64_t rtt_us)
+void orch_metrics_command(const char *cmd, int code, bool transport, int64_t rtt_us)
 {
 	const char *result;
 	if (transport)
 		result = code == RPC_DEADLINE_EXCEEDED ? "timeout" : "unreachable";
 	else
-		switch (saga_event_from_reply(cmd, code, NULL, false).kind) {
+		switch (saga_event_from_reply(SAGA_CMD_NONE, code, NULL, false).kind) {
 		case SAGA_EV_SUCCESS:
 			result = "ok";
 			break;
@@ -90,7 +90,7 @@ void orch_metrics_command(saga_command cmd, int code, bool transport, int64_t rt
 			result = "error";
 			break;
 		}
-	const char *v[2] = {saga_command_name(cmd), result};
+	const char *v[2] = {cmd, result};
 	metric_inc(metric_get(&M_COMMANDS, v));
 	if (rtt_us >= 0)
 		metric_observe(metric_get1(&M_COMMAND_SECONDS, v[0]), (double)rtt_us / 1e6);
@@ -101,22 +101,22 @@ void orch_metrics_started(int64_t n)
 	metric_add(metric_get(&M_STARTED, NULL), n);
 }
 
-void orch_metrics_step_done(saga_command cmd, int32_t tries)
+void orch_metrics_step_done(const char *cmd, int32_t tries)
 {
-	metric_observe(metric_get1(&M_STEP_TRIES, saga_command_name(cmd)), tries);
+	metric_observe(metric_get1(&M_STEP_TRIES, cmd), tries);
 }
 
-void orch_metrics_finished(saga_state state, const char *reason, int64_t duration_ms)
+void orch_metrics_finished(const char *state, const char *reason, int64_t duration_ms)
 {
-	const char *v[2] = {saga_state_name(state), reason};
+	const char *v[2] = {state, reason};
 	metric_inc(metric_get(&M_FINISHED, v));
 	metric_observe(
 	    metric_get1(&M_DURATION, v[0]), duration_ms > 0 ? (double)duration_ms / 1000.0 : 0.0);
 }
 
-void orch_metrics_retry(saga_command cmd)
+void orch_metrics_retry(const char *cmd)
 {
-	metric_inc(metric_get1(&M_RETRIES, saga_command_name(cmd)));
+	metric_inc(metric_get1(&M_RETRIES, cmd));
 }
 
 void orch_metrics_in_flight(int engine, int64_t n)

@@ -20,32 +20,35 @@
  * that rate() sees the first event. Call once from main. */
 void orch_metrics_init(void);
 
-/* orch_metrics_command counts one answered (or timed out) try of `cmd`, as
+/* orch_metrics_command counts one answered (or timed out) try of the
+ * command of method `cmd` ("ReserveStock": the label, bounded by the
+ * table of methods), as
  * rpc_result gives it (`code` an rpc status code, status.h; `transport`
  * true when no reply came), and its round trip `rtt_us` (microseconds; < 0:
  * not known). Its result label is the state machine's own classification
  * (saga_event_from_reply, rule 3): `ok`, `refused` (definitive), `error`
  * (an answer that is neither); with no reply, `timeout` (DEADLINE_EXCEEDED)
  * or `unreachable` (no connection to any replica). */
-void orch_metrics_command(saga_command cmd, int code, bool transport, int64_t rtt_us);
+void orch_metrics_command(const char *cmd, int code, bool transport, int64_t rtt_us);
 
 /* orch_metrics_started counts `n` sagas stored by StartSaga (new ones, not
  * the duplicates answered from their row). */
 void orch_metrics_started(int64_t n);
 
-/* orch_metrics_step_done records that the step of `cmd` ended (its state
+/* orch_metrics_step_done records that the step of method `cmd` ended (its state
  * changed) after `tries` tries (>= 1). */
-void orch_metrics_step_done(saga_command cmd, int32_t tries);
+void orch_metrics_step_done(const char *cmd, int32_t tries);
 
-/* orch_metrics_finished counts a saga that reached `state` (terminal:
- * COMPLETED or CANCELLED) with `reason` (a stable reason, saga.c; "" when
+/* orch_metrics_finished counts a saga that reached `state` (the name of a
+ * terminal state: COMPLETED or CANCELLED for the order saga, its
+ * definition's for another type) with `reason` (a stable reason, saga.c; "" when
  * none) and its duration `duration_ms` (creation to end, by the database's
  * clock). */
-void orch_metrics_finished(saga_state state, const char *reason, int64_t duration_ms);
+void orch_metrics_finished(const char *state, const char *reason, int64_t duration_ms);
 
-/* orch_metrics_retry counts a try of `cmd` that failed and is to be tried
+/* orch_metrics_retry counts a try of method `cmd`'s command that failed and is to be tried
  * again (its state did not change). */
-void orch_metrics_retry(saga_command cmd);
+void orch_metrics_retry(const char *cmd);
 
 /* orch_metrics_in_flight sets the commands this process has sent and not
  * yet had answered (the sum over its engines is what is exported: each

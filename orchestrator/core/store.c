@@ -17,7 +17,6 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 {
 	memset(out, 0, sizeof *out);
 	snprintf(out->saga_id, sizeof out->saga_id, "%s", PQgetvalue(r, i, 0));
-	out->s.state = saga_state_parse(PQgetvalue(r, i, 1));
 	/* a reason longer than the field is cut at a character, never inside */
 	(void)valid_utf8_copy(out->s.reason, sizeof out->s.reason, PQgetvalue(r, i, 2));
 	snprintf(out->customer, sizeof out->customer, "%s", PQgetvalue(r, i, 3));
@@ -34,6 +33,21 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->epoch = pg_get_i64(r, i, 14);
 	(void)valid_utf8_copy(out->lease_owner, sizeof out->lease_owner, PQgetvalue(r, i, 15));
 	out->def_id = (int32_t)pg_get_i64(r, i, 16);
+	snprintf(out->type, sizeof out->type, "%s", PQgetvalue(r, i, 17));
+	snprintf(out->state, sizeof out->state, "%s", PQgetvalue(r, i, 1));
+	out->members = (uint64_t)pg_get_i64(r, i, 18);
+	out->compensating = PQgetvalue(r, i, 19)[0] == 't';
+	out->finished = PQgetvalue(r, i, 20)[0] == 't';
+	out->s.state = store_category(out->type, out->state, out->compensating, out->finished);
+}
+
+saga_state store_category(const char *type, const char *state, bool compensating, bool finished)
+{
+	if (strcmp(type, "order") == 0)
+		return saga_state_parse(state);
+	if (finished)
+		return compensating ? SAGA_STATE_CANCELLED : SAGA_STATE_COMPLETED;
+	return compensating ? SAGA_STATE_RELEASING : SAGA_STATE_RESERVING;
 }
 
 /* The statements of the API and the engine, prepared once per session
@@ -44,9 +58,9 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter, def_id) SELECT $1::uuid, $2::text, $3::text,"
+    "    step_deadline, lease_owner, waiter, def_id, type) SELECT $1::uuid, $2::text, $3::text,"
     "    $4::text, $5::integer, $6::bigint, " TS("$7") ", " TS("$8") ", $10::text, $9::text,"
-    "    nullif($11::integer, 0)"
+    "    nullif($11::integer, 0), $12::text"
     /* rule R5: never an id whose deleted saga a participant may remember */
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = $1::uuid)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
@@ -59,14 +73,14 @@ static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
 static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "WITH v AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::integer[],"
-    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::integer[])"
+    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::integer[], $11::text[])"
     "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms, waiter,"
-    "      def_id)),"
+    "      def_id, type)),"
     " ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter, def_id) SELECT saga_id, state, customer, sku,"
-    "    qty, amount, " TS("next_ms") ", " TS("deadline_ms") ", $11, waiter,"
-    "    nullif(def_id, 0) FROM v"
+    "    step_deadline, lease_owner, waiter, def_id, type) SELECT saga_id, state, customer,"
+    "    sku, qty, amount, " TS("next_ms") ", " TS("deadline_ms") ", $12, waiter,"
+    "    nullif(def_id, 0), type FROM v"
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = v.saga_id)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
@@ -106,14 +120,12 @@ int store_apply_schema(PGconn *conn)
 	return pg_apply_schema(conn, &schema);
 }
 
-int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,
-    saga_state to, const char *event, const char *reason)
+int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, const char *from,
+    const char *to, const char *event, const char *reason)
 {
 	char ver[24];
 	snprintf(ver, sizeof ver, "%" PRId64, version);
-	const char *p[6]
-	    = {saga_id, ver, from == SAGA_STATE_UNSPECIFIED ? NULL : saga_state_name(from),
-	        saga_state_name(to), event, reason};
+	const char *p[6] = {saga_id, ver, from != NULL && from[0] ? from : NULL, to, event, reason};
 	return pg_run(conn,
 	    "INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason) "
 	    "VALUES ($1, $2, $3, $4, $5, $6)",
@@ -187,15 +199,15 @@ int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, cons
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[11] = {row->saga_id, saga_state_name(row->s.state), row->customer, row->sku,
-	    qty, amount, next, deadline, waiter, owner, def_id};
+	const char *p[12] = {row->saga_id, row->state, row->customer, row->sku, qty, amount, next,
+	    deadline, waiter, owner, def_id, row->type};
 	PGresult *r = NULL;
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
 	int rc = PG_ERR_RETRY;
 	for (int i = 0; i < STORE_INSERT_TRIES && rc == PG_ERR_RETRY; i++)
-		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 11, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 12, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -293,6 +305,7 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		C_DEADLINE,
 		C_WAITER,
 		C_DEF,
+		C_TYPE,
 		C_N
 	};
 	pg_buf cols[C_N];
@@ -301,7 +314,7 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		const saga_row *w = &rows[i];
 		created[i] = false;
 		pg_array_add(&cols[C_ID], w->saga_id);
-		pg_array_add(&cols[C_STATE], saga_state_name(w->s.state));
+		pg_array_add(&cols[C_STATE], w->state);
 		pg_array_add(&cols[C_CUSTOMER], w->customer);
 		pg_array_add(&cols[C_SKU], w->sku);
 		pg_array_add_i64(&cols[C_QTY], w->qty);
@@ -310,6 +323,7 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		pg_array_add_i64(&cols[C_DEADLINE], w->s.step_deadline_ms);
 		pg_array_add(&cols[C_WAITER], waiters ? waiters[i] : NULL);
 		pg_array_add_i64(&cols[C_DEF], w->def_id);
+		pg_array_add(&cols[C_TYPE], w->type);
 	}
 	const char *p[C_N + 1];
 	int rc = pg_arrays_close(cols, C_N, p);
@@ -401,8 +415,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "SELECT h.version, coalesce(h.from_state, ''), h.to_state, h.event, h.reason, " MS(
-	        "h.at") " FROM sagas s LEFT JOIN saga_history h ON h.saga_id = s.saga_id "
-	                "WHERE s.saga_id = $1 ORDER BY h.version",
+	        "h.at") ", coalesce(s.type, 'order') FROM sagas s LEFT JOIN saga_history h "
+	                "ON h.saga_id = s.saga_id WHERE s.saga_id = $1 ORDER BY h.version",
 	    1, p, &r);
 	if (rc != 0)
 		return rc;
@@ -422,8 +436,12 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 			continue; /* a saga without history rows (cannot happen) */
 		store_history_entry *e = &(*out)[k++];
 		e->version = pg_get_i64(r, i, 0);
-		e->from_state = saga_state_parse(PQgetvalue(r, i, 1));
-		e->to_state = saga_state_parse(PQgetvalue(r, i, 2));
+		snprintf(e->from, sizeof e->from, "%s", PQgetvalue(r, i, 1));
+		snprintf(e->to, sizeof e->to, "%s", PQgetvalue(r, i, 2));
+		/* the order saga's enum for its own type only */
+		bool order = strcmp(PQgetvalue(r, i, 6), "order") == 0;
+		e->from_state = order ? saga_state_parse(e->from) : SAGA_STATE_UNSPECIFIED;
+		e->to_state = order ? saga_state_parse(e->to) : SAGA_STATE_UNSPECIFIED;
 		snprintf(e->event, sizeof e->event, "%s", PQgetvalue(r, i, 3));
 		(void)valid_utf8_copy(e->reason, sizeof e->reason, PQgetvalue(r, i, 4));
 		e->at_ms = pg_get_i64(r, i, 5);
@@ -437,7 +455,7 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
  * the row as it is: a saga that an orchestrator older than these plain
  * columns ended (without setting them) is claimed once and healed (no
  * lease, out of sagas_open; the engine finds no command to send). */
-#define STORE_TERMINAL "(state IN ('COMPLETED', 'CANCELLED'))"
+#define STORE_TERMINAL "(finished OR " STORE_TERMINAL_NAME ")"
 /* The lease a claimed row gets, saga_lease_until_ms (saga.h, rule T5) in
  * SQL: now ($1) + the try's timeout (the request timeout $2 doubled per
  * failed try, at most $5) + the grace $6, never past the step deadline. A
@@ -474,7 +492,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	"  next_attempt_at = CASE WHEN NOT " STORE_TERMINAL " THEN " STORE_LEASE " END," \
 	"  retry_at = CASE WHEN attempts > 0 AND NOT " STORE_TERMINAL " THEN"      \
 	"    " STORE_LEASE " END, finished = " STORE_TERMINAL                      \
-	", cancelled = (state = 'CANCELLED')"                                      \
+	", cancelled = (cancelled OR (coalesce(type, 'order') = 'order'"            \
+	"   AND state = 'CANCELLED'))"                                              \
 	" WHERE saga_id = ANY(ARRAY(" \
 	"  SELECT saga_id FROM (SELECT * FROM retry UNION ALL SELECT * FROM first) due" \
 	"  ORDER BY next_attempt_at LIMIT $3)) "                                   \
@@ -577,11 +596,10 @@ store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms
 	}
 	rc = pg_exec(conn,
 	    "UPDATE sagas SET attention = false, attempts = 0, retry_at = NULL, "
-	    "next_attempt_at = " TS(
-	        "$2") ", "
-	              "version = version + 1, updated_at = now() "
-	              "WHERE saga_id = $1 AND state NOT IN ('COMPLETED', 'CANCELLED') "
-	              "RETURNING " SAGA_COLS,
+	    "next_attempt_at = " TS("$2") ", "
+	                                  "version = version + 1, updated_at = now() "
+	                                  "WHERE saga_id = $1 AND NOT " STORE_TERMINAL " "
+	                                  "RETURNING " SAGA_COLS,
 	    2, p, &r);
 	if (rc != 0)
 		goto out_rollback;
@@ -601,7 +619,7 @@ store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms
 		goto out_rollback;
 	}
 	rc = store_insert_history(
-	    conn, saga_id, out->version, out->s.state, out->s.state, "retry", out->s.reason);
+	    conn, saga_id, out->version, out->state, out->state, "retry", out->s.reason);
 	if (rc != 0)
 		goto out_rollback;
 	*err = pg_commit(conn);

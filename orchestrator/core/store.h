@@ -17,6 +17,11 @@
 #include "valid.h"
 
 /* One saga row. */
+/* SAGA_NAME_MAX: room for a saga type's or a state's name and its NUL (a
+ * definition's names are at most SAGA_DEF_NAME_MAX, 64: orch_defs.c checks
+ * it at build time). */
+#define SAGA_NAME_MAX 72
+
 typedef struct saga_row {
 	char saga_id[VALID_UUID_LEN + 1];
 	saga s; /* the part the state machine decides on */
@@ -38,11 +43,26 @@ typedef struct saga_row {
 	int32_t def_id;     /* sagas.def_id: the version of the definition it
 	                       started with (saga_definitions.id; orch_defs.h);
 	                       0 for one started before schema version 9 */
+	/* its position in its definition (schema version 10): the text the
+	 * decisions are read from and written as; `s.state` is the order
+	 * saga's state for a saga of type order, and for any other type the
+	 * category of its position (store_category) */
+	char type[SAGA_NAME_MAX];  /* sagas.type: its saga type ("order" for
+	                              one started before schema 10) */
+	char state[SAGA_NAME_MAX]; /* sagas.state: its definition's name of
+	                              its position */
+	uint64_t members;          /* sagas.members: a group's members done */
+	bool compensating;         /* sagas.compensating: compensated, or
+	                              cancelled */
+	bool finished;             /* sagas.finished: completed or cancelled */
 } saga_row;
 
 typedef struct store_history_entry {
 	int64_t version;
-	saga_state from_state; /* UNSPECIFIED for the start */
+	char from[SAGA_NAME_MAX]; /* the states' names: "" for the start */
+	char to[SAGA_NAME_MAX];
+	saga_state from_state; /* the order saga's states (store_category for
+	                          other names): UNSPECIFIED for the start */
 	saga_state to_state;
 	char event[32];
 	char reason[SAGA_REASON_MAX];
@@ -54,6 +74,11 @@ typedef struct store_update {
 	const saga_row *before; /* the row as read; its version and epoch are the
 	                           checks */
 	saga next;              /* the row after the decision */
+	const char *state;      /* its state's name (borrowed: the
+	                           definition's) */
+	uint64_t members;       /* its group's members done */
+	bool compensating;      /* compensated, or cancelled */
+	bool finished;          /* completed or cancelled */
 	bool state_changed;     /* append a history row for the transition */
 	bool attention_raised;  /* append a history row "attention" */
 	const char *event;      /* history event name */
@@ -75,8 +100,16 @@ typedef struct store_update {
  * tombstones (issue 32). 8: sagas.cancelled and the listing indexes
  * sagas_customer and sagas_ended (issue 32). 9: saga_definitions and
  * sagas.def_id, the version of the definition a saga started with (issue
- * 34). */
-#define STORE_SCHEMA_VERSION 9
+ * 34). 10: a saga's state is its definition's name of its position, with
+ * sagas.type, members and compensating (issue 34). */
+#define STORE_SCHEMA_VERSION 10
+
+/* store_category returns the category of a position as a saga_state (the
+ * rules and the waits read it: saga_is_terminal, saga_wait_over): for type
+ * "order" the order saga's state `state` names; for any other type
+ * COMPLETED or CANCELLED when finished (by `compensating`), RELEASING
+ * while compensating, else RESERVING (a step forward). Pure. */
+saga_state store_category(const char *type, const char *state, bool compensating, bool finished);
 
 /* The channel the end of a saga that somebody waits for on another
  * orchestrator is NOTIFYed on, with the saga id as payload (store_apply;

@@ -33,10 +33,10 @@
 	"CASE WHEN " cond " THEN pg_notify('" STORE_NOTIFY_CHANNEL "', " id "::text) END"
 
 /* store_finished is the `finished` column of the row `u` writes: true in a
- * terminal state (schema.sql). */
+ * terminal position (schema.sql), as the engine decided. */
 static bool store_finished(const store_update *u)
 {
-	return saga_is_terminal(u->next.state);
+	return u->finished;
 }
 
 /* store_retry_ms formats the `retry_at` column of the row `u` writes, in
@@ -59,21 +59,25 @@ static int store_apply_one(PGconn *conn, store_update *u, const char *writer)
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
 	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
-	const char *p[12] = {b->saga_id, saga_state_name(u->next.state), u->next.reason, attempts,
+	char members[24];
+	snprintf(members, sizeof members, "%" PRId64, (int64_t)u->members);
+	const char *p[14] = {b->saga_id, u->state, u->next.reason, attempts,
 	    u->next.attention ? "true" : "false", next, deadline, version,
-	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry), epoch, writer};
+	    store_finished(u) ? "true" : "false", store_retry_ms(u, retry), epoch, writer, members,
+	    u->compensating ? "true" : "false"};
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "UPDATE sagas SET state = $2, reason = $3, attempts = $4, attention = $5, "
 	    "next_attempt_at = " TS("$6") ", step_deadline = " TS(
-	        "$7") ", "
-	              "finished = $9, cancelled = ($9::boolean AND $2 = 'CANCELLED'), retry_at "
-	              "= " TS("$10") ", "
-	                             "version = version + 1, updated_at = now() "
-	                             "WHERE saga_id = $1 AND version = $8 AND epoch = $11"
-	                             /* waits elsewhere (STORE_NOTIFY_IF) */
-	                             " RETURNING " STORE_NOTIFY_IF("", "$12::text"),
-	    12, p, &r);
+	        "$7") ", finished = $9, "
+	              "members = $13::bigint, compensating = $14::boolean, "
+	              "cancelled = ($9::boolean AND $14::boolean), retry_at = " TS(
+	                  "$10") ", "
+	                         "version = version + 1, updated_at = now() "
+	                         "WHERE saga_id = $1 AND version = $8 AND epoch = $11"
+	                         /* waits elsewhere (STORE_NOTIFY_IF) */
+	                         " RETURNING " STORE_NOTIFY_IF("", "$12::text"),
+	    14, p, &r);
 	if (rc != 0)
 		return rc;
 	u->applied = strcmp(PQcmdTuples(r), "1") == 0;
@@ -88,11 +92,11 @@ static int store_apply_one(PGconn *conn, store_update *u, const char *writer)
 	if (rc != 0)
 		return rc;
 	if (u->state_changed)
-		rc = store_insert_history(conn, b->saga_id, b->version + 1, b->s.state,
-		    u->next.state, u->event, u->next.reason);
+		rc = store_insert_history(
+		    conn, b->saga_id, b->version + 1, b->state, u->state, u->event, u->next.reason);
 	else if (u->attention_raised)
-		rc = store_insert_history(conn, b->saga_id, b->version + 1, b->s.state,
-		    u->next.state, "attention", u->next.reason);
+		rc = store_insert_history(conn, b->saga_id, b->version + 1, b->state, u->state,
+		    "attention", u->next.reason);
 	return rc;
 }
 
@@ -111,6 +115,8 @@ enum {
 	SB_FINISHED,
 	SB_RETRY,
 	SB_EPOCH,
+	SB_MEMBERS,
+	SB_COMPENSATING,
 	SB_COLS
 };
 /* After the columns, one scalar parameter: the writer's instance name
@@ -133,21 +139,23 @@ static const pg_stmt STORE_APPLY_BATCH = {"saga_apply_batch",
     "WITH u AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[],"
     "    $5::boolean[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[],"
-    "    $10::text[], $11::boolean[], $12::bigint[], $13::bigint[]) WITH ORDINALITY"
+    "    $10::text[], $11::boolean[], $12::bigint[], $13::bigint[], $14::bigint[],"
+    "    $15::boolean[]) WITH ORDINALITY"
     "    AS t(id, state, reason, attempts, attention, next_ms, deadline_ms, ver,"
-    "      from_state, event, finished, retry_ms, epoch, idx)),"
+    "      from_state, event, finished, retry_ms, epoch, members, compensating, idx)),"
     " upd AS ("
     "  UPDATE sagas s SET state = u.state, reason = u.reason, attempts = u.attempts,"
     "    attention = u.attention, next_attempt_at = " TSC("u.next_ms") ","
     "    step_deadline = " TSC("u.deadline_ms") ","
     "    finished = u.finished, retry_at = " TSC("u.retry_ms") ","
-    "    cancelled = (u.finished AND u.state = 'CANCELLED'),"
+    "    members = u.members, compensating = u.compensating,"
+    "    cancelled = (u.finished AND u.compensating),"
     "    version = s.version + 1, updated_at = now()"
     "  FROM u WHERE s.saga_id = u.id AND s.version = u.ver AND s.epoch = u.epoch"
     /* the same key as an array: an index scan under any cached plan */
     "    AND s.saga_id = ANY($1::uuid[])"
     "  RETURNING u.idx, " MS("s.updated_at") " AS updated_ms,"
-    "    s.saga_id, " STORE_NOTIFY_IF("s.", "$14::text") " AS notify),"
+    "    s.saga_id, " STORE_NOTIFY_IF("s.", "$16::text") " AS notify),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT u.id, u.ver + 1, u.from_state, u.state, u.event, u.reason"
@@ -163,11 +171,12 @@ static const pg_stmt STORE_APPLY_ONE = {"saga_apply_one",
     "    attention = $5::boolean, next_attempt_at = " TSC("$6::bigint") ","
     "    step_deadline = " TSC("$7::bigint") ","
     "    finished = $11::boolean, retry_at = " TSC("$12::bigint") ","
-    "    cancelled = ($11::boolean AND $2 = 'CANCELLED'),"
+    "    members = $14::bigint, compensating = $15::boolean,"
+    "    cancelled = ($11::boolean AND $15::boolean),"
     "    version = version + 1, updated_at = now()"
     "  WHERE saga_id = $1::uuid AND version = $8::bigint AND epoch = $13::bigint"
     "  RETURNING " MS("updated_at") " AS updated_ms,"
-    "    " STORE_NOTIFY_IF("", "$14::text") " AS notify),"
+    "    " STORE_NOTIFY_IF("", "$16::text") " AS notify),"
     " hist AS ("
     "  INSERT INTO saga_history (saga_id, version, from_state, to_state, event, reason)"
     "  SELECT $1::uuid, $8::bigint + 1, $9, $2, $10, $3 FROM upd"
@@ -194,10 +203,12 @@ static int store_apply_single(PGconn *conn, store_update *u, const char *writer)
 	snprintf(deadline, sizeof deadline, "%" PRId64, u->next.step_deadline_ms);
 	snprintf(version, sizeof version, "%" PRId64, b->version);
 	snprintf(epoch, sizeof epoch, "%" PRId64, b->epoch);
-	const char *p[SB_PARAMS] = {b->saga_id, saga_state_name(u->next.state), u->next.reason,
-	    attempts, u->next.attention ? "t" : "f", next, deadline, version,
-	    saga_state_name(b->s.state), store_update_event(u), store_finished(u) ? "t" : "f",
-	    store_retry_ms(u, retry), epoch, writer};
+	char members[24];
+	snprintf(members, sizeof members, "%" PRId64, (int64_t)u->members);
+	const char *p[SB_PARAMS]
+	    = {b->saga_id, u->state, u->next.reason, attempts, u->next.attention ? "t" : "f", next,
+	        deadline, version, b->state, store_update_event(u), store_finished(u) ? "t" : "f",
+	        store_retry_ms(u, retry), epoch, members, u->compensating ? "t" : "f", writer};
 	PGresult *r = NULL;
 	int rc = pg_exec_stmt(conn, &STORE_APPLY_ONE, SB_PARAMS, p, &r);
 	if (rc != 0)
@@ -218,20 +229,22 @@ static int store_apply_batch(PGconn *conn, store_update *ups, size_t n, const ch
 		const store_update *u = &ups[i];
 		const saga_row *b = u->before;
 		pg_array_add(&cols[SB_ID], b->saga_id);
-		pg_array_add(&cols[SB_STATE], saga_state_name(u->next.state));
+		pg_array_add(&cols[SB_STATE], u->state);
 		pg_array_add(&cols[SB_REASON], u->next.reason);
 		pg_array_add_i64(&cols[SB_ATTEMPTS], u->next.attempts);
 		pg_array_add(&cols[SB_ATTENTION], u->next.attention ? "t" : "f");
 		pg_array_add_i64(&cols[SB_NEXT], u->next.next_attempt_ms);
 		pg_array_add_i64(&cols[SB_DEADLINE], u->next.step_deadline_ms);
 		pg_array_add_i64(&cols[SB_VERSION], b->version);
-		pg_array_add(&cols[SB_FROM], saga_state_name(b->s.state));
+		pg_array_add(&cols[SB_FROM], b->state);
 		/* the history row of this update, if it needs one */
 		pg_array_add(&cols[SB_EVENT], store_update_event(u));
 		char retry[24];
 		pg_array_add(&cols[SB_FINISHED], store_finished(u) ? "t" : "f");
 		pg_array_add(&cols[SB_RETRY], store_retry_ms(u, retry));
 		pg_array_add_i64(&cols[SB_EPOCH], b->epoch);
+		pg_array_add_i64(&cols[SB_MEMBERS], (int64_t)u->members);
+		pg_array_add(&cols[SB_COMPENSATING], u->compensating ? "t" : "f");
 	}
 	const char *p[SB_PARAMS];
 	int rc = pg_arrays_close(cols, SB_COLS, p);

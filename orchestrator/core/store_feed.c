@@ -54,8 +54,10 @@ static void store_feed_row(const PGresult *r, int i, store_feed_entry *e)
 	e->xid = strtoull(PQgetvalue(r, i, 1), NULL, 10);
 	snprintf(e->saga_id, sizeof e->saga_id, "%s", PQgetvalue(r, i, 2));
 	e->h.version = pg_get_i64(r, i, 3);
-	e->h.from_state = saga_state_parse(PQgetvalue(r, i, 4));
-	e->h.to_state = saga_state_parse(PQgetvalue(r, i, 5));
+	snprintf(e->h.from, sizeof e->h.from, "%s", PQgetvalue(r, i, 4));
+	snprintf(e->h.to, sizeof e->h.to, "%s", PQgetvalue(r, i, 5));
+	e->h.from_state = saga_state_parse(e->h.from);
+	e->h.to_state = saga_state_parse(e->h.to);
 	snprintf(e->h.event, sizeof e->h.event, "%s", PQgetvalue(r, i, 6));
 	snprintf(e->h.reason, sizeof e->h.reason, "%s", PQgetvalue(r, i, 7));
 	e->h.at_ms = pg_get_i64(r, i, 8);

@@ -22,8 +22,9 @@
 	"saga_id::text, state, reason, customer, sku, qty, amount, version, attempts, "            \
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
 	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, ''), "             \
-	                                        "coalesce(def_id, 0)"
-#define SAGA_NCOLS 17
+	                                        "coalesce(def_id, 0), coalesce(type, 'order'), "   \
+	                                        "members, compensating, finished"
+#define SAGA_NCOLS 21
 
 /* clang-format off */
 #define STORE_STR_(x) #x
@@ -33,7 +34,11 @@
  * orchestrator older than `finished` ended out. */
 #define STORE_UNFINISHED                                                                           \
 	"((NOT finished AND retry_at IS NULL) OR retry_at IS NOT NULL)"                            \
-	" AND state NOT IN ('COMPLETED', 'CANCELLED')"
+	" AND NOT " STORE_TERMINAL_NAME
+/* A row an orchestrator older than `finished` ended without setting it: an
+ * order saga (type NULL: started before schema 10) in a terminal state. */
+#define STORE_TERMINAL_NAME                                                                        \
+	"(coalesce(type, 'order') = 'order' AND state IN ('COMPLETED', 'CANCELLED'))"
 /* The three overdue conditions of an unfinished row of sagas (store.h,
  * store_overdue_reason) as three boolean columns, by the database's clock:
  * `m` is past_deadline's margin and `st` stuck's threshold (ms, bigint
@@ -42,7 +47,7 @@
 #define STORE_OVERDUE_COLS(m, st)                                                                  \
 	"coalesce(step_deadline < now() - " m "::bigint * interval '1 millisecond', false)"        \
 	" AS past_deadline,"                                                                       \
-	" (state IN ('REFUNDING', 'RELEASING')"                                                    \
+	" ((compensating OR state IN ('REFUNDING', 'RELEASING')) AND NOT finished"                 \
 	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
 	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck"
 #define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck)"
@@ -55,10 +60,11 @@
 void store_read_row(const PGresult *r, int i, saga_row *out);
 
 /* store_insert_history inserts the history row of the saga `saga_id`'s
- * version `version`: a move `from` (SAGA_STATE_UNSPECIFIED: none) `to` on
- * `event` with `reason`, in the caller's transaction. Returns 0 or a
- * negative enum pg_err. (store.c; store_apply.c writes them too.) */
-int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, saga_state from,
-    saga_state to, const char *event, const char *reason);
+ * version `version`: a move from state `from` (a name; NULL or "": none)
+ * to state `to` on `event` with `reason`, in the caller's transaction.
+ * Returns 0 or a negative enum pg_err. (store.c; store_apply.c writes them
+ * too.) */
+int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, const char *from,
+    const char *to, const char *event, const char *reason);
 
 #endif

@@ -87,7 +87,8 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 	/* STORE_OVERDUE_COLS with the parameters' numbers */
 	sl_cat(b,
 	    "coalesce(step_deadline < now() - %s::bigint * interval '1 millisecond', false)"
-	    " AS past_deadline, (state IN ('REFUNDING', 'RELEASING') AND attempts >= %d)"
+	    " AS past_deadline, ((compensating OR state IN ('REFUNDING', 'RELEASING'))"
+	    " AND NOT finished AND attempts >= %d)"
 	    " AS compensation_failing,"
 	    " (updated_at < now() - %s::bigint * interval '1 millisecond') AS stuck"
 	    " FROM sagas WHERE true",

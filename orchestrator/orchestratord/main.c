@@ -47,6 +47,7 @@ typedef struct orch_config {
 	char stock[CONFIG_STR_MAX];
 	char payment[CONFIG_STR_MAX];
 	char shipping[CONFIG_STR_MAX];
+	char links[CONFIG_STR_MAX];
 	char definitions[CONFIG_STR_MAX];
 	char log_level[CONFIG_STR_MAX];
 	int64_t workers;
@@ -102,6 +103,11 @@ static const config_opt orch_opts[] = {
     OPT("shipping", "SAGA_SHIPPING_URL", CONFIG_STR, "tcp://127.0.0.1:7104", 0, 0, shipping,
         "nng URL of the shipping daemon, or a comma-separated list of its replicas' URLs",
         "URL[,URL...]"),
+    OPT("links", "SAGA_ORCHESTRATOR_LINKS", CONFIG_STR, "", 0, 0, links,
+        "more participants' links, for the definitions' urls: --NAME (docs/saga-definitions.md): "
+        "NAME=URL[,URL...] entries separated by ';', each serving the service its participant "
+        "declares, with the TLS settings of the others; at most 5",
+        "NAME=URLS[;...]"),
     OPT("definitions", "SAGA_ORCHESTRATOR_DEFINITIONS", CONFIG_STR, "", 0, 0, definitions,
         "the saga definitions file (YAML or JSON; docs/saga-definitions.md) whose commands "
         "the engine sends; this build runs the order saga's flow and names only, with its "
@@ -395,9 +401,14 @@ static int orch_max_listings(int64_t max, int64_t workers)
 typedef struct orch {
 	orch_config c;
 	horizon_policy horizon; /* the retention job's arg */
-	/* each participant's replicas: stock, payment, shipping */
-	rpc_urls links[3];
-	orch_probe probes[3 * RPC_URLS_MAX];
+	/* each participant's replicas: stock, payment, shipping, then those of
+	 * --links (link_table: their names and services) */
+	rpc_urls links[ORCH_LINKS_MAX];
+	saga_def_link link_table[ORCH_LINKS_MAX];
+	char link_names[ORCH_LINKS_MAX][32];
+	char link_lists[ORCH_LINKS_MAX][CONFIG_STR_MAX];
+	int nlinks;
+	orch_probe probes[ORCH_LINKS_MAX * RPC_URLS_MAX];
 	char instance[64];
 	orch_defs defs; /* the definitions the engines run */
 	engine_config ec;
@@ -484,22 +495,90 @@ static int orch_options(orch *o, int argc, char **argv)
 	return 0;
 }
 
+/* orch_link_table makes the table of the participants' links: --stock,
+ * --payment and --shipping (saga_def_order_links), then each NAME=URLS of
+ * --links, serving the service its participant declares. Returns 0, or 2
+ * after naming the bad entry. */
+static int orch_link_table(orch *o)
+{
+	const orch_config *c = &o->c;
+	const char *fixed[SAGA_DEF_ORDER_NLINKS] = {c->stock, c->payment, c->shipping};
+	for (int i = 0; i < SAGA_DEF_ORDER_NLINKS; i++) {
+		o->link_table[i] = saga_def_order_links[i];
+		snprintf(o->link_lists[i], sizeof o->link_lists[i], "%s", fixed[i]);
+	}
+	o->nlinks = SAGA_DEF_ORDER_NLINKS;
+	char list[CONFIG_STR_MAX];
+	snprintf(list, sizeof list, "%s", c->links);
+	char *save = NULL;
+	for (char *e = strtok_r(list, ";", &save); e != NULL; e = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(e, '=');
+		size_t len = eq != NULL ? (size_t)(eq - e) : 0;
+		bool ok = len > 0 && len < sizeof o->link_names[0] && eq[1] != '\0';
+		for (size_t k = 0; ok && k < len; k++)
+			ok = (e[k] >= 'a' && e[k] <= 'z')
+			    || (k > 0
+			        && ((e[k] >= '0' && e[k] <= '9') || e[k] == '_' || e[k] == '-'));
+		if (!ok) {
+			config_error(
+			    "invalid value for --links: entry \"%s\" is not NAME=URL[,URL...] "
+			    "(NAME: a lowercase letter, then letters, digits, _ or -; at most "
+			    "31)\n",
+			    e);
+			return 2;
+		}
+		*eq = '\0';
+		for (int i = 0; i < o->nlinks; i++)
+			if (strcmp(o->link_table[i].option, e) == 0) {
+				config_error(
+				    "invalid value for --links: %s is named twice (or is --%s)\n",
+				    e, e);
+				return 2;
+			}
+		if (o->nlinks >= ORCH_LINKS_MAX) {
+			config_error("invalid value for --links: more than %d links\n",
+			    ORCH_LINKS_MAX - SAGA_DEF_ORDER_NLINKS);
+			return 2;
+		}
+		int i = o->nlinks++;
+		snprintf(o->link_names[i], sizeof o->link_names[i], "%s", e);
+		snprintf(o->link_lists[i], sizeof o->link_lists[i], "%s", eq + 1);
+		o->link_table[i] = (saga_def_link) {.option = o->link_names[i], .service = NULL};
+	}
+	return 0;
+}
+
 /* orch_definitions loads --definitions (or the built-in order.yaml), whose
  * participants must be on the links of o->links (saga_def_order_links: the
  * options --stock, --payment, --shipping, in that order). Returns 0, or 2 after
  * saying why not. */
 static int orch_definitions(orch *o)
 {
+	if (orch_link_table(o) != 0)
+		return 2;
 	char err[512];
 	const char *file = o->c.definitions[0] != '\0' ? o->c.definitions : NULL;
-	if (orch_defs_load(
-	        &o->defs, file, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, err, sizeof err)
-	    != 0) {
+	if (orch_defs_load(&o->defs, file, o->link_table, o->nlinks, err, sizeof err) != 0) {
 		config_error("--definitions: %s\n", err);
 		return 2;
 	}
-	log_info(NULL, "saga definitions from %s: order version %.12s", o->defs.source,
-	    o->defs.v[0]->hex);
+	char types[512] = "";
+	for (size_t k = 0; k < o->defs.nfile; k++)
+		snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s version %.12s",
+		    k > 0 ? ", " : "", o->defs.v[k]->type->name, o->defs.v[k]->hex);
+	log_info(NULL, "saga definitions from %s: %s", o->defs.source, types);
+	/* a link of --links no step goes to is likely a typo of a urls: */
+	for (int i = SAGA_DEF_ORDER_NLINKS; i < o->nlinks; i++) {
+		bool used = false;
+		for (size_t k = 0; k < o->defs.nfile && !used; k++)
+			for (int32_t st = 0; st < o->defs.v[k]->flow.nsteps && !used; st++)
+				used = o->defs.v[k]->links[st][0] == i
+				    || o->defs.v[k]->links[st][1] == i;
+		if (!used)
+			log_warn(NULL,
+			    "--links %s: no step of the definitions goes to it (urls: --%s)",
+			    o->link_table[i].option, o->link_table[i].option);
+	}
 	return 0;
 }
 
@@ -512,28 +591,31 @@ static int orch_links(orch *o)
 {
 	static const char *const link_daemons[3] = {"stockd", "paymentd", "shippingd"};
 	orch_config *c = &o->c;
-	const char *link_lists[3] = {c->stock, c->payment, c->shipping};
-	for (int i = 0; i < 3; i++)
+	bool all_tls = true;
+	for (int i = 0; i < o->nlinks; i++) {
 		if (orch_participant_urls(
-		        &o->links[i], c, saga_def_order_links[i].option, link_lists[i])
+		        &o->links[i], c, o->link_table[i].option, o->link_lists[i])
 		    != 0)
 			return 2;
-	if (!rpc_urls_all_tls(&o->links[0]) || !rpc_urls_all_tls(&o->links[1])
-	    || !rpc_urls_all_tls(&o->links[2]))
+		all_tls = all_tls && rpc_urls_all_tls(&o->links[i]);
+	}
+	if (!all_tls)
 		log_warn(NULL,
-		    "the links to the participants (%s, %s, %s) are not all TLS: use tls+tcp:// "
+		    "the links to the participants (%s, %s, %s%s%s) are not all TLS: use "
+		    "tls+tcp:// "
 		    "with --participant-tls-cert, --participant-tls-key and --participant-tls-ca "
 		    "for anything but a laptop (docs/security.md)",
-		    c->stock, c->payment, c->shipping);
+		    c->stock, c->payment, c->shipping, c->links[0] ? "; " : "", c->links);
 	pg_set_link_timeout(c->db_link_timeout);
 	/* the stop bound counts from the signal, whatever is running then */
 	if (daemon_install_signals(c->stop_timeout) != 0)
 		log_warn(NULL, "could not bound the stop: no watchdog thread");
 	int n_probes = 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < o->nlinks; i++)
 		for (size_t k = 0; k < o->links[i].n; k++)
-			o->probes[n_probes++] = (orch_probe) {
-			    link_daemons[i], o->links[i].url[k], o->links[i].tls[k]};
+			o->probes[n_probes++]
+			    = (orch_probe) {i < 3 ? link_daemons[i] : o->link_table[i].option,
+			        o->links[i].url[k], o->links[i].tls[k]};
 	orch_probe_links(o->probes, n_probes);
 	return 0;
 }
@@ -609,9 +691,9 @@ static void orch_engine_config(orch *o)
 	};
 	/* each participant a command goes to, by the option its definition
 	 * names (checked by orch_definitions) */
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < o->nlinks; i++)
 		o->ec.links[i] = &o->links[i];
-	o->ec.nlinks = 3;
+	o->ec.nlinks = o->nlinks;
 }
 
 /* orch_engines names this instance and starts the registry of waiting
@@ -669,8 +751,7 @@ static int orch_api(orch *o)
 	    .stuck_after_ms = c->stuck_after,
 	    .max_listings = orch_max_listings(c->max_listings, c->workers),
 	    .max_listings_per_caller = (int)c->max_listings_per_caller,
-	    .def_id = orch_defs_current(&o->defs),
-	    .flow = &o->defs.v[0]->flow};
+	    .defs = &o->defs};
 	if (health_db_open(&orch_health, c->db) != 0) {
 		log_error(NULL, "could not start: out of memory");
 		return 1;
@@ -745,7 +826,7 @@ static void orch_stop(orch *o)
 	health_db_close(orch_health);
 	orch_health = NULL;
 	if (o->ran || o->probes[0].url == NULL)
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < o->nlinks; i++)
 			rpc_urls_free(&o->links[i]);
 	orch_defs_free(&o->defs);
 	if (o->ran)

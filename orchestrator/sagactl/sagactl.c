@@ -86,6 +86,10 @@ static const config_opt ctl_opts_start[] = {
         "wait until the saga is COMPLETED or CANCELLED", NULL},
     {"wait-timeout", NULL, CONFIG_INT, "30000", 1, 86400000, offsetof(ctl_opts, wait_timeout_ms),
         "give up waiting after this long (exit 1)", "MS"},
+    {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
+        "the saga type to start, one of the orchestrator's definitions (default: order); "
+        "its input is the order CUSTOMER SKU QTY AMOUNT",
+        "TYPE"},
 };
 
 static const config_opt ctl_opts_deposit[] = {
@@ -309,9 +313,11 @@ static const char *const ctl_args_probe[] = {"SERVICE", NULL};
 
 static const ctl_cmd ctl_cmds[] = {
     {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
-        "sagactl start CUSTOMER SKU QTY AMOUNT [OPTIONS]",
+        "sagactl start CUSTOMER SKU QTY AMOUNT [--type TYPE] [OPTIONS]",
         "Start an order saga: CUSTOMER orders QTY (1..1000000) units of SKU for AMOUNT, a\n"
         "decimal in major units with at most two decimals (12.5 is 1250 minor units).\n"
+        "--type starts a saga of another type of the orchestrator's definitions with\n"
+        "that order as its input (docs/saga-definitions.md).\n"
         "Prints the saga and whether it was created (no: the id already existed).\n"
         "With --wait, waits (WaitSaga, no polling) until the saga is COMPLETED or\n"
         "CANCELLED and prints the final saga; either outcome exits 0.\n"

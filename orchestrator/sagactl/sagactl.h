@@ -100,6 +100,7 @@ typedef struct ctl_opts {
 	int64_t delay_ms;
 	bool dry_run;                /* retention --dry-run */
 	char target[CONFIG_STR_MAX]; /* retention --target: a SERVICE name */
+	char type[CONFIG_STR_MAX];   /* start --type */
 	bool model;                  /* definitions check --model */
 	int64_t max_states;          /* definitions check --max-states */
 	char tls_cert[CONFIG_STR_MAX];
@@ -238,6 +239,15 @@ bool ctl_json_append(json_t *a, json_t *v);
 /* ctl_saga_json is a saga with its order, the shape shared by start, get,
  * list and report; a new reference, NULL on failure. */
 json_t *ctl_saga_json(const Sagas__V1__Saga *s);
+
+/* ctl_state: the name of saga s's state (GetSaga's state_name, which an
+ * orchestrator of any saga type sends; the SagaState's name from an older
+ * one). Borrowed from s, or static. */
+const char *ctl_state(const Sagas__V1__Saga *s);
+
+/* ctl_hist_state: the name of a history entry's from (from true) or to
+ * state, as ctl_state; NULL for the start's from. */
+const char *ctl_hist_state(const Sagas__V1__HistoryEntry *e, bool from);
 
 /* ctl_saga_print prints one saga as aligned lines; `created` is -1 (no
  * created line: get, wait, retry) or the ctl_key_use of a StartSaga. */

@@ -1,7 +1,8 @@
 /* sagactl definitions check FILE: loads and validates a saga definition
  * file (orchestrator/sagadef) with no server, prints each saga type with its
  * version, steps and their input mappings, and says whether this build's
- * orchestratord runs it (saga_def_order_runnable); with --model, checks each
+ * orchestratord runs it (saga_def_runnable), and with which --links; with
+ * --model, checks each
  * type's flow with the model (saga_model.h). */
 #include "sagactl.h"
 
@@ -131,12 +132,38 @@ static bool ctl_defs_model_print(const char *type, int rc, const saga_model_resu
 	return ctl_defs_model_ok(rc, r);
 }
 
+/* ctl_defs_runnable: whether this build's orchestratord runs `d`
+ * (saga_def_runnable; why not in `why`), its participants on --stock,
+ * --payment, --shipping and, for any other `urls: --NAME`, a link of
+ * --links; the --links it needs then in `extra` ("hotel=URL[,URL...];..."
+ * or ""). */
+static bool ctl_defs_runnable(
+    const saga_defs *d, char *why, size_t whylen, char *extra, size_t extralen)
+{
+	saga_def_link links[SAGA_DEF_ORDER_NLINKS + SAGA_DEF_MAX_NAMED];
+	size_t n = 0;
+	for (; n < SAGA_DEF_ORDER_NLINKS; n++)
+		links[n] = saga_def_order_links[n];
+	extra[0] = '\0';
+	for (size_t i = 0; i < d->nparticipants; i++) {
+		const char *u = d->participants[i].urls;
+		if (strncmp(u, "--", 2) != 0 || saga_def_link_of(&d->participants[i], links, n) >= 0
+		    || n >= sizeof links / sizeof links[0])
+			continue;
+		links[n++] = (saga_def_link) {.option = u + 2, .service = NULL};
+		size_t at = strlen(extra);
+		snprintf(extra + at, extralen - at, "%s%s=URL[,URL...]", at > 0 ? ";" : "", u + 2);
+	}
+	return saga_def_runnable(d, links, n, why, whylen) == 0;
+}
+
 /* ctl_defs_json prints the file's types, and whether this build's
- * orchestratord runs it (why not: `why`, NULL when it does), and with
+ * orchestratord runs it (why not: `why`, NULL when it does; the --links it
+ * needs: `extra`, NULL or "" for none), and with
  * --model each type's model result (`mrc` and `models`, one per type; NULL
  * without), as one JSON value. Returns an exit code. */
-static int ctl_defs_json(
-    const saga_defs *d, const char *why, const int *mrc, const saga_model_result *models)
+static int ctl_defs_json(const saga_defs *d, const char *why, const char *extra, const int *mrc,
+    const saga_model_result *models)
 {
 	json_t *types = json_array();
 	for (size_t i = 0; types != NULL && i < d->ntypes; i++) {
@@ -158,16 +185,17 @@ static int ctl_defs_json(
 		json_t *model = models != NULL ? ctl_defs_model_json(mrc[i], &models[i]) : NULL;
 		if ((models != NULL && model == NULL)
 		    || !ctl_json_append(types,
-		        json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o?}", "name", t->name,
+		        json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o*}", "name", t->name,
 		            "version", hex, "input", t->input, "completed", t->completed,
 		            "cancelled", t->cancelled, "steps", steps, "model", model))) {
 			json_decref(types);
 			types = NULL;
 		}
 	}
-	return ctl_json_print(types != NULL ? json_pack("{s:o, s:{s:b, s:s?}}", "types", types,
-	                          "orchestratord", "runs", why == NULL, "why", why)
-	                                    : NULL);
+	return ctl_json_print(types != NULL
+	        ? json_pack("{s:o, s:{s:b, s:s?, s:s?}}", "types", types, "orchestratord", "runs",
+	            why == NULL, "why", why, "links", extra != NULL && extra[0] ? extra : NULL)
+	        : NULL);
 }
 
 int ctl_definitions_check(ctl_ctx *c, char **args)
@@ -178,10 +206,8 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 		return ctl_error("%s", err);
 	/* valid; whether this build's orchestratord runs it is said apart (the
 	 * model, sim_flow, takes any valid file) */
-	char why[512];
-	bool runs = saga_def_order_runnable(
-	                d, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, why, sizeof why)
-	    == 0;
+	char why[512], extra[CONFIG_STR_MAX];
+	bool runs = ctl_defs_runnable(d, why, sizeof why, extra, sizeof extra);
 	saga_model_result *models = NULL;
 	int *mrc = NULL;
 	bool models_ok = true;
@@ -201,7 +227,7 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 	}
 	int rc = CTL_EXIT_OK;
 	if (c->o.json) {
-		rc = ctl_defs_json(d, runs ? NULL : why, mrc, models);
+		rc = ctl_defs_json(d, runs ? NULL : why, runs ? extra : NULL, mrc, models);
 		goto out;
 	}
 	for (size_t i = 0; i < d->ntypes; i++) {
@@ -219,7 +245,9 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 		if (models != NULL)
 			ctl_defs_model_print(t->name, mrc[i], &models[i]);
 	}
-	if (runs)
+	if (runs && extra[0] != '\0')
+		printf("orchestratord (this build) runs it, given --links %s\n", extra);
+	else if (runs)
 		printf("orchestratord (this build) runs it\n");
 	else
 		fprintf(stderr,

@@ -265,18 +265,37 @@ bool ctl_json_append(json_t *a, json_t *v)
 	return json_array_append_new(a, v) == 0;
 }
 
+const char *ctl_state(const Sagas__V1__Saga *s)
+{
+	if (s->state_name != NULL && s->state_name[0] != '\0')
+		return s->state_name;
+	return saga_state_name((saga_state)s->state);
+}
+
+const char *ctl_hist_state(const Sagas__V1__HistoryEntry *e, bool from)
+{
+	const char *name = from ? e->from_state_name : e->to_state_name;
+	if (name != NULL && name[0] != '\0')
+		return name;
+	Sagas__V1__SagaState st = from ? e->from_state : e->to_state;
+	if (from && st == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED)
+		return NULL; /* the start has no state before it */
+	return saga_state_name((saga_state)st);
+}
+
 /* A saga with its order; the shape shared by start, get, list and report. */
 json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 {
 	char amount[32], created[32], updated[32];
 	const Sagas__V1__Order *o = s->order;
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, s:I, "
-	                 "s:s, s:I, s:I, s:I, s:s}",
-	    "saga_id", s->saga_id, "state", saga_state_name((saga_state)s->state), "reason",
-	    s->reason, "customer", o->customer, "sku", o->sku, "qty", (int)o->qty, "amount_minor",
-	    (json_int_t)o->amount, "amount", ctl_money(o->amount, amount), "attention",
-	    (int)s->attention, "version", (json_int_t)s->version, "attempts", (int)s->attempts,
-	    "created_unix_ms", (json_int_t)s->created_unix_ms, "created_at",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, "
+	                 "s:I, s:s, s:I, s:I, s:I, s:s}",
+	    "saga_id", s->saga_id, "type", s->type != NULL && s->type[0] ? s->type : "order",
+	    "state", ctl_state(s), "reason", s->reason, "customer", o->customer, "sku", o->sku,
+	    "qty", (int)o->qty, "amount_minor", (json_int_t)o->amount, "amount",
+	    ctl_money(o->amount, amount), "attention", (int)s->attention, "version",
+	    (json_int_t)s->version, "attempts", (int)s->attempts, "created_unix_ms",
+	    (json_int_t)s->created_unix_ms, "created_at",
 	    ctl_iso_ms(s->created_unix_ms, created, sizeof created), "updated_unix_ms",
 	    (json_int_t)s->updated_unix_ms, "updated_at",
 	    ctl_iso_ms(s->updated_unix_ms, updated, sizeof updated), "step_deadline_unix_ms",
@@ -301,7 +320,9 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	char amount[32], t1[32], t2[32], t3[32], t4[32];
 	const Sagas__V1__Order *o = s->order;
 	printf("saga_id       %s\n", ctl_esc(s->saga_id));
-	printf("state         %s\n", saga_state_name((saga_state)s->state));
+	if (s->type != NULL && s->type[0] != '\0' && strcmp(s->type, "order") != 0)
+		printf("type          %s\n", ctl_esc(s->type));
+	printf("state         %s\n", ctl_esc(ctl_state(s)));
 	printf("reason        %s\n", s->reason[0] ? ctl_esc(s->reason) : "-");
 	printf("customer      %s\n", ctl_esc(o->customer));
 	printf("sku           %s\n", ctl_esc(o->sku));

@@ -19,6 +19,7 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 {
 	const char *method = METHOD_PATH(METHOD_Orchestrator_WaitSaga);
 	saga_state last = SAGA_STATE_UNSPECIFIED;
+	char last_name[80] = "";    /* its state's name ("": no reply yet) */
 	bool answered_last = false; /* did the latest call get a reply? */
 	Sagas__V1__WaitSagaRequest req = SAGAS__V1__WAIT_SAGA_REQUEST__INIT;
 	req.saga_id = (char *)id;
@@ -49,7 +50,8 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 				return ctl_bad_reply(c, CTL_SVC_ORCHESTRATOR, "WaitSaga");
 			}
 			last = (saga_state)rep->saga->state;
-			if (saga_is_terminal(last)) {
+			snprintf(last_name, sizeof last_name, "%s", ctl_state(rep->saga));
+			if (rep->finished || saga_is_terminal(last)) {
 				*out = rep;
 				return 0;
 			}
@@ -59,7 +61,7 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 				rc = ctl_error(
 				    "saga %s is parked in %s (%s): it is not tried again "
 				    "until an operator acts, see 'sagactl history %s'",
-				    id, saga_state_name(last), ctl_esc(rep->saga->reason), id);
+				    id, ctl_esc(last_name), ctl_esc(rep->saga->reason), id);
 				sagas__v1__wait_saga_reply__free_unpacked(rep, NULL);
 				return rc;
 			}
@@ -73,16 +75,12 @@ static int ctl_wait(ctl_ctx *c, const char *id, int64_t deadline, Sagas__V1__Wai
 			    "waiting (last seen %s); the saga resumes when it is back, "
 			    "see 'sagactl get %s'",
 			    id, c->o.url[CTL_SVC_ORCHESTRATOR],
-			    last == SAGA_STATE_UNSPECIFIED ? "no reply"
-			                                   : saga_state_name((saga_state)last),
-			    id);
+			    last_name[0] == '\0' ? "no reply" : ctl_esc(last_name), id);
 		if (left <= 0)
 			return ctl_error("saga %s did not finish within %" PRId64
 			                 " ms (last seen %s); it goes on, see 'sagactl get %s'",
 			    id, c->o.wait_timeout_ms,
-			    last == SAGA_STATE_UNSPECIFIED ? "no reply"
-			                                   : saga_state_name((saga_state)last),
-			    id);
+			    last_name[0] == '\0' ? "no reply" : ctl_esc(last_name), id);
 		/* an answer that came back at once (the orchestrator holds too
 		 * many waits, or was unreachable): pause before asking again */
 		if (clock_mono_ms() - began < CTL_POLL_MS) {
@@ -119,6 +117,7 @@ int ctl_start(ctl_ctx *c, char **args)
 	Sagas__V1__StartSagaRequest req = SAGAS__V1__START_SAGA_REQUEST__INIT;
 	req.saga_id = id;
 	req.order = &order;
+	req.type = c->o.type[0] != '\0' ? c->o.type : (char *)"";
 	/* --wait: the StartSaga itself waits for the end (wait_ms), and
 	 * WaitSaga calls go on waiting when that was not long enough */
 	int64_t began = clock_mono_ms();
@@ -151,7 +150,7 @@ int ctl_start(ctl_ctx *c, char **args)
 		goto out_free_rep;
 	}
 	const Sagas__V1__Saga *shown = rep->saga;
-	if (c->o.wait && !saga_is_terminal((saga_state)rep->saga->state)) {
+	if (c->o.wait && !rep->finished && !saga_is_terminal((saga_state)rep->saga->state)) {
 		rc = ctl_wait(c, rep->saga->saga_id, began + c->o.wait_timeout_ms, &fin);
 		if (rc != 0)
 			goto out_free_rep;
@@ -308,8 +307,8 @@ static bool ctl_list_add(ctl_ctx *c, const Sagas__V1__ListSagasReply *rep, json_
 		char qty[16], amount[32], at[32], why[96];
 		snprintf(qty, sizeof qty, "%d", (int)s->order->qty);
 		/* the why column is the 10th: a table of 9 columns ignores it */
-		ctl_table_row(t, s->saga_id, saga_state_name((saga_state)s->state), s->reason,
-		    s->order->customer, s->order->sku, qty, ctl_money(s->order->amount, amount),
+		ctl_table_row(t, s->saga_id, ctl_state(s), s->reason, s->order->customer,
+		    s->order->sku, qty, ctl_money(s->order->amount, amount),
 		    s->attention ? "yes" : "", ctl_iso_ms(s->updated_unix_ms, at, sizeof at),
 		    ctl_why(s, why, sizeof why));
 	}
@@ -495,11 +494,8 @@ int ctl_history(ctl_ctx *c, char **args)
 			    json_pack("{s:I, s:I, s:s, s:s?, s:s, s:s, s:s}", "version",
 			        (json_int_t)e->version, "at_unix_ms", (json_int_t)e->at_unix_ms,
 			        "at", ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state",
-			        e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
-			            ? NULL /* the start has no state before it */
-			            : saga_state_name((saga_state)e->from_state),
-			        "to_state", saga_state_name((saga_state)e->to_state), "event",
-			        e->event, "reason", e->reason));
+			        ctl_hist_state(e, true), "to_state", ctl_hist_state(e, false),
+			        "event", e->event, "reason", e->reason));
 		}
 		if (!ok) {
 			json_decref(a);
@@ -512,13 +508,11 @@ int ctl_history(ctl_ctx *c, char **args)
 		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "rllll"};
 		for (size_t i = 0; i < rep->n_entries; i++) {
 			const Sagas__V1__HistoryEntry *e = rep->entries[i];
-			char ver[24], at[32], tr[64];
+			char ver[24], at[32], tr[160];
 			snprintf(ver, sizeof ver, "%" PRId64, (int64_t)e->version);
-			snprintf(tr, sizeof tr, "%s -> %s",
-			    e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
-			        ? "-"
-			        : saga_state_name((saga_state)e->from_state),
-			    saga_state_name((saga_state)e->to_state));
+			const char *from = ctl_hist_state(e, true);
+			snprintf(tr, sizeof tr, "%s -> %s", from != NULL ? from : "-",
+			    ctl_hist_state(e, false));
 			ctl_table_row(&t, ver, ctl_iso_ms(e->at_unix_ms, at, sizeof at), tr,
 			    e->event, e->reason);
 		}

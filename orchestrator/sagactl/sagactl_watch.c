@@ -111,10 +111,8 @@ static int ctl_watch_print(const ctl_ctx *c, const Sagas__V1__WatchHistoryReply 
 		if (e == NULL)
 			continue;
 		char at[32];
-		const char *from = e->from_state == SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED
-		    ? NULL
-		    : saga_state_name((saga_state)e->from_state);
-		const char *to = saga_state_name((saga_state)e->to_state);
+		const char *from = ctl_hist_state(e, true);
+		const char *to = ctl_hist_state(e, false);
 		if (c->o.json) {
 			json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:s, s:s}",
 			    "saga_id", f->saga_id, "version", (json_int_t)e->version, "at_unix_ms",

@@ -169,7 +169,8 @@ int saga_def_flow(const saga_def_type *t, saga_flow *out);
 
 /* A link orchestratord has to a participant: the option naming its URL
  * list, without "--" ("stock"), and the service it serves there
- * ("sagas.v1.Stock"). */
+ * ("sagas.v1.Stock"; NULL for a link of --links, which serves the
+ * service its participant declares). */
 typedef struct saga_def_link {
 	const char *option;
 	const char *service;
@@ -184,14 +185,19 @@ extern const saga_def_link saga_def_order_links[SAGA_DEF_ORDER_NLINKS];
  * p's `urls` option, or -1 when none is that option. */
 int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, size_t nlinks);
 
-/* saga_def_order_runnable checks that this build's orchestratord runs the
- * validated `d` (saga_def_order.c): one type, `order`, of input
- * sagas.v1.Order, with the order saga's flow, step names, state names and
- * terminal names (a step's own deadline_ms and retry apply), and every step's
- * participant on one of `links` (nlinks) that serves its service. Returns
- * 0, or -1 with one line in err ("FILE: PATH: why"). Pure. Used by
- * orchestratord at start and by `sagactl definitions check`. */
-int saga_def_order_runnable(
+/* SAGA_DEF_RUN_TYPES: the saga types one file may hold for orchestratord. */
+#define SAGA_DEF_RUN_TYPES 16
+
+/* saga_def_runnable checks that this build's orchestratord runs the
+ * validated `d` (saga_def_order.c): 1 to SAGA_DEF_RUN_TYPES types, each of
+ * input sagas.v1.Order (StartSaga's typed input), the one named `order`
+ * (if any) being the order saga (its flow, step names, state names and
+ * terminal names: the API's SagaState), and every step's participant on
+ * one of `links` (nlinks) that serves its service (a link whose service is
+ * NULL, one of orchestratord --links, serves any). Returns 0, or -1 with
+ * one line in err ("FILE: PATH: why"). Pure. Used by orchestratord at start
+ * and by `sagactl definitions check`. */
+int saga_def_runnable(
     const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen);
 
 /* saga_def_kind_name is "compensable", "pivot" or "retriable" (static). */

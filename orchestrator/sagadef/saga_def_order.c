@@ -1,9 +1,8 @@
 /* saga_def_order: what this build's orchestratord runs of a definition
- * (saga_def.h, saga_def_order_runnable; docs/saga-definitions.md, section 2
- * "Third landing"). The engine's transition is still the order saga's
- * (saga_transition over saga_flow_order) and the API's states are
- * sagas.v1.SagaState, so a file runs when its one type is that saga in all
- * but its commands' mappings; its participants must be on the links
+ * (saga_def.h, saga_def_runnable; docs/saga-definitions.md, section 2):
+ * any flow of any type whose input is sagas.v1.Order (StartSaga's typed
+ * input), the type named order being the order saga (the API's
+ * sagas.v1.SagaState names its states); its participants on the links
  * orchestratord has, each serving the participant's service. */
 #include "saga_def_int.h"
 
@@ -50,34 +49,24 @@ int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, 
 	return -1;
 }
 
-int saga_def_order_runnable(
-    const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen)
+/* so_order_type: type t, named order, is the order saga in all but its
+ * commands' mappings and timing (the API's sagas.v1.SagaState names its
+ * states, the refusal reasons its steps) */
+static int so_order_type(const saga_defs *d, const saga_def_type *t, char *err, size_t errlen)
 {
-	if (d->ntypes != 1 || strcmp(d->types[0].name, "order") != 0)
-		return sd_refuse(err, errlen,
-		    "%s: this orchestratord runs one saga type, order (other types are the next "
-		    "landing of docs/saga-definitions.md); the file has %zu type(s), the first %s",
-		    d->file, d->ntypes, d->ntypes > 0 ? d->types[0].name : "none");
-	const saga_def_type *t = &d->types[0];
-	if (strcmp(t->input, "sagas.v1.Order") != 0)
-		return sd_refuse(err, errlen,
-		    "%s: sagas.order.input: this orchestratord stores an order's input as "
-		    "sagas.v1.Order, not %s",
-		    d->file, t->input);
 	if (!so_same_flow(t))
 		return sd_refuse(err, errlen,
-		    "%s: sagas.order: this orchestratord runs the order saga's flow (reserve "
-		    "compensable, charge pivot, ship retriable, no group): the file's steps differ "
-		    "in number, kind, compensation or group",
+		    "%s: sagas.order: the type named order is the order saga (the API's "
+		    "SagaState): reserve compensable, charge pivot, ship retriable, no group; the "
+		    "file's steps differ in number, kind, compensation or group (name another "
+		    "flow otherwise)",
 		    d->file);
-	/* the names the API, the metrics and the reasons show are still the
-	 * compiled ones: a file may not rename them yet */
 	const char *completed = so_name(t->nsteps > 0 ? (int32_t)t->nsteps : 0, SAGA_FLOW_FORWARD);
 	const char *cancelled = so_name(-1, SAGA_FLOW_COMPENSATING);
 	if (strcmp(t->completed, completed) != 0 || strcmp(t->cancelled, cancelled) != 0)
 		return sd_refuse(err, errlen,
 		    "%s: sagas.order: completed and cancelled must be %s and %s (the API's "
-		    "states; other names are the next landing)",
+		    "SagaState for the type named order)",
 		    d->file, completed, cancelled);
 	for (size_t i = 0; i < t->nsteps; i++) {
 		const saga_def_step *s = &t->steps[i];
@@ -89,28 +78,62 @@ int saga_def_order_runnable(
 		    || strcmp(s->state, state) != 0
 		    || (comp != NULL && strcmp(s->compensating, comp) != 0))
 			return sd_refuse(err, errlen,
-			    "%s: %s: this orchestratord names this step %s, state %s%s%s (the "
-			    "API's "
-			    "states and the refusal reasons; other names are the next landing)",
+			    "%s: %s: the type named order names this step %s, state %s%s%s (the "
+			    "API's SagaState and the refusal reasons; name another type otherwise)",
 			    d->file, s->path, saga_flow_order.steps[i].name, state,
 			    comp != NULL ? ", compensating " : "", comp != NULL ? comp : "");
+	}
+	return 0;
+}
+
+/* so_links: every step of type t has its participant on one of `links`,
+ * which serves the participant's service (a link of no service, one of
+ * --links, serves any) */
+static int so_links(const saga_defs *d, const saga_def_type *t, const saga_def_link *links,
+    size_t nlinks, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < t->nsteps; i++) {
+		const saga_def_step *s = &t->steps[i];
 		const saga_def_participant *p = saga_def_find_participant(d, s->participant);
 		int l = p != NULL ? saga_def_link_of(p, links, nlinks) : -1;
 		if (l < 0) {
-			char opts[160] = "";
+			char opts[200] = "";
 			for (size_t k = 0; k < nlinks; k++)
 				snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s--%s",
 				    k > 0 ? ", " : "", links[k].option);
 			return sd_refuse(err, errlen,
-			    "%s: participants.%s names %s: orchestratord has no such option (it "
-			    "has "
-			    "%s)",
-			    d->file, s->participant, p != NULL ? p->urls : "?", opts);
+			    "%s: participants.%s names %s: orchestratord has no such link (it has "
+			    "%s; give it one with --links %s=URL[,URL...])",
+			    d->file, s->participant, p != NULL ? p->urls : "?", opts,
+			    p != NULL && strncmp(p->urls, "--", 2) == 0 ? p->urls + 2 : "NAME");
 		}
-		if (strcmp(p->service, links[l].service) != 0)
+		if (links[l].service != NULL && strcmp(p->service, links[l].service) != 0)
 			return sd_refuse(err, errlen,
 			    "%s: participants.%s: --%s is the link to %s, not %s", d->file, p->name,
 			    links[l].option, links[l].service, p->service);
+	}
+	return 0;
+}
+
+int saga_def_runnable(
+    const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen)
+{
+	if (d->ntypes == 0 || d->ntypes > SAGA_DEF_RUN_TYPES)
+		return sd_refuse(err, errlen,
+		    "%s: this orchestratord runs 1 to %d saga types from one file; the file has "
+		    "%zu",
+		    d->file, SAGA_DEF_RUN_TYPES, d->ntypes);
+	for (size_t k = 0; k < d->ntypes; k++) {
+		const saga_def_type *t = &d->types[k];
+		if (strcmp(t->input, "sagas.v1.Order") != 0)
+			return sd_refuse(err, errlen,
+			    "%s: sagas.%s.input: this orchestratord takes a saga's input as "
+			    "sagas.v1.Order (StartSaga's order), not %s",
+			    d->file, t->name, t->input);
+		if (strcmp(t->name, "order") == 0 && so_order_type(d, t, err, errlen) != 0)
+			return -1;
+		if (so_links(d, t, links, nlinks, err, errlen) != 0)
+			return -1;
 	}
 	return 0;
 }

@@ -91,6 +91,20 @@ expect orchestratord 2 '^orchestratord: error: tls\+tcp://127\.0\.0\.1:2 is a TL
 	--stock "tcp://127.0.0.1:1,tls+tcp://127.0.0.1:2"
 expect orchestratord 2 '^orchestratord: error: invalid value for stock: "tcp://127.0.0.1:1,.*": 17 URLs: at most 16$' \
 	--stock "$(printf 'tcp://127.0.0.1:%d,' $(seq 1 16))tcp://127.0.0.1:99"
+# --links (docs/operations.md, "Several saga types"): NAME=URLS entries, each
+# list checked as the others, no name twice or one of the three
+expect orchestratord 2 '^orchestratord: error: invalid value for --links: entry "hotel" is not NAME=URL\[,URL\.\.\.\]' \
+	--links hotel
+expect orchestratord 2 '^orchestratord: error: invalid value for --links: entry "Hotel=tcp://127.0.0.1:1" is not NAME=URL' \
+	--links "Hotel=tcp://127.0.0.1:1"
+expect orchestratord 2 '^orchestratord: error: invalid value for --links: stock is named twice \(or is --stock\)$' \
+	--links "stock=tcp://127.0.0.1:1"
+expect orchestratord 2 '^orchestratord: error: invalid value for --links: hotel is named twice \(or is --hotel\)$' \
+	--links "hotel=tcp://127.0.0.1:1;hotel=tcp://127.0.0.1:2"
+expect orchestratord 2 '^orchestratord: error: invalid value for --links: more than 5 links$' \
+	--links "a=tcp://127.0.0.1:1;b=tcp://127.0.0.1:2;c=tcp://127.0.0.1:3;d=tcp://127.0.0.1:4;e=tcp://127.0.0.1:5;f=tcp://127.0.0.1:6"
+expect orchestratord 2 '^orchestratord: error: invalid value for hotel: "foo": expected' \
+	--links "hotel=foo"
 if [[ $failures -ne 0 ]]; then
 	echo "$failures failure(s)" >&2
 	exit 1

@@ -37,8 +37,23 @@ rc=0
 [[ $rc -eq 0 ]] || fail "booking.yaml: exit $rc: $(cat "$TMP/err")"
 grep -q 'input: customer <- customer, qty <- const 1, sku <- sku$' "$TMP/out" ||
 	fail "booking.yaml: no constant in confirm's input: $(cat "$TMP/out")"
-want="sagactl: warning: valid, but orchestratord (this build) cannot run it: $SRC/tests/definitions/booking.yaml: this orchestratord runs one saga type, order"
-[[ "$(cat "$TMP/err")" == "$want"* ]] || fail "booking.yaml: got '$(cat "$TMP/err")', want '$want...'"
+want="orchestratord (this build) runs it, given --links hotel=URL[,URL...];airline=URL[,URL...]"
+[[ "$(tail -n 1 "$TMP/out")" == "$want" ]] || fail "booking.yaml: got '$(tail -n 1 "$TMP/out")', want '$want'"
+[[ ! -s "$TMP/err" ]] || fail "booking.yaml: a warning: $(cat "$TMP/err")"
+rc=0
+"$SAGACTL" definitions check --json "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+grep -q '"orchestratord":{"runs":true,"why":null,"links":"hotel=URL\[,URL...\];airline=URL\[,URL...\]"}}$' "$TMP/out" ||
+	fail "booking.yaml --json: no links: $(cat "$TMP/out")"
+# a type named order with another flow: valid, not run (the API's SagaState)
+python3 - "$SRC/orchestrator/definitions/order.yaml" "$TMP/two_steps.yaml" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+open(sys.argv[2], "w").write(t[:t.index("      - name: ship")])
+PY
+rc=0
+"$SAGACTL" definitions check "$TMP/two_steps.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+want="sagactl: warning: valid, but orchestratord (this build) cannot run it: $TMP/two_steps.yaml: sagas.order: the type named order is the order saga (the API's SagaState)"
+[[ "$(cat "$TMP/err")" == "$want"* ]] || fail "two_steps.yaml: got '$(cat "$TMP/err")', want '$want...'"
 
 # a participant on the link of another service: valid, not run
 sed 's/urls: --stock}/urls: --payment}/' "$SRC/orchestrator/definitions/order.yaml" >"$TMP/swapped.yaml"
@@ -82,7 +97,7 @@ grep -Eq '^\{"types":\[\{"name":"order","version":"[0-9a-f]{64}","input":"sagas\
 	fail "--json: no order type: $(cat "$TMP/out")"
 grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"group":null,"input":{"customer":"customer","qty":"qty","sku":"sku"}}' "$TMP/out" ||
 	fail "--json: no ship step: $(cat "$TMP/out")"
-grep -q '"orchestratord":{"runs":true,"why":null}}$' "$TMP/out" || fail "--json: no verdict: $(cat "$TMP/out")"
+grep -q '"orchestratord":{"runs":true,"why":null,"links":null}}$' "$TMP/out" || fail "--json: no verdict: $(cat "$TMP/out")"
 
 # one step: "(1 step;"
 head -n 10 "$TMP/bad.yaml" >"$TMP/one.yaml"

@@ -66,8 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_plans(d, t);
 	}
 	char why[512];
-	(void)saga_def_order_runnable(
-	    d, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, why, sizeof why);
+	(void)saga_def_runnable(d, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, why, sizeof why);
 	saga_defs_free(d);
 	return 0;
 }

@@ -4,6 +4,8 @@
  * socket that does not exist, so a request that passes validation is
  * answered UNAVAILABLE at once, and nothing is handed to an engine (there
  * is none). */
+#include <stdlib.h>
+
 #include "api.h"
 #include "fuzz.h"
 #include "fuzz_handlers.h"
@@ -18,11 +20,19 @@ static const char *const orch_fuzz_methods[] = {
     "/sagas.v1.Orchestrator/NoSuchMethod",
 };
 
+/* the order saga as built in, which new sagas start under (orch_defs.h) */
+static orch_defs fuzz_defs;
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	fuzz_quiet("fuzz_orchestrator");
+	char err[256];
+	if (orch_defs_load(
+	        &fuzz_defs, NULL, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, err, sizeof err)
+	    != 0)
+		abort();
 	return 0;
 }
 
@@ -33,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .db_wait_ms = 0,
 	    .n_engines = 0,
 	};
+	a.defs = &fuzz_defs;
 	fuzz_handlers_run(api_server_ops(), &a, orch_fuzz_methods,
 	    sizeof orch_fuzz_methods / sizeof orch_fuzz_methods[0], data, size);
 	return 0;

@@ -16,9 +16,9 @@
 #   under it (4 and 5); unfinished sagas whose stored
 #   version this orchestratord cannot run (another type, a row missing) are
 #   logged at start, named, and wait with nothing sent, while new sagas run;
-# - what this orchestratord does not run yet refuses the start with exit 2
-#   and a line that says why, before any database is touched: another saga
-#   type, a step's own deadline, another flow, a participant whose URL
+# - what this orchestratord does not run refuses the start with exit 2
+#   and a line that says why, before any database is touched: a participant
+#   on a link it is not given (--links), another flow, a participant whose URL
 #   option it does not have, a file that is not there, a syntax error (with
 #   its line and column), a participant on the link of another service, a
 #   state the API does not have, a step's deadline_ms out of the range of
@@ -45,8 +45,8 @@ refused() { # refused NAME FILE EXPECTED_TEXT
   assert_eq "$1: exit 2" 2 "$rc"
   assert_eq "$1: says why" 1 "$(grep -cF -- "$3" <<<"$out" || true)"
 }
-refused "another saga type" "$STACK_ROOT/tests/definitions/booking.yaml" \
-  "this orchestratord runs one saga type, order"
+refused "a link it is not given" "$STACK_ROOT/tests/definitions/booking.yaml" \
+  "participants.hotel names --hotel: orchestratord has no such link (it has --stock, --payment, --shipping; give it one with --links hotel=URL[,URL...])"
 sed 's/^        kind: pivot$/        kind: pivot\n        deadline_ms: 86400001/' "$order" >"$D/deadline.yaml"
 refused "a step's deadline out of range" "$D/deadline.yaml" \
   "sagas.order.steps[1].deadline_ms: 86400001 is out of range (10 to 86400000)"
@@ -55,16 +55,16 @@ import sys
 t = open(sys.argv[1]).read()
 open(sys.argv[2], "w").write(t[:t.index("      - name: ship")])
 PY
-refused "another flow" "$D/two_steps.yaml" "the file's steps differ"
+refused "another flow for the type named order" "$D/two_steps.yaml" "the file's steps differ"
 sed 's/urls: --stock}/urls: --warehouse}/' "$order" >"$D/warehouse.yaml"
 refused "an option it does not have" "$D/warehouse.yaml" \
-  "participants.stock names --warehouse: orchestratord has no such option (it has --stock, --payment, --shipping)"
+  "participants.stock names --warehouse: orchestratord has no such link (it has --stock, --payment, --shipping; give it one with --links warehouse=URL[,URL...])"
 sed 's/urls: --stock}/urls: --payment}/' "$order" >"$D/swapped.yaml"
 refused "a link to another service" "$D/swapped.yaml" \
   "participants.stock: --payment is the link to sagas.v1.Payment, not sagas.v1.Stock"
 sed 's/state: SHIPPING$/state: DELIVERING/' "$order" >"$D/renamed.yaml"
 refused "a state renamed" "$D/renamed.yaml" \
-  "sagas.order.steps[2]: this orchestratord names this step ship, state SHIPPING"
+  "sagas.order.steps[2]: the type named order names this step ship, state SHIPPING"
 refused "no file" "$D/none.yaml" "$D/none.yaml: No such file or directory"
 printf 'format: 1\nsagas: {order: [\n' >"$D/syntax.yaml"
 refused "a syntax error" "$D/syntax.yaml" "$D/syntax.yaml:3:"
@@ -190,7 +190,7 @@ epoch_of() { psql_db sagas_orchestrator "SELECT epoch FROM sagas WHERE saga_id =
 e4=$(epoch_of "$S4") e6=$(epoch_of "$S6")
 stack_start_orchestrator
 assert_eq "a version it cannot run: logged with its saga" 1 \
-  "$(grep -c "ERROR: 1 unfinished saga (saga=$S4) started under a version this orchestratord cannot run, and waits: saga_definitions(id=$bad): this orchestratord runs one saga type, order" "$STACK_DIR/orchestratord.log")"
+  "$(grep -c "ERROR: 1 unfinished saga (saga=$S4) started under a version this orchestratord cannot run, and waits: saga_definitions(id=$bad): participants.hotel names --hotel: orchestratord has no such link" "$STACK_DIR/orchestratord.log")"
 assert_eq "a missing version: logged with its saga" 1 \
   "$(grep -c "ERROR: 1 unfinished saga (saga=$S6) started under a version this orchestratord cannot run, and waits: saga_definitions has no row id=99999" "$STACK_DIR/orchestratord.log")"
 ctl fault clear shipping >/dev/null

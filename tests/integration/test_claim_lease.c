@@ -59,6 +59,8 @@ static void put_saga(
 	row->amount = 100;
 	saga_policy p = {.step_timeout_ms = 1000};
 	row->s = saga_start(now - 60000, &p);
+	snprintf(row->type, sizeof row->type, "order");
+	snprintf(row->state, sizeof row->state, "%s", saga_state_name(row->s.state));
 	bool created = false;
 	saga_row existing;
 	assert_int_equal(store_insert_saga(c, row, "A", NULL, &created, &existing), 0);
@@ -74,6 +76,7 @@ static void put_saga(
 	    now + deadline_in, row->saga_id);
 	pgtest_exec(c, sql);
 	row->s.state = st;
+	snprintf(row->state, sizeof row->state, "%s", saga_state_name(st));
 	row->s.attempts = attempts;
 	row->s.step_deadline_ms = deadline_in == 0 ? 0 : now + deadline_in;
 }
@@ -201,6 +204,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		ups[n].before = &a_rows[i];
 		ups[n].next = a_rows[i].s;
 		ups[n].next.state = SAGA_STATE_CHARGING;
+		ups[n].state = "CHARGING";
 		ups[n].state_changed = true;
 		ups[n].event = "stock_reserved";
 		n++;
@@ -228,6 +232,7 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 		ups[i].before = &claimed[i];
 		ups[i].next = claimed[i].s;
 		ups[i].next.state = SAGA_STATE_CHARGING;
+		ups[i].state = "CHARGING";
 		ups[i].state_changed = true;
 		ups[i].event = "stock_reserved";
 	}
@@ -245,6 +250,8 @@ static void fenced_write(PGconn *c, int n_ups, bool dup)
 	ups[0].before = &claimed[0];
 	ups[0].next = claimed[0].s;
 	ups[0].next.state = SAGA_STATE_RELEASING;
+	ups[0].state = "RELEASING";
+	ups[0].compensating = true;
 	ups[0].state_changed = true;
 	ups[0].event = "stock_out";
 	assert_int_equal(store_apply(c, ups, 1, "B"), 0);

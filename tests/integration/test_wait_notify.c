@@ -81,6 +81,8 @@ static void new_saga(fixture *f, saga_row *row, const char *waiter)
 	row->amount = 100;
 	saga_policy p = {.step_timeout_ms = 60000};
 	row->s = saga_start(1700000000000, &p);
+	snprintf(row->type, sizeof row->type, "order");
+	snprintf(row->state, sizeof row->state, "%s", saga_state_name(row->s.state));
 	bool created = false;
 	saga_row stored;
 	assert_int_equal(store_insert_saga(f->c, row, "A", waiter, &created, &stored), 0);
@@ -95,6 +97,9 @@ static void end_of(store_update *u, const saga_row *row, saga_state to)
 	u->before = row;
 	u->next = row->s;
 	u->next.state = to;
+	u->state = saga_state_name(to);
+	u->finished = saga_is_terminal(to);
+	u->compensating = to == SAGA_STATE_CANCELLED || saga_is_compensating(to);
 	snprintf(u->next.reason, sizeof u->next.reason, "test");
 	u->next.next_attempt_ms = 0;
 	u->next.step_deadline_ms = 0;

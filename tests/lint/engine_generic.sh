@@ -6,7 +6,8 @@
 # the participants' commands, their headers, and the order saga's command
 # values (SAGA_CMD_RESERVE_STOCK ...; SAGA_CMD_NONE and SAGA_CMD_LAST are
 # the engine's bounds). Checked first on a file that has them (a copy of
-# the old codec), so that a pattern that matches nothing fails.
+# the old codec), so that a pattern that matches nothing fails. And the
+# engine names none of the order saga's states or its compiled transition.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 pattern='Sagas__V1__(ReserveStock|ReleaseStock|ChargePayment|RefundPayment|ShipOrder)Request|SAGAS__V1__(RESERVE_STOCK|RELEASE_STOCK|CHARGE_PAYMENT|REFUND_PAYMENT|SHIP_ORDER)_REQUEST|"sagas/v1/(stock|payment|shipping)\.pb-c\.h"|SAGA_CMD_(RESERVE_STOCK|RELEASE_STOCK|CHARGE_PAYMENT|REFUND_PAYMENT|SHIP_ORDER)'
@@ -28,4 +29,15 @@ if [ -n "$hits" ]; then
   echo "$hits"
   exit 1
 fi
-echo "ok: no C file of orchestrator/core or orchestrator/orchestratord names a participant's command"
+# The engine decides over the flow of each saga's definition (the fourth
+# landing): engine.c names none of the order saga's states, commands or its
+# compiled transition.
+order_machine='saga_command_of|saga_command_name|saga_state_name|saga_state_parse|saga_transition\(|saga_flow_order\b|saga_flow_order_transition|SAGA_STATE_[A-Z]+'
+hits=$(grep -nE "$order_machine" "$root"/orchestrator/core/engine.c || true)
+if [ -n "$hits" ]; then
+  echo "FAIL: engine.c names the order saga's machine (decide over the saga's flow):"
+  echo "$hits"
+  exit 1
+fi
+echo "ok: no C file of orchestrator/core or orchestrator/orchestratord names a participant's command;"
+echo "ok: engine.c decides over each saga's flow, naming none of the order saga's states"

@@ -5,9 +5,7 @@
 
 CREATE TABLE IF NOT EXISTS sagas (
     saga_id          uuid PRIMARY KEY,
-    state            text NOT NULL CONSTRAINT sagas_state_check CHECK (state IN
-                         ('RESERVING', 'CHARGING', 'SHIPPING', 'COMPLETED',
-                          'REFUNDING', 'RELEASING', 'CANCELLED')),
+    state            text NOT NULL,                        -- its definition's name of its position
     reason           text NOT NULL DEFAULT '',
     customer         text NOT NULL,
     sku              text NOT NULL,
@@ -22,27 +20,21 @@ CREATE TABLE IF NOT EXISTS sagas (
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 
--- SHIPPING (schema version 2, issue 19): a database made before it checks
--- state against the six states of before. Its check is replaced once, when
--- it lacks SHIPPING (ALTER TABLE blocks even reads of sagas, so only then);
--- the rows, in six of the seven states, pass the new check.
+-- A saga's state is the name its definition gives its position (schema
+-- version 10, issue 34: docs/saga-definitions.md, section 2): any saga
+-- type's, not the order saga's seven. A database made before it checks
+-- state against the order saga's names: that check is dropped once (ALTER
+-- TABLE blocks even reads of sagas, so only when there is one). The
+-- orchestrator writes only names of the definition the saga started with.
 DO $$
 DECLARE
     c record;
 BEGIN
     FOR c IN SELECT conname FROM pg_constraint
               WHERE conrelid = 'sagas'::regclass AND contype = 'c'
-                AND pg_get_constraintdef(oid) LIKE '%RESERVING%'
-                AND pg_get_constraintdef(oid) NOT LIKE '%SHIPPING%' LOOP
+                AND pg_get_constraintdef(oid) LIKE '%RESERVING%' LOOP
         EXECUTE format('ALTER TABLE sagas DROP CONSTRAINT %I', c.conname);
     END LOOP;
-    IF NOT EXISTS (SELECT 1 FROM pg_constraint
-                    WHERE conrelid = 'sagas'::regclass AND contype = 'c'
-                      AND pg_get_constraintdef(oid) LIKE '%SHIPPING%') THEN
-        ALTER TABLE sagas ADD CONSTRAINT sagas_state_check CHECK (state IN
-            ('RESERVING', 'CHARGING', 'SHIPPING', 'COMPLETED',
-             'REFUNDING', 'RELEASING', 'CANCELLED'));
-    END IF;
 END
 $$;
 
@@ -58,8 +50,9 @@ $$;
 --                next try is due; during an outage they pile up here, and
 --                the sweep reads only the due ones.
 -- `finished` and `retry_at` are plain columns that every writer of sagas
--- sets (store.c, from the state the pure state machine returns):
---   finished = state IN ('COMPLETED', 'CANCELLED');
+-- sets (store.c, from the position the pure state machine returns):
+--   finished = the position is terminal (for the order saga: state IN
+--   ('COMPLETED', 'CANCELLED'));
 --   retry_at = next_attempt_at while attempts > 0 and not finished, else NULL.
 -- On the first try they stay false and NULL, so they do not stop HOT. Only
 -- the terminal transition, and a saga's first failure and its recovery, are
@@ -187,7 +180,8 @@ $$;
 -- --attention through sagas_attention, the ages (created_after/before,
 -- older_than) and no filter through sagas_listing. `cancelled` is a plain
 -- column that every writer of `finished` sets with it (store.c):
--- cancelled = finished AND state = 'CANCELLED'. No index holds `state`, which
+-- cancelled = finished AND compensating (schema 10; before it, finished AND
+-- state = 'CANCELLED', the order saga's name). No index holds `state`, which
 -- every transition changes: a transition of a saga on its first try changes
 -- none of these columns, so it stays HOT; only the terminal one (already
 -- indexed by sagas_open's `finished`) adds an entry to sagas_ended. The
@@ -404,7 +398,8 @@ BEGIN
                                         WHERE h.saga_id = s.saga_id)), 0)
           INTO n_sagas, n_history
           FROM sagas s
-         WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
+         WHERE s.finished AND (coalesce(s.type, 'order') <> 'order'
+                               OR s.state IN ('COMPLETED', 'CANCELLED'))
            AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff;
         SELECT count(*) INTO n_ids FROM saga_ids_retired WHERE created_at < id_cutoff;
         RETURN QUERY SELECT n_sagas, n_history, n_ids;
@@ -412,7 +407,8 @@ BEGIN
     END IF;
     SELECT array_agg(x.saga_id) INTO picked FROM (
         SELECT s.saga_id FROM sagas s
-         WHERE s.finished AND s.state IN ('COMPLETED', 'CANCELLED')
+         WHERE s.finished AND (coalesce(s.type, 'order') <> 'order'
+                               OR s.state IN ('COMPLETED', 'CANCELLED'))
            AND s.created_at < saga_cutoff AND s.updated_at < finished_cutoff
          ORDER BY s.created_at, s.saga_id
          LIMIT greatest(lim, 0)
@@ -467,3 +463,24 @@ CREATE TABLE IF NOT EXISTS saga_definitions (
 -- The version a saga started with; NULL for a saga started before schema
 -- version 9: the order saga as the orchestrator built it in.
 ALTER TABLE sagas ADD COLUMN IF NOT EXISTS def_id integer;
+
+-- A saga's position in its definition beside its state's name (schema
+-- version 10, issue 34): `type` its saga type (NULL for one started before:
+-- the order saga); `members` the members of its group that have succeeded
+-- (their command forward, their compensation compensating), a bit each;
+-- `compensating` true while it is compensated and once it is cancelled
+-- (cancelled = finished AND compensating; the overdue listing's
+-- compensation_failing reads it). Filled once for the rows of before,
+-- under the lock of the ALTER TABLE, when the columns are added.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'compensating' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN type text,
+                          ADD COLUMN members bigint NOT NULL DEFAULT 0,
+                          ADD COLUMN compensating boolean NOT NULL DEFAULT false;
+        UPDATE sagas SET compensating = true
+         WHERE state IN ('REFUNDING', 'RELEASING', 'CANCELLED');
+    END IF;
+END
+$$;

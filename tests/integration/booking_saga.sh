@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# A second saga type beside the order saga, on the same orchestrators, with no
+# line of C for it (docs/saga-definitions.md, issue 34): orchestratord, built
+# once, loads tests/definitions/order_booking.yaml, whose `booking` holds a room
+# and a seat at once (a group of two compensable steps, on two stock daemons of
+# their own, hotel and airline, reached through --links), charges the payment
+# (the pivot) and confirms (a retriable ShipOrder of qty 1). Read from the
+# participants' databases and the API:
+# - a booking completes: one room and one seat held, one charge, one
+#   confirmation of qty 1; GetSaga says type booking, state BOOKED (SagaState
+#   UNSPECIFIED: the order saga's enum is the order's); its history names the
+#   definition's states; an order started beside it completes as before;
+# - a seat refused (no seats) cancels the booking: the room, held or not, is
+#   released, nothing charged, nothing shipped, state BOOKING_CANCELLED;
+# - the airline unavailable while the orchestrator is killed (kill -9) with the
+#   group in flight: after a restart the booking completes, each hold and the
+#   charge applied once;
+# - an unknown type is refused INVALID_ARGUMENT naming the types it runs, and
+#   nothing is stored; a booking's id started again as an order is refused
+#   key_mismatch (rule 6), the booking unchanged;
+# - a file naming a link orchestratord is not given refuses the start, saying
+#   which --links entry it needs.
+set -euo pipefail
+here=$(dirname "$0")
+source "$here/../lib/stack.sh"
+defs=$STACK_ROOT/tests/definitions/order_booking.yaml
+orch=$SAGA_BIN_DIR/orchestratord
+
+# the refusal: the file names --hotel and --airline, not given
+rc=0
+out=$("$orch" --db "host=127.0.0.1 port=1 dbname=none connect_timeout=1" --db-wait 0 \
+  --definitions "$defs" 2>&1 >/dev/null) || rc=$?
+assert_eq "a link not given: exit 2" 2 "$rc"
+assert_eq "a link not given: says which" 1 "$(grep -cF -- "participants.hotel names --hotel: orchestratord has no such link (it has --stock, --payment, --shipping; give it one with --links hotel=URL[,URL...])" <<<"$out" || true)"
+
+STACK_FAULTS=1
+stack_start
+# the two holds' participants: stock daemons with databases of their own
+declare -A url_of
+for p in hotel airline; do
+  psql_db postgres "CREATE DATABASE sagas_$p" >/dev/null
+  port=$(_stack_free_port)
+  url_of[$p]="tcp://127.0.0.1:$port"
+  _stack_daemon "stockd_$p" "$port" "$SAGA_BIN_DIR/stockd" --listen "${url_of[$p]}" \
+    --db "$PG_CONN dbname=sagas_$p" --metrics-listen "http://127.0.0.1:$(_stack_free_port)" \
+    --enable-fault-injection
+done
+on() { # on hotel|airline SAGACTL_ARGS...: sagactl with that stock daemon as --stock
+  local p=$1; shift
+  "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_ADMIN_URL" --stock "${url_of[$p]}" \
+    --payment "$PAYMENT_ADMIN_URL" --shipping "$SHIPPING_ADMIN_URL" "$@"
+}
+stack_kill orchestratord
+ORCH_FLAGS="--definitions $defs --links hotel=${url_of[hotel]};airline=${url_of[airline]} --step-timeout 60000"
+stack_start_orchestrator
+assert_eq "the log names both types" 1 \
+  "$(grep -c "saga definitions from $defs: order version [0-9a-f]\{12\}, booking version [0-9a-f]\{12\}$" "$STACK_DIR/orchestratord.log")"
+
+on hotel stock set TRIP1 5 >/dev/null
+on airline stock set TRIP1 5 >/dev/null
+on hotel stock set TRIP2 5 >/dev/null
+on airline stock set TRIP2 0 >/dev/null
+on hotel stock set TRIP3 5 >/dev/null
+on airline stock set TRIP3 5 >/dev/null
+ctl stock set S1 10 >/dev/null
+ctl deposit sam 500.00 >/dev/null
+balance() { psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'sam'"; }
+held() { # held hotel|airline ID: the hold's sku|qty|status
+  psql_db "sagas_$1" "SELECT sku || '|' || qty || '|' || status FROM reservations WHERE saga_id = '$2'"
+}
+state_of() { psql_db sagas_orchestrator "SELECT type || '|' || state || '|' || reason FROM sagas WHERE saga_id = '$1'"; }
+
+# a booking, and an order beside it
+B1=b0000000-0000-4000-8000-000000000001
+O1=b0000000-0000-4000-8000-000000000101
+ctl start sam TRIP1 2 100.00 --type booking --id "$B1" --wait >/dev/null
+ctl start sam S1 1 3.25 --id "$O1" --wait >/dev/null
+assert_eq "the booking: BOOKED" "booking|BOOKED|" "$(state_of "$B1")"
+assert_eq "the order beside it: COMPLETED" "order|COMPLETED|" "$(state_of "$O1")"
+assert_eq "the room held" "TRIP1|2|RESERVED" "$(held hotel "$B1")"
+assert_eq "the seat held" "TRIP1|2|RESERVED" "$(held airline "$B1")"
+assert_eq "the main stock untouched by the booking" "" \
+  "$(psql_db sagas_stock "SELECT sku FROM reservations WHERE saga_id = '$B1'")"
+assert_eq "the booking charged once" "sam|10000|CHARGED" \
+  "$(psql_db sagas_payment "SELECT customer || '|' || amount || '|' || status FROM charges WHERE saga_id = '$B1'")"
+assert_eq "confirmed once, qty 1 (the definition's constant)" "TRIP1|1|SHIPPED" \
+  "$(psql_db sagas_shipping "SELECT sku || '|' || qty || '|' || status FROM shipments WHERE saga_id = '$B1'")"
+assert_eq "the order reserved, charged and shipped" "S1|1|RESERVED sam|325|CHARGED S1|1|SHIPPED" \
+  "$(psql_db sagas_stock "SELECT sku || '|' || qty || '|' || status FROM reservations WHERE saga_id = '$O1'") $(psql_db sagas_payment "SELECT customer || '|' || amount || '|' || status FROM charges WHERE saga_id = '$O1'") $(psql_db sagas_shipping "SELECT sku || '|' || qty || '|' || status FROM shipments WHERE saga_id = '$O1'")"
+got=$(ctl get "$B1" --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["type"], s["state"])')
+assert_eq "sagactl get: its type and state" "booking BOOKED" "$got"
+# (a member's success is a transition of its own: ROOM -> ROOM, members 1 or 2)
+assert_eq "its history, by the definition's names" "-:ROOM:started ROOM:ROOM:reply_ok ROOM:PAY:reply_ok PAY:CONFIRM:reply_ok CONFIRM:BOOKED:reply_ok" \
+  "$(psql_db sagas_orchestrator "SELECT string_agg(coalesce(from_state, '-') || ':' || to_state || ':' || event, ' ' ORDER BY version) FROM saga_history WHERE saga_id = '$B1'")"
+assert_eq "its group's members recorded, then reset" "0" \
+  "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B1'")"
+
+# a seat refused: the room released, nothing charged or confirmed
+B2=b0000000-0000-4000-8000-000000000002
+money=$(balance)
+ctl start sam TRIP2 1 50.00 --type booking --id "$B2" --wait >/dev/null
+assert_eq "no seat: BOOKING_CANCELLED" "booking|BOOKING_CANCELLED|out_of_stock" "$(state_of "$B2")"
+room=$(held hotel "$B2")
+assert_eq "the room released, or never held" true \
+  "$([ "$room" = "TRIP2|1|RELEASED" ] || [ -z "$room" ] || [ "$room" = "TRIP2|0|RELEASED" ] && echo true || echo "false ($room)")"
+assert_eq "the hotel's TRIP2 all back" 5 \
+  "$(psql_db sagas_hotel "SELECT on_hand - coalesce((SELECT sum(qty) FROM reservations r WHERE r.sku = s.sku AND status = 'RESERVED'), 0) FROM stock s WHERE sku = 'TRIP2'")"
+assert_eq "nothing charged" "$money|0" \
+  "$(balance)|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B2' AND status = 'CHARGED'")"
+assert_eq "nothing confirmed" 0 "$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B2'")"
+
+# the airline down, the orchestrator killed with the group in flight; after
+# the restart the booking completes, each step applied once
+on airline fault set stock unavailable --method ReserveStock >/dev/null
+B3=b0000000-0000-4000-8000-000000000003
+ctl start sam TRIP3 1 20.00 --type booking --id "$B3" >/dev/null
+retrying() { [ "$(psql_db sagas_orchestrator "SELECT state || '|' || (attempts >= 1) FROM sagas WHERE saga_id = '$B3'")" = "ROOM|true" ]; }
+wait_until 30 retrying
+assert_eq "the room held while the seat fails" "TRIP3|1|RESERVED" "$(held hotel "$B3")"
+assert_eq "the row records the room's member done" 1 \
+  "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B3'")"
+stack_kill orchestratord KILL
+on airline fault clear stock >/dev/null
+stack_start_orchestrator
+booked() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = BOOKED ]; }
+wait_until 30 booked "$B3"
+assert_eq "B3 booked after the restart" "booking|BOOKED|" "$(state_of "$B3")"
+assert_eq "each hold once, one charge, one confirmation" "1|1|1|1" \
+  "$(psql_db sagas_hotel "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_airline "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B3' AND status = 'CHARGED'")|$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B3'")"
+
+# the id of a booking started again as an order: refused, nothing changed
+rc=0
+err=$(ctl start sam TRIP1 2 100.00 --id "$B1" 2>&1 >/dev/null) || rc=$?
+assert_eq "a booking's id as an order: exit 1" 1 "$rc"
+assert_eq "a booking's id as an order: key_mismatch" 1 \
+  "$(grep -cF "saga $B1 exists with another type" <<<"$err" || true)"
+assert_eq "still the booking, BOOKED" "booking|BOOKED|" "$(state_of "$B1")"
+
+# an unknown type: refused, nothing stored
+B4=b0000000-0000-4000-8000-000000000004
+rc=0
+err=$(ctl start sam TRIP1 1 1.00 --type cruise --id "$B4" 2>&1 >/dev/null) || rc=$?
+assert_eq "an unknown type: exit 1" 1 "$rc"
+assert_eq "an unknown type: says which it runs" 1 \
+  "$(grep -cF 'invalid type: "cruise" is not a saga type of this orchestrator (it runs: order, booking)' <<<"$err" || true)"
+assert_eq "nothing stored" 0 "$(psql_db sagas_orchestrator "SELECT count(*) FROM sagas WHERE saga_id = '$B4'")"
+finish
