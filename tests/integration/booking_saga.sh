@@ -10,6 +10,7 @@
 #   confirmation of qty 1; GetSaga says type booking, state BOOKED (SagaState
 #   UNSPECIFIED: the order saga's enum is the order's); its history names the
 #   definition's states; an order started beside it completes as before;
+#   over the HTTP API too (a booking POSTed with its type);
 # - a seat refused (no seats) cancels the booking: the room, held or not, is
 #   released, nothing charged, nothing shipped, state BOOKING_CANCELLED;
 # - the airline unavailable while the orchestrator is killed (kill -9) with the
@@ -34,6 +35,7 @@ assert_eq "a link not given: exit 2" 2 "$rc"
 assert_eq "a link not given: says which" 1 "$(grep -cF -- "participants.hotel names --hotel: orchestratord has no such link (it has --stock, --payment, --shipping; give it one with --links hotel=URL[,URL...])" <<<"$out" || true)"
 
 STACK_FAULTS=1
+STACK_GATEWAY=1
 stack_start
 # the two holds' participants: stock daemons with databases of their own
 declare -A url_of
@@ -94,6 +96,16 @@ assert_eq "its history, by the definition's names" "-:ROOM:started ROOM:ROOM:rep
   "$(psql_db sagas_orchestrator "SELECT string_agg(coalesce(from_state, '-') || ':' || to_state || ':' || event, ' ' ORDER BY version) FROM saga_history WHERE saga_id = '$B1'")"
 assert_eq "its group's members recorded, then reset" "0" \
   "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B1'")"
+
+# over the HTTP API (gatewayd): a booking started with its type, read back
+# with its type and its state's name
+B5=b0000000-0000-4000-8000-000000000005
+got=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' \
+  --data-binary "{\"sagaId\": \"$B5\", \"type\": \"booking\", \"waitMs\": 20000, \"order\": {\"customer\": \"sam\", \"sku\": \"TRIP1\", \"qty\": 1, \"amount\": \"500\"}}" \
+  "$GATEWAY_URL/v1/sagas" | jq -r '.saga.type + " " + .saga.stateName + " " + (.saga.state // "UNSPECIFIED")')
+assert_eq "HTTP: a booking started, read back by its names" "booking BOOKED UNSPECIFIED" "$got"
+got=$(curl -s --max-time 30 "$GATEWAY_URL/v1/sagas/$O1" | jq -r '.saga.type + " " + .saga.stateName + " " + .saga.state')
+assert_eq "HTTP: an order keeps its SagaState" "order COMPLETED SAGA_STATE_COMPLETED" "$got"
 
 # a seat refused: the room released, nothing charged or confirmed
 B2=b0000000-0000-4000-8000-000000000002

@@ -76,6 +76,17 @@ function stateName(s) {
   return s ? String(s).replace(/^SAGA_STATE_/, '') : '';
 }
 
+// a saga's state as its definition names it (stateName, any saga type),
+// or its SagaState from an orchestrator older than saga types
+function sagaState(s) {
+  return s.stateName || stateName(s.state);
+}
+
+// a history entry's from (from true) or to state, as sagaState
+function histState(h, from) {
+  return (from ? h.fromStateName : h.toStateName) || stateName(from ? h.fromState : h.toState);
+}
+
 // ms since the epoch (a string in proto3 JSON) as ISO UTC; '' when unset
 function isoTime(ms) {
   const n = Number(ms || 0);
@@ -263,7 +274,7 @@ async function renderList(params, seq) {
   for (const c of cols) head.append(el('th', {}, c));
   const body = el('tbody', {});
   for (const s of r.sagas || []) {
-    const st = stateName(s.state);
+    const st = sagaState(s);
     const o = s.order || {};
     const tr = el('tr', {dataset: {sagaId: s.sagaId, state: st}});
     tr.append(
@@ -313,7 +324,7 @@ async function renderList(params, seq) {
 function fieldList(s) {
   const o = s.order || {};
   const rows = [
-    ['sagaId', s.sagaId], ['state', stateName(s.state)], ['reason', s.reason || ''],
+    ['sagaId', s.sagaId], ['type', s.type || 'order'], ['state', sagaState(s)], ['reason', s.reason || ''],
     ['customer', o.customer || ''], ['sku', o.sku || ''], ['qty', o.qty || 0],
     ['amount', o.amount || '0'], ['version', s.version || '0'], ['attempts', s.attempts || 0],
     ['attention', s.attention ? 'yes' : 'no'], ['created', isoTime(s.createdUnixMs)],
@@ -331,8 +342,8 @@ function timeline(entries) {
   let prevMs = null;
   for (const h of entries) {
     const at = Number(h.atUnixMs || 0);
-    const from = stateName(h.fromState) || '(start)';
-    const to = stateName(h.toState);
+    const from = histState(h, true) || '(start)';
+    const to = histState(h, false);
     const li = el('li', {dataset: {version: h.version || '0', from, to, event: h.event || '',
       reason: h.reason || '', atUnixMs: h.atUnixMs || '0'}},
       el('span', {className: 'at'}, isoTime(h.atUnixMs)), ' ',
@@ -364,7 +375,7 @@ async function renderSaga(id, seq) {
   if (seq !== renderSeq) return;
   setStatus('');
   const s = saga.saga || {};
-  const st = stateName(s.state);
+  const st = sagaState(s);
   v.append(el('h2', {id: 'saga-title', dataset: {sagaId: s.sagaId || id, state: st}},
     'Saga ', el('code', {}, s.sagaId || id), ' ', el('span', {className: 'state state-' + st}, st)));
 
@@ -390,7 +401,7 @@ async function retry(id, btn, result) {
   try {
     const r = await api('POST', '/v1/sagas/' + encodeURIComponent(id) + '/retry', {});
     const s = r.saga || {};
-    const note = 'retried: ' + stateName(s.state) + ', version ' + (s.version || '0');
+    const note = 'retried: ' + sagaState(s) + ', version ' + (s.version || '0');
     const seq = ++renderSeq;
     await renderSaga(id, seq);
     const box = document.getElementById('retry-result');
@@ -455,8 +466,8 @@ async function activityFetch(feed) {
   feed.cursor = r.cursor || feed.cursor;
   for (const f of r.entries || []) {
     const h = f.entry || {};
-    const from = stateName(h.fromState) || '(start)';
-    const to = stateName(h.toState);
+    const from = histState(h, true) || '(start)';
+    const to = histState(h, false);
     feed.body.prepend(el('tr', {dataset: {sagaId: f.sagaId, version: h.version || '0', to}},
       el('td', {}, isoTime(h.atUnixMs)),
       el('td', {}, el('a', {href: '#/saga/' + encodeURIComponent(f.sagaId)}, f.sagaId)),
