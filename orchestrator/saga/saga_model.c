@@ -11,7 +11,7 @@
 
 /* the daemons' defaults (orchestrator/orchestratord/main.c); only whether a
  * row has a deadline is kept in a state */
-static const saga_policy model_policy = {.step_timeout_ms = 5000,
+const saga_policy saga_model_policy = {.step_timeout_ms = 5000,
     .backoff_base_ms = 50,
     .backoff_cap_ms = 5000,
     .attention_after = 10,
@@ -351,7 +351,7 @@ static void decide(
 	    .step_deadline_ms = s->deadline ? MODEL_DEADLINE : 0,
 	    .next_attempt_ms = mst_terminal(m, s) ? 0 : MODEL_NOW};
 	saga_flow_decision d;
-	saga_flow_transition(m->f, &row, ev, now, 0, &model_policy, &d);
+	saga_flow_transition(m->f, &row, ev, now, 0, &saga_model_policy, &d);
 	if (m->o->wrap != NULL)
 		m->o->wrap(m->o->wrap_ctx, m->f, &row, ev, now, &d);
 	if (d.ignored)
@@ -677,7 +677,7 @@ int saga_model_check(const saga_flow *f, const saga_model_opts *o, saga_model_re
 	}
 	/* the start: the row written, its first commands sent (a crash before
 	 * the send is the loss of those) */
-	saga_flow_row r = saga_flow_start(f, MODEL_NOW, &model_policy);
+	saga_flow_row r = saga_flow_start(f, MODEL_NOW, &saga_model_policy);
 	mst s = {.pos = r.pos, .deadline = r.step_deadline_ms > 0};
 	m.from = 0;
 	send_members(&m, &s, saga_flow_due(f, &s.pos), "start");

@@ -46,6 +46,12 @@
  * 3 per step). */
 #define SAGA_MODEL_MAX_STATES 2000000
 
+/* saga_model_policy: the daemons' default options (orchestratord's
+ * --step-timeout 5000, --backoff-base 50, --backoff-cap 5000,
+ * --attention-after 10, --request-timeout 2000, --request-timeout-max
+ * 30000), the policy the model decides with (and sim_flow's random runs). */
+extern const saga_policy saga_model_policy;
+
 /* saga_model_wrap_fn: called with every decision the transition made, before
  * the model acts on it, with the row, the event and the time (ms, the
  * model's) it was decided at; may change *d. A test's broken rule (sim_flow

@@ -73,14 +73,8 @@
 #define TRACE_MAX 64
 #define TRACE_LEN 120
 
-/* the daemons' defaults (orchestrator/orchestratord/main.c) */
-static const saga_policy policy = {.step_timeout_ms = 5000,
-    .backoff_base_ms = 50,
-    .backoff_cap_ms = 5000,
-    .attention_after = 10,
-    .request_timeout_ms = 2000,
-    .request_timeout_max_ms = 30000,
-    .lease_grace_ms = SAGA_LEASE_GRACE_MS};
+/* the daemons' defaults, as the fixed point takes them */
+#define policy saga_model_policy
 
 enum brk {
 	BRK_NONE,
