@@ -66,6 +66,7 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	                                           : SAGAS__V1__SAGA_STATE__SAGA_STATE_UNSPECIFIED;
 	m->type = row->type;
 	m->state_name = row->state;
+	m->finished = row->finished;
 	m->reason = row->s.reason;
 	m->order = o;
 	m->version = row->version;

@@ -109,11 +109,10 @@ static const config_opt orch_opts[] = {
         "declares, with the TLS settings of the others; at most 5",
         "NAME=URLS[;...]"),
     OPT("definitions", "SAGA_ORCHESTRATOR_DEFINITIONS", CONFIG_STR, "", 0, 0, definitions,
-        "the saga definitions file (YAML or JSON; docs/saga-definitions.md) whose commands "
-        "the engine sends; this build runs the order saga's flow and names only, with its "
-        "commands' mappings, participants and steps' own deadlines and retries as the "
-        "file says (sagactl definitions check "
-        "FILE tells); empty = orchestrator/definitions/order.yaml as built in",
+        "the saga definitions file (YAML or JSON; docs/saga-definitions.md): the saga types "
+        "it runs, their flows, state names, commands, participants and timing (sagactl "
+        "definitions check FILE tells whether this build runs it); empty = "
+        "orchestrator/definitions/order.yaml as built in",
         "FILE"),
     OPT("participant-tls-cert", "SAGA_ORCHESTRATOR_PARTICIPANT_TLS_CERT", CONFIG_STR, "", 0, 0,
         participant_cert,
@@ -777,8 +776,9 @@ static int orch_api(orch *o)
 		log_error(NULL, "could not start its listeners: %s", strerror(-rc));
 		return 1;
 	}
-	log_info(NULL, "orchestratord %s listening on %s (stock %s, payment %s, shipping %s)%s",
+	log_info(NULL, "orchestratord %s listening on %s (stock %s, payment %s, shipping %s%s%s)%s",
 	    o->instance, c->net.listen, c->stock, c->payment, c->shipping,
+	    c->links[0] != '\0' ? "; links " : "", c->links,
 	    c->duplicate_delivery ? ", delivering every command twice" : "");
 	return 0;
 }

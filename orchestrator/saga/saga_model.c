@@ -265,31 +265,38 @@ static int32_t pos_rank(const model *m, int32_t step, saga_flow_phase phase)
 	return phase == SAGA_FLOW_FORWARD ? step : 2 * m->f->nsteps - step;
 }
 
-/* prune: a reply in flight that the transition can no longer take is
- * forgotten (as if lost, which the network may do anyway): replies are
- * taken only at their stage's position, a member's only until its bit is
- * set, and a saga never goes back to a position it left (decide checks
- * it). This is what keeps the states of flows with groups to a few
- * hundred thousand. */
+/* prune: what is in flight and can no longer change anything is forgotten
+ * (as if lost, which the network may do anyway): a reply the transition
+ * can no longer take (replies are taken only at their stage's position, a
+ * member's only until its bit is set, and a saga never goes back to a
+ * position it left: decide checks it), and a command or compensation whose
+ * delivery leaves its participant's record as it is (answered from it)
+ * when that answer is such a reply. This is what keeps the states of flows
+ * with groups to a few thousand. */
 static void prune(const model *m, mst *c)
 {
 	for (int32_t i = 0; i < m->f->nsteps; i++) {
-		uint8_t q = c->net[i];
-		if (!(q & (NET_OK | NET_REFUSED | NET_COMP_OK)))
+		uint8_t q = c->net[i], r = c->rec[i];
+		if (q == 0)
 			continue;
 		int32_t first = stage_first(m->f, i);
 		uint64_t bit = (uint64_t)1 << (i - first);
 		int32_t now = pos_rank(m, c->pos.step, c->pos.phase);
 		bool here_f = c->pos.phase == SAGA_FLOW_FORWARD && c->pos.step == first;
 		bool here_c = c->pos.phase == SAGA_FLOW_COMPENSATING && c->pos.step == first;
-		if ((q & (NET_OK | NET_REFUSED))
-		    && (now > pos_rank(m, first, SAGA_FLOW_FORWARD)
-		        || (here_f && (c->pos.members & bit))))
+		bool dead_reply = now > pos_rank(m, first, SAGA_FLOW_FORWARD)
+		    || (here_f && (c->pos.members & bit));
+		bool dead_comp_reply = now > pos_rank(m, first, SAGA_FLOW_COMPENSATING)
+		    || (here_c && (c->pos.members & bit));
+		if (dead_reply)
 			q &= (uint8_t) ~(NET_OK | NET_REFUSED);
-		if ((q & NET_COMP_OK)
-		    && (now > pos_rank(m, first, SAGA_FLOW_COMPENSATING)
-		        || (here_c && (c->pos.members & bit))))
+		if (dead_comp_reply)
 			q &= (uint8_t)~NET_COMP_OK;
+		/* answered from the record (deliver_command, deliver_compensation) */
+		if (dead_reply && (r & (REC_APPLIED | REC_REFUSED | REC_TOMB)))
+			q &= (uint8_t)~NET_CMD;
+		if (dead_comp_reply && (r & (REC_COMPENSATED | REC_REFUSED | REC_TOMB)))
+			q &= (uint8_t)~NET_COMP;
 		c->net[i] = q;
 	}
 }

@@ -395,7 +395,8 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: {\"types\":[{\"name\",\"version\",\"input\",\"completed\",\"cancelled\",\n"
         "  \"steps\":[{\"name\",\"kind\",\"state\",\"compensating\",\"participant\",\"command\",\n"
         "  \"compensation\",\"deadline_ms\" (ms, \"default\", or null for "
-        "retriable),\"group\"}]}]}\n"
+        "retriable),\"retry\":{\"base_ms\",\"cap_ms\",\"attention_after\"} (each a\n"
+        "  number or \"default\"),\"group\"}]}]}\n"
         "  (compensating, compensation and group null when absent)",
         ctl_opts_defs, CTL_NELEM(ctl_opts_defs), ctl_args_file, ctl_definitions_check},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",

@@ -27,6 +27,19 @@ static void ctl_defs_print_step(const saga_def_step *s)
 	    s->compensation != METHOD_NONE ? method_table[s->compensation].name : "",
 	    s->kind == SAGA_STEP_RETRIABLE ? "none" : deadline, s->group != NULL ? " group=" : "",
 	    s->group != NULL ? s->group : "");
+	if (s->retry_base_ms != SAGA_DEF_DEFAULT || s->retry_cap_ms != SAGA_DEF_DEFAULT
+	    || s->attention_after != SAGA_DEF_DEFAULT) {
+		char v[3][24];
+		const int64_t x[3] = {s->retry_base_ms, s->retry_cap_ms, s->attention_after};
+		for (int i = 0; i < 3; i++)
+			if (x[i] == SAGA_DEF_DEFAULT)
+				snprintf(v[i], sizeof v[i], "default");
+			else
+				snprintf(v[i], sizeof v[i], "%lld%s", (long long)x[i],
+				    i < 2 ? "ms" : "");
+		printf("  %-12s retry: base %s, cap %s, attention after %s tries\n", "", v[0], v[1],
+		    v[2]);
+	}
 	printf("  %-12s input:", "");
 	for (size_t i = 0; i < s->ninput; i++)
 		printf("%s %s <- %s%s", i > 0 ? "," : "", s->input[i].field,
@@ -59,11 +72,20 @@ static json_t *ctl_defs_step_json(const saga_def_step *s)
 	json_t *deadline = s->kind == SAGA_STEP_RETRIABLE ? json_null()
 	    : s->deadline_ms == SAGA_DEF_DEFAULT          ? json_string("default")
 	                                         : json_integer((json_int_t)s->deadline_ms);
-	return json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:s?, s:o, s:s?, s:o?}", "name", s->name,
-	    "kind", saga_def_kind_name(s->kind), "state", s->state, "compensating", s->compensating,
-	    "participant", s->participant, "command", method_table[s->command].name, "compensation",
+	/* each retry value: ms or tries, or "default" (the daemon's option) */
+	const int64_t x[3] = {s->retry_base_ms, s->retry_cap_ms, s->attention_after};
+	json_t *r[3];
+	for (int i = 0; i < 3; i++)
+		r[i] = x[i] == SAGA_DEF_DEFAULT ? json_string("default")
+		                                : json_integer((json_int_t)x[i]);
+	return json_pack(
+	    "{s:s, s:s, s:s, s:s?, s:s, s:s, s:s?, s:o, s:{s:o, s:o, s:o}, s:s?, s:o?}", "name",
+	    s->name, "kind", saga_def_kind_name(s->kind), "state", s->state, "compensating",
+	    s->compensating, "participant", s->participant, "command",
+	    method_table[s->command].name, "compensation",
 	    s->compensation != METHOD_NONE ? method_table[s->compensation].name : NULL,
-	    "deadline_ms", deadline, "group", s->group, "input", ctl_defs_input_json(s));
+	    "deadline_ms", deadline, "retry", "base_ms", r[0], "cap_ms", r[1], "attention_after",
+	    r[2], "group", s->group, "input", ctl_defs_input_json(s));
 }
 
 /* ctl_defs_model runs the model over type t's flow into *r (exploring at

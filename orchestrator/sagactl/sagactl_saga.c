@@ -422,26 +422,31 @@ static int ctl_history_tries(ctl_ctx *c, const char *id)
 		return rc;
 	const Sagas__V1__Saga *s = rep->saga;
 	saga_state st = (saga_state)s->state;
-	if (!saga_is_terminal(st) && strcmp(s->reason, REASON_PAST_HORIZON) == 0) {
+	/* any type's end (Saga.finished), or the order saga's states from an
+	 * orchestrator older than saga types */
+	bool over = s->finished || saga_is_terminal(st);
+	/* the step by its state's name, and for the order saga its command */
+	char step[160];
+	snprintf(step, sizeof step, "%s%s%s", ctl_esc(ctl_state(s)),
+	    st != SAGA_STATE_UNSPECIFIED ? ", " : "",
+	    st != SAGA_STATE_UNSPECIFIED ? saga_command_name(saga_command_of(st)) : "");
+	if (!over && strcmp(s->reason, REASON_PAST_HORIZON) == 0) {
 		/* rule R3: parked, never tried again */
-		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
-		    saga_command_name(saga_command_of(st)));
+		printf("\ncurrent step: %s\n", step);
 		printf("  parked        past the retention horizon: never sent again\n");
 		printf("  attention     yes: settle it by hand (docs/operations.md, "
 		       "\"Retention\")\n");
-	} else if (!saga_is_terminal(st) && strcmp(s->reason, REASON_SAGA_ID_REUSED) == 0
+	} else if (!over && strcmp(s->reason, REASON_SAGA_ID_REUSED) == 0
 	    && s->next_attempt_unix_ms == 0) {
 		/* rule R5: parked, its step refused for another saga's record */
-		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
-		    saga_command_name(saga_command_of(st)));
+		printf("\ncurrent step: %s\n", step);
 		printf("  parked        refused saga_id_reused: a participant keeps an earlier "
 		       "saga with this id\n");
 		printf("  attention     yes: retry it once that participant's retention forgot "
 		       "it (docs/operations.md, \"Retention\")\n");
-	} else if (!saga_is_terminal(st)) {
+	} else if (!over) {
 		char t1[32], t2[32], t3[32];
-		printf("\ncurrent step: %s, %s\n", saga_state_name(st),
-		    saga_command_name(saga_command_of(st)));
+		printf("\ncurrent step: %s\n", step);
 		printf("  failed tries  %d\n", (int)s->attempts);
 		/* the row's reason is why a compensation runs, or in SHIPPING
 		 * why shippingd refused the last try; a transient failure's

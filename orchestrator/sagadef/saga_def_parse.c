@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
+
 /* by field, then by position (so that of equal fields the first in the
  * file comes first) */
 static int sd_map_cmp(const void *a, const void *b)
@@ -100,8 +102,17 @@ static int sd_kind(
 	return rc;
 }
 
-/* sd_method resolves `name` (a method of the participant's service) into
- * *id; METHOD_NONE with an error when the table has no such method. */
+/* sd_saga_command: method i is one a participant takes from the
+ * orchestrator (its role, AUTHZ_ORCHESTRATOR: a saga's command or
+ * compensation), not an operator's (SetStock, Deposit, ...) */
+static bool sd_saga_command(int i)
+{
+	return (method_table[i].roles & AUTHZ_ORCHESTRATOR) != 0;
+}
+
+/* sd_method resolves `name` (a saga command of the participant's service:
+ * sd_saga_command) into *id; METHOD_NONE with an error when the table has
+ * no such method, or it is not one the orchestrator may send. */
 static int sd_method(
     sd_ctx *c, struct fy_node *n, const char *path, const char *participant, enum method_id *id)
 {
@@ -110,8 +121,17 @@ static int sd_method(
 	char full[256];
 	snprintf(full, sizeof full, "/%s/%s", p->service, name);
 	*id = method_find(full);
-	if (*id != METHOD_NONE)
+	if (*id != METHOD_NONE && sd_saga_command(*id))
 		return 0;
+	if (*id != METHOD_NONE) {
+		*id = METHOD_NONE;
+		char msg[300];
+		snprintf(msg, sizeof msg,
+		    "%s is an operator's method of %s, not a saga command (the orchestrator may "
+		    "not call it)",
+		    name, p->service);
+		return sd_fail(c, n, path, msg);
+	}
 	for (int i = 0; i < METHOD_COUNT; i++) {
 		if (strcmp(method_table[i].name, name) == 0) {
 			char msg[300];
@@ -126,7 +146,7 @@ static int sd_method(
 	    = snprintf(msg, sizeof msg, "%s is not a method of %s (its methods:", full, p->service);
 	const char *sep = " ";
 	for (int i = 0; i < METHOD_COUNT && len > 0 && (size_t)len < sizeof msg; i++) {
-		if (strcmp(method_table[i].service, p->service + 9) != 0)
+		if (strcmp(method_table[i].service, p->service + 9) != 0 || !sd_saga_command(i))
 			continue;
 		len += snprintf(
 		    msg + len, sizeof msg - (size_t)len, "%s%s", sep, method_table[i].name);

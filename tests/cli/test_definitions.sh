@@ -37,6 +37,8 @@ rc=0
 [[ $rc -eq 0 ]] || fail "booking.yaml: exit $rc: $(cat "$TMP/err")"
 grep -q 'input: customer <- customer, qty <- const 1, sku <- sku$' "$TMP/out" ||
 	fail "booking.yaml: no constant in confirm's input: $(cat "$TMP/out")"
+grep -q '^ *retry: base 100ms, cap 5000ms, attention after 10 tries$' "$TMP/out" ||
+	fail "booking.yaml: no retry line of confirm: $(cat "$TMP/out")"
 want="orchestratord (this build) runs it, given --links hotel=URL[,URL...];airline=URL[,URL...]"
 [[ "$(tail -n 1 "$TMP/out")" == "$want" ]] || fail "booking.yaml: got '$(tail -n 1 "$TMP/out")', want '$want'"
 [[ ! -s "$TMP/err" ]] || fail "booking.yaml: a warning: $(cat "$TMP/err")"
@@ -95,7 +97,7 @@ rc=0
 [[ $(wc -l <"$TMP/out") -eq 1 ]] || fail "--json: not one line: $(cat "$TMP/out")"
 grep -Eq '^\{"types":\[\{"name":"order","version":"[0-9a-f]{64}","input":"sagas\.v1\.Order","completed":"COMPLETED","cancelled":"CANCELLED","steps":\[\{"name":"reserve","kind":"compensable",' "$TMP/out" ||
 	fail "--json: no order type: $(cat "$TMP/out")"
-grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"group":null,"input":{"customer":"customer","qty":"qty","sku":"sku"}}' "$TMP/out" ||
+grep -q '"name":"ship","kind":"retriable","state":"SHIPPING","compensating":null,"participant":"shipping","command":"ShipOrder","compensation":null,"deadline_ms":null,"retry":{"base_ms":"default","cap_ms":"default","attention_after":"default"},"group":null,"input":{"customer":"customer","qty":"qty","sku":"sku"}}' "$TMP/out" ||
 	fail "--json: no ship step: $(cat "$TMP/out")"
 grep -q '"orchestratord":{"runs":true,"why":null,"links":null}}$' "$TMP/out" || fail "--json: no verdict: $(cat "$TMP/out")"
 
@@ -122,14 +124,41 @@ grep -Eq '^order: model: fixed point reached, no violation: [0-9]+ states, [0-9]
 rc=0
 "$SAGACTL" definitions check --model --json "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 0 ]] || fail "booking.yaml --model --json: exit $rc: $(cat "$TMP/err")"
-got=$(python3 -c 'import json,sys; m=json.load(sys.stdin)["types"][0]["model"]; print(m["ok"], m["fixed_point"], m["completed"], m["cancelled"], m["violation"], m["path"], m["states"] > 1000)' <"$TMP/out")
+got=$(python3 -c 'import json,sys; m=json.load(sys.stdin)["types"][0]["model"]; print(m["ok"], m["fixed_point"], m["completed"], m["cancelled"], m["violation"], m["path"], m["states"] > 500)' <"$TMP/out")
 [[ "$got" == "True True 1 12 None [] True" ]] || fail "booking.yaml --model --json: got '$got'"
+# a flow of seven steps with a group of three: 12,360 states, more than
+# the bound given
+python3 - "$TMP/seven.yaml" <<'PY'
+import sys
+c = "{name: %s, participant: stock, command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}"
+steps = ["      - " + c % n for n in ("a", "b", "c")]
+steps += ["      - group: g", "        steps:"] + ["          - " + c % n for n in ("d", "e", "f")]
+steps += ["      - {name: p, participant: payment, command: ChargePayment, compensation: RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}"]
+steps += ["      - {name: %s, participant: shipping, command: ShipOrder, kind: retriable, input: {customer: customer, sku: sku, qty: qty}}" % n for n in ("r", "s")]
+open(sys.argv[1], "w").write("""format: 1
+participants:
+  stock: {service: sagas.v1.Stock, urls: --stock}
+  payment: {service: sagas.v1.Payment, urls: --payment}
+  shipping: {service: sagas.v1.Shipping, urls: --shipping}
+sagas:
+  seven:
+    input: sagas.v1.Order
+    completed: DONE
+    cancelled: UNDONE
+    steps:
+""" + "\n".join(steps) + "\n")
+PY
 rc=0
-"$SAGACTL" definitions check --model --max-states 1000 "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+"$SAGACTL" definitions check --model "$TMP/seven.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "seven.yaml --model: exit $rc: $(cat "$TMP/err")"
+grep -q '^seven: model: fixed point reached, no violation: 12360 states, [0-9]* transitions, depth [0-9]*; ends: 1 completed, 39 cancelled$' "$TMP/out" ||
+	fail "seven.yaml --model: $(cat "$TMP/out")"
+rc=0
+"$SAGACTL" definitions check --model --max-states 1000 "$TMP/seven.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [[ $rc -eq 1 ]] || fail "--max-states 1000: exit $rc, want 1"
-grep -q '^booking: model: stopped at --max-states before the fixed point: 1000 states' "$TMP/out" ||
+grep -q '^seven: model: stopped at --max-states before the fixed point: 1000 states' "$TMP/out" ||
 	fail "--max-states 1000: $(cat "$TMP/out")"
-grep -q 'sagactl: error: booking: the model stopped at 1000 states, before its fixed point: raise --max-states' "$TMP/err" ||
+grep -q 'sagactl: error: seven: the model stopped at 1000 states, before its fixed point: raise --max-states' "$TMP/err" ||
 	fail "--max-states 1000: no error: $(cat "$TMP/err")"
 rc=0
 "$SAGACTL" definitions check --model --max-states 5 "$SRC/tests/definitions/booking.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?

@@ -94,6 +94,8 @@ assert_eq "sagactl get: its type and state" "booking BOOKED" "$got"
 # (a member's success is a transition of its own: ROOM -> ROOM, members 1 or 2)
 assert_eq "its history, by the definition's names" "-:ROOM:started ROOM:ROOM:reply_ok ROOM:PAY:reply_ok PAY:CONFIRM:reply_ok CONFIRM:BOOKED:reply_ok" \
   "$(psql_db sagas_orchestrator "SELECT string_agg(coalesce(from_state, '-') || ':' || to_state || ':' || event, ' ' ORDER BY version) FROM saga_history WHERE saga_id = '$B1'")"
+assert_eq "sagactl history: no current step once booked" 0 \
+  "$(ctl history "$B1" | grep -c '^current step' || true)"
 assert_eq "its group's members recorded, then reset" "0" \
   "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B1'")"
 
@@ -131,6 +133,8 @@ wait_until 30 retrying
 assert_eq "the room held while the seat fails" "TRIP3|1|RESERVED" "$(held hotel "$B3")"
 assert_eq "the row records the room's member done" 1 \
   "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B3'")"
+assert_eq "sagactl history: the current step by its name" 1 \
+  "$(ctl history "$B3" | grep -c '^current step: ROOM$' || true)"
 stack_kill orchestratord KILL
 on airline fault clear stock >/dev/null
 stack_start_orchestrator

@@ -376,8 +376,27 @@ static void test_method_unknown(void **state)
 	    HEAD "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
 	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldRoom is not "
-	    "a method of sagas.v1.Stock (its methods: ReserveStock, ReleaseStock, SetStock, "
-	    "ListStock)");
+	    "a method of sagas.v1.Stock (its methods: ReserveStock, ReleaseStock)");
+}
+
+/* an operator's method (its role is admin: SetStock, Deposit) is not a
+ * saga's command: under mutual TLS every try would be refused, and on a
+ * plain link every saga would set the stock (review, issue 34) */
+static void test_method_operator(void **state)
+{
+	(void)state;
+	expect_error("method_operator.yaml",
+	    HEAD "      - {name: reserve, participant: stock, command: SetStock, compensation: "
+	         "ReleaseStock, kind: compensable, input: {sku: sku, on_hand: {const: 0}}}\n" C S,
+	    "method_operator.yaml:12:54: sagas.t.steps[0].command: SetStock is an operator's "
+	    "method of sagas.v1.Stock, not a saga command (the orchestrator may not call it)");
+	expect_error("method_operator2.yaml",
+	    HEAD R
+	    "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
+	    "Deposit, kind: pivot, input: {customer: customer, amount: amount}}\n" S,
+	    "method_operator2.yaml:13:84: sagas.t.steps[1].compensation: Deposit is an "
+	    "operator's method of sagas.v1.Payment, not a saga command (the orchestrator may not "
+	    "call it)");
 }
 
 static void test_method_other_service(void **state)
@@ -901,6 +920,7 @@ int main(void)
 	    cmocka_unit_test(test_group_after_pivot),
 	    cmocka_unit_test(test_participant_undeclared),
 	    cmocka_unit_test(test_method_unknown),
+	    cmocka_unit_test(test_method_operator),
 	    cmocka_unit_test(test_method_other_service),
 	    cmocka_unit_test(test_input_not_field),
 	    cmocka_unit_test(test_input_type),

@@ -380,7 +380,10 @@ async function renderSaga(id, seq) {
     'Saga ', el('code', {}, s.sagaId || id), ' ', el('span', {className: 'state state-' + st}, st)));
 
   const actions = el('p', {id: 'actions'});
-  if (!FINISHED.has(st) || s.attention) {
+  // finished: any saga type's end (Saga.finished), or the order saga's
+  // states from an orchestrator older than saga types
+  const finished = s.finished || FINISHED.has(st);
+  if (!finished || s.attention) {
     const btn = el('button', {type: 'button', id: 'retry'}, 'Retry');
     const result = el('span', {id: 'retry-result', role: 'status'});
     btn.addEventListener('click', () => retry(id, btn, result));
