@@ -137,6 +137,20 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	return true;
 }
 
+/* api_type_name: `s` has the shape of a saga type's name in a definition
+ * ([a-z][a-z0-9_]*, at most SAGA_NAME_MAX - 8 bytes), so that an error may
+ * echo it */
+static bool api_type_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > SAGA_NAME_MAX - 8 || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
 /* api_parse_start decodes and checks a StartSaga payload into `row`, the
  * saga to insert (a new saga id when none is given), and *wait_ms. Returns false with the
  * error in `reply` when the payload or a field is invalid. */
@@ -184,11 +198,14 @@ static bool api_parse_start(
 		for (size_t k = 0; a->defs != NULL && k < a->defs->nfile; k++)
 			snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
 			    k > 0 ? ", " : "", a->defs->v[k]->type->name);
-		/* the name echoed only when it is one (no control characters) */
-		bool named = strlen(type) <= 64 && valid_name(type);
+		/* the name echoed only when it could be one (a definition's
+		 * names: [a-z][a-z0-9_]*, 64 bytes at most) */
+		bool named = api_type_name(type);
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid type: %s%s%s is not a saga type of this orchestrator (it runs: %s)",
 		    named ? "\"" : "", named ? type : "the value", named ? "\"" : "", types);
+		log_info(req->saga_id[0] && valid_uuid(req->saga_id) ? req->saga_id : NULL,
+		    "StartSaga refused: unknown saga type %s", named ? type : "(not a name)");
 		goto out_free;
 	}
 	saga_flow_row first = saga_flow_start(&v->flow, now, &a->policy);

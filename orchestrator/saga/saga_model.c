@@ -7,6 +7,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "clock.h"
 #include "status.h"
 
 /* the daemons' defaults (orchestrator/orchestratord/main.c); only whether a
@@ -693,7 +694,13 @@ int saga_model_check(const saga_flow *f, const saga_model_opts *o, saga_model_re
 		rc = -ENOMEM;
 		goto out;
 	}
+	int64_t until = m.o->max_ms > 0 ? clock_mono_ms() + m.o->max_ms : 0;
 	for (size_t v = 0; v < m.n && !m.bad && !m.nomem; v++) {
+		if (until != 0 && (v & 1023) == 0 && clock_mono_ms() >= until) {
+			out->timed_out = true;
+			m.bounded = true;
+			break;
+		}
 		if (m.nodes[v]->depth > out->depth)
 			out->depth = m.nodes[v]->depth;
 		check_state(&m, (uint32_t)v, out); /* before its events: shortest */

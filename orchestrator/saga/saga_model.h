@@ -32,7 +32,7 @@
  *   4. every saga can end: from every state reached, a state where the saga
  *      has ended and nothing is in flight can still be reached.
  * A violation comes with a shortest path to it (breadth first: none is
- * shorter). No I/O; pure but for malloc. */
+ * shorter). No I/O; pure but for malloc and the clock of max_ms. */
 #ifndef SAGA_MODEL_H
 #define SAGA_MODEL_H
 
@@ -61,6 +61,8 @@ typedef void (*saga_model_wrap_fn)(void *ctx, const saga_flow *f, const saga_flo
 
 typedef struct saga_model_opts {
 	size_t max_states; /* 0: SAGA_MODEL_MAX_STATES */
+	int64_t max_ms;    /* the exploration's time, at most (ms, monotonic
+	                      clock); 0: no limit */
 	saga_model_wrap_fn wrap;
 	void *wrap_ctx;
 } saga_model_opts;
@@ -72,8 +74,9 @@ typedef struct saga_model_result {
 	size_t cancelled;   /* the same, cancelled */
 	int32_t depth;      /* the longest of the shortest paths (events) */
 	bool complete;      /* the fixed point was reached (false: max_states
-	                       states were explored first, and no violation among
-	                       them) */
+	                       states were explored first, or max_ms passed, and
+	                       no violation among them) */
+	bool timed_out;     /* stopped by max_ms */
 	bool violation;
 	char what[200]; /* the check violated, in words */
 	char **path;    /* the shortest path to the violation: npath lines,

@@ -74,8 +74,10 @@ static const config_opt ctl_opts_defs[] = {
     CTL_OPT_GLOBAL,
     {"model", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, model),
         "also explore every state of one saga of each type (the fixed point)", NULL},
-    {"max-states", NULL, CONFIG_INT, "2000000", 1000, 50000000, offsetof(ctl_opts, max_states),
-        "--model: explore at most this many states per type", "N"},
+    {"max-states", NULL, CONFIG_INT, "2000000", 1000, 20000000, offsetof(ctl_opts, max_states),
+        "--model: explore at most this many states per type (about 250 bytes each)", "N"},
+    {"max-seconds", NULL, CONFIG_INT, "60", 1, 3600, offsetof(ctl_opts, max_seconds),
+        "--model: explore for at most this long per type", "S"},
 };
 
 static const config_opt ctl_opts_start[] = {
@@ -376,7 +378,7 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: SAGA (see sagactl --help)",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_retry},
     {"definitions check", "FILE", "check a saga definition file (no server needed)",
-        "sagactl definitions check FILE [--model [--max-states N]]",
+        "sagactl definitions check FILE [--model [--max-states N] [--max-seconds S]]",
         "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"
         "of \"Validation at start\". Prints each saga type with its version (SHA-256\n"
         "of its canonical definition) and one line per step: name, kind, state,\n"
@@ -391,7 +393,8 @@ static const ctl_cmd ctl_cmds[] = {
         "with every step applied once or compensated, that nothing is compensated\n"
         "after the pivot, and that it can always end. On a violation prints the\n"
         "check and a shortest path to it, and exits 1; exits 1 too when --max-states\n"
-        "(default 2000000) stops it before the fixed point.\n"
+        "(default 2000000, about 500 MB) or --max-seconds (default 60) stops it before\n"
+        "the fixed point (a group of many members can take more states than that).\n"
         "--json: {\"types\":[{\"name\",\"version\",\"input\",\"completed\",\"cancelled\",\n"
         "  \"steps\":[{\"name\",\"kind\",\"state\",\"compensating\",\"participant\",\"command\",\n"
         "  \"compensation\",\"deadline_ms\" (ms, \"default\", or null for "

@@ -103,6 +103,7 @@ typedef struct ctl_opts {
 	char type[CONFIG_STR_MAX];   /* start --type */
 	bool model;                  /* definitions check --model */
 	int64_t max_states;          /* definitions check --max-states */
+	int64_t max_seconds;         /* definitions check --max-seconds */
 	char tls_cert[CONFIG_STR_MAX];
 	char tls_key[CONFIG_STR_MAX];
 	char tls_ca[CONFIG_STR_MAX];

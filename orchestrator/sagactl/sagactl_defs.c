@@ -89,14 +89,16 @@ static json_t *ctl_defs_step_json(const saga_def_step *s)
 }
 
 /* ctl_defs_model runs the model over type t's flow into *r (exploring at
- * most `max_states`); returns 0 or a negative errno (saga_model_check's). */
-static int ctl_defs_model(const saga_def_type *t, int64_t max_states, saga_model_result *r)
+ * most `max_states` for at most `max_seconds`); returns 0 or a negative
+ * errno (saga_model_check's). */
+static int ctl_defs_model(
+    const saga_def_type *t, int64_t max_states, int64_t max_seconds, saga_model_result *r)
 {
 	static saga_flow flow; /* 64 steps: too large for the stack's taste */
 	memset(r, 0, sizeof *r);
 	if (saga_def_flow(t, &flow) != 0)
 		return -EINVAL;
-	saga_model_opts o = {.max_states = (size_t)max_states};
+	saga_model_opts o = {.max_states = (size_t)max_states, .max_ms = max_seconds * 1000};
 	return saga_model_check(&flow, &o, r);
 }
 
@@ -118,11 +120,15 @@ static json_t *ctl_defs_model_json(int rc, const saga_model_result *r)
 		}
 	if (path == NULL)
 		return NULL;
-	return json_pack("{s:b, s:b, s:I, s:I, s:i, s:I, s:I, s:s?, s:s?, s:o}", "ok",
-	    ctl_defs_model_ok(rc, r), "fixed_point", r->complete, "states", (json_int_t)r->states,
-	    "transitions", (json_int_t)r->transitions, "depth", (int)r->depth, "completed",
-	    (json_int_t)r->completed, "cancelled", (json_int_t)r->cancelled, "violation",
-	    r->violation ? r->what : NULL, "error", rc != 0 ? strerror(-rc) : NULL, "path", path);
+	return json_pack("{s:b, s:b, s:s?, s:I, s:I, s:i, s:I, s:I, s:s?, s:s?, s:o}", "ok",
+	    ctl_defs_model_ok(rc, r), "fixed_point", r->complete, "stopped_at",
+	    r->complete || r->violation ? NULL
+	        : r->timed_out          ? "max_seconds"
+	                                : "max_states",
+	    "states", (json_int_t)r->states, "transitions", (json_int_t)r->transitions, "depth",
+	    (int)r->depth, "completed", (json_int_t)r->completed, "cancelled",
+	    (json_int_t)r->cancelled, "violation", r->violation ? r->what : NULL, "error",
+	    rc != 0 ? strerror(-rc) : NULL, "path", path);
 }
 
 /* ctl_defs_model_print prints a type's model result; returns whether it is
@@ -136,9 +142,10 @@ static bool ctl_defs_model_print(const char *type, int rc, const saga_model_resu
 	printf("%s: model: %s: %zu states, %zu transitions, depth %d; ends: %zu completed, %zu "
 	       "cancelled\n",
 	    type,
-	    r->violation      ? "VIOLATION"
-	        : r->complete ? "fixed point reached, no violation"
-	                      : "stopped at --max-states before the fixed point",
+	    r->violation       ? "VIOLATION"
+	        : r->complete  ? "fixed point reached, no violation"
+	        : r->timed_out ? "stopped at --max-seconds before the fixed point"
+	                       : "stopped at --max-states before the fixed point",
 	    r->states, r->transitions, r->depth, r->completed, r->cancelled);
 	if (r->violation) {
 		printf(
@@ -149,8 +156,8 @@ static bool ctl_defs_model_print(const char *type, int rc, const saga_model_resu
 	if (!r->violation && !r->complete)
 		fprintf(stderr,
 		    "sagactl: error: %s: the model stopped at %zu states, before its fixed point: "
-		    "raise --max-states\n",
-		    type, r->states);
+		    "raise %s\n",
+		    type, r->states, r->timed_out ? "--max-seconds" : "--max-states");
 	return ctl_defs_model_ok(rc, r);
 }
 
@@ -243,7 +250,8 @@ int ctl_definitions_check(ctl_ctx *c, char **args)
 			return ctl_error("out of memory");
 		}
 		for (size_t i = 0; i < d->ntypes; i++) {
-			mrc[i] = ctl_defs_model(&d->types[i], c->o.max_states, &models[i]);
+			mrc[i] = ctl_defs_model(
+			    &d->types[i], c->o.max_states, c->o.max_seconds, &models[i]);
 			models_ok = models_ok && ctl_defs_model_ok(mrc[i], &models[i]);
 		}
 	}

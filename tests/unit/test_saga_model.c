@@ -169,6 +169,22 @@ static void test_bounded(void **state)
 	saga_model_result_free(&r);
 }
 
+/* max_ms bounds the time: a group of six members takes far more than 1 ms */
+static void test_time_bound(void **state)
+{
+	(void)state;
+	const saga_flow_step six[]
+	    = {G("a", 0), G("b", 0), G("c", 0), G("d", 0), G("e", 0), G("f", 0), P("p")};
+	saga_flow f = flow_of(7, six);
+	saga_model_opts o = {.max_ms = 1};
+	saga_model_result r;
+	assert_int_equal(saga_model_check(&f, &o, &r), 0);
+	assert_true(r.timed_out);
+	assert_false(r.complete);
+	assert_false(r.violation);
+	saga_model_result_free(&r);
+}
+
 static void test_invalid(void **state)
 {
 	(void)state;
@@ -188,6 +204,7 @@ int main(void)
 	    cmocka_unit_test(test_broken_caught),
 	    cmocka_unit_test(test_stuck_caught),
 	    cmocka_unit_test(test_bounded),
+	    cmocka_unit_test(test_time_bound),
 	    cmocka_unit_test(test_invalid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
