@@ -69,6 +69,14 @@ int64_t dbclock_now_ms(void)
 	return clock_mono_ms() + atomic_load(&dbclock_offset);
 }
 
+int64_t dbclock_floor_ms(void)
+{
+	if (!atomic_load(&dbclock_ok))
+		return dbclock_now_ms();
+	int64_t rtt = atomic_load(&dbclock_rtt);
+	return dbclock_now_ms() - (rtt > 0 ? (rtt + 1) / 2 : 0) - 1;
+}
+
 bool dbclock_synced(void)
 {
 	return atomic_load(&dbclock_ok);

@@ -30,6 +30,14 @@ int dbclock_sync(PGconn *conn) __attribute__((warn_unused_result));
  * host's wall clock. */
 int64_t dbclock_now_ms(void);
 
+/* dbclock_floor_ms returns the database's clock now at the earliest (ms
+ * since the Unix epoch): dbclock_now_ms less the estimate's error, half
+ * the round trip of the sample in use and 1 ms of rounding. What the engine
+ * decides with, so that a step deadline is never found passed before the
+ * database's clock has passed it (rule T2: a deadline's transition is
+ * written at it or after it); before the first sync, dbclock_now_ms. */
+int64_t dbclock_floor_ms(void);
+
 /* dbclock_synced is true once a dbclock_sync has succeeded. */
 bool dbclock_synced(void);
 

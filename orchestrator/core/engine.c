@@ -520,8 +520,8 @@ static void engine_redecide(engine *e, saga_row *rows, engine_pending *pend, siz
 			ids[k] = redo[k].saga_id;
 		saga_row *fresh = e->dl_rows;
 		if (store_get_sagas(e->conn, ids, m, fresh, found) != 0)
-			return; /* the leases end and the sweep re-sends */
-		int64_t now = dbclock_now_ms();
+			return;                   /* the leases end and the sweep re-sends */
+		int64_t now = dbclock_floor_ms(); /* rule T2: never before a deadline */
 		n = 0;
 		for (size_t k = 0; k < m; k++) {
 			if (!found[k] || fresh[k].epoch != redo[k].epoch)
@@ -543,7 +543,7 @@ static void engine_process_replies(engine *e, engine_item *list)
 	engine_pending *pend = e->pend;
 	while (list != NULL) {
 		size_t n = 0;
-		int64_t now = dbclock_now_ms();
+		int64_t now = dbclock_floor_ms(); /* rule T2: never before a deadline */
 		while (list != NULL && n < cap) {
 			engine_item *it = list;
 			list = it->next;
@@ -607,7 +607,7 @@ static bool engine_sweep(engine *e)
 	size_t n = 0, npend = 0;
 	bool more = false;
 	engine_sync_clock(e);
-	int64_t now = dbclock_now_ms();
+	int64_t now = dbclock_floor_ms(); /* rule T2: never before a deadline */
 	/* a saga on its first try is due at the earliest when its first lease
 	 * ends; half of it leaves room for the error of this host's estimate
 	 * of the database's clock (dbclock.h) */
