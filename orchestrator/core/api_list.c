@@ -197,6 +197,22 @@ static void api_list_failed(
 	api_db_error(reply, rc, what);
 }
 
+/* api_list_name_ok: `s` is "" or a definition's name: a letter of lo..hi,
+ * then letters of lo..hi, digits or '_', at most 64 bytes (a type's names
+ * are lowercase, a state's uppercase: saga_def.h) */
+static bool api_list_name_ok(const char *s, char lo, char hi)
+{
+	size_t n = strlen(s);
+	if (n == 0)
+		return true;
+	if (n > 64 || s[0] < lo || s[0] > hi)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((s[i] >= lo && s[i] <= hi) || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
 /* api_list_sagas_check checks the fields of the ListSagas request `req`
  * (all but its page token): true when they are in range, else false with
  * the INVALID_ARGUMENT `reply` filled. */
@@ -225,6 +241,21 @@ static bool api_list_sagas_check(const Sagas__V1__ListSagasRequest *req, rpc_rep
 	if (req->stuck_after_ms < 0 || req->stuck_after_ms > API_MARGIN_MAX) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
+		return false;
+	}
+	if (!api_list_name_ok(req->type, 'a', 'z')) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid type: a saga type's name is [a-z][a-z0-9_]*, at most 64 bytes");
+		return false;
+	}
+	if (!api_list_name_ok(req->state_name, 'A', 'Z')) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid state_name: a state's name is [A-Z][A-Z0-9_]*, at most 64 bytes");
+		return false;
+	}
+	if (req->state_name[0] != '\0' && req->state != 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid state_name: give state or state_name, not both");
 		return false;
 	}
 	if (req->customer[0] != '\0' && !valid_name(req->customer)) {
@@ -300,6 +331,8 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	    .stuck_ms = req->stuck_after_ms ? req->stuck_after_ms : a->stuck_after_ms,
 	    .older_than_ms = req->older_than_ms,
 	    .customer = req->customer,
+	    .type = req->type,
+	    .state_name = req->state_name,
 	    .created_after_ms = req->created_after_unix_ms,
 	    .created_before_ms = req->created_before_unix_ms,
 	    .after = has_after,

@@ -203,7 +203,12 @@ const char *store_overdue_name(store_overdue_reason r);
 
 /* One listing (ListSagas): the filters, all ANDed, and where it starts. */
 typedef struct store_list_query {
-	saga_state state;          /* UNSPECIFIED: every state */
+	saga_state state;          /* UNSPECIFIED: every state; else the sagas in
+	                              the order saga's state of that name */
+	const char *state_name;    /* NULL or "": any; else only sagas in the
+	                              state of this name, any type (borrowed) */
+	const char *type;          /* NULL or "": any; else only this saga type's
+	                              sagas (borrowed) */
 	bool attention_only;       /* only sagas flagged for an operator */
 	bool overdue;              /* only unfinished sagas meeting a condition of
 	                              store_overdue_reason; sets saga_row.overdue */

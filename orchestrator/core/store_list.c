@@ -81,7 +81,7 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 	sl_cat(b,
 	    "SELECT " SAGA_COLS ", created_us, past_deadline, compensation_failing, stuck FROM ("
 	    " SELECT *, " STORE_CREATED_US " AS created_us, ");
-	char m[8], st[8];
+	char m[16], st[16];
 	snprintf(m, sizeof m, "$%d", margin);
 	snprintf(st, sizeof st, "$%d", stuck);
 	/* STORE_OVERDUE_COLS with the parameters' numbers */
@@ -101,8 +101,15 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 	if (terminal)                                /* sagas_ended */
 		sl_cat(b, " AND finished AND %s",
 		    q->state == SAGA_STATE_CANCELLED ? "cancelled" : "NOT cancelled");
+	/* the order saga's state, by its name: the names of the types of one
+	 * file differ (saga_def validation); no type test, which would cost the
+	 * plans their index (list_index) */
 	if (q->state != SAGA_STATE_UNSPECIFIED)
 		sl_cat(b, " AND state = $%d", sl_param(b, saga_state_name(q->state)));
+	if (q->state_name != NULL && q->state_name[0] != '\0')
+		sl_cat(b, " AND state = $%d", sl_param(b, q->state_name));
+	if (q->type != NULL && q->type[0] != '\0')
+		sl_cat(b, " AND coalesce(type, 'order') = $%d", sl_param(b, q->type));
 	if (q->customer != NULL && q->customer[0] != '\0') /* sagas_customer */
 		sl_cat(b, " AND customer = $%d", sl_param(b, q->customer));
 	if (q->older_than_ms > 0)

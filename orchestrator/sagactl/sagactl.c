@@ -105,7 +105,9 @@ static const config_opt ctl_opts_deposit[] = {
 static const config_opt ctl_opts_list[] = {
     CTL_OPT_GLOBAL,
     {"state", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, state),
-        "only sagas in this state (case-insensitive)", "STATE"},
+        "only sagas in this state (case-insensitive; any saga type's state names)", "STATE"},
+    {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
+        "only sagas of this type (order, booking, ...: the orchestrator's definitions)", "TYPE"},
     {"limit", NULL, CONFIG_INT, "0", 0, CTL_LIST_LIMIT_MAX, offsetof(ctl_opts, limit),
         "at most N sagas, newest first (0: the server's default, 100)", "N"},
     {"attention", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, attention),
@@ -340,6 +342,7 @@ static const ctl_cmd ctl_cmds[] = {
         "time. When more match, the next page's token is printed on stderr; give it to\n"
         "--page-token for the next page, or use --all to follow the pages to the end.\n"
         "Each saga is listed once across pages, even while new sagas start.\n"
+        "--type and --state take any saga type's names (docs/saga-definitions.md).\n"
         "--overdue lists the unfinished sagas to look at, with why: past_deadline,\n"
         "compensation_failing, stuck (docs/operations.md, \"Finding a stuck saga\").\n"
         "--json: [SAGA, ...]; with --page-token, --all or --overdue:\n"

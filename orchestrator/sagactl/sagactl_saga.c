@@ -1,5 +1,6 @@
 /* sagactl_saga.c: the verbs of the orchestrator's sagas: start, get, wait,
  * list, history and retry (sagactl.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -318,14 +319,28 @@ static bool ctl_list_add(ctl_ctx *c, const Sagas__V1__ListSagasReply *rep, json_
 int ctl_list(ctl_ctx *c, char **args)
 {
 	(void)args;
+	/* the order saga's states go as the SagaState (what an orchestrator
+	 * older than saga types reads); any other name, or with another
+	 * --type, as state_name */
 	saga_state state = SAGA_STATE_UNSPECIFIED;
+	char state_name[72] = "";
+	bool other_type = c->o.type[0] != '\0' && strcmp(c->o.type, "order") != 0;
 	if (c->o.state[0] != '\0') {
-		state = saga_state_parse(c->o.state);
-		if (state == SAGA_STATE_UNSPECIFIED)
+		size_t n = strlen(c->o.state);
+		bool ok = n <= 64 && isalpha((unsigned char)c->o.state[0]);
+		for (size_t i = 0; ok && i < n; i++) {
+			unsigned char ch = (unsigned char)c->o.state[i];
+			ok = isalnum(ch) || ch == '_';
+			state_name[i] = (char)toupper(ch);
+		}
+		if (!ok)
 			return ctl_usage(c->cmd,
-			    "invalid --state \"%s\": expected one of RESERVING, CHARGING, "
-			    "SHIPPING, COMPLETED, REFUNDING, RELEASING, CANCELLED",
-			    c->o.state);
+			    "invalid --state \"%s\": a state's name is a letter, then letters, "
+			    "digits or _ (RESERVING, ..., or another saga type's: BOOKED)",
+			    ctl_esc(c->o.state));
+		state = other_type ? SAGA_STATE_UNSPECIFIED : saga_state_parse(state_name);
+		if (state != SAGA_STATE_UNSPECIFIED)
+			state_name[0] = '\0';
 	}
 	if (!c->o.overdue && (c->o.margin_ms != 0 || c->o.stuck_after_ms != 0))
 		return ctl_usage(c->cmd, "--margin and --stuck-after go with --overdue");
@@ -340,6 +355,8 @@ int ctl_list(ctl_ctx *c, char **args)
 	req.stuck_after_ms = c->o.stuck_after_ms;
 	req.older_than_ms = c->o.older_than_ms;
 	req.customer = c->o.customer;
+	req.type = c->o.type;
+	req.state_name = state_name;
 	char token[CONFIG_STR_MAX];
 	snprintf(token, sizeof token, "%s", c->o.page_token);
 	req.page_token = token;

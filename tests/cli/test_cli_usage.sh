@@ -100,8 +100,9 @@ expect 2 'unexpected argument "extra"' get 1b4e28ba-2fa1-11d2-883f-0016d3cca427 
 expect 2 'missing argument AMOUNT' start ali A1 2
 
 # --state (case-insensitive; unknown lists the valid states)
-expect 2 'invalid --state "foo".*RESERVING.*CANCELLED' list --state foo
-expect 2 'invalid --state' list --state unspecified
+# any saga type's state names are names: a value that is not one is refused
+expect 2 'invalid --state "no;such": a state.s name is a letter, then letters, digits or _' list --state 'no;such'
+expect 2 'invalid --state' list --state 9LIVES
 expect 2 'limit' list --limit -1
 expect 2 'limit' list --limit 10001
 # list's overdue and paging flags (issue 21)
@@ -157,7 +158,7 @@ expect 2 'invalid --shipping URL "foo"' shipments --shipping foo --json
 expect 2 '--shipping tls\+tcp://127\.0\.0\.1:1 is a TLS URL: give --tls-ca' \
 	--shipping tls+tcp://127.0.0.1:1 shipments
 # --state knows SHIPPING (sagas.v1.SagaState 7)
-expect 2 'invalid --state "foo".*CHARGING.*SHIPPING.*COMPLETED' list --state foo
+expect 2 'invalid --state "foo bar".*RESERVING.*BOOKED' list --state 'foo bar'
 expect 1 'could not reach orchestrator' --timeout 300 list --state shipping
 expect 2 'timeout' --timeout 0 list
 expect 2 'timeout' get --timeout abc 1b4e28ba-2fa1-11d2-883f-0016d3cca427

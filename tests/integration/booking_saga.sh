@@ -17,7 +17,8 @@
 #   group in flight: after a restart the booking completes, each hold and the
 #   charge applied once;
 # - an unknown type is refused INVALID_ARGUMENT naming the types it runs, and
-#   nothing is stored; a booking's id started again as an order is refused
+#   nothing is stored; listings by type and by any type's state name; a
+#   booking's id started again as an order is refused
 #   key_mismatch (rule 6), the booking unchanged;
 # - a file naming a link orchestratord is not given refuses the start, saying
 #   which --links entry it needs.
@@ -143,6 +144,24 @@ wait_until 30 booked "$B3"
 assert_eq "B3 booked after the restart" "booking|BOOKED|" "$(state_of "$B3")"
 assert_eq "each hold once, one charge, one confirmation" "1|1|1|1" \
   "$(psql_db sagas_hotel "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_airline "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B3' AND status = 'CHARGED'")|$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B3'")"
+
+# listings by type and by any type's state name (ListSagas type,
+# state_name); the order saga's states keep their SagaState (order only)
+ids() { ctl list "$@" --json | python3 -c 'import json,sys; print(" ".join(sorted(s["saga_id"][-3:] for s in json.load(sys.stdin))))'; }
+assert_eq "list --type booking" "001 002 003 005" "$(ids --type booking)"
+assert_eq "list --type order" "101" "$(ids --type order)"
+assert_eq "list --state booked (case-insensitive)" "001 003 005" "$(ids --state booked)"
+assert_eq "list --state BOOKING_CANCELLED" "002" "$(ids --state BOOKING_CANCELLED)"
+assert_eq "list --state COMPLETED: the order saga's only" "101" "$(ids --state COMPLETED)"
+assert_eq "list --type booking --state COMPLETED: none" "" "$(ids --type booking --state COMPLETED)"
+rc=0
+err=$(ctl list --type 'Bad Type' 2>&1 >/dev/null) || rc=$?
+assert_eq "list --type not a name: refused" "1|1" \
+  "$rc|$(grep -c 'invalid type: a saga type' <<<"$err" || true)"
+rc=0
+err=$(ctl list --state 'no;such' 2>&1 >/dev/null) || rc=$?
+assert_eq "list --state not a name: usage error" "2|1" \
+  "$rc|$(grep -c 'invalid --state' <<<"$err" || true)"
 
 # the id of a booking started again as an order: refused, nothing changed
 rc=0
