@@ -137,16 +137,15 @@ static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
 	return true;
 }
 
-/* api_type_name: `s` has the shape of a saga type's name in a definition
- * ([a-z][a-z0-9_]*, at most SAGA_NAME_MAX - 8 bytes), so that an error may
- * echo it */
-static bool api_type_name(const char *s)
+bool api_def_name(const char *s, char lo, char hi)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n > SAGA_NAME_MAX - 8 || s[0] < 'a' || s[0] > 'z')
+	if (n == 0)
+		return true;
+	if (n > 64 || s[0] < lo || s[0] > hi)
 		return false;
 	for (size_t i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+		if (!((s[i] >= lo && s[i] <= hi) || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
 			return false;
 	return true;
 }
@@ -200,7 +199,7 @@ static bool api_parse_start(
 			    k > 0 ? ", " : "", a->defs->v[k]->type->name);
 		/* the name echoed only when it could be one (a definition's
 		 * names: [a-z][a-z0-9_]*, 64 bytes at most) */
-		bool named = api_type_name(type);
+		bool named = api_def_name(type, 'a', 'z');
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid type: %s%s%s is not a saga type of this orchestrator (it runs: %s)",
 		    named ? "\"" : "", named ? type : "the value", named ? "\"" : "", types);

@@ -91,4 +91,11 @@ void api_list_metrics_init(void);
  * runs on an nng thread, rpc_server_ops.pipe_closed). */
 void api_list_pipe_closed(uint32_t pipe);
 
+/* api_def_name: `s` (NUL-terminated) is "" or has the shape of a
+ * definition's name (saga_def.h): a letter of lo..hi, then letters of
+ * lo..hi, digits or '_', at most 64 bytes (a type's names are lowercase,
+ * a state's uppercase). Used to check a request's names, and to echo one
+ * in an error only when it has that shape. Pure. */
+bool api_def_name(const char *s, char lo, char hi);
+
 #endif

@@ -197,22 +197,6 @@ static void api_list_failed(
 	api_db_error(reply, rc, what);
 }
 
-/* api_list_name_ok: `s` is "" or a definition's name: a letter of lo..hi,
- * then letters of lo..hi, digits or '_', at most 64 bytes (a type's names
- * are lowercase, a state's uppercase: saga_def.h) */
-static bool api_list_name_ok(const char *s, char lo, char hi)
-{
-	size_t n = strlen(s);
-	if (n == 0)
-		return true;
-	if (n > 64 || s[0] < lo || s[0] > hi)
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!((s[i] >= lo && s[i] <= hi) || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* api_list_sagas_check checks the fields of the ListSagas request `req`
  * (all but its page token): true when they are in range, else false with
  * the INVALID_ARGUMENT `reply` filled. */
@@ -243,12 +227,12 @@ static bool api_list_sagas_check(const Sagas__V1__ListSagasRequest *req, rpc_rep
 		    "invalid stuck_after_ms: must be 0..%lld", (long long)API_MARGIN_MAX);
 		return false;
 	}
-	if (!api_list_name_ok(req->type, 'a', 'z')) {
+	if (!api_def_name(req->type, 'a', 'z')) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid type: a saga type's name is [a-z][a-z0-9_]*, at most 64 bytes");
 		return false;
 	}
-	if (!api_list_name_ok(req->state_name, 'A', 'Z')) {
+	if (!api_def_name(req->state_name, 'A', 'Z')) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid state_name: a state's name is [A-Z][A-Z0-9_]*, at most 64 bytes");
 		return false;
