@@ -135,6 +135,9 @@ struct ctl_ctx {
 	                          UNAVAILABLE: its outcome is unknown */
 	bool refused;          /* the last failed ctl_call found nobody listening (its first
 	                          connection was refused): nothing was sent */
+	bool unreached;        /* the last failed ctl_call's first connection was reset,
+	                          closed or timed out while it was set up (a daemon
+	                          stopping or starting): nothing was sent */
 	bool id_given;         /* --id was on the command line (even as "") */
 	bool page_token_given; /* --page-token was on the command line (even as "") */
 	bool own_key;          /* ctl_key made the call's key: nobody else has it */

@@ -74,6 +74,9 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
 		c->client[svc] = NULL;
 		return NULL;
 	}
+	/* a connection reset, closed or timed out while it was set up is what a
+	 * daemon that is stopping or starting gives: watch --follow tries again */
+	c->unreached = err == -EIO || err == -ESHUTDOWN || err == -ETIMEDOUT;
 	if (err == -EIO && tls == NULL) {
 		*rc = ctl_error("could not open a connection to %s at %s: the connection failed "
 		                "(is it a tls+tcp:// listener? docs/security.md)",
@@ -103,6 +106,7 @@ int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage
 	memset(res, 0, sizeof *res);
 	c->transient = false;
 	c->refused = false;
+	c->unreached = false;
 	rpc_client *cl = ctl_client(c, svc, &rc);
 	if (cl == NULL)
 		return rc;

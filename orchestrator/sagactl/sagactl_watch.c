@@ -198,10 +198,12 @@ int ctl_watch(ctl_ctx *c, char **args)
 		size_t got = 0;
 		bool more = false;
 		rc = ctl_watch_page(c, cursor, !c->o.from_start, &got, &more);
-		if (rc != 0 && c->o.follow && (c->transient || c->refused) && !ctl_watch_stop) {
+		if (rc != 0 && c->o.follow && (c->transient || c->refused || c->unreached)
+		    && !ctl_watch_stop) {
 			/* --follow outlives an orchestrator that does not answer (a
-			 * restart, a failover): the cursor is unchanged, so nothing
-			 * is missed; a refusal still ends the watch */
+			 * restart, a failover; a connection refused, or reset
+			 * while it was set up): the cursor is unchanged, so
+			 * nothing is missed; a refusal still ends the watch */
 			int64_t wait = c->o.poll_ms > 1000 ? c->o.poll_ms : 1000;
 			fprintf(stderr,
 			    "sagactl: note: still following: trying again in %" PRId64 " ms\n",

@@ -92,6 +92,30 @@ assert_eq "rows a reader by id alone (xid > $high_xid) gets for the late commit"
 watch_once "$W/order.3"
 assert_eq "then nothing is repeated" "0" "$(wc -l <"$W/order.3")"
 
+# --- a follower goes on when its first connection is reset while it is set up --
+# (a daemon stopping or starting: the restart below can race it so; before,
+# the follower ended on "could not open a connection")
+cport=$(free_port)
+python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept(); c.close()' "$cport" &
+closer=$!
+_closer_up() { ! port_free "$cport"; }
+wait_until 10 _closer_up
+"$SAGA_BIN_DIR/sagactl" --orchestrator "tcp://127.0.0.1:$cport" --timeout 500 watch --json \
+  --follow --poll-interval 50 >/dev/null 2>"$W/reset.err" &
+follower=$!
+_retried_twice() { [ "$(grep -c "still following" "$W/reset.err")" -ge 2 ]; }
+wait_until 20 _retried_twice || true
+assert_eq "a follower whose connection is reset while set up: still running" yes \
+  "$(kill -0 "$follower" 2>/dev/null && echo yes || echo no)"
+assert_eq "it says it tries again" yes "$(_retried_twice && echo yes || echo no)"
+kill -TERM "$follower" "$closer" 2>/dev/null || true
+wait "$follower" "$closer" 2>/dev/null || true
+
 # --- a follower (--follow) outlives an orchestrator restart --------------------
 # its calls time out while orchestratord is down; it goes on from its cursor
 # when it is back, and prints a row written then

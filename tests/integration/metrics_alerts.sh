@@ -55,8 +55,13 @@ wait_until 30 firing SagaNeedsAttention || true
 assert_eq "SagaNeedsAttention fires" "SagaNeedsAttention{}" "$(prom_alerts | grep '^SagaNeedsAttention' || true)"
 wait_until 30 firing 'SagaDaemonDown{instance=.*job=sagas-payment' || true
 assert_eq "SagaDaemonDown fires for paymentd" 1 "$(prom_alerts | grep -c '^SagaDaemonDown{.*job=sagas-payment' || true)"
+# the counter is read as Prometheus last scraped it: wait for a scrape after
+# the third failed refund instead of reading once
+refunds_failed() { prom_query 'sum(sagas_commands_total{command="RefundPayment",result=~"unreachable|timeout"})'; }
+refunds_counted() { awk 'BEGIN{exit !(ARGV[1] >= 3)}' "$(refunds_failed)"; }
+wait_until 30 refunds_counted || true
 assert_eq "the refunds failing were counted" yes \
-  "$(awk 'BEGIN{exit !(ARGV[1] >= 3)}' "$(prom_query 'sum(sagas_commands_total{command="RefundPayment",result=~"unreachable|timeout"})')" && echo yes || echo no)"
+  "$(refunds_counted && echo yes || echo no)"
 
 PAYMENT_FLAGS=""
 stack_start_payment
