@@ -179,6 +179,32 @@ void config_print_help(
 	fprintf(out, "  %-30s %s\n", "--version", "show the version and commit and exit");
 }
 
+/* config_ambiguous says on stderr, and returns true, when the word `bad`
+ * ("--i" or "--i=x") is a prefix of two or more of the long options `lo`
+ * (ended by a NULL name): "ambiguous option "--i": --id or --input". */
+static bool config_ambiguous(const struct option *lo, const char *bad)
+{
+	if (strncmp(bad, "--", 2) != 0)
+		return false;
+	size_t len = strcspn(bad + 2, "=");
+	if (len == 0)
+		return false;
+	char names[256] = "";
+	int hits = 0;
+	for (const struct option *o = lo; o->name != NULL; o++) {
+		if (strncmp(o->name, bad + 2, len) != 0)
+			continue;
+		size_t used = strlen(names);
+		snprintf(
+		    names + used, sizeof names - used, "%s--%s", hits > 0 ? " or " : "", o->name);
+		hits++;
+	}
+	if (hits < 2)
+		return false;
+	config_error("ambiguous option \"%.*s\": %s\n", (int)(len + 2), bad, names);
+	return true;
+}
+
 /* config_apply_argv applies the command line `argv` (`argc` words) to
  * `target` by the `n` options `opts` (config_load's layer 4), leaving optind
  * at the first word that is not an option. Returns 0, -EINVAL (said on
@@ -226,7 +252,7 @@ static int config_apply_argv(const config_opt *opts, size_t n, void *target, int
 				    "option --%s needs a value\n", opts[optopt - 256].name);
 			else if (optopt == 255)
 				config_error("option --config needs a value\n");
-			else
+			else if (!config_ambiguous(lo, bad))
 				config_error("unknown option \"%s\"\n", bad);
 			rc = -EINVAL;
 			break;

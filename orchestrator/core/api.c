@@ -106,37 +106,6 @@ void api_db_error(rpc_reply *reply, int rc, const char *what)
 		    pg_err_name(rc));
 }
 
-/* api_check_order validates an order; on failure fills reply and returns
- * false. */
-static bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
-{
-	if (o == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid order: missing");
-		return false;
-	}
-	if (!valid_name(o->customer)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.customer: must be " VALID_NAME_RULE);
-		return false;
-	}
-	if (!valid_name(o->sku)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.sku: must be " VALID_NAME_RULE);
-		return false;
-	}
-	if (o->qty < 1 || o->qty > VALID_QTY_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.qty: must be 1..%d", VALID_QTY_MAX);
-		return false;
-	}
-	if (o->amount < 1 || o->amount > VALID_AMOUNT_MAX) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.amount: must be 1..%lld minor units", VALID_AMOUNT_MAX);
-		return false;
-	}
-	return true;
-}
-
 bool api_def_name(const char *s, char lo, char hi)
 {
 	size_t n = strlen(s);
@@ -161,8 +130,6 @@ static bool api_parse_start(
 	bool ok = false;
 	if (req == NULL)
 		return false;
-	if (!api_check_order(req->order, reply))
-		goto out_free;
 	if (req->wait_ms < 0 || req->wait_ms > WAITS_MAX_MS) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid wait_ms: %d is outside 0..%d", (int)req->wait_ms, WAITS_MAX_MS);
@@ -184,10 +151,6 @@ static bool api_parse_start(
 	} else {
 		memcpy(row->saga_id, req->saga_id, sizeof row->saga_id);
 	}
-	snprintf(row->customer, sizeof row->customer, "%s", req->order->customer);
-	snprintf(row->sku, sizeof row->sku, "%s", req->order->sku);
-	row->qty = req->order->qty;
-	row->amount = req->order->amount;
 	int64_t now = dbclock_now_ms(); /* the database's clock (rule T1) */
 	/* the type's version in the file, its first position named as it says */
 	const char *type = req->type[0] != '\0' ? req->type : "order";
@@ -207,6 +170,9 @@ static bool api_parse_start(
 		    "StartSaga refused: unknown saga type %s", named ? type : "(not a name)");
 		goto out_free;
 	}
+	/* its input, read as its type's definition says */
+	if (!api_start_input(req, v->type, row, reply))
+		goto out_free;
 	saga_flow_row first = saga_flow_start(&v->flow, now, &a->policy);
 	snprintf(row->type, sizeof row->type, "%s", v->type->name);
 	snprintf(row->state, sizeof row->state, "%s", orch_def_state(v, &first.pos));
@@ -304,15 +270,14 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 		log_info(row->saga_id, "StartSaga refused: saga_id_retired");
 		return;
 	}
-	if (!created
-	    && (strcmp(stored->customer, row->customer) != 0 || strcmp(stored->sku, row->sku) != 0
-	        || stored->qty != row->qty || stored->amount != row->amount
-	        || strcmp(stored->type, row->type) != 0)) {
-		/* rule 6: the same saga id with another order, or of another
+	if (!created && !store_same_start(stored, row)) {
+		/* rule 6: the same saga id with another input, or of another
 		 * type, never applies */
 		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
 		    "saga %s exists with another %s", row->saga_id,
-		    strcmp(stored->type, row->type) != 0 ? "type" : "order");
+		    strcmp(stored->type, row->type) != 0 ? "type"
+		        : row->ninput == 0               ? "order"
+		                                         : "input");
 		return;
 	}
 	/* a saga parked at once (rule R5) is not held for either */
@@ -324,8 +289,12 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 	    = wait_ms > 0 && !finished && api_hold_wait(a, w, call, stored, wait_ms, &as, !created);
 	if (created) {
 		orch_metrics_started(1);
-		log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
-		    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
+		if (stored->ninput == 0)
+			log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
+			    stored->customer, stored->qty, stored->sku, (long long)stored->amount);
+		else
+			log_info(stored->saga_id, "started: %s with an input of %u bytes",
+			    stored->type, (unsigned)stored->ninput);
 		fault_exit_if(FAULT_EXIT_AFTER_COMMIT, "StartSaga"); /* committed and logged */
 		submit[(*nsubmit)++] = *stored; /* api_submit hands it to its engine */
 	}
@@ -398,7 +367,8 @@ static bool api_parse_get(const rpc_request *call, char *saga_id, rpc_reply *rep
 
 /* api_answer_get answers a GetSaga for `saga_id` whose read returned `rc`
  * (-ENOENT: no such saga) and `row`. */
-static void api_answer_get(const char *saga_id, int rc, saga_row *row, rpc_reply *reply)
+static void api_answer_get(
+    const api *a, const char *saga_id, int rc, saga_row *row, rpc_reply *reply)
 {
 	if (rc == -ENOENT) {
 		rpc_reply_error(
@@ -412,9 +382,12 @@ static void api_answer_get(const char *saga_id, int rc, saga_row *row, rpc_reply
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, row);
+	char *json = NULL;
+	api_saga_input(a, row, &m, &json);
 	Sagas__V1__GetSagaReply out = SAGAS__V1__GET_SAGA_REPLY__INIT;
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
+	free(json);
 }
 
 static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
@@ -425,7 +398,7 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 	saga_row row;
 	int rc;
 	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
-	api_answer_get(saga_id, rc, &row, reply);
+	api_answer_get(a, saga_id, rc, &row, reply);
 }
 
 /* api_answer_wait answers a WaitSaga at once: read error `rc` (-ENOENT: no
@@ -434,7 +407,7 @@ static void api_answer_wait(
     const char *saga_id, int rc, saga_row *row, bool finished, rpc_reply *reply)
 {
 	if (rc != 0) {
-		api_answer_get(saga_id, rc, row, reply);
+		api_answer_get(NULL, saga_id, rc, row, reply); /* an error: no input read */
 		return;
 	}
 	codec_reply_wait(reply, row, finished);
@@ -646,7 +619,7 @@ static void api_handle_batch(
 		int rc;
 		API_DB(a, w, rc, store_get_sagas(w->conn, idp, ng, got, found));
 		for (size_t k = 0; k < ng; k++)
-			api_answer_get(ids[k], rc == 0 && !found[k] ? -ENOENT : rc, &got[k],
+			api_answer_get(a, ids[k], rc == 0 && !found[k] ? -ENOENT : rc, &got[k],
 			    &replies[get_at[k]]);
 	}
 	free(rows);

@@ -295,6 +295,8 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	size_t n = 0;
 	Sagas__V1__Saga *ms = NULL, **mp = NULL;
 	Sagas__V1__Order *os = NULL;
+	char **js = NULL; /* each saga's input_json (api_saga_input) */
+	size_t njs = 0;
 	Sagas__V1__StateCount counts[SAGA_STATE_LAST];
 	Sagas__V1__StateCount *countp[SAGA_STATE_LAST];
 	int slot = -1;
@@ -346,13 +348,16 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	ms = calloc(n + 1, sizeof *ms);
 	os = calloc(n + 1, sizeof *os);
 	mp = calloc(n + 1, sizeof *mp);
-	if (ms == NULL || os == NULL || mp == NULL) {
+	js = calloc(n + 1, sizeof *js);
+	if (ms == NULL || os == NULL || mp == NULL || js == NULL) {
 		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
 		goto out_free;
 	}
 	size_t k = 0, bytes = 0;
 	for (; k < n; k++) {
 		codec_saga_to_pb(&ms[k], &os[k], &rows[k]);
+		api_saga_input(a, &rows[k], &ms[k], &js[k]);
+		njs = k + 1;
 		/* tag + length prefix (<= 3 bytes for a saga) + the saga */
 		bytes += 4 + sagas__v1__saga__get_packed_size(&ms[k]);
 		if (bytes > RPC_REPLY_BUDGET)
@@ -393,5 +398,8 @@ out_free:
 	free(ms);
 	free(os);
 	free(mp);
+	for (size_t j = 0; j < njs; j++)
+		free(js[j]);
+	free(js);
 	sagas__v1__list_sagas_request__free_unpacked(req, NULL);
 }

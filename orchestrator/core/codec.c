@@ -31,11 +31,23 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, const saga_def_cmd 
 {
 	if (plan == NULL || plan->request == NULL)
 		return -EINVAL;
-	Sagas__V1__Order input;
-	codec_order_of(&input, row);
 	saga_def_req req;
-	saga_def_cmd_build(plan, &input.base, row->saga_id, row->created_ms, &req);
-	return codec_call(client, batch, plan->path, &req.base, timeout_ms, done, arg);
+	if (row->ninput == 0) { /* the typed Order, no copy */
+		Sagas__V1__Order input;
+		codec_order_of(&input, row);
+		saga_def_cmd_build(plan, &input.base, row->saga_id, row->created_ms, &req);
+		return codec_call(client, batch, plan->path, &req.base, timeout_ms, done, arg);
+	}
+	/* a type's own input: decoded for this command (the call packs the
+	 * request before it returns) */
+	ProtobufCMessage *input
+	    = protobuf_c_message_unpack(plan->input, NULL, row->ninput, row->input);
+	if (input == NULL)
+		return -EBADMSG; /* StartSaga stored it checked: not reached */
+	saga_def_cmd_build(plan, input, row->saga_id, row->created_ms, &req);
+	int rc = codec_call(client, batch, plan->path, &req.base, timeout_ms, done, arg);
+	protobuf_c_message_free_unpacked(input, NULL);
+	return rc;
 }
 
 /* The names of every set of overdue reasons (saga_row.overdue, a mask of
@@ -78,6 +90,9 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row)
 	m->next_attempt_unix_ms = saga_is_terminal(row->s.state) ? 0 : row->s.next_attempt_ms;
 	m->epoch = row->epoch;
 	m->lease_owner = row->lease_owner;
+	/* a type's own input, encoded (its name and JSON: api_saga_input) */
+	m->input.data = row->input;
+	m->input.len = row->ninput;
 	if (row->overdue != 0) {
 		pthread_once(&codec_why_once, codec_why_init);
 		unsigned mask = row->overdue & ((1u << STORE_OVERDUE_N) - 1);

@@ -18,9 +18,11 @@
  * method and its request mapped from the saga's input by the definition)
  * for saga `row` with `timeout_ms`: added to `batch` (rpc_batch_add, sent
  * with the batch) when it is not NULL, else at once with rpc_call_async on
- * `client`. The input is the row's order (codec_order_of); nothing is
- * kept after the call. Returns what those return: 0 when `done` will run
- * once, a negative errno otherwise (-EINVAL for a NULL or empty plan). */
+ * `client`. The input is the row's order (codec_order_of), or its own
+ * encoded input (saga_row.input, decoded as the plan's input message);
+ * nothing is kept after the call. Returns what those return: 0 when `done`
+ * will run once, a negative errno otherwise (-EINVAL for a NULL or empty
+ * plan, -EBADMSG for an input that does not decode). */
 int codec_send_command(rpc_client *client, rpc_batch *batch, const saga_def_cmd *plan,
     const saga_row *row, int64_t timeout_ms, rpc_done_fn done, void *arg)
     __attribute__((warn_unused_result));

@@ -39,6 +39,38 @@ void store_read_row(const PGresult *r, int i, saga_row *out)
 	out->compensating = PQgetvalue(r, i, 19)[0] == 't';
 	out->finished = PQgetvalue(r, i, 20)[0] == 't';
 	out->s.state = store_category(out->type, out->state, out->compensating, out->finished);
+	/* the input, hex; a value longer than the row holds (never written by
+	 * StartSaga, which refuses it) is read as none */
+	const char *hex = PQgetvalue(r, i, 21);
+	size_t nhex = strlen(hex);
+	if (nhex % 2 == 0 && nhex / 2 <= sizeof out->input) {
+		for (size_t k = 0; k < nhex / 2; k++) {
+			unsigned v = 0;
+			(void)sscanf(hex + 2 * k, "%2x", &v);
+			out->input[k] = (unsigned char)v;
+		}
+		out->ninput = (uint32_t)(nhex / 2);
+	}
+}
+
+/* store_input_hex writes row's input as lowercase hex into hex (room for
+ * 2 * SAGA_INPUT_MAX + 1 bytes; "" for none), as the inserts take it. */
+static void store_input_hex(const saga_row *row, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (uint32_t k = 0; k < row->ninput && k < SAGA_INPUT_MAX; k++) {
+		hex[2 * k] = digits[row->input[k] >> 4];
+		hex[2 * k + 1] = digits[row->input[k] & 15];
+	}
+	hex[2 * (row->ninput < SAGA_INPUT_MAX ? row->ninput : SAGA_INPUT_MAX)] = '\0';
+}
+
+bool store_same_start(const saga_row *a, const saga_row *b)
+{
+	return strcmp(a->type, b->type) == 0 && strcmp(a->customer, b->customer) == 0
+	    && strcmp(a->sku, b->sku) == 0 && a->qty == b->qty && a->amount == b->amount
+	    && a->ninput == b->ninput && a->ninput <= SAGA_INPUT_MAX
+	    && memcmp(a->input, b->input, a->ninput) == 0;
 }
 
 saga_state store_category(const char *type, const char *state, bool compensating, bool finished)
@@ -58,9 +90,10 @@ saga_state store_category(const char *type, const char *state, bool compensating
 static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
     "WITH ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter, def_id, type) SELECT $1::uuid, $2::text, $3::text,"
-    "    $4::text, $5::integer, $6::bigint, " TS("$7") ", " TS("$8") ", $10::text, $9::text,"
-    "    nullif($11::integer, 0), $12::text"
+    "    step_deadline, lease_owner, waiter, def_id, type, input) SELECT $1::uuid, $2::text,"
+    "    $3::text, $4::text, nullif($5::integer, 0), nullif($6::bigint, 0), " TS("$7") ", "
+    TS("$8") ", $10::text, $9::text, nullif($11::integer, 0), $12::text,"
+    "    decode(nullif($13::text, ''), 'hex')"
     /* rule R5: never an id whose deleted saga a participant may remember */
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = $1::uuid)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
@@ -73,14 +106,16 @@ static const pg_stmt STORE_INSERT_SAGA = {"saga_insert_saga",
 static const pg_stmt STORE_INSERT_SAGAS = {"saga_insert_sagas",
     "WITH v AS ("
     "  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::integer[],"
-    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::integer[], $11::text[])"
+    "    $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::integer[], $11::text[],"
+    "    $12::text[])"
     "    AS t(saga_id, state, customer, sku, qty, amount, next_ms, deadline_ms, waiter,"
-    "      def_id, type)),"
+    "      def_id, type, input_hex)),"
     " ins AS ("
     "  INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at,"
-    "    step_deadline, lease_owner, waiter, def_id, type) SELECT saga_id, state, customer,"
-    "    sku, qty, amount, " TS("next_ms") ", " TS("deadline_ms") ", $12, waiter,"
-    "    nullif(def_id, 0), type FROM v"
+    "    step_deadline, lease_owner, waiter, def_id, type, input) SELECT saga_id, state,"
+    "    customer, sku, nullif(qty, 0), nullif(amount, 0), " TS("next_ms") ", "
+    TS("deadline_ms") ", $13, waiter, nullif(def_id, 0), type,"
+    "    decode(nullif(input_hex, ''), 'hex') FROM v"
     "    WHERE NOT EXISTS (SELECT 1 FROM saga_ids_retired r WHERE r.saga_id = v.saga_id)"
     "  ON CONFLICT (saga_id) DO NOTHING RETURNING *),"
     " hist AS ("
@@ -199,15 +234,17 @@ int store_insert_saga(PGconn *conn, const saga_row *row, const char *owner, cons
 	snprintf(amount, sizeof amount, "%" PRId64, row->amount);
 	snprintf(next, sizeof next, "%" PRId64, row->s.next_attempt_ms);
 	snprintf(deadline, sizeof deadline, "%" PRId64, row->s.step_deadline_ms);
-	const char *p[12] = {row->saga_id, row->state, row->customer, row->sku, qty, amount, next,
-	    deadline, waiter, owner, def_id, row->type};
+	char hex[2 * SAGA_INPUT_MAX + 1];
+	store_input_hex(row, hex);
+	const char *p[13] = {row->saga_id, row->state, row->customer, row->sku, qty, amount, next,
+	    deadline, waiter, owner, def_id, row->type, hex};
 	PGresult *r = NULL;
 	*created = false;
 	/* the saga row and its "started" history row in ONE statement, so one
 	 * transaction without BEGIN/COMMIT round trips */
 	int rc = PG_ERR_RETRY;
 	for (int i = 0; i < STORE_INSERT_TRIES && rc == PG_ERR_RETRY; i++)
-		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 12, p, &r);
+		rc = pg_exec_stmt(conn, &STORE_INSERT_SAGA, 13, p, &r);
 	if (rc != 0)
 		return rc;
 	if (PQntuples(r) == 1) {
@@ -306,8 +343,10 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		C_WAITER,
 		C_DEF,
 		C_TYPE,
+		C_INPUT,
 		C_N
 	};
+	char hex[2 * SAGA_INPUT_MAX + 1];
 	pg_buf cols[C_N];
 	pg_arrays_open(cols, C_N);
 	for (size_t i = 0; i < n; i++) {
@@ -324,6 +363,8 @@ int store_insert_sagas(PGconn *conn, const saga_row *rows, const char *const *wa
 		pg_array_add(&cols[C_WAITER], waiters ? waiters[i] : NULL);
 		pg_array_add_i64(&cols[C_DEF], w->def_id);
 		pg_array_add(&cols[C_TYPE], w->type);
+		store_input_hex(w, hex);
+		pg_array_add(&cols[C_INPUT], hex);
 	}
 	const char *p[C_N + 1];
 	int rc = pg_arrays_close(cols, C_N, p);

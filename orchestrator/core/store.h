@@ -21,6 +21,9 @@
  * definition's names are at most SAGA_DEF_NAME_MAX, 64: orch_defs.c checks
  * it at build time). */
 #define SAGA_NAME_MAX 72
+/* a saga's input of its own message, encoded, at most (bytes): StartSaga
+ * refuses a larger one (docs/saga-definitions.md, "A saga's input") */
+#define SAGA_INPUT_MAX 512
 
 typedef struct saga_row {
 	char saga_id[VALID_UUID_LEN + 1];
@@ -55,6 +58,11 @@ typedef struct saga_row {
 	bool compensating;         /* sagas.compensating: compensated, or
 	                              cancelled */
 	bool finished;             /* sagas.finished: completed or cancelled */
+	/* its input when the type's input is not sagas.v1.Order (schema version
+	 * 11): the message's canonical protobuf encoding (sagas.input);
+	 * ninput 0 for an Order, which is in the typed columns above */
+	uint32_t ninput;
+	unsigned char input[SAGA_INPUT_MAX];
 } saga_row;
 
 typedef struct store_history_entry {
@@ -102,7 +110,7 @@ typedef struct store_update {
  * sagas.def_id, the version of the definition a saga started with (issue
  * 34). 10: a saga's state is its definition's name of its position, with
  * sagas.type, members and compensating (issue 34). */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 /* store_category returns the category of a position as a saga_state (the
  * rules and the waits read it: saga_is_terminal, saga_wait_over): for type
@@ -159,6 +167,12 @@ int store_get_sagas(PGconn *conn, const char *const *ids, size_t n, saga_row *ou
 
 /* store_get_saga reads one saga. Returns -ENOENT when there is none. */
 int store_get_saga(PGconn *conn, const char *saga_id, saga_row *out);
+
+/* store_same_start is true when `a` and `b` are the same start of a saga
+ * (rule 6: a saga is its id, its type and its input): the same type and
+ * the same input, typed (customer, sku, qty, amount) or encoded (byte for
+ * byte: StartSaga keeps it canonically encoded). Pure. */
+bool store_same_start(const saga_row *a, const saga_row *b);
 
 /* store_mark_waiter records that a call on instance `instance` (its name,
  * borrowed; NULL: unnamed) waits for saga `saga_id` and reads the row

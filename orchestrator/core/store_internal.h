@@ -23,8 +23,9 @@
 	"attention, " MS("next_attempt_at") ", " MS("step_deadline") ", " MS(                      \
 	    "created_at") ", " MS("updated_at") ", epoch, coalesce(lease_owner, ''), "             \
 	                                        "coalesce(def_id, 0), coalesce(type, 'order'), "   \
-	                                        "members, compensating, finished"
-#define SAGA_NCOLS 21
+	                                        "members, compensating, finished, "                \
+	                                        "coalesce(encode(input, 'hex'), '')"
+#define SAGA_NCOLS 22
 
 /* clang-format off */
 #define STORE_STR_(x) #x

@@ -90,8 +90,12 @@ static const config_opt ctl_opts_start[] = {
         "give up waiting after this long (exit 1)", "MS"},
     {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
         "the saga type to start, one of the orchestrator's definitions (default: order); "
-        "its input is the order CUSTOMER SKU QTY AMOUNT",
+        "its input is the order CUSTOMER SKU QTY AMOUNT, or --input",
         "TYPE"},
+    {"input", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, input),
+        "the saga's input as a JSON object of its type's input message (proto3 JSON "
+        "names), instead of CUSTOMER SKU QTY AMOUNT",
+        "JSON"},
 };
 
 static const config_opt ctl_opts_deposit[] = {
@@ -317,11 +321,14 @@ static const char *const ctl_args_probe[] = {"SERVICE", NULL};
 
 static const ctl_cmd ctl_cmds[] = {
     {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
-        "sagactl start CUSTOMER SKU QTY AMOUNT [--type TYPE] [OPTIONS]",
+        "sagactl start CUSTOMER SKU QTY AMOUNT [--type TYPE] [OPTIONS]\n"
+        "       sagactl start --type TYPE --input JSON [OPTIONS]",
         "Start an order saga: CUSTOMER orders QTY (1..1000000) units of SKU for AMOUNT, a\n"
         "decimal in major units with at most two decimals (12.5 is 1250 minor units).\n"
         "--type starts a saga of another type of the orchestrator's definitions with\n"
-        "that order as its input (docs/saga-definitions.md).\n"
+        "that order as its input, or with --input, a JSON object of the type's input\n"
+        "message, e.g. --type booking --input '{\"customer\":\"c1\",\"room\":\"dbl\",...}'\n"
+        "(docs/saga-definitions.md, \"A saga's input\"; amounts there in minor units).\n"
         "Prints the saga and whether it was created (no: the id already existed).\n"
         "With --wait, waits (WaitSaga, no polling) until the saga is COMPLETED or\n"
         "CANCELLED and prints the final saga; either outcome exits 0.\n"
@@ -668,6 +675,9 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 	int want = 0;
 	while (cmd->args[want] != NULL)
 		want++;
+	/* start --input JSON: the input is the option, not the order's four */
+	if (cmd->run == ctl_start && c.o.input[0] != '\0')
+		want = 0;
 	if (nargs < want) {
 		rc = ctl_usage(
 		    cmd, "missing argument %s (usage: %s)", cmd->args[nargs], cmd->usage);

@@ -101,6 +101,7 @@ typedef struct ctl_opts {
 	bool dry_run;                /* retention --dry-run */
 	char target[CONFIG_STR_MAX]; /* retention --target: a SERVICE name */
 	char type[CONFIG_STR_MAX];   /* start --type */
+	char input[CONFIG_STR_MAX];  /* start --input: the type's input as JSON */
 	bool model;                  /* definitions check --model */
 	int64_t max_states;          /* definitions check --max-states */
 	int64_t max_seconds;         /* definitions check --max-seconds */

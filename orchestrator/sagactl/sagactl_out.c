@@ -288,20 +288,30 @@ json_t *ctl_saga_json(const Sagas__V1__Saga *s)
 {
 	char amount[32], created[32], updated[32];
 	const Sagas__V1__Order *o = s->order;
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, "
-	                 "s:I, s:s, s:I, s:I, s:I, s:s}",
-	    "saga_id", s->saga_id, "type", s->type != NULL && s->type[0] ? s->type : "order",
-	    "state", ctl_state(s), "reason", s->reason, "customer", o->customer, "sku", o->sku,
-	    "qty", (int)o->qty, "amount_minor", (json_int_t)o->amount, "amount",
-	    ctl_money(o->amount, amount), "attention", (int)s->attention, "version",
-	    (json_int_t)s->version, "attempts", (int)s->attempts, "created_unix_ms",
-	    (json_int_t)s->created_unix_ms, "created_at",
-	    ctl_iso_ms(s->created_unix_ms, created, sizeof created), "updated_unix_ms",
-	    (json_int_t)s->updated_unix_ms, "updated_at",
-	    ctl_iso_ms(s->updated_unix_ms, updated, sizeof updated), "step_deadline_unix_ms",
-	    (json_int_t)s->step_deadline_unix_ms, "next_attempt_unix_ms",
-	    (json_int_t)s->next_attempt_unix_ms, "epoch", (json_int_t)s->epoch, "lease_owner",
-	    s->lease_owner);
+	json_t *j
+	    = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:b, s:I, s:i, s:I, s:s, "
+	                "s:I, s:s, s:I, s:I, s:I, s:s}",
+	        "saga_id", s->saga_id, "type", s->type != NULL && s->type[0] ? s->type : "order",
+	        "state", ctl_state(s), "reason", s->reason, "customer", o->customer, "sku", o->sku,
+	        "qty", (int)o->qty, "amount_minor", (json_int_t)o->amount, "amount",
+	        ctl_money(o->amount, amount), "attention", (int)s->attention, "version",
+	        (json_int_t)s->version, "attempts", (int)s->attempts, "created_unix_ms",
+	        (json_int_t)s->created_unix_ms, "created_at",
+	        ctl_iso_ms(s->created_unix_ms, created, sizeof created), "updated_unix_ms",
+	        (json_int_t)s->updated_unix_ms, "updated_at",
+	        ctl_iso_ms(s->updated_unix_ms, updated, sizeof updated), "step_deadline_unix_ms",
+	        (json_int_t)s->step_deadline_unix_ms, "next_attempt_unix_ms",
+	        (json_int_t)s->next_attempt_unix_ms, "epoch", (json_int_t)s->epoch, "lease_owner",
+	        s->lease_owner);
+	/* a type's own input (GetSaga and ListSagas give its JSON) */
+	if (j != NULL && s->input_type[0] != '\0')
+		json_object_set_new(j, "input_type", json_string(s->input_type));
+	json_t *in = s->input_json[0] != '\0' ? json_loads(s->input_json, 0, NULL) : NULL;
+	if (j != NULL && in != NULL)
+		json_object_set_new(j, "input", in);
+	else
+		json_decref(in);
+	return j;
 }
 
 /* ctl_truncated_note says that a listing shows only the newest rows. */
@@ -324,10 +334,23 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 		printf("type          %s\n", ctl_esc(s->type));
 	printf("state         %s\n", ctl_esc(ctl_state(s)));
 	printf("reason        %s\n", s->reason[0] ? ctl_esc(s->reason) : "-");
-	printf("customer      %s\n", ctl_esc(o->customer));
-	printf("sku           %s\n", ctl_esc(o->sku));
-	printf("qty           %d\n", (int)o->qty);
-	printf("amount        %s\n", ctl_money(o->amount, amount));
+	if (s->input.len > 0) {
+		/* a type's own input: its customer (when it has one) and its JSON
+		 * (GetSaga and ListSagas give it) */
+		if (o->customer[0] != '\0')
+			printf("customer      %s\n", ctl_esc(o->customer));
+		if (s->input_json[0] != '\0')
+			printf("input         %s %s\n", ctl_esc(s->input_type),
+			    ctl_esc(s->input_json));
+		else
+			printf("input         %zu bytes ('sagactl get %s' shows it)\n",
+			    s->input.len, ctl_esc(s->saga_id));
+	} else {
+		printf("customer      %s\n", ctl_esc(o->customer));
+		printf("sku           %s\n", ctl_esc(o->sku));
+		printf("qty           %d\n", (int)o->qty);
+		printf("amount        %s\n", ctl_money(o->amount, amount));
+	}
 	printf("attention     %s\n", s->attention ? "yes" : "no");
 	printf("version       %" PRId64 "\n", (int64_t)s->version);
 	printf("attempts      %d\n", (int)s->attempts);

@@ -94,6 +94,11 @@ int ctl_start(ctl_ctx *c, char **args)
 {
 	int rc;
 	int64_t qty = 0, amount = 0;
+	/* --input: the type's input as JSON, checked by the orchestrator
+	 * against its definition (the four arguments are not given) */
+	bool own = c->o.input[0] != '\0';
+	if (own)
+		goto keyed;
 	if ((rc = ctl_parse_name(c, "CUSTOMER", args[0])) != 0
 	    || (rc = ctl_parse_name(c, "SKU", args[1])) != 0)
 		return rc;
@@ -106,18 +111,23 @@ int ctl_start(ctl_ctx *c, char **args)
 		    args[2], VALID_QTY_MAX);
 	if ((rc = ctl_parse_amount(c, args[3], &amount)) != 0)
 		return rc;
+keyed:;
 	char id[VALID_UUID_LEN + 1];
 	if ((rc = ctl_key(c, id)) != 0)
 		return rc;
 
 	Sagas__V1__Order order = SAGAS__V1__ORDER__INIT;
-	order.customer = args[0];
-	order.sku = args[1];
-	order.qty = (int32_t)qty;
-	order.amount = amount;
 	Sagas__V1__StartSagaRequest req = SAGAS__V1__START_SAGA_REQUEST__INIT;
 	req.saga_id = id;
-	req.order = &order;
+	if (own) {
+		req.input_json = c->o.input;
+	} else {
+		order.customer = args[0];
+		order.sku = args[1];
+		order.qty = (int32_t)qty;
+		order.amount = amount;
+		req.order = &order;
+	}
 	req.type = c->o.type[0] != '\0' ? c->o.type : (char *)"";
 	/* --wait: the StartSaga itself waits for the end (wait_ms), and
 	 * WaitSaga calls go on waiting when that was not long enough */

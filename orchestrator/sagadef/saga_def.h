@@ -190,15 +190,39 @@ int saga_def_link_of(const saga_def_participant *p, const saga_def_link *links, 
 
 /* saga_def_runnable checks that this build's orchestratord runs the
  * validated `d` (saga_def_order.c): 1 to SAGA_DEF_RUN_TYPES types, each of
- * input sagas.v1.Order (StartSaga's typed input), the one named `order`
- * (if any) being the order saga (its flow, step names, state names and
- * terminal names: the API's SagaState), and every step's participant on
+ * any input message of proto/sagas/v1 (the type named `order`, if any,
+ * takes sagas.v1.Order, StartSaga's typed input, and is the order saga:
+ * its flow, step names, state names and terminal names are the API's
+ * SagaState), and every step's participant on
  * one of `links` (nlinks) that serves its service (a link whose service is
  * NULL, one of orchestratord --links, serves any). Returns 0, or -1 with
  * one line in err ("FILE: PATH: why"). Pure. Used by orchestratord at start
  * and by `sagactl definitions check`. */
 int saga_def_runnable(
     const saga_defs *d, const saga_def_link *links, size_t nlinks, char *err, size_t errlen);
+
+/* saga_def_input_check checks `in` (n bytes, borrowed), the input a
+ * StartSaga gives a saga of type `t` (of a validated saga_defs), and writes
+ * its canonical encoding (protobuf-c's packing of the decoded message:
+ * fields in number order, defaults omitted) into
+ * out (outlen bytes) and its length into *nout, so that one input given
+ * twice compares equal byte for byte (rule 6). The rules
+ * (docs/saga-definitions.md, "A saga's input"): it decodes as t's input
+ * message, with no field that message does not have; every string is
+ * valid UTF-8; every field a step of t maps
+ * (`from`) is set: a string 1..64 bytes without control characters
+ * (valid_name), an integer 1..10^15, bytes not empty, a message present, a
+ * repeated field not empty; the encoding fits outlen. Returns 0, or -1
+ * with one line in err (errlen bytes, NUL-terminated), "invalid
+ * input.FIELD: must be ..." or "invalid input: ...". Pure, thread-safe. */
+int saga_def_input_check(const saga_def_type *t, const uint8_t *in, size_t n, uint8_t *out,
+    size_t outlen, size_t *nout, char *err, size_t errlen);
+
+/* saga_def_input_msg is saga_def_input_check on a decoded message `m`
+ * (borrowed; of t's input, e.g. from pbjson_from_json), which it does not
+ * change. A message of another type is refused "invalid input: not a T". */
+int saga_def_input_msg(const saga_def_type *t, const ProtobufCMessage *m, uint8_t *out,
+    size_t outlen, size_t *nout, char *err, size_t errlen);
 
 /* saga_def_kind_name is "compensable", "pivot" or "retriable" (static). */
 const char *saga_def_kind_name(enum saga_step_kind kind);

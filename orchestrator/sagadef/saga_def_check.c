@@ -11,38 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sagas/v1/admin.pb-c.h"
-#include "sagas/v1/health.pb-c.h"
-#include "sagas/v1/orchestrator.pb-c.h"
-#include "sagas/v1/payment.pb-c.h"
-#include "sagas/v1/shipping.pb-c.h"
-#include "sagas/v1/stock.pb-c.h"
-
-/* the services of proto/sagas/v1, and the messages outside their requests
- * and replies that a saga's input may be */
-static const ProtobufCServiceDescriptor *const sd_services[]
-    = {&sagas__v1__health__descriptor, &sagas__v1__admin__descriptor,
-        &sagas__v1__orchestrator__descriptor, &sagas__v1__stock__descriptor,
-        &sagas__v1__payment__descriptor, &sagas__v1__shipping__descriptor};
-static const ProtobufCMessageDescriptor *const sd_messages[] = {&sagas__v1__order__descriptor};
+#include "saga_proto_registry.h"
 
 #define SD_N(a) (sizeof(a) / sizeof((a)[0]))
 
 const ProtobufCMessageDescriptor *sd_message_find(const char *name)
 {
-	for (size_t i = 0; i < SD_N(sd_messages); i++)
-		if (strcmp(sd_messages[i]->name, name) == 0)
-			return sd_messages[i];
-	for (size_t i = 0; i < SD_N(sd_services); i++) {
-		for (unsigned j = 0; j < sd_services[i]->n_methods; j++) {
-			const ProtobufCMethodDescriptor *m = &sd_services[i]->methods[j];
-			if (strcmp(m->input->name, name) == 0)
-				return m->input;
-			if (strcmp(m->output->name, name) == 0)
-				return m->output;
-		}
-	}
-	return NULL;
+	/* every message of proto/sagas/v1, generated at build time: a .proto
+	 * built like the others is found with no change here */
+	return saga_proto_message(name);
 }
 
 const ProtobufCMessageDescriptor *sd_request_of(enum method_id id)
@@ -51,13 +28,10 @@ const ProtobufCMessageDescriptor *sd_request_of(enum method_id id)
 		return NULL;
 	char svc[96];
 	snprintf(svc, sizeof svc, "sagas.v1.%s", method_table[id].service);
-	for (size_t i = 0; i < SD_N(sd_services); i++) {
-		if (strcmp(sd_services[i]->name, svc) != 0)
-			continue;
-		for (unsigned j = 0; j < sd_services[i]->n_methods; j++)
-			if (strcmp(sd_services[i]->methods[j].name, method_table[id].name) == 0)
-				return sd_services[i]->methods[j].input;
-	}
+	const ProtobufCServiceDescriptor *d = saga_proto_service(svc);
+	for (unsigned j = 0; d != NULL && j < d->n_methods; j++)
+		if (strcmp(d->methods[j].name, method_table[id].name) == 0)
+			return d->methods[j].input;
 	return NULL;
 }
 

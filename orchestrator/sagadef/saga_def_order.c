@@ -1,8 +1,8 @@
 /* saga_def_order: what this build's orchestratord runs of a definition
  * (saga_def.h, saga_def_runnable; docs/saga-definitions.md, section 2):
- * any flow of any type whose input is sagas.v1.Order (StartSaga's typed
- * input), the type named order being the order saga (the API's
- * sagas.v1.SagaState names its states); its participants on the links
+ * any flow of any type, of any input message (StartSaga's input), the
+ * type named order being the order saga, of input sagas.v1.Order (the
+ * API's sagas.v1.SagaState names its states); its participants on the links
  * orchestratord has, each serving the participant's service. */
 #include "saga_def_int.h"
 
@@ -125,11 +125,13 @@ int saga_def_runnable(
 		    d->file, SAGA_DEF_RUN_TYPES, d->ntypes);
 	for (size_t k = 0; k < d->ntypes; k++) {
 		const saga_def_type *t = &d->types[k];
-		if (strcmp(t->input, "sagas.v1.Order") != 0)
+		/* any type's input is any message of the build (StartSaga's
+		 * input); the order saga's is StartSaga's typed order */
+		if (strcmp(t->name, "order") == 0 && strcmp(t->input, "sagas.v1.Order") != 0)
 			return sd_refuse(err, errlen,
-			    "%s: sagas.%s.input: this orchestratord takes a saga's input as "
-			    "sagas.v1.Order (StartSaga's order), not %s",
-			    d->file, t->name, t->input);
+			    "%s: sagas.order.input: the type named order is the order saga, whose "
+			    "input is sagas.v1.Order (StartSaga's order), not %s",
+			    d->file, t->input);
 		if (strcmp(t->name, "order") == 0 && so_order_type(d, t, err, errlen) != 0)
 			return -1;
 		if (so_links(d, t, links, nlinks, err, errlen) != 0)

@@ -231,7 +231,12 @@ expect 2 'invalid --id "nope": expected a canonical lowercase UUID' deposit ali 
 expect 2 'invalid --id "": expected a canonical lowercase UUID' deposit ali 5.00 --id ""
 expect 2 'invalid --id "": expected a canonical lowercase UUID' deposit ali 5.00 --id=
 expect 2 'invalid --id "": expected a canonical lowercase UUID' start ali A1 1 5.00 --id ""
-expect 2 'invalid --id "": expected a canonical lowercase UUID' start ali A1 1 5.00 --i ""
+expect 2 'invalid --id "": expected a canonical lowercase UUID' deposit ali 5.00 --i ""
+# start has --id and --input: a prefix of both is named as such
+expect 2 'ambiguous option "--i": --id or --input' start ali A1 1 5.00 --i ""
+# start --input JSON: the input is the option, no CUSTOMER SKU QTY AMOUNT
+expect 2 'unexpected argument "ali"' start --type trip --input '{}' ali
+expect 1 "$UNREACH" --timeout 300 start --type trip --input '{"customer":"ali"}'
 expect 2 'invalid --id' deposit ali 5.00 --id 1B4E28BA-2FA1-11D2-883F-0016D3CCA427
 expect 1 "$UNREACH" --timeout 300 retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 expect 1 'could not reach stock at tcp://127.0.0.1:1: connection refused' --timeout 300 fault set stock \

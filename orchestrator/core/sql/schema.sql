@@ -9,8 +9,9 @@ CREATE TABLE IF NOT EXISTS sagas (
     reason           text NOT NULL DEFAULT '',
     customer         text NOT NULL,
     sku              text NOT NULL,
-    qty              integer NOT NULL CHECK (qty > 0),
-    amount           bigint NOT NULL CHECK (amount > 0),   -- minor units
+    qty              integer CHECK (qty > 0),              -- NULL: input not an Order
+    amount           bigint CHECK (amount > 0),            -- minor units; NULL as qty
+    input            bytea,                                -- schema 11: see below
     version          bigint NOT NULL DEFAULT 1,            -- optimistic concurrency
     attempts         integer NOT NULL DEFAULT 0,           -- failed tries of the current command
     attention        boolean NOT NULL DEFAULT false,       -- flagged for an operator
@@ -35,6 +36,24 @@ BEGIN
                 AND pg_get_constraintdef(oid) LIKE '%RESERVING%' LOOP
         EXECUTE format('ALTER TABLE sagas DROP CONSTRAINT %I', c.conname);
     END LOOP;
+END
+$$;
+
+-- A saga's input of its own message (schema version 11, issue 34:
+-- docs/saga-definitions.md, "A saga's input"): `input` holds the protobuf
+-- encoding of a type whose input is not sagas.v1.Order (NULL for one whose
+-- input is, read from the typed columns), re-encoded canonically at the
+-- start; such a saga keeps in `customer` its input's customer field if it
+-- has one ('' otherwise), '' in sku and NULL in qty and amount. Made only
+-- when missing (ALTER TABLE blocks even reads of sagas).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'sagas'::regclass
+                   AND attname = 'input' AND NOT attisdropped) THEN
+        ALTER TABLE sagas ADD COLUMN input bytea,
+                          ALTER COLUMN qty DROP NOT NULL,
+                          ALTER COLUMN amount DROP NOT NULL;
+    END IF;
 END
 $$;
 
