@@ -288,7 +288,7 @@ static void api_answer_start(api *a, api_worker *w, const rpc_request *call, con
 	bool held
 	    = wait_ms > 0 && !finished && api_hold_wait(a, w, call, stored, wait_ms, &as, !created);
 	if (created) {
-		orch_metrics_started(1);
+		orch_metrics_started(stored->type, 1);
 		if (stored->ninput == 0)
 			log_info(stored->saga_id, "started: %s orders %d x %s for %lld minor units",
 			    stored->customer, stored->qty, stored->sku, (long long)stored->amount);

@@ -279,6 +279,7 @@ typedef struct engine_pending {
 	bool retry;         /* a failed try, to be tried again (sagas_step_retries_total) */
 	int32_t tries;      /* the step ended after this many tries (0: not by a reply) */
 	const char *was;    /* the method of the stage decided on (metrics, logs) */
+	const char *step;   /* that stage's step name, by its definition (metrics) */
 	const char *now;    /* the method of the stage after it */
 	saga_policy stage;  /* the timing of the stage after it (its attention
 	                       line's backoff cap) */
@@ -365,6 +366,8 @@ static void engine_decide(engine *e, const saga_row *row, const saga_flow_event 
 	p->send = d.send;
 	p->held = d.send != 0 && !can_send;
 	p->was = was;
+	p->step
+	    = pos.step >= 0 && pos.step < v->flow.nsteps ? v->flow.steps[pos.step].name : "none";
 	p->now = orch_def_method(v, &d.next.pos);
 	p->stage = saga_flow_stage_policy(&v->flow, &d.next.pos, &e->cfg.policy);
 	bool reply = ev->kind != SAGA_EV_DEADLINE && ev->kind != SAGA_EV_PAST_HORIZON;
@@ -449,7 +452,7 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (pend[i].retry && !b->finished)
 			orch_metrics_retry(was);
 		if (pend[i].tries > 0 && !b->finished)
-			orch_metrics_step_done(was, pend[i].tries);
+			orch_metrics_step_done(b->type, pend[i].step, was, pend[i].tries);
 		if (ups[i].state_changed)
 			log_info(b->saga_id, "%s -> %s (%s%s%s)", b->state, ar->state, ups[i].event,
 			    a->reason[0] ? ", " : "", a->reason);
@@ -477,8 +480,8 @@ static void engine_commit(engine *e, const saga_row *rows, engine_pending *pend,
 		if (ups[i].updated_ms > 0)
 			pend[i].after.updated_ms = ups[i].updated_ms;
 		if (ups[i].state_changed && ar->finished)
-			orch_metrics_finished(
-			    ar->state, a->reason, pend[i].after.updated_ms - b->created_ms);
+			orch_metrics_finished(ar->type, ar->state, a->reason,
+			    pend[i].after.updated_ms - b->created_ms);
 		/* its waits end when it ends, or parks (never due again) */
 		if (saga_wait_over(a) && e->cfg.on_finished)
 			e->cfg.on_finished(e->cfg.on_finished_arg, &pend[i].after);

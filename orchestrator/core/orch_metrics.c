@@ -11,14 +11,17 @@ static const double ORCH_DURATION_BUCKETS[] = {
 static const double ORCH_TRIES_BUCKETS[] = {1, 2, 3, 5, 10, 20, 50, 100};
 
 static const metric_def M_STARTED = {"sagas_started_total",
-    "Sagas stored by StartSaga in this process (not the duplicates answered from their row)",
-    METRIC_COUNTER, "", NULL, 0};
+    "Sagas stored by StartSaga in this process (not the duplicates answered from their row), "
+    "by saga type",
+    METRIC_COUNTER, "type", NULL, 0};
 static const metric_def M_FINISHED = {"sagas_finished_total",
-    "Sagas this process moved to a terminal state, by state and reason (\"\" for COMPLETED)",
-    METRIC_COUNTER, "state,reason", NULL, 0};
+    "Sagas this process moved to a terminal state, by saga type, state and reason (\"\" for "
+    "COMPLETED)",
+    METRIC_COUNTER, "type,state,reason", NULL, 0};
 static const metric_def M_DURATION = {"sagas_duration_seconds",
-    "From a saga's start to its end (the database's clock), by terminal state", METRIC_HISTOGRAM,
-    "state", ORCH_DURATION_BUCKETS, sizeof ORCH_DURATION_BUCKETS / sizeof ORCH_DURATION_BUCKETS[0]};
+    "From a saga's start to its end (the database's clock), by saga type and terminal state",
+    METRIC_HISTOGRAM, "type,state", ORCH_DURATION_BUCKETS,
+    sizeof ORCH_DURATION_BUCKETS / sizeof ORCH_DURATION_BUCKETS[0]};
 static const metric_def M_COMMANDS = {"sagas_commands_total",
     "Tries of a command that were answered or timed out, by command and result (ok, refused, "
     "error, timeout, unreachable)",
@@ -27,8 +30,9 @@ static const metric_def M_COMMAND_SECONDS = {"sagas_command_seconds",
     "Round trip of each try of a command, sent to answered (or timed out)", METRIC_HISTOGRAM,
     "command", METRICS_LATENCY_BUCKETS, METRICS_LATENCY_NBUCKETS};
 static const metric_def M_STEP_TRIES = {"sagas_step_tries",
-    "Tries a step took until its state changed (1: the first try settled it), by command",
-    METRIC_HISTOGRAM, "command", ORCH_TRIES_BUCKETS,
+    "Tries a step took until its state changed (1: the first try settled it), by saga type, "
+    "step (the definition's name) and command",
+    METRIC_HISTOGRAM, "type,step,command", ORCH_TRIES_BUCKETS,
     sizeof ORCH_TRIES_BUCKETS / sizeof ORCH_TRIES_BUCKETS[0]};
 static const metric_def M_RETRIES = {"sagas_step_retries_total",
     "Tries of a command that failed and are tried again (the saga stays in its state)",
@@ -64,9 +68,10 @@ void orch_metrics_init(void)
 		}
 		metric_add(metric_get1(&M_RETRIES, cmd), 0);
 	}
-	metric_add(metric_get(&M_STARTED, NULL), 0);
-	static const char *const finished[][2] = {{"COMPLETED", ""}, {"CANCELLED", "out_of_stock"},
-	    {"CANCELLED", "payment_declined"}, {"CANCELLED", "timeout"}};
+	metric_add(metric_get1(&M_STARTED, "order"), 0);
+	static const char *const finished[][3]
+	    = {{"order", "COMPLETED", ""}, {"order", "CANCELLED", "out_of_stock"},
+	        {"order", "CANCELLED", "payment_declined"}, {"order", "CANCELLED", "timeout"}};
 	for (size_t i = 0; i < sizeof finished / sizeof finished[0]; i++)
 		metric_add(metric_get(&M_FINISHED, finished[i]), 0);
 	metric_set(metric_get(&M_IN_FLIGHT, NULL), 0);
@@ -96,22 +101,24 @@ void orch_metrics_command(const char *cmd, int code, bool transport, int64_t rtt
 		metric_observe(metric_get1(&M_COMMAND_SECONDS, v[0]), (double)rtt_us / 1e6);
 }
 
-void orch_metrics_started(int64_t n)
+void orch_metrics_started(const char *type, int64_t n)
 {
-	metric_add(metric_get(&M_STARTED, NULL), n);
+	metric_add(metric_get1(&M_STARTED, type), n);
 }
 
-void orch_metrics_step_done(const char *cmd, int32_t tries)
+void orch_metrics_step_done(const char *type, const char *step, const char *cmd, int32_t tries)
 {
-	metric_observe(metric_get1(&M_STEP_TRIES, cmd), tries);
+	const char *v[3] = {type, step, cmd};
+	metric_observe(metric_get(&M_STEP_TRIES, v), tries);
 }
 
-void orch_metrics_finished(const char *state, const char *reason, int64_t duration_ms)
+void orch_metrics_finished(
+    const char *type, const char *state, const char *reason, int64_t duration_ms)
 {
-	const char *v[2] = {state, reason};
+	const char *v[3] = {type, state, reason};
 	metric_inc(metric_get(&M_FINISHED, v));
 	metric_observe(
-	    metric_get1(&M_DURATION, v[0]), duration_ms > 0 ? (double)duration_ms / 1000.0 : 0.0);
+	    metric_get(&M_DURATION, v), duration_ms > 0 ? (double)duration_ms / 1000.0 : 0.0);
 }
 
 void orch_metrics_retry(const char *cmd)

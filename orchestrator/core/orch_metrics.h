@@ -31,20 +31,28 @@ void orch_metrics_init(void);
  * or `unreachable` (no connection to any replica). */
 void orch_metrics_command(const char *cmd, int code, bool transport, int64_t rtt_us);
 
-/* orch_metrics_started counts `n` sagas stored by StartSaga (new ones, not
- * the duplicates answered from their row). */
-void orch_metrics_started(int64_t n);
+/* The labels `type` and `step` below are names of the definitions the
+ * orchestrator runs (at most SAGA_DEF_RUN_TYPES types of at most
+ * SAGA_DEF_MAX_STEPS steps each: bounded cardinality, as `command` by the
+ * table of methods). */
 
-/* orch_metrics_step_done records that the step of method `cmd` ended (its state
+/* orch_metrics_started counts `n` sagas of saga type `type` ("order")
+ * stored by StartSaga (new ones, not the duplicates answered from their
+ * row). */
+void orch_metrics_started(const char *type, int64_t n);
+
+/* orch_metrics_step_done records that step `step` (its definition's name,
+ * "reserve") of a saga of type `type`, of method `cmd`, ended (its state
  * changed) after `tries` tries (>= 1). */
-void orch_metrics_step_done(const char *cmd, int32_t tries);
+void orch_metrics_step_done(const char *type, const char *step, const char *cmd, int32_t tries);
 
-/* orch_metrics_finished counts a saga that reached `state` (the name of a
- * terminal state: COMPLETED or CANCELLED for the order saga, its
- * definition's for another type) with `reason` (a stable reason, saga.c; "" when
- * none) and its duration `duration_ms` (creation to end, by the database's
- * clock). */
-void orch_metrics_finished(const char *state, const char *reason, int64_t duration_ms);
+/* orch_metrics_finished counts a saga of type `type` that reached `state`
+ * (the name of a terminal state: COMPLETED or CANCELLED for the order saga,
+ * its definition's for another type) with `reason` (a stable reason,
+ * saga.c; "" when none) and its duration `duration_ms` (creation to end, by
+ * the database's clock). */
+void orch_metrics_finished(
+    const char *type, const char *state, const char *reason, int64_t duration_ms);
 
 /* orch_metrics_retry counts a try of method `cmd`'s command that failed and is to be tried
  * again (its state did not change). */

@@ -153,6 +153,19 @@ static void sd_fields(const ProtobufCMessageDescriptor *m, char *out, size_t n)
 			    m->fields[i].name);
 }
 
+/* sd_no_request refuses step s's method `id`, of the table of methods but
+ * of a service whose .proto this build does not have (not in PROTO_NAMES:
+ * its request has no descriptor). Returns -1. */
+static int sd_no_request(
+    const saga_defs *d, const saga_def_step *s, enum method_id id, char *err, size_t errlen)
+{
+	sd_err(err, errlen, d->file, s->at[SAGA_AT_COMMAND], s->path,
+	    "%s: its service's .proto is not built into this program (proto/CMakeLists.txt, "
+	    "PROTO_NAMES)",
+	    method_table[id].path);
+	return -1;
+}
+
 /* sd_check_map checks one mapping entry against the command's request. */
 static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_def_step *s,
     const saga_def_map *m, char *err, size_t errlen)
@@ -160,6 +173,8 @@ static int sd_check_map(const saga_defs *d, const saga_def_type *t, const saga_d
 	const ProtobufCMessageDescriptor *req = sd_request_of(s->command);
 	char p[200];
 	snprintf(p, sizeof p, "%s.input.%s", s->path, m->field);
+	if (req == NULL)
+		return sd_no_request(d, s, s->command, err, errlen);
 	if (sd_engine_field(m->field)) {
 		sd_err(err, errlen, d->file, m->at, p, "%s is set by the engine", m->field);
 		return -1;
@@ -213,6 +228,8 @@ static int sd_check_unmapped(const saga_defs *d, const saga_def_type *t, const s
 	const ProtobufCMessageDescriptor *req = sd_request_of(id);
 	char p[200];
 	snprintf(p, sizeof p, "%s.input", s->path);
+	if (req == NULL)
+		return sd_no_request(d, s, id, err, errlen);
 	for (unsigned i = 0; i < req->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &req->fields[i];
 		if (sd_engine_field(f->name))

@@ -4,6 +4,7 @@
  * socket that does not exist, so a request that passes validation is
  * answered UNAVAILABLE at once, and nothing is handed to an engine (there
  * is none). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "api.h"
@@ -20,7 +21,8 @@ static const char *const orch_fuzz_methods[] = {
     "/sagas.v1.Orchestrator/NoSuchMethod",
 };
 
-/* the order saga as built in, which new sagas start under (orch_defs.h) */
+/* the order saga and a type of its own input (tests/definitions/trip.yaml:
+ * trip takes a sagas.v1.Booking), which new sagas start under (orch_defs.h) */
 static orch_defs fuzz_defs;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -29,10 +31,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	fuzz_quiet("fuzz_orchestrator");
 	char err[256];
-	if (orch_defs_load(
-	        &fuzz_defs, NULL, saga_def_order_links, SAGA_DEF_ORDER_NLINKS, err, sizeof err)
-	    != 0)
+	if (orch_defs_load(&fuzz_defs, SAGA_SOURCE_DIR "/tests/definitions/trip.yaml",
+	        saga_def_order_links, SAGA_DEF_ORDER_NLINKS, err, sizeof err)
+	    != 0) {
+		fprintf(stderr, "fuzz_orchestrator: %s\n", err);
 		abort();
+	}
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "sagas/v1/admin.pb-c.h"
 #include "sagas/v1/health.pb-c.h"
+#include "sagas/v1/booking.pb-c.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/rpc.pb-c.h"
@@ -195,7 +196,7 @@ int main(int argc, char **argv)
 	seed_handlers("fuzz_shipping", sh, 2, 1);
 	seed_frame(sh, 2, "shipping", 1);
 
-	seed_call or [6];
+	seed_call or [8];
 	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
 	o.customer = (char *)"ali";
 	o.sku = (char *)"A1";
@@ -229,8 +230,30 @@ int main(int argc, char **argv)
 	Sagas__V1__RetrySagaRequest rt = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 	rt.saga_id = (char *)SEED_ID;
 	SEED(or, 5, "/sagas.v1.Orchestrator/RetrySaga", "retry", 5, rt);
-	seed_handlers("fuzz_orchestrator", or, 6, 2);
-	seed_frame(or, 6, "orchestrator", 2);
+	/* a saga type's own input (tests/definitions/trip.yaml's trip, a
+	 * sagas.v1.Booking), as JSON and encoded */
+	Sagas__V1__StartSagaRequest tj = SAGAS__V1__START_SAGA_REQUEST__INIT;
+	tj.saga_id = (char *)SEED_ID;
+	tj.type = (char *)"trip";
+	tj.input_json = (char *)"{\"customer\":\"ali\",\"room\":\"R1\",\"nights\":2,"
+	                        "\"flight\":\"F1\",\"seats\":1,\"amount\":\"1000\"}";
+	SEED(or, 6, "/sagas.v1.Orchestrator/StartSaga", "start_trip_json", 0, tj);
+	Sagas__V1__Booking bk = SAGAS__V1__BOOKING__INIT;
+	bk.customer = (char *)"ali";
+	bk.room = (char *)"R1";
+	bk.nights = 2;
+	bk.flight = (char *)"F1";
+	bk.seats = 1;
+	bk.amount = 1000;
+	uint8_t bkbuf[256];
+	Sagas__V1__StartSagaRequest ti = SAGAS__V1__START_SAGA_REQUEST__INIT;
+	ti.saga_id = (char *)SEED_ID;
+	ti.type = (char *)"trip";
+	ti.input.data = bkbuf;
+	ti.input.len = sagas__v1__booking__pack(&bk, bkbuf);
+	SEED(or, 7, "/sagas.v1.Orchestrator/StartSaga", "start_trip_input", 0, ti);
+	seed_handlers("fuzz_orchestrator", or, 8, 2);
+	seed_frame(or, 8, "orchestrator", 2);
 
 	seed_call ops[3];
 	Sagas__V1__HealthCheckRequest hc = SAGAS__V1__HEALTH_CHECK_REQUEST__INIT;

@@ -18,7 +18,8 @@
 # - the orchestrator killed (kill -9) with a trip at its pivot: after a
 #   restart the trip, read back from its row, books with one charge;
 # - ListSagas by type gives each trip's input; over the HTTP API a trip is
-#   started with its inputJson and read back.
+#   started with its inputJson and read back;
+# - the metrics count sagas by type and steps by their definition's names.
 set -euo pipefail
 here=$(dirname "$0")
 source "$here/../lib/stack.sh"
@@ -133,4 +134,13 @@ got=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' --data-b
 assert_eq "HTTP: a trip started with its inputJson" "trip TRIP_BOOKED" "$got"
 got=$(curl -s --max-time 30 "$GATEWAY_URL/v1/sagas/$T4" | jq -r '.saga.inputType + " " + (.saga.inputJson | fromjson | .room)')
 assert_eq "HTTP: read back with its input" "sagas.v1.Booking R1" "$got"
+
+# --- the metrics by type and step (this process: since the restart, T4
+# started, T3 and T4 booked, T4's room step done) ---------------------------------
+metric() { stack_metrics orchestratord | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'; }
+assert_eq "sagas_started_total by type" 1 "$(metric 'sagas_started_total{type="trip"}')"
+assert_eq "sagas_finished_total by type and state" 2 \
+  "$(metric 'sagas_finished_total{type="trip",state="TRIP_BOOKED",reason=""}')"
+assert_eq "sagas_step_tries by type and step" 1 \
+  "$(metric 'sagas_step_tries_count{type="trip",step="room",command="ReserveStock"}')"
 finish
