@@ -48,7 +48,8 @@ static void hotel_refuse(pkit_outcome *out, hotel_status st)
 	}
 }
 
-void hotel_decide(const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out)
+void hotel_decide(
+    const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out)
 {
 	memset(out, 0, sizeof *out);
 	out->reason = "";

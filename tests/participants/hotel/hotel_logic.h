@@ -39,7 +39,8 @@ typedef enum hotel_op {
  * row of its room kind `row` (value: rooms free), as read under lock. Fills
  * *out (its reason static); never fails, allocates nothing. The caller (the
  * kit) writes what *out says in the same transaction, then replies. */
-void hotel_decide(const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out);
+void hotel_decide(
+    const pkit_record *rec, const pkit_row *row, const pkit_args *a, pkit_outcome *out);
 
 /* hotel_status_name returns "HELD", "TOMBSTONE", ... for a hotel_status
  * (static; "NONE" for anything else). */
