@@ -61,9 +61,16 @@
 	M(Shipping, ShipOrder, AUTHZ_ORCHESTRATOR, BATCH, NULL, NULL)                              \
 	M(Shipping, ListShipments, AUTHZ_ADMIN, ALONE, NULL, NULL)
 
+/* sagas.v1.Hotel: the test participant hoteld (tests/participants/hotel) */
+#define METHODS_Hotel(M)                                                                           \
+	M(Hotel, HoldRoom, AUTHZ_ORCHESTRATOR, BATCH, NULL, NULL)                                  \
+	M(Hotel, FreeRoom, AUTHZ_ORCHESTRATOR, BATCH, NULL, NULL)                                  \
+	M(Hotel, SetRooms, AUTHZ_ADMIN, ALONE, NULL, NULL)                                         \
+	M(Hotel, ListRooms, AUTHZ_ADMIN, ALONE, NULL, NULL)
+
 #define METHODS(M)                                                                                 \
 	METHODS_Health(M) METHODS_Admin(M) METHODS_Orchestrator(M) METHODS_Stock(M)                \
-	METHODS_Payment(M) METHODS_Shipping(M)
+	METHODS_Payment(M) METHODS_Shipping(M) METHODS_Hotel(M)
 /* clang-format on */
 
 /* METHOD_PATH_OF(Service, Method) is the full path as a string literal:

@@ -3,6 +3,9 @@
  *   sagacmd URL reserve|release SAGA_ID SKU QTY
  *   sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR
  *   sagacmd URL ship SAGA_ID CUSTOMER SKU QTY
+ *   sagacmd URL hold|free SAGA_ID ROOM NIGHTS    (hoteld's HoldRoom, FreeRoom)
+ *   sagacmd URL set-rooms ROOM FREE              (hoteld's SetRooms: an admin's)
+ *   sagacmd URL list-rooms                       (hoteld's ListRooms: an admin's)
  * Prints "<CODE_NAME> <reason or -> <status number, or - when not OK>" and exits 0 when a reply
  * came, 1 when none came, 2 on usage errors. For a tls+tcp:// URL the
  * environment gives the files: SAGACMD_TLS_CA (required), SAGACMD_TLS_CERT
@@ -10,7 +13,9 @@
  * in "?server_name=NAME" (the name checked; rpc_urls_parse); a refused TLS
  * handshake prints "HANDSHAKE_REFUSED" and exits 1. The command's saga
  * started now (this host's clock), or at SAGACMD_STARTED_MS (ms since the
- * epoch; 0 sends none): a late copy of an old saga's command (rule R1). */
+ * epoch; 0 sends none): a late copy of an old saga's command (rule R1).
+ * set-rooms prints the rooms free it set in place of the status; list-rooms
+ * prints, after that line (status -), a line "ROOM FREE LIVE_HOLDS" per kind. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 #include "rpc.h"
 #include "tls.h"
 #include "version.h"
+#include "sagas/v1/hotel.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/shipping.pb-c.h"
 #include "sagas/v1/stock.pb-c.h"
@@ -31,6 +37,9 @@ static int sagacmd_usage(FILE *out)
 	    "usage: sagacmd URL reserve|release SAGA_ID SKU QTY\n"
 	    "       sagacmd URL charge|refund SAGA_ID CUSTOMER AMOUNT_MINOR\n"
 	    "       sagacmd URL ship SAGA_ID CUSTOMER SKU QTY\n"
+	    "       sagacmd URL hold|free SAGA_ID ROOM NIGHTS\n"
+	    "       sagacmd URL set-rooms ROOM FREE\n"
+	    "       sagacmd URL list-rooms\n"
 	    "       sagacmd --help | --version\n");
 	return 2;
 }
@@ -46,11 +55,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	bool ship = argc == 7 && !strcmp(argv[2], "ship");
-	if (argc != 6 && !ship)
+	bool set_rooms = argc == 5 && !strcmp(argv[2], "set-rooms");
+	bool list_rooms = argc == 3 && !strcmp(argv[2], "list-rooms");
+	if (argc != 6 && !ship && !set_rooms && !list_rooms)
 		return sagacmd_usage(stderr);
 	const char *url = argv[1], *verb = argv[2];
-	char *id = argv[3], *name = argv[4], *sku = ship ? argv[5] : NULL;
-	long long n = strtoll(argv[ship ? 6 : 5], NULL, 10);
+	char *id = list_rooms ? NULL : argv[3];
+	char *name = list_rooms ? NULL
+	    : set_rooms         ? argv[3]
+	                        : argv[4],
+	     *sku = ship ? argv[5] : NULL;
+	long long n = list_rooms ? 0 : strtoll(argv[ship ? 6 : set_rooms ? 4 : 5], NULL, 10);
+	char listing[4096] = "";
 	const char *st = getenv("SAGACMD_STARTED_MS");
 	int64_t started = st ? strtoll(st, NULL, 10) : clock_wall_ms();
 	rpc_client *c = NULL;
@@ -124,6 +140,51 @@ int main(int argc, char **argv)
 				sagas__v1__refund_payment_reply__free_unpacked(r, NULL);
 			}
 		}
+	} else if (!strcmp(verb, "hold") || !strcmp(verb, "free")) {
+		bool hold = !strcmp(verb, "hold");
+		Sagas__V1__HoldRoomRequest m = SAGAS__V1__HOLD_ROOM_REQUEST__INIT;
+		m.saga_id = id;
+		m.room = name;
+		m.nights = (int32_t)n;
+		m.saga_started_unix_ms = started;
+		/* both requests have the same fields, numbered alike */
+		rc = rpc_call(c, hold ? "/sagas.v1.Hotel/HoldRoom" : "/sagas.v1.Hotel/FreeRoom",
+		    &m.base, 5000, &res);
+		if (rc == 0 && res.code == 0) {
+			Sagas__V1__FreeRoomReply *r = sagas__v1__free_room_reply__unpack(
+			    NULL, res.payload_len, res.payload);
+			if (r) {
+				status = r->status;
+				sagas__v1__free_room_reply__free_unpacked(r, NULL);
+			}
+		}
+	} else if (set_rooms) {
+		Sagas__V1__SetRoomsRequest m = SAGAS__V1__SET_ROOMS_REQUEST__INIT;
+		m.room = name;
+		m.free = n;
+		rc = rpc_call(c, "/sagas.v1.Hotel/SetRooms", &m.base, 5000, &res);
+		if (rc == 0 && res.code == 0) {
+			Sagas__V1__SetRoomsReply *r = sagas__v1__set_rooms_reply__unpack(
+			    NULL, res.payload_len, res.payload);
+			if (r) {
+				status = (int)r->free;
+				sagas__v1__set_rooms_reply__free_unpacked(r, NULL);
+			}
+		}
+	} else if (list_rooms) {
+		Sagas__V1__ListRoomsRequest m = SAGAS__V1__LIST_ROOMS_REQUEST__INIT;
+		rc = rpc_call(c, "/sagas.v1.Hotel/ListRooms", &m.base, 5000, &res);
+		if (rc == 0 && res.code == 0) {
+			Sagas__V1__ListRoomsReply *r = sagas__v1__list_rooms_reply__unpack(
+			    NULL, res.payload_len, res.payload);
+			size_t len = 0;
+			for (size_t i = 0; r != NULL && i < r->n_rooms && len < sizeof listing; i++)
+				len += (size_t)snprintf(listing + len, sizeof listing - len,
+				    "%s %lld %d\n", r->rooms[i]->room, (long long)r->rooms[i]->free,
+				    r->rooms[i]->live_holds);
+			if (r)
+				sagas__v1__list_rooms_reply__free_unpacked(r, NULL);
+		}
 	} else if (ship) {
 		Sagas__V1__ShipOrderRequest m = SAGAS__V1__SHIP_ORDER_REQUEST__INIT;
 		m.saga_id = id;
@@ -151,7 +212,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sagacmd: no reply (%s)\n", rc == 0 ? res.message : "send failed");
 		return 1;
 	}
-	if (res.code == 0)
+	if (res.code == 0 && list_rooms)
+		printf("%s - -\n%s", rpc_code_name(res.code), listing);
+	else if (res.code == 0)
 		printf("%s %s %d\n", rpc_code_name(res.code), res.reason[0] ? res.reason : "-",
 		    status);
 	else

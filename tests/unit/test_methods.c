@@ -16,6 +16,7 @@
 #include "methods.h"
 #include "sagas/v1/admin.pb-c.h"
 #include "sagas/v1/health.pb-c.h"
+#include "sagas/v1/hotel.pb-c.h"
 #include "sagas/v1/orchestrator.pb-c.h"
 #include "sagas/v1/payment.pb-c.h"
 #include "sagas/v1/shipping.pb-c.h"
@@ -29,6 +30,7 @@ static const ProtobufCServiceDescriptor *const services[] = {
     &sagas__v1__stock__descriptor,
     &sagas__v1__payment__descriptor,
     &sagas__v1__shipping__descriptor,
+    &sagas__v1__hotel__descriptor,
 };
 #define N_SERVICES (sizeof services / sizeof services[0])
 

@@ -373,9 +373,9 @@ static void test_method_unknown(void **state)
 {
 	(void)state;
 	expect_error("method_unknown.yaml",
-	    HEAD "      - {name: reserve, participant: stock, command: HoldRoom, compensation: "
+	    HEAD "      - {name: reserve, participant: stock, command: HoldSeat, compensation: "
 	         "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
-	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldRoom is not "
+	    "method_unknown.yaml:12:54: sagas.t.steps[0].command: /sagas.v1.Stock/HoldSeat is not "
 	    "a method of sagas.v1.Stock (its methods: ReserveStock, ReleaseStock)");
 }
 
@@ -875,7 +875,8 @@ static void test_service_unknown(void **state)
 	    "format: 1\nparticipants:\n  stock: {service: sagas.v1.Stok, urls: --stock}\n",
 	    "service_unknown.yaml:3:20: participants.stock.service: sagas.v1.Stok is not a "
 	    "service of the table of methods (services: sagas.v1.Health, sagas.v1.Admin, "
-	    "sagas.v1.Orchestrator, sagas.v1.Stock, sagas.v1.Payment, sagas.v1.Shipping)");
+	    "sagas.v1.Orchestrator, sagas.v1.Stock, sagas.v1.Payment, sagas.v1.Shipping, "
+	    "sagas.v1.Hotel)");
 }
 
 static void test_kind_unknown(void **state)
