@@ -2,17 +2,20 @@
 # A second saga type beside the order saga, on the same orchestrators, with no
 # line of C for it (docs/saga-definitions.md, issue 34): orchestratord, built
 # once, loads tests/definitions/order_booking.yaml, whose `booking` holds a room
-# and a seat at once (a group of two compensable steps, on two stock daemons of
-# their own, hotel and airline, reached through --links), charges the payment
-# (the pivot) and confirms (a retriable ShipOrder of qty 1). Read from the
-# participants' databases and the API:
-# - a booking completes: one room and one seat held, one charge, one
+# and a seat at once (a group of two compensable steps: HoldRoom on hoteld, the
+# hotel participant of tests/participants/hotel, and ReserveStock on a stock
+# daemon of its own standing in for an airline, both reached through --links),
+# charges the payment (the pivot) and confirms (a retriable ShipOrder of qty
+# 1). Read from the participants' databases and the API:
+# - a booking completes: one room and one seat held (the rooms free read from
+#   hoteld's database), one charge, one
 #   confirmation of qty 1; GetSaga says type booking, state BOOKED (SagaState
 #   UNSPECIFIED: the order saga's enum is the order's); its history names the
 #   definition's states; an order started beside it completes as before;
 #   over the HTTP API too (a booking POSTed with its type);
 # - a seat refused (no seats) cancels the booking: the room, held or not, is
-#   released, nothing charged, nothing shipped, state BOOKING_CANCELLED;
+#   freed (every room of its kind free again), nothing charged, nothing
+#   shipped, state BOOKING_CANCELLED;
 # - the airline unavailable while the orchestrator is killed (kill -9) with the
 #   group in flight: after a restart the booking completes, each hold and the
 #   charge applied once;
@@ -38,17 +41,21 @@ assert_eq "a link not given: says which" 1 "$(grep -cF -- "participants.hotel na
 STACK_FAULTS=1
 STACK_GATEWAY=1
 stack_start
-# the two holds' participants: stock daemons with databases of their own
+# the two holds' participants, with databases of their own: hoteld for the
+# room, a stockd for the seat
 declare -A url_of
 for p in hotel airline; do
   psql_db postgres "CREATE DATABASE sagas_$p" >/dev/null
   port=$(_stack_free_port)
   url_of[$p]="tcp://127.0.0.1:$port"
-  _stack_daemon "stockd_$p" "$port" "$SAGA_BIN_DIR/stockd" --listen "${url_of[$p]}" \
+  daemon=stockd
+  [ "$p" = hotel ] && daemon=hoteld
+  _stack_daemon "${daemon}_$p" "$port" "$SAGA_BIN_DIR/$daemon" --listen "${url_of[$p]}" \
     --db "$PG_CONN dbname=sagas_$p" --metrics-listen "http://127.0.0.1:$(_stack_free_port)" \
     --enable-fault-injection
 done
-on() { # on hotel|airline SAGACTL_ARGS...: sagactl with that stock daemon as --stock
+rooms() { "$SAGA_BIN_DIR/sagacmd" "${url_of[hotel]}" set-rooms "$1" "$2" >/dev/null; }
+on() { # on hotel|airline SAGACTL_ARGS...: sagactl with that daemon as --stock (its Admin)
   local p=$1; shift
   "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_ADMIN_URL" --stock "${url_of[$p]}" \
     --payment "$PAYMENT_ADMIN_URL" --shipping "$SHIPPING_ADMIN_URL" "$@"
@@ -59,18 +66,23 @@ stack_start_orchestrator
 assert_eq "the log names both types" 1 \
   "$(grep -c "saga definitions from $defs: order version [0-9a-f]\{12\}, booking version [0-9a-f]\{12\}$" "$STACK_DIR/orchestratord.log")"
 
-on hotel stock set TRIP1 5 >/dev/null
+rooms TRIP1 5
 on airline stock set TRIP1 5 >/dev/null
-on hotel stock set TRIP2 5 >/dev/null
+rooms TRIP2 5
 on airline stock set TRIP2 0 >/dev/null
-on hotel stock set TRIP3 5 >/dev/null
+rooms TRIP3 5
 on airline stock set TRIP3 5 >/dev/null
 ctl stock set S1 10 >/dev/null
 ctl deposit sam 500.00 >/dev/null
 balance() { psql_db sagas_payment "SELECT balance FROM accounts WHERE customer = 'sam'"; }
-held() { # held hotel|airline ID: the hold's sku|qty|status
-  psql_db "sagas_$1" "SELECT sku || '|' || qty || '|' || status FROM reservations WHERE saga_id = '$2'"
+held() { # held hotel|airline ID: the hold's room|nights|status, the seat's sku|qty|status
+  if [ "$1" = hotel ]; then
+    psql_db sagas_hotel "SELECT room || '|' || nights || '|' || status FROM holds WHERE saga_id = '$2'"
+  else
+    psql_db sagas_airline "SELECT sku || '|' || qty || '|' || status FROM reservations WHERE saga_id = '$2'"
+  fi
 }
+free_rooms() { psql_db sagas_hotel "SELECT free FROM rooms WHERE room = '$1'"; }
 state_of() { psql_db sagas_orchestrator "SELECT type || '|' || state || '|' || reason FROM sagas WHERE saga_id = '$1'"; }
 
 # a booking, and an order beside it
@@ -80,7 +92,8 @@ ctl start sam TRIP1 2 100.00 --type booking --id "$B1" --wait >/dev/null
 ctl start sam S1 1 3.25 --id "$O1" --wait >/dev/null
 assert_eq "the booking: BOOKED" "booking|BOOKED|" "$(state_of "$B1")"
 assert_eq "the order beside it: COMPLETED" "order|COMPLETED|" "$(state_of "$O1")"
-assert_eq "the room held" "TRIP1|2|RESERVED" "$(held hotel "$B1")"
+assert_eq "the room held, for 2 nights" "TRIP1|2|HELD" "$(held hotel "$B1")"
+assert_eq "one TRIP1 room taken of 5" 4 "$(free_rooms TRIP1)"
 assert_eq "the seat held" "TRIP1|2|RESERVED" "$(held airline "$B1")"
 assert_eq "the main stock untouched by the booking" "" \
   "$(psql_db sagas_stock "SELECT sku FROM reservations WHERE saga_id = '$B1'")"
@@ -107,6 +120,7 @@ got=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' \
   --data-binary "{\"sagaId\": \"$B5\", \"type\": \"booking\", \"waitMs\": 20000, \"order\": {\"customer\": \"sam\", \"sku\": \"TRIP1\", \"qty\": 1, \"amount\": \"500\"}}" \
   "$GATEWAY_URL/v1/sagas" | jq -r '.saga.type + " " + .saga.stateName + " " + (.saga.state // "UNSPECIFIED")')
 assert_eq "HTTP: a booking started, read back by its names" "booking BOOKED UNSPECIFIED" "$got"
+assert_eq "HTTP: its room held, a second TRIP1 room taken" "TRIP1|1|HELD|3" "$(held hotel "$B5")|$(free_rooms TRIP1)"
 got=$(curl -s --max-time 30 "$GATEWAY_URL/v1/sagas/$O1" | jq -r '.saga.type + " " + .saga.stateName + " " + .saga.state')
 assert_eq "HTTP: an order keeps its SagaState" "order COMPLETED SAGA_STATE_COMPLETED" "$got"
 
@@ -116,10 +130,10 @@ money=$(balance)
 ctl start sam TRIP2 1 50.00 --type booking --id "$B2" --wait >/dev/null
 assert_eq "no seat: BOOKING_CANCELLED" "booking|BOOKING_CANCELLED|out_of_stock" "$(state_of "$B2")"
 room=$(held hotel "$B2")
-assert_eq "the room released, or never held" true \
-  "$([ "$room" = "TRIP2|1|RELEASED" ] || [ -z "$room" ] || [ "$room" = "TRIP2|0|RELEASED" ] && echo true || echo "false ($room)")"
-assert_eq "the hotel's TRIP2 all back" 5 \
-  "$(psql_db sagas_hotel "SELECT on_hand - coalesce((SELECT sum(qty) FROM reservations r WHERE r.sku = s.sku AND status = 'RESERVED'), 0) FROM stock s WHERE sku = 'TRIP2'")"
+assert_eq "the room freed, or its hold tombstoned (FreeRoom first)" true \
+  "$([ "$room" = "TRIP2|1|FREED" ] || [ "$room" = "TRIP2|1|TOMBSTONE" ] && echo true || echo "false ($room)")"
+assert_eq "every TRIP2 room free again, none held" "5|0" \
+  "$(free_rooms TRIP2)|$(psql_db sagas_hotel "SELECT count(*) FROM holds WHERE room = 'TRIP2' AND status = 'HELD'")"
 assert_eq "nothing charged" "$money|0" \
   "$(balance)|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B2' AND status = 'CHARGED'")"
 assert_eq "nothing confirmed" 0 "$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B2'")"
@@ -131,7 +145,7 @@ B3=b0000000-0000-4000-8000-000000000003
 ctl start sam TRIP3 1 20.00 --type booking --id "$B3" >/dev/null
 retrying() { [ "$(psql_db sagas_orchestrator "SELECT state || '|' || (attempts >= 1) FROM sagas WHERE saga_id = '$B3'")" = "ROOM|true" ]; }
 wait_until 30 retrying
-assert_eq "the room held while the seat fails" "TRIP3|1|RESERVED" "$(held hotel "$B3")"
+assert_eq "the room held while the seat fails" "TRIP3|1|HELD|4" "$(held hotel "$B3")|$(free_rooms TRIP3)"
 assert_eq "the row records the room's member done" 1 \
   "$(psql_db sagas_orchestrator "SELECT members FROM sagas WHERE saga_id = '$B3'")"
 assert_eq "sagactl history: the current step by its name" 1 \
@@ -142,8 +156,9 @@ stack_start_orchestrator
 booked() { [ "$(psql_db sagas_orchestrator "SELECT state FROM sagas WHERE saga_id = '$1'")" = BOOKED ]; }
 wait_until 30 booked "$B3"
 assert_eq "B3 booked after the restart" "booking|BOOKED|" "$(state_of "$B3")"
+assert_eq "one TRIP3 room taken, once" "TRIP3|1|HELD|4" "$(held hotel "$B3")|$(free_rooms TRIP3)"
 assert_eq "each hold once, one charge, one confirmation" "1|1|1|1" \
-  "$(psql_db sagas_hotel "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_airline "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B3' AND status = 'CHARGED'")|$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B3'")"
+  "$(psql_db sagas_hotel "SELECT count(*) FROM holds WHERE saga_id = '$B3' AND status = 'HELD'")|$(psql_db sagas_airline "SELECT count(*) FROM reservations WHERE saga_id = '$B3' AND status = 'RESERVED'")|$(psql_db sagas_payment "SELECT count(*) FROM charges WHERE saga_id = '$B3' AND status = 'CHARGED'")|$(psql_db sagas_shipping "SELECT count(*) FROM shipments WHERE saga_id = '$B3'")"
 
 # listings by type and by any type's state name (ListSagas type,
 # state_name); the order saga's states keep their SagaState (order only)

@@ -111,8 +111,8 @@ static void test_two_types(void **state)
 	assert_string_equal(method_table[c->method].name, "ReserveStock");
 	c = orch_def_plan(booking, 0, SAGA_FLOW_COMPENSATING, &link);
 	assert_non_null(c);
-	assert_int_equal(link, 3); /* room: hotel */
-	assert_string_equal(method_table[c->method].name, "ReleaseStock");
+	assert_int_equal(link, 3); /* room: hotel (hoteld) */
+	assert_string_equal(method_table[c->method].name, "FreeRoom");
 	assert_null(orch_def_plan(booking, 3, SAGA_FLOW_COMPENSATING, &link));
 	assert_null(orch_def_plan(booking, 4, SAGA_FLOW_FORWARD, &link));
 	assert_string_equal(
