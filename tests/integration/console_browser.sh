@@ -18,7 +18,9 @@
 #     and none of the others;
 #   - D's Retry on the client listener (GATEWAY_URL) shows the refusal and
 #     leaves D's row as it was (its version); on the admin listener
-#     (GATEWAY_ADMIN_URL) it re-arms D (the version after).
+#     (GATEWAY_ADMIN_URL) it re-arms D (the version after);
+#   - a trip (a saga type whose input is a sagas.v1.Booking) shows its type
+#     and its input's JSON, no sku.
 # A page that throws or logs an error (a CSP violation, say) fails its step.
 # A screenshot of the list is kept in build/test-artifacts/console.png.
 # No chromium, no websockets: the test fails (scripts/deps.sh installs them).
@@ -49,7 +51,8 @@ iso_ms() { local ms=$1; date -u -d "@$((ms / 1000)).$(printf '%03d' $((ms % 1000
 
 STACK_GATEWAY=1
 STACK_FAULTS=1
-ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000"
+# the order saga and trip, a type of an input of its own (the last section)
+ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000 --definitions $STACK_ROOT/tests/definitions/trip.yaml"
 stack_start
 if [ -z "${GATEWAY_URL:-}" ] || [ -z "${GATEWAY_ADMIN_URL:-}" ]; then
   echo "FAIL: console_browser: the stack has no gateway (GATEWAY_URL, GATEWAY_ADMIN_URL)" >&2
@@ -161,7 +164,7 @@ browse --timeout 30 --goto "$GATEWAY_URL/#/activity" --wait '#activity-status .e
   --eval "document.querySelectorAll('#activity tbody tr').length" >"$STACK_DIR/activity.out" &
 down_browser=$!
 wait_until 30 test -e "$STACK_DIR/activity.down"
-ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000 --sweep-interval 60000"
+ORCH_FLAGS="$FAST_ORCH --overdue-margin 1000 --sweep-interval 60000 --definitions $STACK_ROOT/tests/definitions/trip.yaml"
 stack_start_orchestrator
 touch "$STACK_DIR/activity.up"
 rc=0
@@ -208,4 +211,15 @@ _d_moved() { [ "$(q "SELECT version > $v0 FROM sagas WHERE saga_id = '$D'")" = t
 wait_until 10 _d_moved
 assert_eq "retry: D's row re-armed (attempts reset or moved on)" "t" \
   "$(q "SELECT version > $v0 FROM sagas WHERE saga_id = '$D'")"
+
+# ---- a saga type's own input (tests/definitions/trip.yaml): its page shows
+# the input's type and JSON, not an order's sku, qty and amount ----
+T=0c0e0000-0000-4000-8000-0000000000d1
+ctl start --type trip --id "$T" \
+  --input '{"customer":"sara","room":"R1","nights":2,"flight":"F1","seats":1,"amount":"100"}' >/dev/null
+out=$(browse --goto "$GATEWAY_URL/#/saga/$T" --wait "$SAGA_READY" --text '[data-field=type]' \
+  --text '[data-field=input]' --eval '!!document.querySelector("[data-field=sku]")')
+assert_eq "a trip's page: its type, its input, no sku" \
+  '"trip" "sagas.v1.Booking {\"customer\":\"sara\",\"room\":\"R1\",\"nights\":2,\"flight\":\"F1\",\"seats\":1,\"amount\":\"100\"}" false' \
+  "$(nth 1 "$out") $(nth 2 "$out") $(nth 3 "$out")"
 finish

@@ -323,10 +323,15 @@ async function renderList(params, seq) {
 
 function fieldList(s) {
   const o = s.order || {};
+  // a saga type's own input (not an Order): its customer and its JSON
+  const own = s.inputType && s.inputType !== 'sagas.v1.Order';
+  const input = own
+    ? [['customer', o.customer || ''], ['input', s.inputType + ' ' + (s.inputJson || '')]]
+    : [['customer', o.customer || ''], ['sku', o.sku || ''], ['qty', o.qty || 0],
+        ['amount', o.amount || '0']];
   const rows = [
     ['sagaId', s.sagaId], ['type', s.type || 'order'], ['state', sagaState(s)], ['reason', s.reason || ''],
-    ['customer', o.customer || ''], ['sku', o.sku || ''], ['qty', o.qty || 0],
-    ['amount', o.amount || '0'], ['version', s.version || '0'], ['attempts', s.attempts || 0],
+    ...input, ['version', s.version || '0'], ['attempts', s.attempts || 0],
     ['attention', s.attention ? 'yes' : 'no'], ['created', isoTime(s.createdUnixMs)],
     ['updated', isoTime(s.updatedUnixMs)], ['stepDeadline', isoTime(s.stepDeadlineUnixMs)],
     ['nextAttempt', isoTime(s.nextAttemptUnixMs)], ['epoch', s.epoch || '0'],
