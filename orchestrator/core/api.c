@@ -166,9 +166,7 @@ static bool api_parse_start(
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "invalid type: %s%s%s is not a saga type of this orchestrator (it runs: %s)",
 		    named ? "\"" : "", named ? type : "the value", named ? "\"" : "", types);
-		log_info(req->saga_id[0] && valid_uuid(req->saga_id) ? req->saga_id : NULL,
-		    "StartSaga refused: unknown saga type %s", named ? type : "(not a name)");
-		goto out_free;
+		goto out_free; /* logged there, its name echoed only when named */
 	}
 	/* its input, read as its type's definition says */
 	if (!api_start_input(req, v->type, row, reply))
@@ -187,6 +185,15 @@ static bool api_parse_start(
 	row->s.next_attempt_ms = saga_lease_until_ms(&row->s, now, &a->policy);
 	ok = true;
 out_free:
+	if (!ok && strcmp(reply->reason, "bad_field") == 0) {
+		/* every refusal is counted and logged (its text escaped: it
+		 * may quote the client's field names) */
+		char msg[RPC_MESSAGE_MAX * 4];
+		valid_escape(msg, sizeof msg, reply->message);
+		rpc_refusal_note(call->pipe, "bad_field", call->method);
+		log_info(
+		    valid_uuid(req->saga_id) ? req->saga_id : NULL, "StartSaga refused: %s", msg);
+	}
 	sagas__v1__start_saga_request__free_unpacked(req, NULL);
 	return ok;
 }
@@ -368,7 +375,7 @@ static bool api_parse_get(const rpc_request *call, char *saga_id, rpc_reply *rep
 /* api_answer_get answers a GetSaga for `saga_id` whose read returned `rc`
  * (-ENOENT: no such saga) and `row`. */
 static void api_answer_get(
-    const api *a, const char *saga_id, int rc, saga_row *row, rpc_reply *reply)
+    const api *a, PGconn *conn, const char *saga_id, int rc, saga_row *row, rpc_reply *reply)
 {
 	if (rc == -ENOENT) {
 		rpc_reply_error(
@@ -383,7 +390,7 @@ static void api_answer_get(
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, row);
 	char *json = NULL;
-	api_saga_input(a, row, &m, &json);
+	api_saga_input(a, conn, row, &m, &json);
 	Sagas__V1__GetSagaReply out = SAGAS__V1__GET_SAGA_REPLY__INIT;
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
@@ -398,7 +405,7 @@ static void api_get_saga(api *a, api_worker *w, const rpc_request *call, rpc_rep
 	saga_row row;
 	int rc;
 	API_DB(a, w, rc, store_get_saga(w->conn, saga_id, &row));
-	api_answer_get(a, saga_id, rc, &row, reply);
+	api_answer_get(a, w->conn, saga_id, rc, &row, reply);
 }
 
 /* api_answer_wait answers a WaitSaga at once: read error `rc` (-ENOENT: no
@@ -407,7 +414,7 @@ static void api_answer_wait(
     const char *saga_id, int rc, saga_row *row, bool finished, rpc_reply *reply)
 {
 	if (rc != 0) {
-		api_answer_get(NULL, saga_id, rc, row, reply); /* an error: no input read */
+		api_answer_get(NULL, NULL, saga_id, rc, row, reply); /* an error: no input read */
 		return;
 	}
 	codec_reply_wait(reply, row, finished);
@@ -619,8 +626,8 @@ static void api_handle_batch(
 		int rc;
 		API_DB(a, w, rc, store_get_sagas(w->conn, idp, ng, got, found));
 		for (size_t k = 0; k < ng; k++)
-			api_answer_get(a, ids[k], rc == 0 && !found[k] ? -ENOENT : rc, &got[k],
-			    &replies[get_at[k]]);
+			api_answer_get(a, w->conn, ids[k], rc == 0 && !found[k] ? -ENOENT : rc,
+			    &got[k], &replies[get_at[k]]);
 	}
 	free(rows);
 }

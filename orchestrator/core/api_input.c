@@ -12,33 +12,63 @@
 #include "pbjson.h"
 #include "valid.h"
 
-bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply)
+bool api_check_order(const Sagas__V1__Order *o, const char *as, rpc_reply *reply)
 {
 	if (o == NULL) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid order: missing");
+		rpc_reply_error(
+		    reply, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s: missing", as);
 		return false;
 	}
 	if (!valid_name(o->customer)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.customer: must be " VALID_NAME_RULE);
+		    "invalid %s.customer: must be " VALID_NAME_RULE, as);
 		return false;
 	}
 	if (!valid_name(o->sku)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.sku: must be " VALID_NAME_RULE);
+		    "invalid %s.sku: must be " VALID_NAME_RULE, as);
 		return false;
 	}
 	if (o->qty < 1 || o->qty > VALID_QTY_MAX) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.qty: must be 1..%d", VALID_QTY_MAX);
+		    "invalid %s.qty: must be 1..%d", as, VALID_QTY_MAX);
 		return false;
 	}
 	if (o->amount < 1 || o->amount > VALID_AMOUNT_MAX) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid order.amount: must be 1..%lld minor units", VALID_AMOUNT_MAX);
+		    "invalid %s.amount: must be 1..%lld minor units", as, VALID_AMOUNT_MAX);
 		return false;
 	}
 	return true;
+}
+
+/* ai_unpack decodes the `n` bytes at `data` as a message of `desc`,
+ * exactly (valid_pb_exact: as rpc_unpack reads every request) and with no
+ * field the message does not have. Returns it (the caller frees it with
+ * protobuf_c_message_free_unpacked), or NULL with the refusal in reply. */
+static ProtobufCMessage *ai_unpack(
+    const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t n, rpc_reply *reply)
+{
+	ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, n, data);
+	if (m == NULL) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid input: not a %s (it does not decode)", desc->name);
+		return NULL;
+	}
+	if (!valid_pb_exact(m, n)) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid input: not exactly a %s (a string with a NUL byte inside, an "
+		    "overlong varint or a field given twice)",
+		    desc->name);
+	} else if (m->n_unknown_fields > 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid input: field %u is not a field of %s",
+		    (unsigned)m->unknown_fields[0].tag, desc->name);
+	} else {
+		return m;
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+	return NULL;
 }
 
 /* ai_from_json decodes `text` (a JSON object) as a message of `desc`.
@@ -70,22 +100,22 @@ static bool ai_order(const Sagas__V1__StartSagaRequest *req, saga_row *row, rpc_
 {
 	ProtobufCMessage *m = NULL;
 	const Sagas__V1__Order *o = req->order;
+	const char *as = "order";
 	if (o == NULL && req->input.len > 0) {
-		m = protobuf_c_message_unpack(
-		    &sagas__v1__order__descriptor, NULL, req->input.len, req->input.data);
-		if (m == NULL) {
-			rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-			    "invalid input: not a sagas.v1.Order (it does not decode)");
+		m = ai_unpack(
+		    &sagas__v1__order__descriptor, req->input.data, req->input.len, reply);
+		if (m == NULL)
 			return false;
-		}
+		as = "input";
 	} else if (o == NULL && req->input_json[0] != '\0') {
 		m = ai_from_json(&sagas__v1__order__descriptor, req->input_json, reply);
 		if (m == NULL)
 			return false;
+		as = "input_json";
 	}
 	if (m != NULL)
 		o = (const Sagas__V1__Order *)m;
-	bool ok = api_check_order(o, reply);
+	bool ok = api_check_order(o, as, reply);
 	if (ok) {
 		snprintf(row->customer, sizeof row->customer, "%s", o->customer);
 		snprintf(row->sku, sizeof row->sku, "%s", o->sku);
@@ -129,14 +159,10 @@ bool api_start_input(
 		return false;
 	}
 	ProtobufCMessage *m = req->input.len > 0
-	    ? protobuf_c_message_unpack(t->input_desc, NULL, req->input.len, req->input.data)
+	    ? ai_unpack(t->input_desc, req->input.data, req->input.len, reply)
 	    : ai_from_json(t->input_desc, req->input_json, reply);
-	if (m == NULL) {
-		if (req->input.len > 0)
-			rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-			    "invalid input: not a %s (it does not decode)", t->input);
+	if (m == NULL)
 		return false;
-	}
 	char err[256];
 	size_t n = 0;
 	int rc = saga_def_input_msg(t, m, row->input, sizeof row->input, &n, err, sizeof err);
@@ -151,23 +177,24 @@ bool api_start_input(
 	return rc == 0;
 }
 
-const char *api_input_type(const api *a, const saga_row *row)
+const char *api_input_type(const api *a, PGconn *conn, const saga_row *row)
 {
-	if (row->ninput == 0)
-		return "sagas.v1.Order";
-	/* the version it started with when it is the file's (immutable while
-	 * running), else the file's version of its type: a type keeps its
-	 * input message across versions (docs/operations.md) */
-	for (size_t k = 0; a->defs != NULL && k < a->defs->nfile; k++)
-		if (a->defs->v[k]->id == row->def_id)
-			return a->defs->v[k]->type->input;
-	const orch_def_version *v = a->defs != NULL ? orch_defs_start(a->defs, row->type) : NULL;
-	return v != NULL ? v->type->input : "";
+	if (a->defs == NULL)
+		return row->ninput == 0 ? "sagas.v1.Order" : "";
+	/* the version the saga started with (its input message, whatever the
+	 * file says of its type now), read from the database if this process
+	 * has not loaded it yet; the orch_defs are shared with the engines and
+	 * safe to load into from any thread */
+	const orch_def_version *v = orch_defs_version((orch_defs *)a->defs, conn, row->def_id);
+	if (v != NULL)
+		return v->type->input;
+	return row->ninput == 0 ? "sagas.v1.Order" : "";
 }
 
-void api_saga_input(const api *a, const saga_row *row, Sagas__V1__Saga *m, char **json)
+void api_saga_input(
+    const api *a, PGconn *conn, const saga_row *row, Sagas__V1__Saga *m, char **json)
 {
-	m->input_type = (char *)api_input_type(a, row);
+	m->input_type = (char *)api_input_type(a, conn, row);
 	*json = api_input_json(row, m->input_type);
 	m->input_json = *json != NULL ? *json : (char *)"";
 }
@@ -177,7 +204,7 @@ char *api_input_json(const saga_row *row, const char *input_type)
 	ProtobufCMessage *m = NULL;
 	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
 	const ProtobufCMessage *msg = &o.base;
-	if (row->ninput > 0) {
+	if (strcmp(input_type, "sagas.v1.Order") != 0) {
 		const ProtobufCMessageDescriptor *d = saga_proto_message(input_type);
 		if (d == NULL)
 			return NULL;

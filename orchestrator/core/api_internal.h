@@ -106,11 +106,12 @@ bool api_def_name(const char *s, char lo, char hi);
 /* ---- api_input.c: a StartSaga's input (docs/saga-definitions.md, "A
  * saga's input") ---- */
 
-/* api_check_order checks the order saga's input `o` (NULL: missing):
- * customer and sku names (valid_name), qty 1..VALID_QTY_MAX, amount
+/* api_check_order checks the order saga's input `o` (NULL: missing), given
+ * as `as` ("order", "input" or "input_json": the errors name it): customer
+ * and sku names (valid_name), qty 1..VALID_QTY_MAX, amount
  * 1..VALID_AMOUNT_MAX minor units. Returns true, or false with
  * INVALID_ARGUMENT (bad_field) naming the field in reply. */
-bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply);
+bool api_check_order(const Sagas__V1__Order *o, const char *as, rpc_reply *reply);
 
 /* api_start_input reads the input of `req` for a saga of type `t` (of the
  * definitions the orchestrator runs) into `row`: exactly one of order,
@@ -123,21 +124,23 @@ bool api_check_order(const Sagas__V1__Order *o, rpc_reply *reply);
 bool api_start_input(const Sagas__V1__StartSagaRequest *req, const saga_def_type *t, saga_row *row,
     rpc_reply *reply);
 
-/* api_input_type is the full name of row's input message
- * ("sagas.v1.Order" when it has no encoded input), from the definitions
- * `a` runs; "" when none of them has the saga's type. Static or owned by
- * a's definitions. */
-const char *api_input_type(const api *a, const saga_row *row);
+/* api_input_type is the full name of row's input message, by the version
+ * of its definition it started with (orch_defs_version, read on `conn` if
+ * not loaded yet); "" when that version cannot be read (then
+ * "sagas.v1.Order" for a row without an encoded input). Static or owned
+ * by a's definitions. */
+const char *api_input_type(const api *a, PGconn *conn, const saga_row *row);
 
 /* api_input_json is row's input as compact proto3 JSON, its message named
- * `input_type` (the typed Order when row has no encoded input): malloc'd
- * (the caller frees it), or NULL when the type is not of this build, the
- * input does not decode, or out of memory. */
+ * `input_type` (the typed columns for "sagas.v1.Order", else the encoded
+ * input): malloc'd (the caller frees it), or NULL when the message is not
+ * of this build, the input does not decode, or out of memory. */
 char *api_input_json(const saga_row *row, const char *input_type);
 
 /* api_saga_input sets m's input_type and input_json (GetSaga, ListSagas)
- * for `row`; *json is what input_json points to, malloc'd (the caller frees
- * it after packing m), or NULL (input_json ""). */
-void api_saga_input(const api *a, const saga_row *row, Sagas__V1__Saga *m, char **json);
+ * for `row` (api_input_type on `conn`); *json is what input_json points to,
+ * malloc'd (the caller frees it after packing m), or NULL (input_json ""). */
+void api_saga_input(
+    const api *a, PGconn *conn, const saga_row *row, Sagas__V1__Saga *m, char **json);
 
 #endif

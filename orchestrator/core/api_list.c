@@ -356,7 +356,7 @@ void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	size_t k = 0, bytes = 0;
 	for (; k < n; k++) {
 		codec_saga_to_pb(&ms[k], &os[k], &rows[k]);
-		api_saga_input(a, &rows[k], &ms[k], &js[k]);
+		api_saga_input(a, w->conn, &rows[k], &ms[k], &js[k]);
 		njs = k + 1;
 		/* tag + length prefix (<= 3 bytes for a saga) + the saga */
 		bytes += 4 + sagas__v1__saga__get_packed_size(&ms[k]);

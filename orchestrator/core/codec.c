@@ -32,14 +32,15 @@ int codec_send_command(rpc_client *client, rpc_batch *batch, const saga_def_cmd 
 	if (plan == NULL || plan->request == NULL)
 		return -EINVAL;
 	saga_def_req req;
-	if (row->ninput == 0) { /* the typed Order, no copy */
+	if (plan->input == &sagas__v1__order__descriptor) { /* the typed Order, no copy */
 		Sagas__V1__Order input;
 		codec_order_of(&input, row);
 		saga_def_cmd_build(plan, &input.base, row->saga_id, row->created_ms, &req);
 		return codec_call(client, batch, plan->path, &req.base, timeout_ms, done, arg);
 	}
 	/* a type's own input: decoded for this command (the call packs the
-	 * request before it returns) */
+	 * request before it returns); none stored (0 bytes: every field at
+	 * its default) decodes as the message's defaults */
 	ProtobufCMessage *input
 	    = protobuf_c_message_unpack(plan->input, NULL, row->ninput, row->input);
 	if (input == NULL)

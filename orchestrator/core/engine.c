@@ -338,7 +338,17 @@ static void engine_decide(engine *e, const saga_row *row, const saga_flow_event 
 		log_error(row->saga_id, "no state name for step %d: dropped", (int)d.next.pos.step);
 		return;
 	}
-	const char *was = orch_def_method(v, &pos);
+	/* the command decided on: a reply's own (a group's member), else the
+	 * stage's first (its deadline) */
+	bool reply = ev->kind != SAGA_EV_DEADLINE && ev->kind != SAGA_EV_PAST_HORIZON;
+	saga_flow_pos at = pos;
+	if (reply && ev->cmd.step >= 0 && ev->cmd.step < v->flow.nsteps) {
+		at.step = ev->cmd.step + (ev->cmd.member > 0 ? ev->cmd.member : 0);
+		at.phase = ev->cmd.phase;
+		if (at.step >= v->flow.nsteps)
+			at = pos;
+	}
+	const char *was = orch_def_method(v, &at);
 	int32_t n = d.next.attempts;
 	/* a retry: tries 1, 2, 4, 8, ...; a saga parked past the horizon is
 	 * not tried again (its own WARNING, engine_commit, says so) */
@@ -366,11 +376,9 @@ static void engine_decide(engine *e, const saga_row *row, const saga_flow_event 
 	p->send = d.send;
 	p->held = d.send != 0 && !can_send;
 	p->was = was;
-	p->step
-	    = pos.step >= 0 && pos.step < v->flow.nsteps ? v->flow.steps[pos.step].name : "none";
+	p->step = at.step >= 0 && at.step < v->flow.nsteps ? v->flow.steps[at.step].name : "none";
 	p->now = orch_def_method(v, &d.next.pos);
 	p->stage = saga_flow_stage_policy(&v->flow, &d.next.pos, &e->cfg.policy);
-	bool reply = ev->kind != SAGA_EV_DEADLINE && ev->kind != SAGA_EV_PAST_HORIZON;
 	p->retry = reply && !d.state_changed && ev->kind != SAGA_EV_SUCCESS;
 	p->tries = reply && d.state_changed ? row->s.attempts + 1 : 0;
 	if (d.send != 0 && can_send) /* lease the row while its commands are out,

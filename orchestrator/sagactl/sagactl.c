@@ -321,13 +321,15 @@ static const char *const ctl_args_probe[] = {"SERVICE", NULL};
 
 static const ctl_cmd ctl_cmds[] = {
     {"start", "CUSTOMER SKU QTY AMOUNT", "start an order saga (--wait: until it ends)",
-        "sagactl start CUSTOMER SKU QTY AMOUNT [--type TYPE] [OPTIONS]\n"
-        "       sagactl start --type TYPE --input JSON [OPTIONS]",
+        "sagactl start CUSTOMER SKU QTY AMOUNT [--type TYPE] [OPTIONS], or "
+        "sagactl start --type TYPE --input JSON [OPTIONS]",
         "Start an order saga: CUSTOMER orders QTY (1..1000000) units of SKU for AMOUNT, a\n"
         "decimal in major units with at most two decimals (12.5 is 1250 minor units).\n"
         "--type starts a saga of another type of the orchestrator's definitions with\n"
         "that order as its input, or with --input, a JSON object of the type's input\n"
-        "message, e.g. --type booking --input '{\"customer\":\"c1\",\"room\":\"dbl\",...}'\n"
+        "message (at most 511 bytes here; the API takes more), e.g. with\n"
+        "tests/definitions/trip.yaml: --type trip --input '{\"customer\":\"c1\",\"room\":\"R1\",\n"
+        "\"nights\":2,\"flight\":\"F1\",\"seats\":1,\"amount\":\"12000\"}'\n"
         "(docs/saga-definitions.md, \"A saga's input\"; amounts there in minor units).\n"
         "Prints the saga and whether it was created (no: the id already existed).\n"
         "With --wait, waits (WaitSaga, no polling) until the saga is COMPLETED or\n"

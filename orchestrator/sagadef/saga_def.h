@@ -204,17 +204,20 @@ int saga_def_runnable(
 /* saga_def_input_check checks `in` (n bytes, borrowed), the input a
  * StartSaga gives a saga of type `t` (of a validated saga_defs), and writes
  * its canonical encoding (protobuf-c's packing of the decoded message:
- * fields in number order, defaults omitted) into
- * out (outlen bytes) and its length into *nout, so that one input given
- * twice compares equal byte for byte (rule 6). The rules
- * (docs/saga-definitions.md, "A saga's input"): it decodes as t's input
- * message, with no field that message does not have; every string is
- * valid UTF-8; every field a step of t maps
- * (`from`) is set: a string 1..64 bytes without control characters
- * (valid_name), an integer 1..10^15, bytes not empty, a message present, a
+ * fields in number order, defaults omitted) into out (outlen bytes) and
+ * its length into *nout, so that one input given twice compares equal byte
+ * for byte (rule 6). The rules (docs/saga-definitions.md, "A saga's
+ * input"): it decodes as t's input message exactly (valid_pb_exact: no
+ * string cut at a NUL byte, no overlong varint, no field given twice),
+ * with no field that message does not have; every string is valid UTF-8;
+ * every field a step of t maps (`from`) is set: a string 1..64 bytes
+ * without control characters (valid_name), an integer of 32 bits 1..10^6
+ * and of 64 bits 1..10^15 (the protocol's counts and amounts, valid.h:
+ * what the participants take), bytes not empty, a message present, a
  * repeated field not empty; the encoding fits outlen. Returns 0, or -1
  * with one line in err (errlen bytes, NUL-terminated), "invalid
- * input.FIELD: must be ..." or "invalid input: ...". Pure, thread-safe. */
+ * input.FIELD: missing", "invalid input.FIELD: must be ..." or "invalid
+ * input: ...". Pure, thread-safe. */
 int saga_def_input_check(const saga_def_type *t, const uint8_t *in, size_t n, uint8_t *out,
     size_t outlen, size_t *nout, char *err, size_t errlen);
 

@@ -316,6 +316,37 @@ static int sd_check_kind(
 	return 0;
 }
 
+/* sd_same_key refuses step i of t when an earlier step of t sends the same
+ * command, or the same compensation, to the same daemon (a participant of
+ * the same `urls` option): a participant applies each (saga id, method)
+ * once (rule 2), so the second would be answered with the first's record
+ * and never applied. Returns 0, or -1 with the refusal in err. */
+static int sd_same_key(
+    const saga_defs *d, const saga_def_type *t, size_t i, char *err, size_t errlen)
+{
+	const saga_def_step *s = &t->steps[i];
+	const saga_def_participant *ps = saga_def_find_participant(d, s->participant);
+	for (size_t j = 0; ps != NULL && j < i; j++) {
+		const saga_def_step *o = &t->steps[j];
+		const saga_def_participant *po = saga_def_find_participant(d, o->participant);
+		if (po == NULL || strcmp(po->urls, ps->urls) != 0)
+			continue;
+		bool cmd = o->command == s->command;
+		if (!cmd && !(s->compensation != METHOD_NONE && o->compensation == s->compensation))
+			continue;
+		char p[200];
+		snprintf(p, sizeof p, "%s.%s", s->path, cmd ? "command" : "compensation");
+		sd_err(err, errlen, d->file, s->at[cmd ? SAGA_AT_COMMAND : SAGA_AT_COMPENSATION], p,
+		    "%s sends %s to %s as %s does: a participant applies each (saga id, "
+		    "method) once, so one would be answered with the other's record; give "
+		    "one of them a participant of its own (another urls option)",
+		    s->name, method_table[cmd ? s->command : s->compensation].name, ps->urls,
+		    o->path);
+		return -1;
+	}
+	return 0;
+}
+
 static int sd_check_steps(const saga_defs *d, const saga_def_type *t, char *err, size_t errlen)
 {
 	long pivot = -1;
@@ -344,6 +375,8 @@ static int sd_check_steps(const saga_defs *d, const saga_def_type *t, char *err,
 				return -1;
 			}
 		}
+		if (sd_same_key(d, t, i, err, errlen) != 0)
+			return -1;
 		if (sd_check_kind(d, s, (long)i, pivot, err, errlen) != 0)
 			return -1;
 		if (sd_check_input(d, t, s, err, errlen) != 0)

@@ -58,10 +58,19 @@ static bool si_integer(const ProtobufCMessage *m, const ProtobufCFieldDescriptor
 	}
 }
 
+/* si_32bit: an integer field of 32 bits */
+static bool si_32bit(const ProtobufCFieldDescriptor *f)
+{
+	return f->type == PROTOBUF_C_TYPE_INT32 || f->type == PROTOBUF_C_TYPE_SINT32
+	    || f->type == PROTOBUF_C_TYPE_SFIXED32 || f->type == PROTOBUF_C_TYPE_UINT32
+	    || f->type == PROTOBUF_C_TYPE_FIXED32;
+}
+
 /* si_field checks field f of the input m: a string valid UTF-8 (every
  * one); a mapped one set: a string 1..VALID_NAME_MAX bytes without control
- * characters (valid_name), an integer 1..VALID_AMOUNT_MAX, bytes not empty,
- * a message present. Returns 0, or -1 with the refusal in err. */
+ * characters (valid_name), an integer of 32 bits 1..VALID_QTY_MAX and of
+ * 64 bits 1..VALID_AMOUNT_MAX, bytes not empty, a message present. Returns 0, or -1 with the
+ * refusal in err. */
 static int si_field(const saga_def_type *t, const ProtobufCMessage *m,
     const ProtobufCFieldDescriptor *f, char *err, size_t errlen)
 {
@@ -87,13 +96,23 @@ static int si_field(const saga_def_type *t, const ProtobufCMessage *m,
 			s = "";
 		if (!valid_utf8(s, strlen(s)))
 			return sd_refuse(err, errlen, "invalid input.%s: not valid UTF-8", f->name);
+		if (mapped && s[0] == '\0')
+			return sd_refuse(err, errlen, "invalid input.%s: missing", f->name);
 		if (mapped && !valid_name(s))
 			return sd_refuse(
 			    err, errlen, "invalid input.%s: must be " VALID_NAME_RULE, f->name);
 	} else if (si_integer(m, f, &v)) {
-		if (mapped && (v < 1 || v > VALID_AMOUNT_MAX))
-			return sd_refuse(err, errlen, "invalid input.%s: must be 1..%lld", f->name,
-			    VALID_AMOUNT_MAX);
+		/* the protocol's ranges (valid.h): a count in 32 bits (qty,
+		 * nights, seats) 1..VALID_QTY_MAX, an amount in 64 bits
+		 * 1..VALID_AMOUNT_MAX: what the participants take (a retriable
+		 * step after the pivot is never compensated: a value its
+		 * participant refused would be tried for ever) */
+		long long max = si_32bit(f) ? VALID_QTY_MAX : VALID_AMOUNT_MAX;
+		if (mapped && v == 0)
+			return sd_refuse(err, errlen, "invalid input.%s: missing", f->name);
+		if (mapped && (v < 1 || v > max))
+			return sd_refuse(
+			    err, errlen, "invalid input.%s: must be 1..%lld", f->name, max);
 	} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
 		if (mapped && ((const ProtobufCBinaryData *)si_at(m, f))->len == 0)
 			return sd_refuse(err, errlen, "invalid input.%s: missing", f->name);
@@ -133,6 +152,16 @@ int saga_def_input_check(const saga_def_type *t, const uint8_t *in, size_t n, ui
 	if (m == NULL)
 		return sd_refuse(
 		    err, errlen, "invalid input: not a %s (it does not decode)", t->input);
+	/* as every request (rpc_unpack): a string with a NUL inside is cut
+	 * short by the unpacking and an overlong varint shrinks, so the input
+	 * would be stored as something the client did not write */
+	if (!valid_pb_exact(m, n)) {
+		protobuf_c_message_free_unpacked(m, NULL);
+		return sd_refuse(err, errlen,
+		    "invalid input: not exactly a %s (a string with a NUL byte inside, an "
+		    "overlong varint or a field given twice)",
+		    t->input);
+	}
 	int rc = saga_def_input_msg(t, m, out, outlen, nout, err, errlen);
 	protobuf_c_message_free_unpacked(m, NULL);
 	return rc;

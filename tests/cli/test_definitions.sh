@@ -130,17 +130,21 @@ got=$(python3 -c 'import json,sys; m=json.load(sys.stdin)["types"][0]["model"]; 
 # the bound given
 python3 - "$TMP/seven.yaml" <<'PY'
 import sys
-c = "{name: %s, participant: stock, command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}"
-steps = ["      - " + c % n for n in ("a", "b", "c")]
-steps += ["      - group: g", "        steps:"] + ["          - " + c % n for n in ("d", "e", "f")]
+# each hold on a stock daemon of its own: one daemon takes one ReserveStock
+# of a saga (a participant applies each (saga id, method) once)
+c = "{name: %s, participant: s_%s, command: ReserveStock, compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}"
+steps = ["      - " + c % (n, n) for n in ("a", "b", "c")]
+steps += ["      - group: g", "        steps:"] + ["          - " + c % (n, n) for n in ("d", "e", "f")]
+holds = "".join("  s_%s: {service: sagas.v1.Stock, urls: --s-%s}\n" % (n, n) for n in "abcdef")
 steps += ["      - {name: p, participant: payment, command: ChargePayment, compensation: RefundPayment, kind: pivot, input: {customer: customer, amount: amount}}"]
-steps += ["      - {name: %s, participant: shipping, command: ShipOrder, kind: retriable, input: {customer: customer, sku: sku, qty: qty}}" % n for n in ("r", "s")]
+steps += ["      - {name: %s, participant: ship_%s, command: ShipOrder, kind: retriable, input: {customer: customer, sku: sku, qty: qty}}" % (n, n) for n in ("r", "s")]
+holds += "".join("  ship_%s: {service: sagas.v1.Shipping, urls: --ship-%s}\n" % (n, n) for n in "rs")
 open(sys.argv[1], "w").write("""format: 1
 participants:
   stock: {service: sagas.v1.Stock, urls: --stock}
   payment: {service: sagas.v1.Payment, urls: --payment}
   shipping: {service: sagas.v1.Shipping, urls: --shipping}
-sagas:
+""" + holds + """sagas:
   seven:
     input: sagas.v1.Order
     completed: DONE

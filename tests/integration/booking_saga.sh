@@ -108,6 +108,11 @@ assert_eq "sagactl get: its type and state" "booking BOOKED" "$got"
 # (a member's success is a transition of its own: ROOM -> ROOM, members 1 or 2)
 assert_eq "its history, by the definition's names" "-:ROOM:started ROOM:ROOM:reply_ok ROOM:PAY:reply_ok PAY:CONFIRM:reply_ok CONFIRM:BOOKED:reply_ok" \
   "$(psql_db sagas_orchestrator "SELECT string_agg(coalesce(from_state, '-') || ':' || to_state || ':' || event, ' ' ORDER BY version) FROM saga_history WHERE saga_id = '$B1'")"
+# the metrics credit each member of the group its own step and command
+# (before, both replies counted as the group's first member, room)
+step_tries() { stack_metrics orchestratord | awk -v m="sagas_step_tries_count{type=\"booking\",step=\"$1\",command=\"$2\"}" '$1 == m { v = $2 } END { print v + 0 }'; }
+assert_eq "sagas_step_tries: the room and the seat, once each" "1 1" \
+  "$(step_tries room HoldRoom) $(step_tries seat ReserveStock)"
 assert_eq "sagactl history: no current step once booked" 0 \
   "$(ctl history "$B1" | grep -c '^current step' || true)"
 assert_eq "its group's members recorded, then reset" "0" \

@@ -19,7 +19,9 @@
 set -euo pipefail
 STACK_FAULTS=1
 STACK_GATEWAY=1
-ORCH_FLAGS="--workers 4 --max-listings 2"
+# a long step deadline: the StartSaga below is about the API answering while
+# listings hold its workers, and a loaded machine must not cancel it
+ORCH_FLAGS="--workers 4 --max-listings 2 --step-timeout 60000"
 # gatewayd gives each call 2 s: the orchestrator's statement_timeout of a
 # call through it is what is left of those (the gateway keeps its
 # connection, so only the timeout can end the statement)

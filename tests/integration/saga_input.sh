@@ -9,10 +9,12 @@
 #   and JSON, and its customer; the row keeps the input encoded (qty and
 #   amount NULL); the same start again is a duplicate, another input with
 #   the same id is refused key_mismatch "another input", the trip unchanged;
-# - the refusals, each INVALID_ARGUMENT naming the field, nothing stored: an
-#   order given to a type that takes a Booking, a field a step maps missing
-#   or out of range, an unknown field, JSON that is not an object, an input
-#   larger than a row holds;
+# - the refusals, each INVALID_ARGUMENT naming the field, logged and
+#   counted, nothing stored: an order given to a type that takes a Booking,
+#   a field a step maps missing, a count out of the protocol's 1..10^6 (what
+#   a participant takes: seats past it would be refused after the pivot, for
+#   ever), an unknown field, JSON that is not an object, an input larger than
+#   a row holds, a string with a NUL byte inside (cut short by decoding);
 # - the order saga takes its Order as input_json too (the typed columns);
 # - a trip whose room is out of stock is cancelled, nothing charged;
 # - the orchestrator killed (kill -9) with a trip at its pivot: after a
@@ -76,10 +78,19 @@ refused() { # refused WHAT EXPECTED_TEXT SAGACTL_ARGS...
 refused "an order to a type of another input" \
   "INVALID_ARGUMENT (bad_field): invalid input: an order: type trip takes a sagas.v1.Booking: give it as input or input_json, not order" \
   ann R1 1 1.00
-refused "a mapped field missing" "invalid input.room: must be" \
+refused "a mapped field missing" "invalid input.room: missing (a sagas.v1.Booking)" \
   --input '{"customer":"ann","nights":1,"flight":"F1","seats":1,"amount":"100"}'
-refused "a mapped integer out of range" "invalid input.nights: must be 1..1000000000000000" \
-  --input "$(trip_json 0)"
+refused "a count out of the protocol's range" "invalid input.nights: must be 1..1000000 (a sagas.v1.Booking)" \
+  --input "$(trip_json -1)"
+refused "a count past what a participant takes" "invalid input.seats: must be 1..1000000" \
+  --input '{"customer":"ann","room":"R1","nights":1,"flight":"F1","seats":2000000,"amount":"1"}'
+# an input decoded as something else than was sent: a string with a NUL
+# byte inside (protobuf-c cuts it there), over the HTTP API's encoded input
+nul=$(printf '\x0a\x05an\x00xy\x12\x02R1\x18\x01\x22\x02F1\x28\x01\x30\x01' | base64 -w0)
+got=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' \
+  --data-binary "{\"type\": \"trip\", \"input\": \"$nul\"}" "$GATEWAY_URL/v1/sagas" | jq -r '.code + " " + .message')
+assert_eq "a NUL inside a string: refused" \
+  "INVALID_ARGUMENT invalid input: not exactly a sagas.v1.Booking (a string with a NUL byte inside, an overlong varint or a field given twice)" "$got"
 refused "an unknown field" "invalid input_json.rooms" \
   --input "$(trip_json 1 ',"rooms":"R1"')"
 refused "not an object" "invalid input_json: not a JSON object" --input '[1]'
@@ -93,6 +104,9 @@ got=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' --data-b
 assert_eq "larger than a row holds: refused" \
   "INVALID_ARGUMENT invalid input: 623 bytes encoded, at most 512 (a sagas.v1.Booking)" "$got"
 assert_eq "no saga stored by a refusal" "$n0" "$(count_sagas)"
+assert_eq "each refusal logged" 9 "$(grep -c 'StartSaga refused: invalid input' "$STACK_DIR/orchestratord.log")"
+assert_eq "and counted" 9 \
+  "$(stack_metrics orchestratord | awk '$1 == "sagas_rpc_refusals_total{reason=\"bad_field\"}" { print $2 }')"
 
 # --- the order saga's Order as input_json ----------------------------------------
 O1=7a000000-0000-4000-8000-000000000002

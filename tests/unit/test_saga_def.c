@@ -775,6 +775,22 @@ static void test_no_pivot(void **state)
 	    "before it (this type has none)");
 }
 
+/* two steps sending one command to one daemon: a participant applies each
+ * (saga id, method) once, so the second would be answered from the first's
+ * record and never applied (found by a review: a trip's room and seat on
+ * one stockd took one unit for both) */
+static void test_same_key(void **state)
+{
+	(void)state;
+	expect_error("same_key.yaml",
+	    HEAD R "      - {name: again, participant: stock, command: ReserveStock, compensation: "
+	           "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n" C S,
+	    "same_key.yaml:13:52: sagas.t.steps[1].command: again sends ReserveStock to --stock as "
+	    "sagas.t.steps[0] does: a participant applies each (saga id, method) once, so one "
+	    "would be answered with the other's record; give one of them a participant of its own "
+	    "(another urls option)");
+}
+
 static void test_const_range(void **state)
 {
 	(void)state;
@@ -941,6 +957,7 @@ int main(void)
 	    cmocka_unit_test(test_large_mapping),
 	    cmocka_unit_test(test_load_directory),
 	    cmocka_unit_test(test_no_pivot),
+	    cmocka_unit_test(test_same_key),
 	    cmocka_unit_test(test_alias_refused),
 	    cmocka_unit_test(test_nul_refused),
 	    cmocka_unit_test(test_not_utf8),

@@ -70,24 +70,30 @@ static void test_good_canonical(void **state)
 	size_t n = sagas__v1__booking__pack(&b, in);
 	assert_int_equal(nout, n);
 	assert_memory_equal(out, in, n);
-	/* the same input, its fields in another order on the wire, and the
-	 * customer given twice (the last wins): one canonical encoding */
+	/* the same input, its fields in another order on the wire: one
+	 * canonical encoding */
 	uint8_t odd[160];
 	size_t k = 0;
 	const uint8_t amount[] = {0x30, 0xe0, 0x5d}; /* field 6 = 12000 */
 	memcpy(odd + k, amount, sizeof amount);
 	k += sizeof amount;
-	const uint8_t first[] = {0x0a, 0x01, 'z'}; /* customer "z", then "ann" */
-	memcpy(odd + k, first, sizeof first);
-	k += sizeof first;
-	memcpy(odd + k, in, n);
-	k += n;
+	b.amount = 0; /* the rest, without the amount */
+	k += sagas__v1__booking__pack(&b, odd + k);
 	uint8_t out2[512];
 	size_t nout2 = 0;
 	assert_int_equal(
 	    saga_def_input_check(trip, odd, k, out2, sizeof out2, &nout2, err, sizeof err), 0);
 	assert_int_equal(nout2, nout);
 	assert_memory_equal(out2, out, nout);
+	/* a field given twice (the customer "z", then "ann") is not exactly
+	 * what it decodes to: refused, as every request is (rpc_unpack) */
+	const uint8_t first[] = {0x0a, 0x01, 'z'};
+	memcpy(odd, first, sizeof first);
+	b.amount = 12000;
+	k = sizeof first + sagas__v1__booking__pack(&b, odd + sizeof first);
+	assert_int_equal(
+	    saga_def_input_check(trip, odd, k, out2, sizeof out2, &nout2, err, sizeof err), -1);
+	assert_non_null(strstr(err, "invalid input: not exactly a sagas.v1.Booking"));
 }
 
 static void test_refusals(void **state)
@@ -99,11 +105,31 @@ static void test_refusals(void **state)
 	Sagas__V1__Booking b = good();
 	b.room = "";
 	assert_int_equal(check(&b, out, &nout, err), -1);
-	assert_non_null(strstr(err, "invalid input.room: must be"));
+	assert_string_equal(err, "invalid input.room: missing");
 	b = good();
 	b.nights = 0;
 	assert_int_equal(check(&b, out, &nout, err), -1);
-	assert_string_equal(err, "invalid input.nights: must be 1..1000000000000000");
+	assert_string_equal(err, "invalid input.nights: missing");
+	b.nights = -1;
+	assert_int_equal(check(&b, out, &nout, err), -1);
+	assert_string_equal(err, "invalid input.nights: must be 1..1000000");
+	/* a count of 32 bits within the protocol's 1..10^6 (what a
+	 * participant takes: seats go to a retriable step after the pivot) */
+	b = good();
+	b.seats = 1000001;
+	assert_int_equal(check(&b, out, &nout, err), -1);
+	assert_string_equal(err, "invalid input.seats: must be 1..1000000");
+	b.seats = 1000000;
+	assert_int_equal(check(&b, out, &nout, err), 0);
+	/* a string with a NUL inside: cut short by the unpacking, refused */
+	b = good();
+	uint8_t nul[160];
+	size_t nn = sagas__v1__booking__pack(&b, nul);
+	assert_int_equal(nul[0], 0x0a); /* customer "ann" first */
+	assert_int_equal(nul[1], 3);
+	nul[3] = '\0'; /* "a", NUL, "n" */
+	assert_int_equal(saga_def_input_check(trip, nul, nn, out, 512, &nout, err, 256), -1);
+	assert_non_null(strstr(err, "invalid input: not exactly a sagas.v1.Booking"));
 	b = good();
 	b.amount = 1000000000000001LL;
 	assert_int_equal(check(&b, out, &nout, err), -1);
