@@ -1,7 +1,10 @@
 /* orch_metrics: orchestratord's metrics (orch_metrics.h). */
 #include "orch_metrics.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "metrics.h"
 #include "status.h"
@@ -40,9 +43,9 @@ static const metric_def M_RETRIES = {"sagas_step_retries_total",
 static const metric_def M_IN_FLIGHT = {"sagas_in_flight",
     "Commands this process has sent and not yet had answered", METRIC_GAUGE, "", NULL, 0};
 static const metric_def M_OPEN = {"sagas_open",
-    "Unfinished sagas by state, in the database (read by one orchestrator every "
-    "--gauge-interval)",
-    METRIC_GAUGE, "state", NULL, 0};
+    "Unfinished sagas by saga type and state (its definition's name), in the database (read "
+    "by one orchestrator every --gauge-interval)",
+    METRIC_GAUGE, "type,state", NULL, 0};
 static const metric_def M_ATTENTION = {"sagas_attention",
     "Unfinished sagas flagged for attention (a compensation or the retriable step failing "
     "again and again), in the database",
@@ -57,6 +60,40 @@ static const metric_def M_GAUGES_TS = {"sagas_db_gauges_timestamp_seconds",
 static const char *const ORCH_RESULTS[] = {"ok", "refused", "error", "timeout", "unreachable"};
 
 static _Atomic int64_t orch_inflight[ORCH_METRICS_ENGINES];
+
+/* the other types' (type, state) series of sagas_open published so far: set
+ * to 0 when a read no longer has them (a gauge, not a stale value) */
+static pthread_mutex_t orch_open_mtx = PTHREAD_MUTEX_INITIALIZER;
+static store_open_other orch_open_seen[STORE_OPEN_OTHERS];
+static size_t orch_open_nseen;
+
+/* orch_open_others publishes g's other types' open sagas, and 0 for a pair
+ * published before that g no longer has. */
+static void orch_open_others(const store_gauges *g)
+{
+	pthread_mutex_lock(&orch_open_mtx);
+	for (size_t i = 0; i < orch_open_nseen; i++) {
+		bool now = false;
+		for (size_t k = 0; k < g->nothers && !now; k++)
+			now = strcmp(g->others[k].type, orch_open_seen[i].type) == 0
+			    && strcmp(g->others[k].state, orch_open_seen[i].state) == 0;
+		if (!now) {
+			const char *v[2] = {orch_open_seen[i].type, orch_open_seen[i].state};
+			metric_set(metric_get(&M_OPEN, v), 0);
+		}
+	}
+	for (size_t k = 0; k < g->nothers; k++) {
+		const char *v[2] = {g->others[k].type, g->others[k].state};
+		metric_set(metric_get(&M_OPEN, v), g->others[k].n);
+		bool seen = false;
+		for (size_t i = 0; i < orch_open_nseen && !seen; i++)
+			seen = strcmp(g->others[k].type, orch_open_seen[i].type) == 0
+			    && strcmp(g->others[k].state, orch_open_seen[i].state) == 0;
+		if (!seen && orch_open_nseen < STORE_OPEN_OTHERS)
+			orch_open_seen[orch_open_nseen++] = g->others[k];
+	}
+	pthread_mutex_unlock(&orch_open_mtx);
+}
 
 void orch_metrics_init(void)
 {
@@ -146,9 +183,11 @@ void orch_metrics_gauges(const store_gauges *g, double read_unix_s)
 		return;
 	}
 	for (int s = 1; s <= SAGA_STATE_LAST; s++)
-		if (!saga_is_terminal((saga_state)s))
-			metric_set(
-			    metric_get1(&M_OPEN, saga_state_name((saga_state)s)), g->open[s]);
+		if (!saga_is_terminal((saga_state)s)) {
+			const char *v[2] = {"order", saga_state_name((saga_state)s)};
+			metric_set(metric_get(&M_OPEN, v), g->open[s]);
+		}
+	orch_open_others(g);
 	metric_set(metric_get(&M_ATTENTION, NULL), g->attention);
 	for (int r = 0; r < STORE_OVERDUE_N; r++)
 		metric_set(metric_get1(&M_OVERDUE, store_overdue_name((store_overdue_reason)r)),

@@ -594,24 +594,33 @@ int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_g
 	snprintf(stuck, sizeof stuck, "%" PRId64, stuck_ms);
 	const char *p[2] = {margin, stuck};
 	PGresult *r = NULL;
-	/* one row per unfinished state that has sagas */
+	/* one row per saga type and unfinished state that has sagas */
 	int rc = pg_exec(conn,
 	    "SELECT state, count(*), count(*) FILTER (WHERE attention),"
 	    " count(*) FILTER (WHERE past_deadline),"
 	    " count(*) FILTER (WHERE compensation_failing),"
 	    " count(*) FILTER (WHERE stuck),"
-	    " count(*) FILTER (WHERE " STORE_OVERDUE_ANY ")"
+	    " count(*) FILTER (WHERE " STORE_OVERDUE_ANY "), type"
 	    " FROM (SELECT state, attention, " STORE_OVERDUE_COLS(
-	        "$1", "$2") "       FROM sagas WHERE " STORE_UNFINISHED ") s GROUP BY state",
+	        "$1", "$2") ", coalesce(type, 'order') AS type FROM sagas WHERE " STORE_UNFINISHED
+	                    ") s GROUP BY type, state",
 	    2, p, &r);
 	if (rc != 0)
 		return rc;
 	store_gauges g;
 	memset(&g, 0, sizeof g);
 	for (int i = 0; i < PQntuples(r); i++) {
-		saga_state st = saga_state_parse(PQgetvalue(r, i, 0));
-		if (st != SAGA_STATE_UNSPECIFIED)
+		const char *type = PQgetvalue(r, i, 3 + STORE_OVERDUE_N + 1);
+		saga_state st = strcmp(type, "order") == 0 ? saga_state_parse(PQgetvalue(r, i, 0))
+		                                           : SAGA_STATE_UNSPECIFIED;
+		if (st != SAGA_STATE_UNSPECIFIED) {
 			g.open[st] = pg_get_i64(r, i, 1);
+		} else if (strcmp(type, "order") != 0 && g.nothers < STORE_OPEN_OTHERS) {
+			store_open_other *o = &g.others[g.nothers++];
+			snprintf(o->type, sizeof o->type, "%s", type);
+			snprintf(o->state, sizeof o->state, "%s", PQgetvalue(r, i, 0));
+			o->n = pg_get_i64(r, i, 1);
+		}
 		g.attention += pg_get_i64(r, i, 2);
 		for (int k = 0; k < STORE_OVERDUE_N; k++)
 			g.overdue[k] += pg_get_i64(r, i, 3 + k);

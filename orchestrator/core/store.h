@@ -369,16 +369,34 @@ store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms
     int64_t created_after_ms, saga_row *out, int *err);
 
 /* The gauges of the sagas in the database (metrics, report.c). */
+/* STORE_OPEN_OTHERS: the (type, state) pairs of other saga types than
+ * the order saga that store_gauges counts, at most (16 types of a file
+ * times their states would be more; the rest are counted in attention and
+ * overdue only). */
+#define STORE_OPEN_OTHERS 64
+
+/* Unfinished sagas of one state of a saga type other than the order saga
+ * (its definition's name of the state). */
+typedef struct store_open_other {
+	char type[SAGA_NAME_MAX];
+	char state[SAGA_NAME_MAX];
+	int64_t n;
+} store_open_other;
+
 typedef struct store_gauges {
-	int64_t open[SAGA_STATE_LAST + 1]; /* sagas by state, indexed by saga_state;
-	                                      only unfinished states are counted
-	                                      (the terminal ones and UNSPECIFIED
-	                                      stay 0) */
-	int64_t attention;                 /* unfinished sagas flagged for attention */
-	int64_t overdue[STORE_OVERDUE_N];  /* unfinished sagas by store_overdue_reason
-	                                      (a saga may count under two) */
-	int64_t overdue_total;             /* unfinished sagas meeting any of them,
-	                                      each counted once */
+	int64_t open[SAGA_STATE_LAST + 1];          /* order sagas by state, indexed by
+	                                               saga_state; only unfinished states
+	                                               are counted (the terminal ones and
+	                                               UNSPECIFIED stay 0) */
+	store_open_other others[STORE_OPEN_OTHERS]; /* other types' unfinished
+	                                               sagas by state, those that
+	                                               have some */
+	size_t nothers;
+	int64_t attention;                /* unfinished sagas flagged for attention */
+	int64_t overdue[STORE_OVERDUE_N]; /* unfinished sagas by store_overdue_reason
+	                                     (a saga may count under two) */
+	int64_t overdue_total;            /* unfinished sagas meeting any of them,
+	                                     each counted once */
 } store_gauges;
 
 /* store_read_gauges fills *out in ONE statement over the unfinished sagas

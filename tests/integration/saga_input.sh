@@ -29,12 +29,14 @@ source "$here/../lib/fault.sh"
 defs=$STACK_ROOT/tests/definitions/trip.yaml
 
 STACK_GATEWAY=1
-ORCH_FLAGS="--definitions $defs"
+ORCH_FLAGS="--definitions $defs --gauge-interval 200"
 stack_start
 ctl stock set R1 10 >/dev/null
 ctl stock set R2 0 >/dev/null
 ctl deposit ann 500.00 >/dev/null
 count_sagas() { psql_db sagas_orchestrator "SELECT count(*) FROM sagas"; }
+metric() { stack_metrics orchestratord | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'; }
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
 trip_json() { # NIGHTS [EXTRA_FIELDS]
   echo "{\"customer\":\"ann\",\"room\":\"R1\",\"nights\":$1,\"flight\":\"F1\",\"seats\":2,\"amount\":\"12000\"${2:-}}"
 }
@@ -129,6 +131,9 @@ T3=7a000000-0000-4000-8000-000000000004
 stack_kill paymentd
 ctl start --type trip --id "$T3" --input "$(trip_json 2)" >/dev/null
 wait_state "$T3" PAY 20
+# the database gauges count it by its type and its definition's state name
+wait_until 20 metric_is 'sagas_open{type="trip",state="PAY"}' 1 || true
+assert_eq "sagas_open by type and state" 1 "$(metric 'sagas_open{type="trip",state="PAY"}')"
 stack_kill orchestratord KILL
 stack_start_payment
 stack_start_orchestrator
@@ -151,7 +156,6 @@ assert_eq "HTTP: read back with its input" "sagas.v1.Booking R1" "$got"
 
 # --- the metrics by type and step (this process: since the restart, T4
 # started, T3 and T4 booked, T4's room step done) ---------------------------------
-metric() { stack_metrics orchestratord | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'; }
 assert_eq "sagas_started_total by type" 1 "$(metric 'sagas_started_total{type="trip"}')"
 assert_eq "sagas_finished_total by type and state" 2 \
   "$(metric 'sagas_finished_total{type="trip",state="TRIP_BOOKED",reason=""}')"
