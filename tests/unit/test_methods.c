@@ -14,25 +14,12 @@
 #include <cmocka.h>
 
 #include "methods.h"
-#include "sagas/v1/admin.pb-c.h"
-#include "sagas/v1/health.pb-c.h"
-#include "sagas/v1/hotel.pb-c.h"
-#include "sagas/v1/orchestrator.pb-c.h"
-#include "sagas/v1/payment.pb-c.h"
-#include "sagas/v1/shipping.pb-c.h"
-#include "sagas/v1/stock.pb-c.h"
+#include "saga_proto_registry.h"
 
-/* Every service of proto/sagas/v1 (a new service's descriptor goes here). */
-static const ProtobufCServiceDescriptor *const services[] = {
-    &sagas__v1__health__descriptor,
-    &sagas__v1__admin__descriptor,
-    &sagas__v1__orchestrator__descriptor,
-    &sagas__v1__stock__descriptor,
-    &sagas__v1__payment__descriptor,
-    &sagas__v1__shipping__descriptor,
-    &sagas__v1__hotel__descriptor,
-};
-#define N_SERVICES (sizeof services / sizeof services[0])
+/* Every service of proto/sagas/v1: the registry generated from PROTO_NAMES
+ * (a new .proto's service is checked here with no change). */
+#define services   saga_proto_services
+#define N_SERVICES saga_proto_nservices
 
 /* every method of every service has exactly one row, with its path */
 static void test_every_proto_method_has_one_row(void **state)
