@@ -351,13 +351,7 @@ bool orch_def_pos(
 
 const char *orch_def_state(const orch_def_version *v, const saga_flow_pos *pos)
 {
-	const saga_def_type *t = v->type;
-	if (saga_flow_is_terminal(&v->flow, pos))
-		return pos->phase == SAGA_FLOW_FORWARD ? t->completed : t->cancelled;
-	if (pos->step < 0 || pos->step >= v->flow.nsteps)
-		return NULL;
-	const saga_def_step *st = &t->steps[pos->step];
-	return pos->phase == SAGA_FLOW_FORWARD ? st->state : st->compensating;
+	return saga_def_state_name(v->type, &v->flow, pos);
 }
 
 const char *orch_def_method(const orch_def_version *v, const saga_flow_pos *pos)

@@ -80,6 +80,11 @@ static const config_opt ctl_opts_defs[] = {
         "--model: explore for at most this long per type", "S"},
 };
 
+static const config_opt ctl_opts_table[] = {
+    {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
+        "only this saga type of the file (default: every type)", "TYPE"},
+};
+
 static const config_opt ctl_opts_start[] = {
     CTL_OPT_GLOBAL,
     {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
@@ -414,6 +419,17 @@ static const ctl_cmd ctl_cmds[] = {
         "  number or \"default\"),\"group\"}]}]}\n"
         "  (compensating, compensation and group null when absent)",
         ctl_opts_defs, CTL_NELEM(ctl_opts_defs), ctl_args_file, ctl_definitions_check},
+    {"definitions table", "FILE", "print a saga type's state table (no server needed)",
+        "sagactl definitions table FILE [--type TYPE]",
+        "Print the state table of each saga type of a definition file (or of --type\n"
+        "TYPE) in Markdown, as docs/saga-states.md shows the order saga's: one row per\n"
+        "state with the command in flight and the state that follows its success, a\n"
+        "definitive refusal and its step deadline. Every cell is what orchestratord's\n"
+        "own transition does there, so the table is the engine's, not a copy of it.\n"
+        "A file of several types prints a '### TYPE' heading before each table.\n"
+        "Exits 0; 1 when the file is not valid (as 'definitions check') or has no\n"
+        "type TYPE.",
+        ctl_opts_table, CTL_NELEM(ctl_opts_table), ctl_args_file, ctl_definitions_table},
     {"stock set", "SKU ON_HAND", "admin: set the on-hand quantity of a sku",
         "sagactl stock set SKU ON_HAND [OPTIONS]",
         "Admin: set the on-hand quantity of SKU (creates the sku).\n"
@@ -710,9 +726,11 @@ typedef struct ctl_group {
 } ctl_group;
 
 static const ctl_group ctl_groups[] = {
-    {"definitions", "check",
-        "usage: sagactl definitions check FILE\n\n"
-        "Run 'sagactl definitions check --help' for details.\n"},
+    {"definitions", "check or table",
+        "usage: sagactl definitions check FILE [--model]\n"
+        "       sagactl definitions table FILE [--type TYPE]\n\n"
+        "Run 'sagactl definitions check --help' or 'sagactl definitions table --help' for\n"
+        "details.\n"},
     {"stock", "set or list",
         "usage: sagactl stock set SKU ON_HAND [OPTIONS]\n"
         "       sagactl stock list [--reservations [--limit N]] [OPTIONS]\n\n"

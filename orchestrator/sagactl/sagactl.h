@@ -377,6 +377,10 @@ int ctl_retention(ctl_ctx *c, char **args);
 /* definitions check FILE: no server; exit 0 when the file validates, else
  * the error (FILE:LINE:COLUMN: PATH: message) and exit 1. */
 int ctl_definitions_check(ctl_ctx *c, char **args);
+/* definitions table FILE [--type T]: no server; prints each type's (or
+ * T's) state table in Markdown (saga_def_table); exit 0, or 1 when the
+ * file does not validate or has no type T. */
+int ctl_definitions_table(ctl_ctx *c, char **args);
 
 /* ---- sagactl_report.c ---- */
 

@@ -3,7 +3,8 @@
  * version, steps and their input mappings, and says whether this build's
  * orchestratord runs it (saga_def_runnable), and with which --links; with
  * --model, checks each
- * type's flow with the model (saga_model.h). */
+ * type's flow with the model (saga_model.h). sagactl definitions table FILE:
+ * each type's state table (saga_def_table). */
 #include "sagactl.h"
 
 #include <errno.h>
@@ -291,5 +292,40 @@ out:
 	saga_defs_free(d);
 	if (rc == CTL_EXIT_OK && !models_ok)
 		rc = CTL_EXIT_ERROR;
+	return rc;
+}
+
+int ctl_definitions_table(ctl_ctx *c, char **args)
+{
+	saga_defs *d = NULL;
+	char err[512];
+	if (saga_def_load(args[0], &d, err, sizeof err) != 0)
+		return ctl_error("%s", err);
+	const char *only = c->o.type[0] != '\0' ? c->o.type : NULL;
+	size_t shown = 0;
+	int rc = CTL_EXIT_OK;
+	for (size_t i = 0; i < d->ntypes && rc == CTL_EXIT_OK; i++) {
+		const saga_def_type *t = &d->types[i];
+		if (only != NULL && strcmp(only, t->name) != 0)
+			continue;
+		char *table = NULL;
+		if (saga_def_table(t, &table) != 0) {
+			rc = ctl_error("%s: type %s: out of memory", args[0], t->name);
+			break;
+		}
+		if (only == NULL && d->ntypes > 1)
+			printf("%s### %s\n\n", shown > 0 ? "\n" : "", t->name);
+		fputs(table, stdout);
+		free(table);
+		shown++;
+	}
+	if (rc == CTL_EXIT_OK && shown == 0) {
+		char names[CONFIG_STR_MAX] = "";
+		for (size_t i = 0; i < d->ntypes; i++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+			    i ? ", " : "", d->types[i].name);
+		rc = ctl_error("%s has no saga type \"%s\" (its types: %s)", args[0], only, names);
+	}
+	saga_defs_free(d);
 	return rc;
 }

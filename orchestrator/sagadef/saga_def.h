@@ -167,6 +167,24 @@ int saga_def_version(
  * saga_flow_valid accepts (validation refuses those first). */
 int saga_def_flow(const saga_def_type *t, saga_flow *out);
 
+/* saga_def_state_name is the state name a saga of type `t` (as flow `f`,
+ * from saga_def_flow) has at `pos`: the terminal states' names, else the
+ * stage's first step's `state` (forward) or `compensating`; NULL for a
+ * position the flow does not have. Borrowed from `t`. The rule: a group's
+ * stage is named by its first member (docs/saga-definitions.md). */
+const char *saga_def_state_name(
+    const saga_def_type *t, const saga_flow *f, const saga_flow_pos *pos);
+
+/* saga_def_table writes type `t`'s state table (a validated saga_defs'
+ * type) as Markdown to *out (malloc'd, NUL-terminated, the caller frees):
+ * a header, one row per stage forward (in order) and per stage with a
+ * compensation compensating (last first), then the terminal states. Each
+ * cell is what saga_flow_transition (the engine's own transition) does at
+ * that position with every member's success, a definitive refusal of the
+ * first member, and the step deadline passed: docs/saga-states.md's table.
+ * Returns 0, or -1 (out of memory, or `t` not a valid flow; *out NULL). */
+int saga_def_table(const saga_def_type *t, char **out);
+
 /* A link orchestratord has to a participant: the option naming its URL
  * list, without "--" ("stock"), and the service it serves there
  * ("sagas.v1.Stock"; NULL for a link of --links, which serves the

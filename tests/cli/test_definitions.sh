@@ -3,7 +3,8 @@
 # order definition validates (exit 0, its type, version and three steps), a bad
 # file is refused with FILE:LINE:COLUMN: PATH: message (exit 1), a missing
 # argument is a usage error (exit 2); --model runs the fixed point over each
-# type (saga_model.h) and says so. Needs no daemon.
+# type (saga_model.h) and says so. `definitions table FILE` prints each
+# type's state table. Needs no daemon.
 #   usage: test_definitions.sh PATH/TO/sagactl SOURCE_DIR
 set -euo pipefail
 
@@ -183,6 +184,30 @@ if [[ $rc -ne 0 ]] || ! grep -q '^usage: sagactl definitions check FILE' "$TMP/o
 	! grep -q 'Needs no server: the connection options' "$TMP/out"; then
 	fail "definitions check --help"
 fi
+
+# definitions table: each type's table, a heading per type when several;
+# an unknown --type names the file's types (exit 1); a bad file exit 1
+rc=0
+"$SAGACTL" definitions table "$SRC/tests/definitions/trip.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] || fail "table trip.yaml: exit $rc: $(cat "$TMP/err")"
+[[ "$(grep '^### ' "$TMP/out" | tr '\n' ' ')" == "### order ### trip " ]] ||
+	fail "table trip.yaml: headings: $(grep '^### ' "$TMP/out")"
+grep -qxF '| CHARGING (pivot) | ChargePayment | SHIPPING | RELEASING (the reply'"'"'s reason) | REFUNDING (timeout) |' "$TMP/out" ||
+	fail "table trip.yaml: no CHARGING row: $(cat "$TMP/out")"
+rc=0
+"$SAGACTL" definitions table --type order "$SRC/orchestrator/definitions/order.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 && "$(wc -l <"$TMP/out")" -eq 8 && "$(head -c 4 "$TMP/out")" == "| st" ]] ||
+	fail "table --type order: exit $rc, $(wc -l <"$TMP/out") lines: $(cat "$TMP/out" "$TMP/err")"
+rc=0
+"$SAGACTL" definitions table --type nope "$SRC/tests/definitions/trip.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+want="sagactl: error: $SRC/tests/definitions/trip.yaml has no saga type \"nope\" (its types: order, trip)"
+[[ $rc -eq 1 && "$(cat "$TMP/err")" == "$want" && ! -s "$TMP/out" ]] ||
+	fail "table --type nope: exit $rc, got '$(cat "$TMP/err")', want '$want'"
+printf 'format: 2\n' >"$TMP/bad.yaml"
+rc=0
+"$SAGACTL" definitions table "$TMP/bad.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[[ $rc -eq 1 && "$(cat "$TMP/err")" == "sagactl: error: $TMP/bad.yaml:"* ]] ||
+	fail "table bad.yaml: exit $rc: $(cat "$TMP/err")"
 
 if [[ $failures -gt 0 ]]; then
 	echo "$failures failed" >&2
