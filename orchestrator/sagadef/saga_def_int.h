@@ -97,4 +97,16 @@ const saga_def_map *sd_map_of(const saga_def_step *s, const char *field);
 /* sd_request_of returns the request message of method `id`, or NULL. */
 const ProtobufCMessageDescriptor *sd_request_of(enum method_id id);
 
+/* A growing text: `p` malloc'd (the owner frees it), `n` bytes used of
+ * `cap`; `oom` once an allocation failed, after which sd_add does nothing. */
+typedef struct sd_buf {
+	char *p;
+	size_t n, cap;
+	bool oom;
+} sd_buf;
+
+/* sd_add appends printf(fmt, ...) to b (NUL-terminated), growing it; on
+ * failure sets b->oom (the text so far stays). */
+void sd_add(sd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

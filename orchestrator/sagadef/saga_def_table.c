@@ -2,55 +2,14 @@
  * from its definition by the engine's own transition: each cell is what
  * saga_flow_transition does with that event at that position, so the table
  * cannot drift from the code that runs the saga. */
-#include "saga_def.h"
+#include "saga_def_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The clock of the table's made-up rows (ms); any value past 0 would do. */
 #define TABLE_NOW_MS 1000000
-
-/* A growing text: `s` malloc'd, `len` bytes used, `cap` allocated; `oom`
- * set once an allocation failed (later appends do nothing). */
-typedef struct table_buf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-} table_buf;
-
-static void tb_printf(table_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tb_printf(table_buf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s != NULL ? b->s + b->len : NULL, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		while (cap - b->len <= (size_t)n)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (s == NULL) {
-			b->oom = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
 
 const char *saga_def_state_name(
     const saga_def_type *t, const saga_flow *f, const saga_flow_pos *pos)
@@ -75,7 +34,7 @@ static saga_flow_row table_row(const saga_flow *f, int32_t step, saga_flow_phase
 
 /* The members' commands of stage `i` in `phase`, " + " between them. */
 static void table_commands(
-    table_buf *b, const saga_def_type *t, int32_t i, int32_t n, saga_flow_phase phase)
+    sd_buf *b, const saga_def_type *t, int32_t i, int32_t n, saga_flow_phase phase)
 {
 	const char *sep = "";
 	for (int32_t k = 0; k < n; k++) {
@@ -83,38 +42,38 @@ static void table_commands(
 		enum method_id m = phase == SAGA_FLOW_FORWARD ? st->command : st->compensation;
 		if (m == METHOD_NONE)
 			continue;
-		tb_printf(b, "%s%s", sep, method_table[m].name);
+		sd_add(b, "%s%s", sep, method_table[m].name);
 		sep = " + ";
 	}
 }
 
 /* "retried (attention after N tries)": N the step's own or the option. */
-static void table_retried(table_buf *b, const char *what, const saga_def_step *st)
+static void table_retried(sd_buf *b, const char *what, const saga_def_step *st)
 {
 	if (st->attention_after == SAGA_DEF_DEFAULT)
-		tb_printf(b, "%s: retried (attention after --attention-after tries)", what);
+		sd_add(b, "%s: retried (attention after --attention-after tries)", what);
 	else
-		tb_printf(b, "%s: retried (attention after %lld tries)", what,
+		sd_add(b, "%s: retried (attention after %lld tries)", what,
 		    (long long)st->attention_after);
 }
 
 /* One row: stage `i` (n members) of `t` in `phase`, each cell the outcome
  * of saga_flow_transition on that event. */
-static void table_stage(table_buf *b, const saga_def_type *t, const saga_flow *f, int32_t i,
-    int32_t n, saga_flow_phase phase, const saga_policy *p)
+static void table_stage(sd_buf *b, const saga_def_type *t, const saga_flow *f, int32_t i, int32_t n,
+    saga_flow_phase phase, const saga_policy *p)
 {
 	const saga_def_step *st = &t->steps[i];
 	saga_flow_pos here = {.step = i, .phase = phase};
-	tb_printf(b, "| %s", saga_def_state_name(t, f, &here));
+	sd_add(b, "| %s", saga_def_state_name(t, f, &here));
 	if (st->group != NULL) {
-		tb_printf(b, " (group %s:", st->group);
+		sd_add(b, " (group %s:", st->group);
 		for (int32_t k = 0; k < n; k++)
-			tb_printf(b, "%s %s", k ? "," : "", t->steps[i + k].name);
-		tb_printf(b, ")");
+			sd_add(b, "%s %s", k ? "," : "", t->steps[i + k].name);
+		sd_add(b, ")");
 	}
 	if (phase == SAGA_FLOW_FORWARD && st->kind != SAGA_STEP_COMPENSABLE)
-		tb_printf(b, " (%s)", saga_def_kind_name(st->kind));
-	tb_printf(b, " | ");
+		sd_add(b, " (%s)", saga_def_kind_name(st->kind));
+	sd_add(b, " | ");
 	table_commands(b, t, i, n, phase);
 
 	/* on success: every member's reply OK, in order */
@@ -128,7 +87,7 @@ static void table_stage(table_buf *b, const saga_def_type *t, const saga_flow *f
 		saga_flow_transition(f, &r, &ev, TABLE_NOW_MS, 0, p, &d);
 		r = d.next;
 	}
-	tb_printf(b, " | %s", saga_def_state_name(t, f, &r.pos));
+	sd_add(b, " | %s", saga_def_state_name(t, f, &r.pos));
 
 	/* on a definitive refusal of the (first) member */
 	r = table_row(f, i, phase);
@@ -136,22 +95,22 @@ static void table_stage(table_buf *b, const saga_def_type *t, const saga_flow *f
 	    .cmd = {.step = i, .phase = phase, .member = n > 1 ? 0 : -1},
 	    .reason = "refused"};
 	saga_flow_transition(f, &r, &ev, TABLE_NOW_MS, 0, p, &d);
-	tb_printf(b, " | ");
+	sd_add(b, " | ");
 	if (d.ignored || !d.state_changed)
 		table_retried(b, "never refused", st);
 	else
-		tb_printf(b, "%s (the reply's reason)", saga_def_state_name(t, f, &d.next.pos));
+		sd_add(b, "%s (the reply's reason)", saga_def_state_name(t, f, &d.next.pos));
 
 	/* on the step deadline: the sweep finds it passed */
 	r = table_row(f, i, phase);
 	ev = (saga_flow_event) {.kind = SAGA_EV_DEADLINE};
 	saga_flow_transition(f, &r, &ev, TABLE_NOW_MS + 2, 0, p, &d);
-	tb_printf(b, " | ");
+	sd_add(b, " | ");
 	if (d.ignored || !d.state_changed)
-		tb_printf(b, "none: retried");
+		sd_add(b, "none: retried");
 	else
-		tb_printf(b, "%s (%s)", saga_def_state_name(t, f, &d.next.pos), d.next.reason);
-	tb_printf(b, " |\n");
+		sd_add(b, "%s (%s)", saga_def_state_name(t, f, &d.next.pos), d.next.reason);
+	sd_add(b, " |\n");
 }
 
 int saga_def_table(const saga_def_type *t, char **out)
@@ -170,8 +129,8 @@ int saga_def_table(const saga_def_type *t, char **out)
 	    .backoff_cap_ms = 1,
 	    .attention_after = 1,
 	    .request_timeout_ms = 1};
-	table_buf b = {0};
-	tb_printf(&b,
+	sd_buf b = {0};
+	sd_add(&b,
 	    "| state | command in flight | on success | on definitive refusal | "
 	    "on step deadline |\n|---|---|---|---|---|\n");
 	int32_t starts[SAGA_FLOW_MAX_STEPS], nstages = 0;
@@ -187,12 +146,12 @@ int saga_def_table(const saga_def_type *t, char **out)
 		if (any)
 			table_stage(&b, t, f, i, n, SAGA_FLOW_COMPENSATING, &p);
 	}
-	tb_printf(&b, "| %s, %s | none (terminal) | | | |\n", t->completed, t->cancelled);
+	sd_add(&b, "| %s, %s | none (terminal) | | | |\n", t->completed, t->cancelled);
 	free(f);
 	if (b.oom) {
-		free(b.s);
+		free(b.p);
 		return -1;
 	}
-	*out = b.s;
+	*out = b.p;
 	return 0;
 }

@@ -12,15 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sd_buf {
-	char *p;
-	size_t n, cap;
-	bool oom;
-} sd_buf;
-
-static void sd_add(sd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sd_add(sd_buf *b, const char *fmt, ...)
+void sd_add(sd_buf *b, const char *fmt, ...)
 {
 	for (int tries = 0; tries < 2 && !b->oom; tries++) {
 		va_list ap;
