@@ -80,6 +80,26 @@ static const config_opt ctl_opts_defs[] = {
         "--model: explore for at most this long per type", "S"},
 };
 
+static const config_opt ctl_opts_retry[] = {
+    CTL_OPT_GLOBAL,
+    {"attention", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, attention),
+        "no ID: the sagas flagged for an operator", NULL},
+    {"state", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, state),
+        "no ID: the sagas in this state (any saga type's state names)", "STATE"},
+    {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
+        "no ID: the sagas of this type", "TYPE"},
+    {"customer", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, customer),
+        "no ID: this customer's sagas", "CUSTOMER"},
+    {"older-than", NULL, CONFIG_INT, "0", 0, 315360000000, offsetof(ctl_opts, older_than_ms),
+        "no ID: the sagas created longer ago than this", "MS"},
+    {"overdue", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, overdue),
+        "no ID: the sagas 'list --overdue' shows (the orchestrator's margins)", NULL},
+    {"dry-run", NULL, CONFIG_BOOL, NULL, 0, 0, offsetof(ctl_opts, dry_run),
+        "no ID: count the matching sagas, re-arm none", NULL},
+    {"rate", NULL, CONFIG_INT, "50", 1, 10000, offsetof(ctl_opts, rate),
+        "no ID: re-arm at most this many sagas a second", "N"},
+};
+
 static const config_opt ctl_opts_table[] = {
     {"type", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, type),
         "only this saga type of the file (default: every type)", "TYPE"},
@@ -387,13 +407,25 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: one line per transition, {\"saga_id\",\"version\",\"at_unix_ms\",\"at\",\n"
         "\"from_state\",\"to_state\",\"event\",\"reason\"}",
         ctl_opts_watch, CTL_NELEM(ctl_opts_watch), ctl_args_none, ctl_watch},
-    {"retry", "ID", "re-arm an unfinished saga now (clears attention)",
-        "sagactl retry ID [OPTIONS]",
+    {"retry", "ID", "re-arm an unfinished saga now, or every one a filter selects",
+        "sagactl retry ID [OPTIONS], or sagactl retry FILTERS [--dry-run] [--rate N] [OPTIONS]",
         "Re-arm an unfinished saga: clear its attention flag and attempt count and make\n"
         "its next command due at once. Prints the saga as re-armed. A COMPLETED or\n"
         "CANCELLED saga cannot be retried (FAILED_PRECONDITION, exit 1).\n"
-        "--json: SAGA (see sagactl --help)",
-        ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_retry},
+        "--json: SAGA (see sagactl --help)\n"
+        "\n"
+        "With no ID, re-arm every unfinished saga the filters select (the filters of\n"
+        "'list': --attention, --state, --type, --customer, --older-than, --overdue; at\n"
+        "least one), e.g. after an outage: 'sagactl retry --attention --dry-run' counts\n"
+        "them, 'sagactl retry --attention' re-arms them, at most --rate a second so the\n"
+        "participant that was down is not stampeded. The matches are read first; one\n"
+        "that finished or was deleted meanwhile is counted as such. Prints\n"
+        "\"re-armed N of M matching sagas in T s (F had finished meanwhile, G were deleted,\n"
+        "E failed)\"; exit 0, or 1 when any failed (each said on stderr). A refusal of\n"
+        "the role stops at the first saga.\n"
+        "--json: {\"dry_run\",\"matched\",\"rearmed\",\"finished\",\"gone\",\"failed\",\n"
+        "\"seconds\" (the re-arming's),\"saga_ids\" (with --dry-run: the matching ids; else [])}",
+        ctl_opts_retry, CTL_NELEM(ctl_opts_retry), ctl_args_id, ctl_retry},
     {"definitions check", "FILE", "check a saga definition file (no server needed)",
         "sagactl definitions check FILE [--model [--max-states N] [--max-seconds S]]",
         "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"
@@ -696,6 +728,11 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 	/* start --input JSON: the input is the option, not the order's four */
 	if (cmd->run == ctl_start && c.o.input[0] != '\0')
 		want = 0;
+	/* retry with no ID: the sagas its filters select */
+	if (cmd->run == ctl_retry && nargs == 0) {
+		want = 0;
+		args[0] = NULL;
+	}
 	if (nargs < want) {
 		rc = ctl_usage(
 		    cmd, "missing argument %s (usage: %s)", cmd->args[nargs], cmd->usage);

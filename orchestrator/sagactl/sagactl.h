@@ -98,7 +98,8 @@ typedef struct ctl_opts {
 	char method[CONFIG_STR_MAX];
 	int64_t count;
 	int64_t delay_ms;
-	bool dry_run;                /* retention --dry-run */
+	bool dry_run;                /* retention, retry --dry-run */
+	int64_t rate;                /* retry --rate: re-arms a second */
 	char target[CONFIG_STR_MAX]; /* retention --target: a SERVICE name */
 	char type[CONFIG_STR_MAX];   /* start --type */
 	char input[CONFIG_STR_MAX];  /* start --input: the type's input as JSON */
@@ -309,6 +310,25 @@ int ctl_list_sagas(
 int ctl_list_page(
     ctl_ctx *c, const Sagas__V1__ListSagasRequest *req, Sagas__V1__ListSagasReply **out);
 
+/* CTL_STATE_NAME_MAX: the bytes of a --state name sent as state_name. */
+#define CTL_STATE_NAME_MAX 72
+
+/* ctl_list_filter fills *req (initialised here) with the filters of `list`
+ * from c->o (--state, --type, --attention, --overdue, --margin,
+ * --stuck-after, --older-than, --customer, --limit); `state_name` is the
+ * caller's buffer req->state_name points to; the strings borrow c->o.
+ * Returns 0, or CTL_EXIT_USAGE after printing a bad --state or --margin
+ * without --overdue. */
+int ctl_list_filter(
+    ctl_ctx *c, Sagas__V1__ListSagasRequest *req, char state_name[CTL_STATE_NAME_MAX]);
+
+/* ctl_try sends one request to `svc` and waits up to `timeout_ms`: 0 with
+ * whatever came back in *res (any code, transport failures included;
+ * clear it with rpc_result_clear), printing nothing; an exit code after
+ * printing an error when no request could be sent. */
+int ctl_try(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    int64_t timeout_ms, rpc_result *res);
+
 /* The verbs' actions: parse args (the verb's positional arguments) and
  * c->o, call, print; return an exit code. */
 int ctl_start(ctl_ctx *c, char **args);
@@ -317,6 +337,13 @@ int ctl_wait_cmd(ctl_ctx *c, char **args);
 int ctl_list(ctl_ctx *c, char **args);
 int ctl_history(ctl_ctx *c, char **args);
 int ctl_retry(ctl_ctx *c, char **args);
+
+/* ---- sagactl_retry.c ---- */
+/* retry with no ID: re-arms every unfinished saga the filters of `list`
+ * select (at least one is required), at most --rate a second, or with
+ * --dry-run only counts them; prints what it did. Exit 0 when every
+ * matching saga was re-armed or had finished meanwhile, 1 otherwise. */
+int ctl_retry_many(ctl_ctx *c);
 
 /* ---- sagactl_watch.c ---- */
 int ctl_watch(ctl_ctx *c, char **args);

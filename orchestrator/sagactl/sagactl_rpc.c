@@ -99,6 +99,9 @@ static rpc_client *ctl_client(ctl_ctx *c, ctl_svc svc, int *rc)
  * for a transport failure) unless `quiet`, clears *res and returns an exit
  * code. With `quiet`, a transient failure (no reply, DEADLINE_EXCEEDED,
  * UNAVAILABLE) returns -1 without printing, for callers that poll. */
+static int ctl_answer(
+    ctl_ctx *c, ctl_svc svc, const char *action, int64_t timeout_ms, bool quiet, rpc_result *res);
+
 int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
     const char *action, int64_t timeout_ms, bool quiet, rpc_result *res)
 {
@@ -114,6 +117,29 @@ int ctl_call(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage
 	if (err != 0)
 		return ctl_error("could not %s: could not send the request to %s: %s", action,
 		    ctl_svc_names[svc], strerror(-err));
+	return ctl_answer(c, svc, action, timeout_ms, quiet, res);
+}
+
+int ctl_try(ctl_ctx *c, ctl_svc svc, const char *method, const ProtobufCMessage *req,
+    int64_t timeout_ms, rpc_result *res)
+{
+	int rc = CTL_EXIT_ERROR;
+	memset(res, 0, sizeof *res);
+	rpc_client *cl = ctl_client(c, svc, &rc);
+	if (cl == NULL)
+		return rc;
+	int err = rpc_call(cl, method, req, timeout_ms, res);
+	if (err != 0)
+		return ctl_error(
+		    "could not send the request to %s: %s", ctl_svc_names[svc], strerror(-err));
+	return 0;
+}
+
+/* ctl_answer: ctl_call's handling of the reply in *res (see ctl_call). */
+static int ctl_answer(
+    ctl_ctx *c, ctl_svc svc, const char *action, int64_t timeout_ms, bool quiet, rpc_result *res)
+{
+	int rc;
 	if (res->code == RPC_OK)
 		return 0;
 	c->transient

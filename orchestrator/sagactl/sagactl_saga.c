@@ -326,14 +326,14 @@ static bool ctl_list_add(ctl_ctx *c, const Sagas__V1__ListSagasReply *rep, json_
 	return true;
 }
 
-int ctl_list(ctl_ctx *c, char **args)
+int ctl_list_filter(
+    ctl_ctx *c, Sagas__V1__ListSagasRequest *req, char state_name[CTL_STATE_NAME_MAX])
 {
-	(void)args;
 	/* the order saga's states go as the SagaState (what an orchestrator
 	 * older than saga types reads); any other name, or with another
 	 * --type, as state_name */
 	saga_state state = SAGA_STATE_UNSPECIFIED;
-	char state_name[72] = "";
+	memset(state_name, 0, CTL_STATE_NAME_MAX);
 	bool other_type = c->o.type[0] != '\0' && strcmp(c->o.type, "order") != 0;
 	if (c->o.state[0] != '\0') {
 		size_t n = strlen(c->o.state);
@@ -354,19 +354,30 @@ int ctl_list(ctl_ctx *c, char **args)
 	}
 	if (!c->o.overdue && (c->o.margin_ms != 0 || c->o.stuck_after_ms != 0))
 		return ctl_usage(c->cmd, "--margin and --stuck-after go with --overdue");
+	sagas__v1__list_sagas_request__init(req);
+	req->state = (Sagas__V1__SagaState)state;
+	req->limit = (int32_t)c->o.limit;
+	req->attention_only = c->o.attention;
+	req->overdue = c->o.overdue;
+	req->overdue_margin_ms = c->o.margin_ms;
+	req->stuck_after_ms = c->o.stuck_after_ms;
+	req->older_than_ms = c->o.older_than_ms;
+	req->customer = c->o.customer;
+	req->type = c->o.type;
+	req->state_name = state_name;
+	return 0;
+}
+
+int ctl_list(ctl_ctx *c, char **args)
+{
+	(void)args;
+	Sagas__V1__ListSagasRequest req;
+	char state_name[CTL_STATE_NAME_MAX];
+	int rc = ctl_list_filter(c, &req, state_name);
+	if (rc != 0)
+		return rc;
 	/* the object form of --json, with the next page's token */
 	bool paged = c->page_token_given || c->o.all || c->o.overdue;
-	Sagas__V1__ListSagasRequest req = SAGAS__V1__LIST_SAGAS_REQUEST__INIT;
-	req.state = (Sagas__V1__SagaState)state;
-	req.limit = (int32_t)c->o.limit;
-	req.attention_only = c->o.attention;
-	req.overdue = c->o.overdue;
-	req.overdue_margin_ms = c->o.margin_ms;
-	req.stuck_after_ms = c->o.stuck_after_ms;
-	req.older_than_ms = c->o.older_than_ms;
-	req.customer = c->o.customer;
-	req.type = c->o.type;
-	req.state_name = state_name;
 	char token[CONFIG_STR_MAX];
 	snprintf(token, sizeof token, "%s", c->o.page_token);
 	req.page_token = token;
@@ -379,7 +390,6 @@ int ctl_list(ctl_ctx *c, char **args)
 	size_t shown = 0;
 	bool truncated = false;
 	int64_t margin = 0, stuck = 0;
-	int rc = 0;
 	for (;;) {
 		rc = ctl_list_page(c, &req, &rep);
 		if (rc != 0)
@@ -558,6 +568,13 @@ int ctl_history(ctl_ctx *c, char **args)
 
 int ctl_retry(ctl_ctx *c, char **args)
 {
+	if (args[0] == NULL)
+		return ctl_retry_many(c);
+	if (c->o.attention || c->o.overdue || c->o.state[0] != '\0' || c->o.type[0] != '\0'
+	    || c->o.customer[0] != '\0' || c->o.older_than_ms != 0 || c->o.dry_run)
+		return ctl_usage(c->cmd,
+		    "retry ID re-arms that saga; the filters (and --dry-run) "
+		    "go without an ID");
 	int rc = ctl_parse_id(c, args[0]);
 	if (rc != 0)
 		return rc;
