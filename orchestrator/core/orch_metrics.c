@@ -52,7 +52,7 @@ static const metric_def M_ATTENTION = {"sagas_attention",
     METRIC_GAUGE, "", NULL, 0};
 static const metric_def M_OVERDUE = {"sagas_overdue",
     "Unfinished sagas overdue, by why (sagactl list --overdue): past_deadline, "
-    "compensation_failing, stuck; in the database",
+    "compensation_failing, stuck, retrying; in the database",
     METRIC_GAUGE, "reason", NULL, 0};
 static const metric_def M_GAUGES_TS = {"sagas_db_gauges_timestamp_seconds",
     "When the database gauges were last read (unix time, seconds)", METRIC_GAUGE, "", NULL, 0};

@@ -444,6 +444,8 @@ const char *store_overdue_name(store_overdue_reason r)
 		return "compensation_failing";
 	case STORE_OVERDUE_STUCK:
 		return "stuck";
+	case STORE_OVERDUE_RETRYING:
+		return "retrying";
 	case STORE_OVERDUE_N:
 		break;
 	}
@@ -600,6 +602,7 @@ int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_g
 	    " count(*) FILTER (WHERE past_deadline),"
 	    " count(*) FILTER (WHERE compensation_failing),"
 	    " count(*) FILTER (WHERE stuck),"
+	    " count(*) FILTER (WHERE retrying),"
 	    " count(*) FILTER (WHERE " STORE_OVERDUE_ANY "), type"
 	    " FROM (SELECT state, attention, " STORE_OVERDUE_COLS(
 	        "$1", "$2") ", coalesce(type, 'order') AS type FROM sagas WHERE " STORE_UNFINISHED

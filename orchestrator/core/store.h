@@ -187,7 +187,7 @@ bool store_same_start(const saga_row *a, const saga_row *b);
 int store_mark_waiter(PGconn *conn, const char *saga_id, const char *instance, saga_row *out);
 
 /* Why a saga is overdue (docs/operations.md, "Finding a stuck saga"): the
- * three conditions, on an unfinished saga, by the database's clock
+ * four conditions, on an unfinished saga, by the database's clock
  * (now()), written once in store.c (STORE_OVERDUE_COLS) for both the
  * listing and the gauges. */
 typedef enum store_overdue_reason {
@@ -202,6 +202,12 @@ typedef enum store_overdue_reason {
 	/* its row unchanged (sagas.updated_at: every transition and every
 	 * failed try writes it) for longer than the stuck threshold */
 	STORE_OVERDUE_STUCK,
+	/* a retriable step (forward, no deadline: after the pivot, only
+	 * forward), not parked, whose command failed at least
+	 * STORE_COMPENSATION_FAILING_TRIES tries: retried forever like a
+	 * compensation (a SHIPPING saga while shippingd is down); every failed
+	 * try writes the row, so it is never `stuck` */
+	STORE_OVERDUE_RETRYING,
 	STORE_OVERDUE_N
 } store_overdue_reason;
 
@@ -212,7 +218,7 @@ typedef enum store_overdue_reason {
 #define STORE_COMPENSATION_FAILING_TRIES 3
 
 /* store_overdue_name returns the stable name of `r` ("past_deadline",
- * "compensation_failing", "stuck"), "" for anything else. */
+ * "compensation_failing", "stuck", "retrying"), "" for anything else. */
 const char *store_overdue_name(store_overdue_reason r);
 
 /* One listing (ListSagas): the filters, all ANDed, and where it starts. */

@@ -40,18 +40,23 @@
  * order saga (type NULL: started before schema 10) in a terminal state. */
 #define STORE_TERMINAL_NAME                                                                        \
 	"(coalesce(type, 'order') = 'order' AND state IN ('COMPLETED', 'CANCELLED'))"
-/* The three overdue conditions of an unfinished row of sagas (store.h,
- * store_overdue_reason) as three boolean columns, by the database's clock:
+/* The four overdue conditions of an unfinished row of sagas (store.h,
+ * store_overdue_reason) as four boolean columns, in the enum's order, by the database's clock:
  * `m` is past_deadline's margin and `st` stuck's threshold (ms, bigint
- * parameters). The ONE definition: the overdue listing (store_list_sagas)
- * and the gauges (store_read_gauges) both select these. */
+ * parameters; the listing passes "%s" and prints its own "$N" into it).
+ * The ONE definition: the overdue listing (store_list_sagas) and the
+ * gauges (store_read_gauges) both select these. */
 #define STORE_OVERDUE_COLS(m, st)                                                                  \
 	"coalesce(step_deadline < now() - " m "::bigint * interval '1 millisecond', false)"        \
 	" AS past_deadline,"                                                                       \
 	" ((compensating OR state IN ('REFUNDING', 'RELEASING')) AND NOT finished"                 \
 	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
-	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck"
-#define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck)"
+	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck,"                \
+	" (NOT (compensating OR state IN ('REFUNDING', 'RELEASING')) AND NOT finished"             \
+	"  AND step_deadline IS NULL AND coalesce(reason, '') NOT IN ('past_horizon',"             \
+	"  'saga_id_reused') AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES)         \
+	") AS retrying"
+#define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck OR retrying)"
 /* created_at in us since the epoch (a page token's key: numeric, exact) */
 #define STORE_CREATED_US "(extract(epoch from created_at) * 1000000)::bigint"
 /* clang-format on */

@@ -79,20 +79,13 @@ static void store_list_build(const store_list_query *q, sl_sql *b)
 	memset(b, 0, sizeof *b);
 	int margin = sl_param_i64(b, q->margin_ms), stuck = sl_param_i64(b, q->stuck_ms);
 	sl_cat(b,
-	    "SELECT " SAGA_COLS ", created_us, past_deadline, compensation_failing, stuck FROM ("
-	    " SELECT *, " STORE_CREATED_US " AS created_us, ");
+	    "SELECT " SAGA_COLS ", created_us, past_deadline, compensation_failing, stuck, retrying"
+	    " FROM (SELECT *, " STORE_CREATED_US " AS created_us, ");
 	char m[16], st[16];
 	snprintf(m, sizeof m, "$%d", margin);
 	snprintf(st, sizeof st, "$%d", stuck);
 	/* STORE_OVERDUE_COLS with the parameters' numbers */
-	sl_cat(b,
-	    "coalesce(step_deadline < now() - %s::bigint * interval '1 millisecond', false)"
-	    " AS past_deadline, ((compensating OR state IN ('REFUNDING', 'RELEASING'))"
-	    " AND NOT finished AND attempts >= %d)"
-	    " AS compensation_failing,"
-	    " (updated_at < now() - %s::bigint * interval '1 millisecond') AS stuck"
-	    " FROM sagas WHERE true",
-	    m, STORE_COMPENSATION_FAILING_TRIES, st);
+	sl_cat(b, STORE_OVERDUE_COLS("%s", "%s") " FROM sagas WHERE true", m, st);
 	if (q->attention_only)
 		sl_cat(b, " AND attention"); /* sagas_attention */
 	bool terminal = q->state != SAGA_STATE_UNSPECIFIED && saga_is_terminal(q->state);

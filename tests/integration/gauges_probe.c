@@ -1,6 +1,6 @@
 /* gauges_probe CONNINFO MARGIN_MS STUCK_MS: prints what store_read_gauges
  * reads from the orchestrator's database, one "name=value" a line (the
- * unfinished states, then attention, the three overdue reasons and the
+ * unfinished states, then attention, the four overdue reasons and the
  * total), for list_overdue.sh to compare with its own count in psql.
  * Exit 0, or 1 with the error on stderr. */
 #include <inttypes.h>

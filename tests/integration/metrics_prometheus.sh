@@ -64,7 +64,7 @@ assert_eq "commits timed on every daemon" 4 "$(prom_query 'count(sagas_db_commit
 # the database gauges (the one orchestrator reads them): nothing open now
 assert_eq "open sagas, attention, overdue" "0 0 0" \
   "$(prom_query 'sum(sagas_open)') $(prom_query 'sagas_attention') $(prom_query 'sum(sagas_overdue)')"
-assert_eq "overdue by its three reasons, open by its five states" "3 5" \
+assert_eq "overdue by its four reasons, open by its five states" "4 5" \
   "$(prom_query 'count(sagas_overdue)') $(prom_query 'count(sagas_open)')"
 assert_eq "the gauges were read within 5 s" 1 \
   "$(prom_query 'time() - sagas_db_gauges_timestamp_seconds < bool 5')"
