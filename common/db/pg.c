@@ -510,6 +510,9 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 	bool read_only = *conn != NULL && *conn == pg_read_only_conn;
 	if (*conn != NULL && PQstatus(*conn) == CONNECTION_OK && !read_only)
 		return true;
+	/* a first connection (a thread's, a leader's) is no reconnection: it
+	 * says "connected", and is not counted */
+	bool first = *conn == NULL;
 	if (read_only)
 		pg_read_only_conn = NULL;
 	if (*conn != NULL) {
@@ -525,8 +528,11 @@ bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms)
 		*conn = NULL;
 	}
 	*conn = pg_connect(conninfo, wait_ms);
-	if (*conn != NULL)
+	if (*conn != NULL && !first)
 		pg_said_reconnected(*conn, read_only);
+	else if (*conn != NULL)
+		log_msg(LOG_LEVEL_INFO, NULL, "connected to database at %s:%s", PQhost(*conn),
+		    PQport(*conn));
 	return *conn != NULL;
 }
 

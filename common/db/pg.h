@@ -180,11 +180,13 @@ void pg_rollback(PGconn *conn);
  * failover, docs/operations.md "PostgreSQL failover"): PQreset (libpq tries
  * every host of the conninfo again), then, if that failed or found a
  * standby, a fresh pg_connect with `conninfo` for up to wait_ms. A
- * reconnection is logged at LOG with the host and port reached and counted
- * (sagas_db_reconnects_total); so is a thread's first session made here (a
- * worker's that connects lazily: pg_failover's check that every daemon
- * reached the new primary reads these lines). Returns
- * true when the connection is usable afterwards. */
+ * reconnection is logged at LOG with the host and port reached ("reconnected
+ * to database at HOST:PORT") and counted (sagas_db_reconnects_total); a
+ * thread's first session made here (*conn NULL: a worker's that connects
+ * lazily) is logged "connected to database at HOST:PORT", not counted: a
+ * fresh start reconnects nothing (pg_failover's check that every daemon
+ * reached the new primary reads both). Returns true when the connection is
+ * usable afterwards. */
 bool pg_ensure(PGconn **conn, const char *conninfo, int64_t wait_ms);
 
 /* A database's schema, as the program that applies it knows it. */

@@ -589,7 +589,10 @@ static int bind_url(const char *url, bool *v6, char *err, size_t len)
 		e = errno;
 	freeaddrinfo(ai);
 	if (e != 0) {
-		snprintf(err, len, "could not listen on %s: %s", url, strerror(e));
+		snprintf(err, len, "could not listen on %s: %s%s", url, strerror(e),
+		    e == EADDRINUSE ? " (another process listens there: on one host, each daemon "
+		                      "needs ports of its own, e.g. --metrics-listen)"
+		                    : "");
 		if (fd >= 0)
 			close(fd);
 		return -e;

@@ -403,7 +403,10 @@ int rpc_conns_listen(rpc_conns *s, nng_socket sock, int i, const rpc_listen *ls)
 	if (rv == 0 && l->tls && nng_listener_get_int(l->l, NNG_OPT_TCP_BOUND_PORT, &l->port) != 0)
 		l->port = 0; /* not TCP: no handshake to watch */
 	if (rv != 0)
-		log_error(NULL, "could not listen on %s: %s", ls->url, nng_strerror(rv));
+		log_error(NULL, "could not listen on %s: %s%s", ls->url, nng_strerror(rv),
+		    rv == NNG_EADDRINUSE ? " (another process listens there: on one host, each "
+		                           "daemon needs ports of its own, e.g. --listen)"
+		                         : "");
 	return rv;
 }
 

@@ -314,6 +314,10 @@ int ctl_parse_amount(ctl_ctx *c, const char *text, int64_t *out)
 	int err = money_parse(text, false, out);
 	if (err == 0)
 		return 0;
+	int64_t abs;
+	if (text[0] == '-' && money_parse(text + 1, true, &abs) != -EINVAL)
+		return ctl_usage(c->cmd, "invalid AMOUNT \"%s\": must be positive, 0.01..%lld.00",
+		    text, VALID_AMOUNT_MAX / 100);
 	if (err == -ERANGE)
 		return ctl_usage(c->cmd, "invalid AMOUNT \"%s\": out of range 0.01..%lld.00", text,
 		    VALID_AMOUNT_MAX / 100);

@@ -98,6 +98,7 @@ expect 2 'invalid ID' history 1234
 expect 2 'missing argument ID' get
 expect 2 'unexpected argument "extra"' get 1b4e28ba-2fa1-11d2-883f-0016d3cca427 extra
 expect 2 'missing argument AMOUNT' start ali A1 2
+expect 2 'invalid AMOUNT "-5.00": must be positive' deposit ali -5.00
 
 # --state (case-insensitive; unknown lists the valid states)
 # any saga type's state names are names: a value that is not one is refused

@@ -2,7 +2,9 @@
 # Health (sagas.v1.Health/Check) and `sagactl probe`: every daemon is
 # SERVING; with PostgreSQL stopped every daemon turns NOT_SERVING within a
 # few seconds (probe exits 1) and keeps answering; with PostgreSQL back on
-# the same port every daemon is SERVING again and sagas run.
+# the same port every daemon is SERVING again and sagas run. Also: a fresh
+# start logs no reconnection; sagactl given another daemon's URL says what
+# it reached; a second orchestratord on a port in use says why it exits.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 stack_start
@@ -24,6 +26,23 @@ set +e
 ctl probe stock --stock tcp://127.0.0.1:1 >/dev/null 2>&1; rc=$?
 set -e
 assert_eq "unreachable daemon: probe exit code" "1" "$rc"
+
+# first-hour messages (issue 37): a fresh start reconnects nothing (the
+# participants' clock session, their first, said "reconnected"); a URL
+# of another daemon names what was reached; a port in use says why
+for d in orchestratord stockd paymentd shippingd; do
+  assert_eq "$d: a fresh start logs no reconnection" "0" "$(grep -c 'reconnected to database' "$STACK_DIR/$d.log" || true)"
+done
+rc=0
+ctl --orchestrator "$STOCK_URL" get a1a1a1a1-0000-4000-8000-000000000001 >/dev/null 2>"$STACK_DIR/wrong.err" || rc=$?
+assert_eq "sagactl at stockd's URL as --orchestrator: says so" "1 yes" \
+  "$rc $(grep -q "the daemon at $STOCK_URL does not serve this method (UNIMPLEMENTED.*): is it orchestratord? (--orchestrator names orchestratord's address)" "$STACK_DIR/wrong.err" && echo yes || echo no)"
+rc=0
+timeout 60 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
+  --listen "tcp://127.0.0.1:$(free_port)" --metrics-listen "${STACK_METRICS_URL_OF[orchestratord]}" \
+  >"$STACK_DIR/second.log" 2>&1 || rc=$?
+assert_eq "a second orchestratord on the first one's metrics port: exits 1, says why" "1 yes" \
+  "$rc $(grep -q 'Address already in use (another process listens there: on one host, each daemon needs ports of its own' "$STACK_DIR/second.log" && echo yes || echo no)"
 
 # the database goes away
 bash "$STACK_ROOT/scripts/pg.sh" stop "$STACK_DIR/pg"
