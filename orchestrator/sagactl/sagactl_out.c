@@ -358,8 +358,11 @@ void ctl_saga_print(const Sagas__V1__Saga *s, int created)
 	printf("updated_at    %s\n", ctl_iso_ms(s->updated_unix_ms, t2, sizeof t2));
 	printf("step_deadline %s\n", ctl_iso_ms(s->step_deadline_unix_ms, t3, sizeof t3));
 	printf("next_attempt  %s\n", ctl_iso_ms(s->next_attempt_unix_ms, t4, sizeof t4));
-	printf("lease_owner   %s (epoch %" PRId64 ")\n",
-	    s->lease_owner[0] ? ctl_esc(s->lease_owner) : "-", (int64_t)s->epoch);
+	/* which orchestrator holds the saga's claim: a finished saga's is
+	 * history (--json keeps it) */
+	if (!s->finished)
+		printf("lease_owner   %s (epoch %" PRId64 ")\n",
+		    s->lease_owner[0] ? ctl_esc(s->lease_owner) : "-", (int64_t)s->epoch);
 	if (created == CTL_KEY_NEW)
 		printf("created       yes\n");
 	else if (created == CTL_KEY_OLD)
