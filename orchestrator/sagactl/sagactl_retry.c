@@ -45,13 +45,17 @@ static int retry_collect(ctl_ctx *c, Sagas__V1__ListSagasRequest *req, retry_ids
 				continue;
 			if (ids->n == ids->cap) {
 				size_t cap = ids->cap ? ids->cap * 2 : 1024;
-				void *p = cap <= RETRY_MAX ? realloc(ids->id, cap * sizeof *ids->id)
-				                           : NULL;
+				if (cap > RETRY_MAX)
+					cap = RETRY_MAX;
+				void *p = cap > ids->cap ? realloc(ids->id, cap * sizeof *ids->id)
+				                         : NULL;
 				if (p == NULL) {
 					sagas__v1__list_sagas_reply__free_unpacked(rep, NULL);
-					return ctl_error(
-					    "more than %d sagas match: narrow the filters",
-					    RETRY_MAX);
+					return ids->cap == RETRY_MAX
+					    ? ctl_error("more than %d sagas match: narrow the "
+					                "filters (nothing was re-armed)",
+					        RETRY_MAX)
+					    : ctl_error("out of memory reading the matching sagas");
 				}
 				ids->id = p;
 				ids->cap = cap;
