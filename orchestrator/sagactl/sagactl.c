@@ -463,7 +463,8 @@ static const ctl_cmd ctl_cmds[] = {
         "state with the command in flight and the state that follows its success, a\n"
         "definitive refusal and its step deadline. Every cell is what orchestratord's\n"
         "own transition does there, so the table is the engine's, not a copy of it.\n"
-        "A file of several types prints a '### TYPE' heading before each table.\n"
+        "A file of several types prints a '### TYPE' heading before each table\n"
+        "(Markdown only: no --json; 'definitions check --json' gives the steps).\n"
         "Exits 0; 1 when the file is not valid (as 'definitions check') or has no\n"
         "type TYPE.",
         ctl_opts_table, CTL_NELEM(ctl_opts_table), ctl_args_file, ctl_definitions_table},

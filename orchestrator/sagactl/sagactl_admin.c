@@ -528,7 +528,12 @@ int ctl_probe(ctl_ctx *c, char **args)
 	int rc = ctl_parse_service(c, args[0], &svc);
 	if (rc != 0)
 		return rc;
+	/* the service by name: any daemon answers the empty name, so a URL of
+	 * another daemon would pass (its NOT_FOUND unknown_service says so) */
+	static const char *const names[CTL_SVC_COUNT]
+	    = {"sagas.v1.Orchestrator", "sagas.v1.Stock", "sagas.v1.Payment", "sagas.v1.Shipping"};
 	Sagas__V1__HealthCheckRequest req = SAGAS__V1__HEALTH_CHECK_REQUEST__INIT;
+	req.service = (char *)names[svc];
 	rpc_result res;
 	rc = ctl_call(c, svc, METHOD_PATH(METHOD_Health_Check), &req.base, "check health",
 	    c->o.timeout_ms, false, &res);

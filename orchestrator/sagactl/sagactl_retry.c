@@ -78,6 +78,18 @@ typedef struct retry_counts {
 	size_t failed;   /* anything else (each said on stderr) */
 } retry_counts;
 
+/* retry_none_hint: when nothing matched and a state or type was named,
+ * says on stderr why that may be (a finished state never matches; the
+ * names are the definitions'). */
+static void retry_none_hint(const ctl_ctx *c, size_t matched)
+{
+	if (matched == 0 && (c->o.state[0] != '\0' || c->o.type[0] != '\0'))
+		fprintf(stderr,
+		    "sagactl: no unfinished saga matches: a finished saga (COMPLETED, "
+		    "CANCELLED, ...) is never re-armed, and --state and --type take the "
+		    "names of the orchestrator's definitions ('sagactl list' shows them)\n");
+}
+
 static int retry_print(
     ctl_ctx *c, size_t matched, const retry_counts *k, const retry_ids *ids, double secs)
 {
@@ -97,15 +109,17 @@ static int retry_print(
 		        (json_int_t)k->failed, "seconds", secs, "saga_ids", a));
 	}
 	if (c->o.dry_run) {
-		printf("dry run: %zu unfinished saga%s match; none re-armed (without --dry-run: "
+		printf("dry run: %zu unfinished saga%s; none re-armed (without --dry-run: "
 		       "at most %" PRId64 " a second, about %.0f s)\n",
-		    matched, matched == 1 ? "" : "s", c->o.rate,
+		    matched, matched == 1 ? " matches" : "s match", c->o.rate,
 		    (double)matched / (double)c->o.rate);
+		retry_none_hint(c, matched);
 		return CTL_EXIT_OK;
 	}
 	printf("re-armed %zu of %zu matching saga%s in %.1f s (%zu had finished meanwhile, %zu "
 	       "were deleted, %zu failed)\n",
 	    k->rearmed, matched, matched == 1 ? "" : "s", secs, k->finished, k->gone, k->failed);
+	retry_none_hint(c, matched);
 	return CTL_EXIT_OK;
 }
 
@@ -115,7 +129,7 @@ int ctl_retry_many(ctl_ctx *c)
 	    && c->o.customer[0] == '\0' && c->o.older_than_ms == 0)
 		return ctl_usage(c->cmd,
 		    "retry needs an ID, or filters to select sagas by (--attention, --state, "
-		    "--type, --customer, --older-than, --overdue)");
+		    "--type, --customer, --older-than MS above 0, --overdue)");
 	Sagas__V1__ListSagasRequest req;
 	char state_name[CTL_STATE_NAME_MAX];
 	int rc = ctl_list_filter(c, &req, state_name);

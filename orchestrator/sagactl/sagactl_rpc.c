@@ -165,11 +165,18 @@ static int ctl_answer(
 		else
 			rc = ctl_error("could not reach %s at %s: %s (%s)", ctl_svc_names[svc],
 			    c->o.url[svc], msg, rpc_code_name(res->code));
+	} else if (res->code == RPC_NOT_FOUND && strcmp(res->reason, "unknown_service") == 0) {
+		/* Health/Check of a service by name: another daemon answered */
+		rc = ctl_error("could not %s: the daemon at %s is not %s (%s): is the URL "
+		               "another daemon's? (--%s names %s's address)",
+		    action, c->o.url[svc], ctl_svc_daemons[svc], ctl_esc(res->message),
+		    ctl_svc_names[svc], ctl_svc_daemons[svc]);
 	} else if (res->code == RPC_UNIMPLEMENTED) {
 		/* a daemon answered, but not the one this method is for: most
 		 * often a URL of another service (--stock's given as --orchestrator) */
-		rc = ctl_error("could not %s: the daemon at %s does not serve this method (%s%s%s): "
-		               "is it %s? (--%s names %s's address)",
+		rc = ctl_error(
+		    "could not %s: the daemon at %s does not serve this method (%s%s%s): "
+		    "is it %s? (--%s names %s's address)",
 		    action, c->o.url[svc], rpc_code_name(res->code), res->message[0] ? ": " : "",
 		    ctl_esc(res->message), ctl_svc_daemons[svc], ctl_svc_names[svc],
 		    ctl_svc_daemons[svc]);

@@ -427,7 +427,7 @@ int ctl_list(ctl_ctx *c, char **args)
 	} else {
 		if (c->o.overdue)
 			printf("overdue: past_deadline after %" PRId64 " ms, stuck after %" PRId64
-			       " ms, compensation_failing after 3 failed tries\n",
+			       " ms, compensation_failing and retrying after 3 failed tries\n",
 			    margin, stuck);
 		rc = ctl_table_done(&t);
 	}

@@ -37,6 +37,11 @@ rc=0
 ctl --orchestrator "$STOCK_URL" get a1a1a1a1-0000-4000-8000-000000000001 >/dev/null 2>"$STACK_DIR/wrong.err" || rc=$?
 assert_eq "sagactl at stockd's URL as --orchestrator: says so" "1 yes" \
   "$rc $(grep -q "the daemon at $STOCK_URL does not serve this method (UNIMPLEMENTED.*): is it orchestratord? (--orchestrator names orchestratord's address)" "$STACK_DIR/wrong.err" && echo yes || echo no)"
+# probe names the service: any daemon answered the empty name
+rc=0
+ctl --orchestrator "$STOCK_URL" probe orchestrator >/dev/null 2>"$STACK_DIR/probe.err" || rc=$?
+assert_eq "probe orchestrator at stockd's URL: exit 1, says it is not orchestratord" "1 yes" \
+  "$rc $(grep -q "the daemon at $STOCK_URL is not orchestratord" "$STACK_DIR/probe.err" && echo yes || echo no)"
 rc=0
 timeout 60 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrator" \
   --listen "tcp://127.0.0.1:$(free_port)" --metrics-listen "${STACK_METRICS_URL_OF[orchestratord]}" \

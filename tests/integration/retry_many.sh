@@ -83,7 +83,8 @@ assert_eq "retry: each re-arm logged" "$rearmed" \
 assert_eq "retry: paced at 50 a second (no less than 3.98 s)" "yes" \
   "$(jq -r 'if .seconds >= 3.98 then "yes" else "no: \(.seconds) s" end' "$STACK_DIR/retry.json")"
 rc=0
-ctl retry --state COMPLETED --rate 50 >"$STACK_DIR/none.out" 2>&1 || rc=$?
-assert_eq "retry of finished sagas only: none match" "0 re-armed 0 of 0 matching sagas" \
-  "$rc $(cut -d' ' -f1-6 "$STACK_DIR/none.out")"
+ctl retry --state COMPLETED --rate 50 >"$STACK_DIR/none.out" 2>"$STACK_DIR/none.err" || rc=$?
+assert_eq "retry of finished sagas only: none match, a hint why" "0 re-armed 0 of 0 matching sagas yes" \
+  "$rc $(cut -d' ' -f1-6 "$STACK_DIR/none.out") $(grep -q 'a finished saga (COMPLETED, CANCELLED, ...) is never re-armed' "$STACK_DIR/none.err" && echo yes || echo no)"
+
 finish
