@@ -718,6 +718,10 @@ static int ctl_run_cmd(const ctl_cmd *cmd, int argc, char **argv)
 		if (strncmp(argv[i], "--pag", 5) == 0
 		    && strncmp("--page-token", argv[i], strcspn(argv[i], "=")) == 0)
 			c.page_token_given = true;
+	for (int i = 1; i < first; i++)
+		if (strncmp(argv[i], "--r", 3) == 0
+		    && strncmp("--rate", argv[i], strcspn(argv[i], "=")) == 0)
+			c.rate_given = true;
 	char *args[CTL_MAX_ARGS];
 	int nargs = argc - first;
 	if (nargs > CTL_MAX_ARGS)

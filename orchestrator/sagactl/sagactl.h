@@ -142,6 +142,7 @@ struct ctl_ctx {
 	                          stopping or starting): nothing was sent */
 	bool id_given;         /* --id was on the command line (even as "") */
 	bool page_token_given; /* --page-token was on the command line (even as "") */
+	bool rate_given;       /* --rate was on the command line (retry) */
 	bool own_key;          /* ctl_key made the call's key: nobody else has it */
 };
 

@@ -173,6 +173,7 @@ expect 2 'invalid ID "nope"' retry nope
 expect 2 'invalid ID "1B4E28BA' retry 1B4E28BA-2FA1-11D2-883F-0016D3CCA427
 expect 2 'retry needs an ID, or filters to select sagas by' retry
 expect 2 'retry ID re-arms that saga; the filters' retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --attention
+expect 2 'retry ID re-arms that saga; the filters' retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --rate 5
 expect 2 '0 is outside 1..10000' retry --attention --rate 0
 expect 2 'unexpected argument "extra"' retry 1b4e28ba-2fa1-11d2-883f-0016d3cca427 extra
 
