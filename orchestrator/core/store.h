@@ -203,7 +203,8 @@ typedef enum store_overdue_reason {
 	 * failed try writes it) for longer than the stuck threshold */
 	STORE_OVERDUE_STUCK,
 	/* a retriable step (forward, no deadline: after the pivot, only
-	 * forward), not parked, whose command failed at least
+	 * forward), not parked (a parked saga has no next attempt: nothing
+	 * retries it; its reason may outlive a re-arm), whose command failed at least
 	 * STORE_COMPENSATION_FAILING_TRIES tries: retried forever like a
 	 * compensation (a SHIPPING saga while shippingd is down); every failed
 	 * try writes the row, so it is never `stuck` */

@@ -53,9 +53,8 @@
 	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS compensation_failing," \
 	" (updated_at < now() - " st "::bigint * interval '1 millisecond') AS stuck,"                \
 	" (NOT (compensating OR state IN ('REFUNDING', 'RELEASING')) AND NOT finished"             \
-	"  AND step_deadline IS NULL AND coalesce(reason, '') NOT IN ('past_horizon',"             \
-	"  'saga_id_reused') AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES)         \
-	") AS retrying"
+	"  AND step_deadline IS NULL AND next_attempt_at IS NOT NULL"                              \
+	"  AND attempts >= " STORE_STR(STORE_COMPENSATION_FAILING_TRIES) ") AS retrying"
 #define STORE_OVERDUE_ANY "(past_deadline OR compensation_failing OR stuck OR retrying)"
 /* created_at in us since the epoch (a page token's key: numeric, exact) */
 #define STORE_CREATED_US "(extract(epoch from created_at) * 1000000)::bigint"

@@ -321,9 +321,26 @@ static int sd_group(sd_ctx *c, struct fy_node *n, const char *path, saga_def_typ
 	if (sd_str(c, v[0], n, p, true, &gname) != 0)
 		return -1;
 	bool ok = sd_lower_name(gname);
+	/* a group is one node: two of one name in a type would be numbered
+	 * one group (saga_def_flow) when consecutive */
+	const saga_def_step *first = NULL;
+	for (size_t i = 0; ok && first == NULL && i < t->nsteps; i++)
+		if (t->steps[i].group != NULL && strcmp(t->steps[i].group, gname) == 0)
+			first = &t->steps[i];
 	free(gname);
 	if (!ok)
 		return sd_fail(c, v[0], p, "a name is [a-z][a-z0-9_]*, at most 64 bytes");
+	if (first != NULL) {
+		char was[120];
+		snprintf(was, sizeof was, "%s", first->path);
+		char *dot = strrchr(was, '.'); /* "...steps[0].steps[1]" -> the group's path */
+		if (dot != NULL)
+			*dot = '\0';
+		char msg[300];
+		snprintf(msg, sizeof msg, "a second group named %s (the first is %s)",
+		    fy_node_get_scalar0(v[0]), was);
+		return sd_fail(c, v[0], p, msg);
+	}
 	snprintf(p, sizeof p, "%s.steps", path);
 	if (v[1] == NULL)
 		return sd_fail(c, n, p, "missing");

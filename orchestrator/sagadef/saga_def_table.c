@@ -63,6 +63,9 @@ static void table_stage(sd_buf *b, const saga_def_type *t, const saga_flow *f, i
     saga_flow_phase phase, const saga_policy *p)
 {
 	const saga_def_step *st = &t->steps[i];
+	/* a group's command names its member, even a group of one (as the
+	 * engine's: engine.c); a step alone's is -1 */
+	bool grouped = st->group != NULL;
 	saga_flow_pos here = {.step = i, .phase = phase};
 	sd_add(b, "| %s", saga_def_state_name(t, f, &here));
 	if (st->group != NULL) {
@@ -83,7 +86,7 @@ static void table_stage(sd_buf *b, const saga_def_type *t, const saga_flow *f, i
 		if (phase == SAGA_FLOW_COMPENSATING && t->steps[i + k].compensation == METHOD_NONE)
 			continue;
 		saga_flow_event ev = {.kind = SAGA_EV_SUCCESS,
-		    .cmd = {.step = i, .phase = phase, .member = n > 1 ? k : -1}};
+		    .cmd = {.step = i, .phase = phase, .member = grouped ? k : -1}};
 		saga_flow_transition(f, &r, &ev, TABLE_NOW_MS, 0, p, &d);
 		r = d.next;
 	}
@@ -92,7 +95,7 @@ static void table_stage(sd_buf *b, const saga_def_type *t, const saga_flow *f, i
 	/* on a definitive refusal of the (first) member */
 	r = table_row(f, i, phase);
 	saga_flow_event ev = {.kind = SAGA_EV_REFUSED,
-	    .cmd = {.step = i, .phase = phase, .member = n > 1 ? 0 : -1},
+	    .cmd = {.step = i, .phase = phase, .member = grouped ? 0 : -1},
 	    .reason = "refused"};
 	saga_flow_transition(f, &r, &ev, TABLE_NOW_MS, 0, p, &d);
 	sd_add(b, " | ");

@@ -13,7 +13,9 @@
 #     reasons), S1 in SHIPPING whose ShipOrder failed 5 tries (retrying: a
 #     retriable step retried forever, its row written at each try, so never
 #     stuck), P1 in SHIPPING parked past_horizon after 5 tries (not
-#     retrying: nothing retries it), F1 a healthy RESERVING saga and T1 a
+#     retrying: no next attempt, nothing retries it), S2 re-armed after
+#     such a parking, its reason still past_horizon, failing again
+#     (retrying), F1 a healthy RESERVING saga and T1 a
 #     COMPLETED one with an old deadline (neither listed), and C a
 #     completed saga;
 #   - the why column, the margins echoed, --stuck-after from the request;
@@ -38,6 +40,7 @@ A1=0d0e0000-0000-4000-8000-0000000000a1
 O1=0d0e0000-0000-4000-8000-0000000000b1
 S1=0d0e0000-0000-4000-8000-0000000000b2
 P1=0d0e0000-0000-4000-8000-0000000000b3
+S2=0d0e0000-0000-4000-8000-0000000000b4
 F1=0d0e0000-0000-4000-8000-0000000000f1
 T1=0d0e0000-0000-4000-8000-0000000000e1
 q() { psql_db sagas_orchestrator "$1"; }
@@ -62,12 +65,14 @@ q "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, attempts, atte
            NULL, NULL, now() - interval '2 hours', now(), false),
           ('$P1', 'SHIPPING', 'c9', 'Z', 1, 100, 5, true, NULL,
            NULL, NULL, now() - interval '3 hours', now(), false),
+          ('$S2', 'SHIPPING', 'c9', 'Z', 1, 100, 4, false, now() + interval '1 hour',
+           NULL, NULL, now() - interval '4 hours', now(), false),
           ('$F1', 'RESERVING', 'c9', 'Z', 1, 100, 0, false, now() + interval '1 hour',
            NULL, now() + interval '1 hour', now() - interval '2 days 1 second', now(), false),
           ('$T1', 'COMPLETED', 'c9', 'Z', 1, 100, 0, false, NULL,
            NULL, now() - interval '1 hour', now() - interval '3 days', now() - interval '3 days', true)" >/dev/null
 
-q "UPDATE sagas SET reason = 'past_horizon' WHERE saga_id = '$P1'" >/dev/null
+q "UPDATE sagas SET reason = 'past_horizon' WHERE saga_id IN ('$P1', '$S2')" >/dev/null
 
 # D: the orchestrator restarted with its sweep a minute apart (its first
 # sweep runs at start), ReserveStock held 30 s by stockd: D's try times out,
@@ -83,7 +88,7 @@ wait_until 20 _d_past
 # listed: newest first, each with why
 out=$(ctl list --overdue --margin 1000 --json)
 assert_eq "overdue: the sagas and why" \
-  "$D:past_deadline $R:compensation_failing $A1:compensation_failing,stuck $S1:retrying $O1:stuck" \
+  "$D:past_deadline $R:compensation_failing $A1:compensation_failing,stuck $S1:retrying $S2:retrying $O1:stuck" \
   "$(jq -r '[.sagas[] | "\(.saga_id):\(.overdue | join(","))"] | join(" ")' <<<"$out")"
 assert_eq "overdue: the margins applied" "1000 600000" \
   "$(jq -r '"\(.overdue_margin_ms) \(.stuck_after_ms)"' <<<"$out")"
@@ -95,16 +100,16 @@ assert_eq "R as psql sees it: RELEASING, 3 failed tries or more, no deadline" "R
 
 # the request's stuck threshold: an hour, so O1 (20 min) and A1's 30 min are not stuck
 out=$(ctl list --overdue --margin 1000 --stuck-after 3600000 --json)
-assert_eq "overdue, stuck after 1 h" "$D:past_deadline $R:compensation_failing $A1:compensation_failing $S1:retrying" \
+assert_eq "overdue, stuck after 1 h" "$D:past_deadline $R:compensation_failing $A1:compensation_failing $S1:retrying $S2:retrying" \
   "$(jq -r '[.sagas[] | "\(.saga_id):\(.overdue | join(","))"] | join(" ")' <<<"$out")"
 assert_eq "overdue, stuck after 1 h: echoed" "1000 3600000" \
   "$(jq -r '"\(.overdue_margin_ms) \(.stuck_after_ms)"' <<<"$out")"
 # a margin longer than D's lateness: D is not past_deadline
 out=$(ctl list --overdue --margin 3600000 --json)
-assert_eq "overdue, margin 1 h" "$R $A1 $S1 $O1" "$(jq -r '[.sagas[].saga_id] | join(" ")' <<<"$out")"
+assert_eq "overdue, margin 1 h" "$R $A1 $S1 $S2 $O1" "$(jq -r '[.sagas[].saga_id] | join(" ")' <<<"$out")"
 # the orchestrator's margin (60 s by default): D is only seconds late
 out=$(ctl list --overdue --json)
-assert_eq "overdue, the default margin" "60000 $R $A1 $S1 $O1" \
+assert_eq "overdue, the default margin" "60000 $R $A1 $S1 $S2 $O1" \
   "$(jq -r '"\(.overdue_margin_ms) \([.sagas[].saga_id] | join(" "))"' <<<"$out")"
 # the table's why column
 out=$(ctl list --overdue --margin 1000)
@@ -112,7 +117,7 @@ assert_eq "table: why column" "why" "$(head -2 <<<"$out" | tail -1 | awk '{print
 assert_eq "table: D's why" "past_deadline" "$(grep -F "$D" <<<"$out" | awk '{print $NF}')"
 assert_eq "table: A1's why" "compensation_failing,stuck" "$(grep -F "$A1" <<<"$out" | awk '{print $NF}')"
 assert_eq "table: S1's why" "retrying" "$(grep -F "$S1" <<<"$out" | awk '{print $NF}')"
-assert_eq "overdue in SHIPPING: retrying, stuck; not the parked one" "$S1 $O1" \
+assert_eq "overdue in SHIPPING: retrying, stuck; not the parked one" "$S1 $S2 $O1" \
   "$(ctl list --overdue --margin 1000 --state shipping --json | jq -r '[.sagas[].saga_id] | join(" ")')"
 # with a state filter and with --attention too (ANDed)
 assert_eq "overdue in RELEASING" "$R $A1" \
@@ -158,14 +163,14 @@ expected+=$(q "SELECT 'attention=' || count(*) FILTER (WHERE attention)
   || ' past_deadline=' || count(*) FILTER (WHERE step_deadline < now() - interval '1000 ms')
   || ' compensation_failing=' || count(*) FILTER (WHERE state IN ('REFUNDING', 'RELEASING') AND attempts >= 3)
   || ' stuck=' || count(*) FILTER (WHERE updated_at < now() - interval '600000 ms')
-  || ' retrying=' || count(*) FILTER (WHERE state = 'SHIPPING' AND attempts >= 3 AND coalesce(reason, '') <> 'past_horizon')
+  || ' retrying=' || count(*) FILTER (WHERE state = 'SHIPPING' AND attempts >= 3 AND next_attempt_at IS NOT NULL)
   || ' overdue=' || count(*) FILTER (WHERE step_deadline < now() - interval '1000 ms'
        OR (state IN ('REFUNDING', 'RELEASING') AND attempts >= 3) OR updated_at < now() - interval '600000 ms'
-       OR (state = 'SHIPPING' AND attempts >= 3 AND coalesce(reason, '') <> 'past_horizon'))
+       OR (state = 'SHIPPING' AND attempts >= 3 AND next_attempt_at IS NOT NULL))
   FROM sagas WHERE state NOT IN ('COMPLETED', 'CANCELLED')")
 got=$("$PROBE" "$conn" 1000 600000 | tr '\n' ' ')
 assert_eq "gauges: as psql counts" "$expected " "$got"
 assert_eq "gauges: the values" \
-  "RESERVING=2 CHARGING=0 REFUNDING=0 RELEASING=2 SHIPPING=3 attention=2 past_deadline=1 compensation_failing=2 stuck=2 retrying=1 overdue=5 " \
+  "RESERVING=2 CHARGING=0 REFUNDING=0 RELEASING=2 SHIPPING=4 attention=2 past_deadline=1 compensation_failing=2 stuck=2 retrying=2 overdue=6 " \
   "$got"
 finish

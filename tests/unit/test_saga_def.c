@@ -860,6 +860,20 @@ static void test_group_empty(void **state)
 	    "group_empty.yaml:12:20: sagas.t.steps[0].steps: at least one step");
 }
 
+/* two groups of one name in a type (consecutive ones were run as one) */
+static void test_group_twice(void **state)
+{
+	(void)state;
+	expect_error("group_twice.yaml",
+	    HEAD
+	    "      - {group: g, steps: [{name: a, participant: stock, command: ReserveStock, "
+	    "compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}]}\n"
+	    "      - {group: g, steps: [{name: b, participant: stock, command: ReserveStock, "
+	    "compensation: ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}]}\n" C S,
+	    "group_twice.yaml:13:17: sagas.t.steps[1].group: a second group named g (the first is "
+	    "sagas.t.steps[0])");
+}
+
 static void test_sagas_empty(void **state)
 {
 	(void)state;
@@ -969,6 +983,7 @@ int main(void)
 	    cmocka_unit_test(test_const_bounds_fit),
 	    cmocka_unit_test(test_steps_empty),
 	    cmocka_unit_test(test_group_empty),
+	    cmocka_unit_test(test_group_twice),
 	    cmocka_unit_test(test_sagas_empty),
 	    cmocka_unit_test(test_participants_empty),
 	    cmocka_unit_test(test_urls_form),

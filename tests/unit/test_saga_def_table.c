@@ -160,12 +160,50 @@ static void test_follows_kinds(void **state)
 	saga_defs_free(d);
 }
 
+/* a group of one member: its commands name the member (as the engine's),
+ * so its success, refusal and compensation move the saga */
+static void test_group_of_one(void **state)
+{
+	(void)state;
+	static const char text[]
+	    = "format: 1\n"
+	      "participants:\n"
+	      "  stock: {service: sagas.v1.Stock, urls: --stock}\n"
+	      "sagas:\n"
+	      "  t:\n"
+	      "    input: sagas.v1.Order\n"
+	      "    completed: G_DONE\n"
+	      "    cancelled: G_CANC\n"
+	      "    steps:\n"
+	      "      - group: e\n"
+	      "        steps:\n"
+	      "          - {name: s0, participant: stock, command: ReserveStock, compensation: "
+	      "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n";
+	saga_defs *d = NULL;
+	char err[512];
+	int rc = saga_def_parse(text, sizeof text - 1, "g1.yaml", &d, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	char *t = NULL;
+	assert_int_equal(saga_def_table(&d->types[0], &t), 0);
+	has_row(t,
+	    "| S0 (group e: s0) | ReserveStock | G_DONE | G_CANC (the reply's reason) | "
+	    "S0_UNDO (timeout) |");
+	has_row(t,
+	    "| S0_UNDO (group e: s0) | ReleaseStock | G_CANC | never refused: retried "
+	    "(attention after --attention-after tries) | none: retried |");
+	free(t);
+	saga_defs_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order_table),
 	    cmocka_unit_test(test_booking_group),
 	    cmocka_unit_test(test_follows_kinds),
+	    cmocka_unit_test(test_group_of_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
