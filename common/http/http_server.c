@@ -590,8 +590,9 @@ static int bind_url(const char *url, bool *v6, char *err, size_t len)
 	freeaddrinfo(ai);
 	if (e != 0) {
 		snprintf(err, len, "could not listen on %s: %s%s", url, strerror(e),
-		    e == EADDRINUSE ? " (another process listens there: on one host, each daemon "
-		                      "needs ports of its own, e.g. --metrics-listen)"
+		    e == EADDRINUSE ? " (something else listens there: another process, or another "
+		                      "listener of this one; on one host, each daemon needs ports "
+		                      "of its own, e.g. --metrics-listen)"
 		                    : "");
 		if (fd >= 0)
 			close(fd);

@@ -404,8 +404,9 @@ int rpc_conns_listen(rpc_conns *s, nng_socket sock, int i, const rpc_listen *ls)
 		l->port = 0; /* not TCP: no handshake to watch */
 	if (rv != 0)
 		log_error(NULL, "could not listen on %s: %s%s", ls->url, nng_strerror(rv),
-		    rv == NNG_EADDRINUSE ? " (another process listens there: on one host, each "
-		                           "daemon needs ports of its own, e.g. --listen)"
+		    rv == NNG_EADDRINUSE ? " (something else listens there: another process, or "
+		                           "another listener of this one; on one host, each daemon "
+		                           "needs ports of its own, e.g. --listen)"
 		                         : "");
 	return rv;
 }

@@ -17,6 +17,9 @@
 
 /* a page of the listing: the orchestrator's largest */
 #define RETRY_PAGE CTL_LIST_LIMIT_MAX
+/* tries in a row with no answer (timed out, unavailable, no connection)
+ * after which the run stops */
+#define RETRY_UNANSWERED_MAX 3
 /* the sagas one run reads at most (37 bytes of id each) */
 #define RETRY_MAX 1000000
 
@@ -143,13 +146,18 @@ int ctl_retry_many(ctl_ctx *c)
 	}
 	retry_counts k = {0};
 	int64_t t0 = clock_mono_ms();
+	/* pacing: each re-arm waits for its slot, a 1/rate s after the one
+	 * before; a slot missed by a slow call is not made up for (after a
+	 * stall, no burst) */
+	int64_t interval_us = 1000000 / c->o.rate, next_us = clock_mono_us();
+	int unanswered = 0; /* tries in a row with no answer */
 	for (size_t i = 0; !c->o.dry_run && i < ids.n; i++) {
-		/* the i-th re-arm is not before t0 + i/rate (no burst after a
-		 * slow call either: each waits for its own slot) */
-		int64_t due = t0 + (int64_t)((uint64_t)i * 1000u / (uint64_t)c->o.rate);
-		int64_t now = clock_mono_ms();
-		if (due > now)
-			clock_sleep_us((due - now) * 1000);
+		int64_t now_us = clock_mono_us();
+		if (next_us > now_us)
+			clock_sleep_us(next_us - now_us);
+		else
+			next_us = now_us;
+		next_us += interval_us;
 		Sagas__V1__RetrySagaRequest rr = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 		rr.saga_id = ids.id[i];
 		rpc_result res;
@@ -157,6 +165,9 @@ int ctl_retry_many(ctl_ctx *c)
 		    &rr.base, c->o.timeout_ms, &res);
 		if (rc != 0)
 			break;
+		bool transient = res.transport || res.code == RPC_DEADLINE_EXCEEDED
+		    || res.code == RPC_UNAVAILABLE;
+		unanswered = transient ? unanswered + 1 : 0;
 		if (res.code == RPC_OK)
 			k.rearmed++;
 		else if (res.code == RPC_FAILED_PRECONDITION && strcmp(res.reason, "terminal") == 0)
@@ -167,8 +178,11 @@ int ctl_retry_many(ctl_ctx *c)
 		    && (res.code == RPC_PERMISSION_DENIED || res.code == RPC_UNAUTHENTICATED
 		        || res.code == RPC_UNIMPLEMENTED)) {
 			/* every other saga would be refused the same: stop */
-			rc = ctl_error("could not retry saga %s: %s (%s): %s", ids.id[i],
-			    rpc_code_name(res.code), ctl_esc(res.reason), ctl_esc(res.message));
+			rc = ctl_error("could not retry saga %s: %s (%s): %s%s", ids.id[i],
+			    rpc_code_name(res.code), ctl_esc(res.reason), ctl_esc(res.message),
+			    res.code == RPC_UNIMPLEMENTED
+			        ? " (is every URL of --orchestrator an orchestratord's?)"
+			        : "");
 			rpc_result_clear(&res);
 			break;
 		} else {
@@ -179,6 +193,17 @@ int ctl_retry_many(ctl_ctx *c)
 			    ctl_esc(res.message));
 		}
 		rpc_result_clear(&res);
+		if (unanswered >= RETRY_UNANSWERED_MAX) {
+			/* the orchestrator is gone: waiting a timeout per saga
+			 * would take hours; what was re-armed stays re-armed */
+			retry_print(c, ids.n, &k, &ids, (double)(clock_mono_ms() - t0) / 1000.0);
+			rc = ctl_error(
+			    "the orchestrator did not answer %d re-arms in a row: stopped; "
+			    "run the same command again once it answers (sagas re-armed "
+			    "and not yet tried match again, harmlessly)",
+			    RETRY_UNANSWERED_MAX);
+			break;
+		}
 	}
 	if (rc == 0) {
 		double secs = (double)(clock_mono_ms() - t0) / 1000.0;

@@ -175,11 +175,11 @@ static int ctl_answer(
 		/* a daemon answered, but not the one this method is for: most
 		 * often a URL of another service (--stock's given as --orchestrator) */
 		rc = ctl_error(
-		    "could not %s: the daemon at %s does not serve this method (%s%s%s): "
+		    "could not %s: the daemon at %s%s does not serve this method (%s%s%s): "
 		    "is it %s? (--%s names %s's address)",
-		    action, c->o.url[svc], rpc_code_name(res->code), res->message[0] ? ": " : "",
-		    ctl_esc(res->message), ctl_svc_daemons[svc], ctl_svc_names[svc],
-		    ctl_svc_daemons[svc]);
+		    action, strchr(c->o.url[svc], ',') != NULL ? "one of " : "", c->o.url[svc],
+		    rpc_code_name(res->code), res->message[0] ? ": " : "", ctl_esc(res->message),
+		    ctl_svc_daemons[svc], ctl_svc_names[svc], ctl_svc_daemons[svc]);
 	} else if (res->reason[0] != '\0') {
 		rc = ctl_error("could not %s: %s (%s): %s", action, rpc_code_name(res->code),
 		    res->reason, res->message);

@@ -47,7 +47,7 @@ timeout 60 "$SAGA_BIN_DIR/orchestratord" --db "$PG_CONN dbname=sagas_orchestrato
   --listen "tcp://127.0.0.1:$(free_port)" --metrics-listen "${STACK_METRICS_URL_OF[orchestratord]}" \
   >"$STACK_DIR/second.log" 2>&1 || rc=$?
 assert_eq "a second orchestratord on the first one's metrics port: exits 1, says why" "1 yes" \
-  "$rc $(grep -q 'Address already in use (another process listens there: on one host, each daemon needs ports of its own' "$STACK_DIR/second.log" && echo yes || echo no)"
+  "$rc $(grep -q 'Address already in use (something else listens there: another process, or another listener of this one; on one host, each daemon needs ports of its own' "$STACK_DIR/second.log" && echo yes || echo no)"
 
 # the database goes away
 bash "$STACK_ROOT/scripts/pg.sh" stop "$STACK_DIR/pg"

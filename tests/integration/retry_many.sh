@@ -14,7 +14,10 @@
 #     than the 3.98 s that rate allows, and all 200 end COMPLETED with one
 #     shipment each, attention cleared, each re-arm logged by the
 #     orchestrator;
-#   - retry with no ID and no filter is a usage error (exit 2).
+#   - retry with no ID and no filter is a usage error (exit 2);
+#   - the orchestrator killed mid-run over 500 flagged sagas: sagactl stops
+#     after 3 re-arms in a row go unanswered (exit 1, says why, prints the
+#     counts) instead of waiting a --timeout per saga.
 set -euo pipefail
 source "$(dirname "$0")/../lib/stack.sh"
 STACK_TLS=1
@@ -87,4 +90,24 @@ ctl retry --state COMPLETED --rate 50 >"$STACK_DIR/none.out" 2>"$STACK_DIR/none.
 assert_eq "retry of finished sagas only: none match, a hint why" "0 re-armed 0 of 0 matching sagas yes" \
   "$rc $(cut -d' ' -f1-6 "$STACK_DIR/none.out") $(grep -q 'a finished saga (COMPLETED, CANCELLED, ...) is never re-armed' "$STACK_DIR/none.err" && echo yes || echo no)"
 
+
+# the orchestrator dies mid-run: sagactl stops after 3 unanswered re-arms
+# (it waited a --timeout per saga: hours for thousands), says so, exit 1
+q "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, attempts, attention,
+     next_attempt_at, retry_at, step_deadline, created_at, updated_at, finished)
+   SELECT ('0e0e0000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid, 'SHIPPING', 'c1', 'A1',
+          1, 100, 12, true, now() + interval '1 hour', now() + interval '1 hour', NULL, now(),
+          now(), false
+   FROM generate_series(1, 500) g" >/dev/null
+rc=0
+timeout 120 "$SAGA_BIN_DIR/sagactl" --orchestrator "$ORCH_ADMIN_URL" "${STACK_CTL_TLS[@]}" \
+  --timeout 1000 retry --attention --rate 20 >"$STACK_DIR/dies.out" 2>"$STACK_DIR/dies.err" &
+ctl_pid=$!
+sleep 2
+stack_kill orchestratord KILL
+wait "$ctl_pid" || rc=$?
+assert_eq "orchestrator killed mid-run: sagactl stops, exit 1, says why" "1 yes" \
+  "$rc $(grep -q 'the orchestrator did not answer 3 re-arms in a row: stopped' "$STACK_DIR/dies.err" && echo yes || echo no)"
+assert_eq "orchestrator killed mid-run: the counts printed, fewer than 500 re-armed" "yes" \
+  "$(awk '/^re-armed [0-9]+ of 500 matching sagas/ { print ($2 < 500) ? "yes" : "no" }' "$STACK_DIR/dies.out")"
 finish
