@@ -199,6 +199,15 @@ int ctl_watch(ctl_ctx *c, char **args)
 		bool more = false;
 		rc = ctl_watch_page(c, cursor, !c->o.from_start, &got, &more);
 		if (rc != 0 && c->o.follow && (c->transient || c->refused || c->unreached)
+		    && ctl_watch_stop) {
+			/* stopped (SIGINT, SIGTERM) while a call that failed as
+			 * --follow outlives was in flight: a clean stop, the
+			 * cursor unchanged (it exited 1 when the stop came during
+			 * a call that then timed out) */
+			rc = 0;
+			break;
+		}
+		if (rc != 0 && c->o.follow && (c->transient || c->refused || c->unreached)
 		    && !ctl_watch_stop) {
 			/* --follow outlives an orchestrator that does not answer (a
 			 * restart, a failover; a connection refused, or reset
