@@ -346,6 +346,12 @@ int ctl_retry(ctl_ctx *c, char **args);
  * matching saga was re-armed or had finished meanwhile, 1 otherwise. */
 int ctl_retry_many(ctl_ctx *c);
 
+/* ctl_retry_filtered is true when c->o holds any of retry's filters
+ * (--attention, --overdue, --state, --type, --customer, --older-than above
+ * 0): the one list both retry ID (which refuses them) and retry FILTERS
+ * (which needs one) read. */
+bool ctl_retry_filtered(const ctl_ctx *c);
+
 /* ---- sagactl_watch.c ---- */
 int ctl_watch(ctl_ctx *c, char **args);
 

@@ -126,10 +126,15 @@ static int retry_print(
 	return CTL_EXIT_OK;
 }
 
+bool ctl_retry_filtered(const ctl_ctx *c)
+{
+	return c->o.attention || c->o.overdue || c->o.state[0] != '\0' || c->o.type[0] != '\0'
+	    || c->o.customer[0] != '\0' || c->o.older_than_ms != 0;
+}
+
 int ctl_retry_many(ctl_ctx *c)
 {
-	if (!c->o.attention && !c->o.overdue && c->o.state[0] == '\0' && c->o.type[0] == '\0'
-	    && c->o.customer[0] == '\0' && c->o.older_than_ms == 0)
+	if (!ctl_retry_filtered(c))
 		return ctl_usage(c->cmd,
 		    "retry needs an ID, or filters to select sagas by (--attention, --state, "
 		    "--type, --customer, --older-than MS above 0, --overdue)");

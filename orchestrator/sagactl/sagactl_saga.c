@@ -570,8 +570,7 @@ int ctl_retry(ctl_ctx *c, char **args)
 {
 	if (args[0] == NULL)
 		return ctl_retry_many(c);
-	if (c->o.attention || c->o.overdue || c->o.state[0] != '\0' || c->o.type[0] != '\0'
-	    || c->o.customer[0] != '\0' || c->o.older_than_ms != 0 || c->o.dry_run || c->rate_given)
+	if (ctl_retry_filtered(c) || c->o.dry_run || c->rate_given)
 		return ctl_usage(c->cmd,
 		    "retry ID re-arms that saga; the filters (and --dry-run, "
 		    "--rate) go without an ID");

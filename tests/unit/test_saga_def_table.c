@@ -34,6 +34,19 @@ static char *table_of(const char *path, const char *type)
 	return out;
 }
 
+/* parsed parses `text` named `name`, which must be valid; the caller
+ * frees the result (saga_defs_free). */
+static saga_defs *parsed(const char *text, const char *name)
+{
+	saga_defs *d = NULL;
+	char err[512];
+	int rc = saga_def_parse(text, strlen(text), name, &d, err, sizeof err);
+	if (rc != 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, 0);
+	return d;
+}
+
 /* has_row checks that `table` has the line `row` (without its newline). */
 static void has_row(const char *table, const char *row)
 {
@@ -129,12 +142,7 @@ static void test_follows_kinds(void **state)
 	      "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n"
 	      "      - {name: charge, participant: payment, command: ChargePayment, compensation: "
 	      "RefundPayment, kind: compensable, input: {customer: customer, amount: amount}}\n";
-	saga_defs *d = NULL;
-	char err[512];
-	int rc = saga_def_parse(text, sizeof text - 1, "t.yaml", &d, err, sizeof err);
-	if (rc != 0)
-		fprintf(stderr, "%s\n", err);
-	assert_int_equal(rc, 0);
+	saga_defs *d = parsed(text, "t.yaml");
 	char *t = NULL;
 	assert_int_equal(saga_def_table(&d->types[0], &t), 0);
 	has_row(t,
@@ -179,12 +187,7 @@ static void test_group_of_one(void **state)
 	      "        steps:\n"
 	      "          - {name: s0, participant: stock, command: ReserveStock, compensation: "
 	      "ReleaseStock, kind: compensable, input: {sku: sku, qty: qty}}\n";
-	saga_defs *d = NULL;
-	char err[512];
-	int rc = saga_def_parse(text, sizeof text - 1, "g1.yaml", &d, err, sizeof err);
-	if (rc != 0)
-		fprintf(stderr, "%s\n", err);
-	assert_int_equal(rc, 0);
+	saga_defs *d = parsed(text, "g1.yaml");
 	char *t = NULL;
 	assert_int_equal(saga_def_table(&d->types[0], &t), 0);
 	has_row(t,
