@@ -41,5 +41,15 @@ enum rpc_code {
 /* StartSaga with the id of a saga that retention deleted, kept as a
  * tombstone for as long as a participant may remember it (rule R5) */
 #define REASON_SAGA_ID_RETIRED "saga_id_retired"
+/* a saga an operator cancelled before its pivot succeeded (CancelSaga,
+ * docs/saga-semantics.md, rule 11): the reason its compensations run for */
+#define REASON_CANCEL_REQUESTED "cancel_requested"
+/* CancelSaga refused: the pivot has succeeded, the saga only moves forward
+ * (rule 3), or it has completed */
+#define REASON_PAST_PIVOT "past_pivot"
+/* CancelSaga refused: the saga is compensating already (for its own reason) */
+#define REASON_COMPENSATING "compensating"
+/* CancelSaga refused: the saga has ended cancelled already */
+#define REASON_CANCELLED "cancelled"
 
 #endif

@@ -47,6 +47,10 @@ typedef enum saga_event_kind {
 	SAGA_EV_PAST_HORIZON = 5, /* the saga started too long ago for any
 	                             participant to take its commands (rule R3,
 	                             common/base/horizon.h): parked, flagged */
+	SAGA_EV_CANCEL = 6,       /* an operator asked to cancel the saga (rule
+	                             11): before the pivot has succeeded it is
+	                             compensated as a deadline would; past it,
+	                             refused (saga_flow_decision.refused) */
 } saga_event_kind;
 
 typedef struct saga_event {

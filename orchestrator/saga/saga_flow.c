@@ -290,6 +290,42 @@ static void saga_flow_ignore(saga_flow_decision *out)
 	out->event_name = "ignored";
 }
 
+/* saga_flow_cancel: rule 11 (docs/saga-semantics.md), an operator's cancel.
+ * Before the pivot has succeeded, the stage the saga is at may have acted
+ * (its commands may be out): it is compensated from that stage, every
+ * member, exactly as rule 4 does for a deadline; the pivot's success, once
+ * recorded, makes the saga go forward only (rule 3), so a cancel after it
+ * is refused and changes nothing. Which of the pivot's reply and a cancel
+ * wins is which the row records first (rule 7). */
+static void saga_flow_cancel(const saga_flow *f, const saga_flow_row *s, int64_t now_ms,
+    const saga_policy *p, saga_flow_decision *out)
+{
+	if (s->pos.step == -1 && s->pos.phase == SAGA_FLOW_COMPENSATING) {
+		saga_flow_ignore(out);
+		out->refused = REASON_CANCELLED;
+		return;
+	}
+	if (!saga_flow_live(f, &s->pos)) { /* completed, or not a position */
+		saga_flow_ignore(out);
+		out->refused = REASON_PAST_PIVOT;
+		return;
+	}
+	if (s->pos.phase == SAGA_FLOW_COMPENSATING) {
+		saga_flow_ignore(out);
+		out->refused = REASON_COMPENSATING;
+		return;
+	}
+	if (f->steps[s->pos.step].kind == SAGA_FLOW_RETRIABLE) {
+		saga_flow_ignore(out);
+		out->refused = REASON_PAST_PIVOT;
+		return;
+	}
+	out->state_changed = true;
+	out->event_name = "cancel";
+	saga_flow_set_reason(&out->next, REASON_CANCEL_REQUESTED);
+	saga_flow_compensate(f, &out->next, s->pos.step, 0, now_ms, p, &out->send);
+}
+
 /* One function on purpose, as saga_transition was (issue 33): its checks
  * run in the order of precedence of the rules (docs/saga-semantics.md). */
 void saga_flow_transition(const saga_flow *f, const saga_flow_row *s, const saga_flow_event *ev,
@@ -298,6 +334,10 @@ void saga_flow_transition(const saga_flow *f, const saga_flow_row *s, const saga
 	memset(out, 0, sizeof *out);
 	out->next = *s;
 
+	if (ev->kind == SAGA_EV_CANCEL) {
+		saga_flow_cancel(f, s, now_ms, p, out);
+		return;
+	}
 	if (!saga_flow_live(f, &s->pos)) { /* terminal, or not a position */
 		saga_flow_ignore(out);
 		return;

@@ -104,6 +104,11 @@ typedef struct saga_flow_decision {
 	uint64_t send;          /* the members of next.pos whose command is due
 	                           now (bit 0 for a step alone); 0: none */
 	const char *event_name; /* as saga_decision's */
+	const char *refused;    /* SAGA_EV_CANCEL only: NULL when the cancel
+	                           was taken; else why not (static storage,
+	                           status.h): REASON_PAST_PIVOT,
+	                           REASON_COMPENSATING, REASON_CANCELLED
+	                           (then `ignored` too) */
 } saga_flow_decision;
 
 /* saga_flow_order is the order saga as a flow: reserve (compensable, with
@@ -155,7 +160,13 @@ saga_flow_row saga_flow_start(const saga_flow *f, int64_t now_ms, const saga_pol
  * before), of a retriable one is retried; a deadline compensates from the
  * step (every member of a group); compensating, a success moves to the
  * step before that has a compensation, anything else is retried. Rule R3
- * (past_horizon) and R5 (saga_id_reused) park the saga as saga.h says. */
+ * (past_horizon) and R5 (saga_id_reused) park the saga as saga.h says.
+ * Rule 11, SAGA_EV_CANCEL (an operator's): a forward stage that is not past
+ * the pivot (a compensable stage, or the pivot itself) is compensated from
+ * that stage, every member, as its deadline would (reason
+ * cancel_requested), at any time and whatever its deadline; anywhere else it
+ * is ignored with out->refused saying why: past_pivot (a retriable stage, or
+ * completed), compensating, or cancelled. */
 void saga_flow_transition(const saga_flow *f, const saga_flow_row *s, const saga_flow_event *ev,
     int64_t now_ms, uint64_t rand, const saga_policy *p, saga_flow_decision *out);
 

@@ -495,6 +495,10 @@ static void expand(model *m)
 		saga_flow_event ev = {.kind = SAGA_EV_DEADLINE};
 		decide(m, &s, &ev, MODEL_DEADLINE, -1, "the step deadline passed");
 	}
+	/* rule 11: an operator may cancel at any moment (a refused cancel is
+	 * ignored and changes nothing) */
+	saga_flow_event cancel = {.kind = SAGA_EV_CANCEL};
+	decide(m, &s, &cancel, MODEL_NOW, -1, "an operator cancels");
 	uint64_t due = saga_flow_due(m->f, &s.pos);
 	if (due) {
 		mst c = s;

@@ -6,7 +6,8 @@
  *   - an orchestrator whose row is the only thing that survives a crash: it
  *     may (re-)send the commands its row says are due at any moment (a
  *     retry, a restart, another orchestrator taking the lease over), and a
- *     step's deadline may pass at any moment while its row has one;
+ *     step's deadline may pass at any moment while its row has one, and
+ *     an operator may cancel the saga at any moment (rule 11);
  *   - a participant per step, from its kind: a record per step that applies
  *     the command once and answers copies from it (rule 2), a tombstone
  *     when the compensation comes first, which refuses the late command

@@ -43,7 +43,10 @@
  * retriable step's refusal cancels the saga at once), current_version (a
  * send builds its request from the orchestrator's current version, not the
  * saga's), policy_deadline (a step entered gets the policy's deadline, not
- * its own deadline_ms). Check 6 (a step's own timing): a step is compensated
+ * its own deadline_ms), cancel_after_pivot (an operator's cancel refused
+ * past_pivot is taken anyway: the saga compensates from the pivot; rule
+ * 11). Operators cancel sagas at random (rule 11), in any state: checks 2
+ * and 3 hold for a cancelled saga as for any other. Check 6 (a step's own timing): a step is compensated
  * for its deadline no sooner than its own deadline_ms, or the policy's,
  * after it was entered. Usage:
  * sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
@@ -83,10 +86,11 @@ enum brk {
 	BRK_RETRIABLE_GIVEN_UP,
 	BRK_CURRENT_VERSION,
 	BRK_POLICY_DEADLINE,
-	BRK_LAST = BRK_POLICY_DEADLINE
+	BRK_CANCEL_AFTER_PIVOT,
+	BRK_LAST = BRK_CANCEL_AFTER_PIVOT
 };
 static const char *const brk_names[] = {"none", "pivot_compensated", "group_member_forgotten",
-    "retriable_given_up", "current_version", "policy_deadline"};
+    "retriable_given_up", "current_version", "policy_deadline", "cancel_after_pivot"};
 
 /* A command (to a participant) or a reply (to the orchestrator). */
 typedef struct msg {
@@ -115,6 +119,8 @@ typedef struct world {
 	int64_t now;
 	/* faults of this seed, in per mille */
 	uint32_t p_drop, p_dup, p_delay, p_crash, p_refuse, p_transient, p_redeploy;
+	uint32_t p_cancel; /* an operator's cancel of each unfinished saga, per
+	                      mille per sweep (rule 11) */
 	int32_t version;        /* the definition version the orchestrator runs
 	                           now (1, 2, ...: a restart may bring a new one) */
 	int32_t def_id[NSAGAS]; /* the version each saga started with (its row's) */
@@ -137,6 +143,7 @@ typedef struct world {
 	int ntrace[NSAGAS];
 	/* what happened, for the figures */
 	unsigned long long crashes, deadlines, tombstones, late_refused;
+	unsigned long long cancels, cancels_refused;
 } world;
 
 static enum brk brk;
@@ -262,6 +269,8 @@ static void break_to(
 {
 	saga_flow_pos pos = {.step = step, .phase = SAGA_FLOW_COMPENSATING, .members = 0};
 	bool term = saga_flow_is_terminal(f, &pos);
+	d->ignored = false;
+	d->refused = NULL;
 	d->state_changed = true;
 	d->next.pos = pos;
 	d->next.attempts = 0;
@@ -279,11 +288,17 @@ static void broken_rule(const saga_flow *f, const saga_flow_row *row, const saga
     int64_t now, saga_flow_decision *d)
 {
 	int32_t st = row->pos.step, pivot = -1;
-	if (brk == BRK_NONE || d->ignored || row->pos.phase != SAGA_FLOW_FORWARD)
-		return;
 	for (int32_t i = 0; i < f->nsteps; i++)
 		if (f->steps[i].kind == SAGA_FLOW_PIVOT)
 			pivot = i;
+	/* a cancel refused past_pivot is taken anyway: compensate from the
+	 * pivot, what rule 11 (and rule 3) forbid */
+	if (brk == BRK_CANCEL_AFTER_PIVOT && ev->kind == SAGA_EV_CANCEL && pivot >= 0
+	    && d->refused != NULL && !strcmp(d->refused, REASON_PAST_PIVOT)
+	    && row->pos.phase == SAGA_FLOW_FORWARD && st >= 0 && st < f->nsteps)
+		break_to(f, now, d, pivot, "broken:cancel_after_pivot");
+	if (brk == BRK_NONE || d->ignored || row->pos.phase != SAGA_FLOW_FORWARD)
+		return;
 	bool refused = ev->kind == SAGA_EV_REFUSED;
 	if (brk == BRK_POLICY_DEADLINE && d->state_changed && d->next.step_deadline_ms > 0)
 		d->next.step_deadline_ms = now + policy.step_timeout_ms; /* the option's */
@@ -320,6 +335,12 @@ static void apply(world *w, int s, const saga_flow_event *ev)
 	saga_flow_decision d;
 	saga_flow_transition(w->flow, &w->row[s], ev, w->now, rnd64(w), &policy, &d);
 	broken(w, &w->row[s], ev, &d);
+	if (ev->kind == SAGA_EV_CANCEL) {
+		if (d.refused != NULL)
+			w->cancels_refused++;
+		else if (!d.ignored)
+			w->cancels++;
+	}
 	if (d.ignored)
 		return;
 	if (!strcmp(d.event_name, "deadline")) {
@@ -412,6 +433,13 @@ static void orchestrator_tick(world *w)
 			if (w->started[s] && !terminal(w, s) && w->row[s].step_deadline_ms > 0
 			    && w->now >= w->row[s].step_deadline_ms) {
 				saga_flow_event ev = {.kind = SAGA_EV_DEADLINE};
+				apply(w, s, &ev);
+			}
+		/* rule 11: an operator cancels, in any state */
+		for (int s = 0; s < NSAGAS; s++)
+			if (w->started[s] && !terminal(w, s) && fault(w, w->p_cancel)) {
+				saga_flow_event ev = {.kind = SAGA_EV_CANCEL};
+				tr(w, s, "an operator cancels");
 				apply(w, s, &ev);
 			}
 	}
@@ -562,6 +590,7 @@ static void check_saga(world *w, int s)
 typedef struct totals {
 	unsigned long long seeds, sagas, completed, cancelled, bad_seeds, bad_sagas;
 	unsigned long long crashes, deadlines, tombstones, late_refused;
+	unsigned long long cancels, cancels_refused;
 	int64_t max_ms; /* the longest run, simulated ms */
 } totals;
 
@@ -590,6 +619,7 @@ static bool run_seed(world *w, const saga_flow *flow, unsigned long long seed, t
 	w->p_refuse = 50 + rnd(w, 300);
 	w->p_transient = rnd(w, 150);
 	w->p_redeploy = rnd(w, 500);
+	w->p_cancel = rnd(w, 60);
 	w->version = 1;
 	for (int s = 0; s < NSAGAS; s++) {
 		w->start_at[s] = rnd(w, 3000);
@@ -614,6 +644,8 @@ static bool run_seed(world *w, const saga_flow *flow, unsigned long long seed, t
 	t->deadlines += w->deadlines;
 	t->tombstones += w->tombstones;
 	t->late_refused += w->late_refused;
+	t->cancels += w->cancels;
+	t->cancels_refused += w->cancels_refused;
 	if (w->now > t->max_ms)
 		t->max_ms = w->now;
 	for (int s = 0; s < NSAGAS; s++) {
@@ -639,6 +671,7 @@ static bool same_run(const world *a, const world *b)
 {
 	if (a->now != b->now || a->crashes != b->crashes || a->deadlines != b->deadlines
 	    || a->tombstones != b->tombstones || a->late_refused != b->late_refused
+	    || a->cancels != b->cancels || a->cancels_refused != b->cancels_refused
 	    || memcmp(a->recs, b->recs, sizeof a->recs) != 0)
 		return false;
 	for (int s = 0; s < NSAGAS; s++) {
@@ -697,10 +730,11 @@ static int usage(FILE *out, int rc)
 	fprintf(out,
 	    "usage: sim_flow --definitions FILE --type T [--seeds A..B] "
 	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|current_version|"
-	    "policy_deadline] "
+	    "policy_deadline|cancel_after_pivot] "
 	    "[--expect-violation] [--trace]\n"
 	    "       sim_flow --definitions FILE --type T --fixed-point [--max-states N] "
-	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up] "
+	    "[--break pivot_compensated|group_member_forgotten|retriable_given_up|"
+	    "cancel_after_pivot] "
 	    "[--expect-violation]\n");
 	return rc;
 }
@@ -788,8 +822,9 @@ int main(int argc, char **argv)
 	    type, brk ? " --break " : "", brk ? brk_names[brk] : "", tot.seeds, tot.sagas,
 	    tot.completed, tot.cancelled, tot.bad_seeds, tot.bad_sagas, tot.max_ms);
 	printf("  %llu crashes, %llu deadlines passed, %llu tombstones, %llu late commands "
-	       "refused; %llu seeds run twice, %s\n",
-	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused, replays,
+	       "refused, %llu cancels taken and %llu refused; %llu seeds run twice, %s\n",
+	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused, tot.cancels,
+	    tot.cancels_refused, replays,
 	    replays_differ ? "NOT identical" : "identical");
 	saga_defs_free(defs);
 	if (replays_differ)

@@ -496,6 +496,81 @@ static void test_after_pivot_only_forward(void **st)
 	assert_true(d.ignored);
 }
 
+/* rule 11: a cancel compensates a stage before the pivot, or the pivot,
+ * from that stage (every member, whatever succeeded), at any time; it is
+ * refused past the pivot, while compensating and once cancelled */
+static void test_cancel(void **st)
+{
+	(void)st;
+	saga_flow f = booking();
+	saga_flow_row r = saga_flow_start(&f, NOW, &pol);
+	/* the group, one member done, long before its deadline */
+	saga_flow_decision d = ev_on(&f, &r, SAGA_EV_SUCCESS, 0, SAGA_FLOW_FORWARD, 0, "", NOW + 1);
+	r = d.next;
+	d = ev_on(&f, &r, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 2);
+	assert_false(d.ignored);
+	assert_null(d.refused);
+	assert_true(d.state_changed);
+	assert_string_equal(d.event_name, "cancel");
+	assert_string_equal(d.next.reason, REASON_CANCEL_REQUESTED);
+	assert_int_equal(d.next.pos.step, 0);
+	assert_int_equal(d.next.pos.phase, SAGA_FLOW_COMPENSATING);
+	assert_int_equal(d.next.pos.members, 0);
+	assert_int_equal(d.send, 3); /* both members: either may have acted */
+	assert_int_equal(d.next.attempts, 0);
+	assert_int_equal(d.next.step_deadline_ms, 0);
+	assert_int_equal(d.next.next_attempt_ms, NOW + 2);
+	/* compensating: refused, nothing changes */
+	saga_flow_row comp = d.next;
+	d = ev_on(&f, &comp, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 3);
+	assert_true(d.ignored);
+	assert_false(d.state_changed);
+	assert_string_equal(d.refused, REASON_COMPENSATING);
+	assert_memory_equal(&d.next, &comp, sizeof comp);
+	/* at the pivot: its compensation first (its outcome is unknown) */
+	r = at_pivot(&f);
+	d = ev_on(&f, &r, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 1);
+	assert_null(d.refused);
+	assert_int_equal(d.next.pos.step, 2);
+	assert_int_equal(d.next.pos.phase, SAGA_FLOW_COMPENSATING);
+	assert_int_equal(d.send, 1);
+	/* the pivot's success recorded first: refused past_pivot */
+	d = ev_on(&f, &r, SAGA_EV_SUCCESS, 2, SAGA_FLOW_FORWARD, -1, "", NOW + 1);
+	r = d.next;
+	d = ev_on(&f, &r, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 2);
+	assert_true(d.ignored);
+	assert_string_equal(d.refused, REASON_PAST_PIVOT);
+	assert_int_equal(d.send, 0);
+	assert_int_equal(d.next.pos.step, 3);
+	/* completed: past_pivot; cancelled: cancelled */
+	d = ev_on(&f, &r, SAGA_EV_SUCCESS, 3, SAGA_FLOW_FORWARD, -1, "", NOW + 3);
+	d = ev_on(&f, &d.next, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 4);
+	assert_string_equal(d.refused, REASON_PAST_PIVOT);
+	saga_flow_row done = {.pos = {.step = -1, .phase = SAGA_FLOW_COMPENSATING}};
+	d = ev_on(&f, &done, SAGA_EV_CANCEL, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 4);
+	assert_true(d.ignored);
+	assert_string_equal(d.refused, REASON_CANCELLED);
+	/* every other event leaves refused NULL */
+	d = ev_on(&f, &done, SAGA_EV_DEADLINE, 0, SAGA_FLOW_FORWARD, -1, NULL, NOW + 4);
+	assert_null(d.refused);
+	/* the order saga: CHARGING -> REFUNDING, RESERVING -> RELEASING */
+	saga s = saga_start(NOW, &pol);
+	saga_event ev = {.kind = SAGA_EV_CANCEL};
+	saga_decision od;
+	saga_transition(&s, &ev, NOW + 1, 1, &pol, &od);
+	assert_int_equal(od.next.state, SAGA_STATE_RELEASING);
+	assert_int_equal(od.send, SAGA_CMD_RELEASE_STOCK);
+	s.state = SAGA_STATE_CHARGING;
+	saga_transition(&s, &ev, NOW + 1, 1, &pol, &od);
+	assert_int_equal(od.next.state, SAGA_STATE_REFUNDING);
+	assert_int_equal(od.send, SAGA_CMD_REFUND_PAYMENT);
+	s.state = SAGA_STATE_SHIPPING;
+	s.step_deadline_ms = 0;
+	saga_transition(&s, &ev, NOW + 1, 1, &pol, &od);
+	assert_true(od.ignored);
+	assert_int_equal(od.next.state, SAGA_STATE_SHIPPING);
+}
+
 static void test_flow_valid(void **st)
 {
 	(void)st;
@@ -534,6 +609,7 @@ int main(void)
 	    cmocka_unit_test(test_step_timing),
 	    cmocka_unit_test(test_pivot_refused_and_deadline),
 	    cmocka_unit_test(test_after_pivot_only_forward),
+	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_flow_valid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
