@@ -43,7 +43,9 @@
 	    "/v1/sagas/*/history")                                                                 \
 	M(Orchestrator, RetrySaga, AUTHZ_ADMIN, ALONE, "POST", "/v1/sagas/*/retry")                \
 	M(Orchestrator, WaitSaga, AUTHZ_CLIENT | AUTHZ_ADMIN, ALONE, "GET", "/v1/sagas/*/wait")    \
-	M(Orchestrator, WatchHistory, AUTHZ_CLIENT | AUTHZ_ADMIN, ALONE, "GET", "/v1/history")
+	M(Orchestrator, WatchHistory, AUTHZ_CLIENT | AUTHZ_ADMIN, ALONE, "GET", "/v1/history")    \
+	M(Orchestrator, CancelSaga, AUTHZ_ADMIN, ALONE, "POST", "/v1/sagas/*/cancel")              \
+	M(Orchestrator, ListAudit, AUTHZ_ADMIN, ALONE, "GET", "/v1/audit")
 
 #define METHODS_Stock(M)                                                                           \
 	M(Stock, ReserveStock, AUTHZ_ORCHESTRATOR, BATCH, NULL, NULL)                              \

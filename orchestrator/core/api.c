@@ -458,60 +458,6 @@ static void api_wait_saga(api *a, api_worker *w, const rpc_request *call, rpc_re
 		api_answer_wait(saga_id, 0, &row, false, reply);
 }
 
-static void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply)
-{
-	Sagas__V1__RetrySagaRequest *req = (Sagas__V1__RetrySagaRequest *)rpc_unpack(
-	    &sagas__v1__retry_saga_request__descriptor, call, reply);
-	if (req == NULL)
-		return;
-	if (!valid_uuid(req->saga_id)) {
-		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid saga_id: not a canonical lowercase UUID");
-		goto out_free;
-	}
-	saga_row row;
-	int rc;
-	int64_t now = dbclock_now_ms();
-	/* the edge of horizon_may_send: older, no participant takes it */
-	int64_t edge
-	    = a->horizon.retention_ms > 0 ? now - a->horizon.retention_ms + a->horizon.skew_ms : 0;
-	/* API_DB re-runs on a lost connection: it takes the error as rc, and
-	 * leaves `res` STORE_REARM_ERROR when it never got to call */
-	store_rearm_result res = STORE_REARM_ERROR;
-	int err = 0;
-	API_DB(a, w, rc, (res = store_rearm(w->conn, req->saga_id, now, edge, &row, &err), err));
-	switch (res) {
-	case STORE_REARM_OK:
-		break;
-	case STORE_REARM_NOT_FOUND:
-		rpc_reply_error(
-		    reply, RPC_NOT_FOUND, "unknown_saga", "saga %s does not exist", req->saga_id);
-		goto out_free;
-	case STORE_REARM_TERMINAL:
-		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, "terminal",
-		    "saga %s has finished: nothing to retry", req->saga_id);
-		goto out_free;
-	case STORE_REARM_PAST_HORIZON:
-		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, REASON_PAST_HORIZON,
-		    "saga %s started before the retention horizon: no participant takes its "
-		    "commands any more; settle it by hand (docs/operations.md, \"Retention\")",
-		    req->saga_id);
-		goto out_free;
-	case STORE_REARM_ERROR:
-		api_db_error(reply, rc, "retry saga");
-		goto out_free;
-	}
-	log_info(row.saga_id, "re-armed by an operator in %s", row.state);
-	Sagas__V1__Saga m;
-	Sagas__V1__Order o;
-	codec_saga_to_pb(&m, &o, &row);
-	Sagas__V1__RetrySagaReply out = SAGAS__V1__RETRY_SAGA_REPLY__INIT;
-	out.saga = &m;
-	rpc_reply_ok(reply, &out.base);
-out_free:
-	sagas__v1__retry_saga_request__free_unpacked(req, NULL);
-}
-
 /* An orchestrator method's handler: fills `reply` for `call`. */
 typedef void api_handler(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
 
@@ -525,6 +471,8 @@ static api_handler *const api_handlers[METHOD_COUNT] = {
     [METHOD_Orchestrator_RetrySaga] = api_retry_saga,
     [METHOD_Orchestrator_WaitSaga] = api_wait_saga,
     [METHOD_Orchestrator_WatchHistory] = api_watch_history,
+    [METHOD_Orchestrator_CancelSaga] = api_cancel_saga,
+    [METHOD_Orchestrator_ListAudit] = api_list_audit,
 };
 
 static void api_handle(void *app, void *worker, const rpc_request *call, rpc_reply *reply)

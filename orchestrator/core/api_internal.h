@@ -79,6 +79,14 @@ void api_db_error(rpc_reply *reply, int rc, const char *what);
  * timeout of the call's deadline, cancelled when the client goes. */
 void api_list_sagas(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
 
+/* The operators' actions (api_ops.c), admin role only (methods.h), each
+ * recorded in the audit trail with its caller (store_actor):
+ * api_retry_saga serves RetrySaga (a re-arm, store_rearm), api_cancel_saga
+ * CancelSaga (rule 11, store_cancel), api_list_audit ListAudit. */
+void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+void api_cancel_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+void api_list_audit(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);
+
 /* api_history serves GetSagaHistory (api_history.c): one saga's history,
  * NOT_FOUND for an unknown saga. */
 void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *reply);

@@ -138,4 +138,6 @@ void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h)
 	m->event = h->event;
 	m->reason = h->reason;
 	m->at_unix_ms = h->at_ms;
+	m->actor = h->actor;
+	m->note = h->note;
 }

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "dbclock.h"
+#include "decide.h"
 #include "fault.h"
 #include "log.h"
 #include "methods.h"
@@ -321,21 +322,15 @@ static void engine_decide(engine *e, const saga_row *row, const saga_flow_event 
 	const orch_def_version *v = engine_row_pos(e, e->conn, row, &pos);
 	if (v == NULL)
 		return;
-	saga_flow_row fr = {.pos = pos,
-	    .attempts = row->s.attempts,
-	    .attention = row->s.attention,
-	    .step_deadline_ms = row->s.step_deadline_ms,
-	    .next_attempt_ms = row->s.next_attempt_ms};
-	memcpy(fr.reason, row->s.reason, sizeof fr.reason);
-	saga_flow_decision d;
-	saga_flow_transition(&v->flow, &fr, ev, now, engine_rand(e), &e->cfg.policy, &d);
-	if (d.ignored) {
-		log_debug(row->saga_id, "event ignored in state %s", row->state);
+	saga_flow_decision d = {.ignored = false};
+	saga_row after;
+	if (decide_row(v, row, ev, now, engine_rand(e), &e->cfg.policy, &d, &after) != 0) {
+		/* the transition returns positions of its flow */
+		log_error(row->saga_id, "no state name for step %d: dropped", (int)d.next.pos.step);
 		return;
 	}
-	const char *name = orch_def_state(v, &d.next.pos);
-	if (name == NULL) { /* the transition returns positions of its flow */
-		log_error(row->saga_id, "no state name for step %d: dropped", (int)d.next.pos.step);
+	if (d.ignored) {
+		log_debug(row->saga_id, "event ignored in state %s", row->state);
 		return;
 	}
 	/* the command decided on: a reply's own (a group's member), else the
@@ -359,20 +354,8 @@ static void engine_decide(engine *e, const saga_row *row, const saga_flow_event 
 		    why ? why : "unknown", n + 1, (long long)(d.next.next_attempt_ms - now));
 	engine_pending *p = &pend[(*npend)++];
 	memset(p, 0, sizeof *p);
-	p->after = *row;
+	p->after = after;
 	saga_row *a = &p->after;
-	snprintf(a->state, sizeof a->state, "%s", name);
-	a->members = d.next.pos.members;
-	a->compensating = d.next.pos.phase == SAGA_FLOW_COMPENSATING;
-	a->finished = saga_flow_is_terminal(&v->flow, &d.next.pos);
-	memcpy(a->s.reason, d.next.reason, sizeof a->s.reason);
-	a->s.attempts = d.next.attempts;
-	a->s.attention = d.next.attention;
-	a->s.step_deadline_ms = d.next.step_deadline_ms;
-	a->s.next_attempt_ms = d.next.next_attempt_ms;
-	a->s.state = store_category(a->type, a->state, a->compensating, a->finished);
-	a->version = row->version + 1;
-	a->updated_ms = now;
 	p->send = d.send;
 	p->held = d.send != 0 && !can_send;
 	p->was = was;

@@ -458,8 +458,10 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	PGresult *r = NULL;
 	int rc = pg_exec(conn,
 	    "SELECT h.version, coalesce(h.from_state, ''), h.to_state, h.event, h.reason, " MS(
-	        "h.at") ", coalesce(s.type, 'order') FROM sagas s LEFT JOIN saga_history h "
-	                "ON h.saga_id = s.saga_id WHERE s.saga_id = $1 ORDER BY h.version",
+	        "h.at") ", coalesce(s.type, 'order'), coalesce(a.role || ' at ' || a.peer, ''), "
+	                "coalesce(a.reason, '') FROM sagas s LEFT JOIN saga_history h "
+	                "ON h.saga_id = s.saga_id LEFT JOIN audit a ON a.saga_id = h.saga_id "
+	                "AND a.version = h.version WHERE s.saga_id = $1 ORDER BY h.version",
 	    1, p, &r);
 	if (rc != 0)
 		return rc;
@@ -488,6 +490,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 		snprintf(e->event, sizeof e->event, "%s", PQgetvalue(r, i, 3));
 		(void)valid_utf8_copy(e->reason, sizeof e->reason, PQgetvalue(r, i, 4));
 		e->at_ms = pg_get_i64(r, i, 5);
+		(void)valid_utf8_copy(e->actor, sizeof e->actor, PQgetvalue(r, i, 7));
+		(void)valid_utf8_copy(e->note, sizeof e->note, PQgetvalue(r, i, 8));
 	}
 	*n = k;
 	PQclear(r);
@@ -635,7 +639,7 @@ int store_read_gauges(PGconn *conn, int64_t margin_ms, int64_t stuck_ms, store_g
 }
 
 store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms,
-    int64_t created_after_ms, saga_row *out, int *err)
+    int64_t created_after_ms, const store_actor *who, saga_row *out, int *err)
 {
 	char now[24];
 	snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -673,6 +677,8 @@ store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms
 	}
 	rc = store_insert_history(
 	    conn, saga_id, out->version, out->state, out->state, "retry", out->s.reason);
+	if (rc == 0)
+		rc = store_insert_audit(conn, "retry", who, saga_id, out->version, out->state);
 	if (rc != 0)
 		goto out_rollback;
 	*err = pg_commit(conn);

@@ -65,6 +65,21 @@ typedef struct saga_row {
 	unsigned char input[SAGA_INPUT_MAX];
 } saga_row;
 
+/* An operator action's actor ("admin at 127.0.0.1:40000") and reason (the
+ * operator's words, at most STORE_NOTE_MAX - 1 bytes of UTF-8), in bytes
+ * with the NUL. */
+#define STORE_ACTOR_MAX 96
+#define STORE_NOTE_MAX  256
+
+/* Who asked for an operator action, and why (table audit, schema 12). All
+ * borrowed for the call. */
+typedef struct store_actor {
+	const char *role;       /* the caller's roles (authz_role_names): "admin" */
+	const char *peer;       /* its address (rpc_peer): "127.0.0.1:40000" */
+	const char *reason;     /* the operator's words; "" for none */
+	const char *request_id; /* the action's idempotency key; "" for none */
+} store_actor;
+
 typedef struct store_history_entry {
 	int64_t version;
 	char from[SAGA_NAME_MAX]; /* the states' names: "" for the start */
@@ -75,6 +90,10 @@ typedef struct store_history_entry {
 	char event[32];
 	char reason[SAGA_REASON_MAX];
 	int64_t at_ms;
+	/* an operator's action (the audit row of this version): who, as
+	 * "ROLE at PEER", and why; "" for the engine's own transitions */
+	char actor[STORE_ACTOR_MAX];
+	char note[STORE_NOTE_MAX];
 } store_history_entry;
 
 /* One version- and epoch-checked change of a saga row (rules 7 and 10). */
@@ -109,8 +128,9 @@ typedef struct store_update {
  * sagas_customer and sagas_ended (issue 32). 9: saga_definitions and
  * sagas.def_id, the version of the definition a saga started with (issue
  * 34). 10: a saga's state is its definition's name of its position, with
- * sagas.type, members and compensating (issue 34). */
-#define STORE_SCHEMA_VERSION 11
+ * sagas.type, members and compensating (issue 34). 12: the audit trail,
+ * table audit (issue 36). */
+#define STORE_SCHEMA_VERSION 12
 
 /* store_category returns the category of a position as a saga_state (the
  * rules and the waits read it: saga_is_terminal, saga_wait_over): for type
@@ -373,7 +393,69 @@ typedef enum store_rearm_result {
  * so that it can be the rc of the callers' re-run on a lost connection
  * (API_DB). */
 store_rearm_result store_rearm(PGconn *conn, const char *saga_id, int64_t now_ms,
-    int64_t created_after_ms, saga_row *out, int *err);
+    int64_t created_after_ms, const store_actor *who, saga_row *out, int *err);
+
+/* What store_cancel did. */
+typedef enum store_cancel_result {
+	STORE_CANCEL_OK,           /* taken: *out is the new row */
+	STORE_CANCEL_REPLAYED,     /* this request id's cancel was taken before:
+	                            *out is the row as it is now, nothing changed */
+	STORE_CANCEL_NOT_FOUND,    /* no such saga */
+	STORE_CANCEL_PAST_HORIZON, /* unfinished, created before the horizon:
+	                              nothing changed */
+	STORE_CANCEL_REFUSED,      /* the rules refuse it (*refused says why):
+	                              nothing changed; *out is the row */
+	STORE_CANCEL_UNDECIDED,    /* its definition's version cannot run here:
+	                              nothing changed */
+	STORE_CANCEL_ERROR,        /* the database failed: *err says how */
+} store_cancel_result;
+
+/* store_decide_fn decides an operator's cancel of `row`, read under its
+ * row lock: returns 0 and fills *after with the row to write and *up's
+ * state_changed, event and attention_raised (store_cancel fills the rest),
+ * or returns 0 with *refused set (static storage) when the rules refuse
+ * it, or -1 when it cannot be decided here. */
+typedef int store_decide_fn(
+    void *ctx, const saga_row *row, saga_row *after, store_update *up, const char **refused);
+
+/* store_cancel cancels saga `saga_id` for `who` (who->request_id its
+ * idempotency key, who->reason required by the caller) in ONE transaction:
+ * a cancel with this (saga, request id) in table audit is answered
+ * STORE_CANCEL_REPLAYED; else the row is locked (FOR UPDATE), refused
+ * STORE_CANCEL_PAST_HORIZON when unfinished and created before
+ * `created_after_ms` (0: any; rule R3), and decided by `decide` (ctx passed
+ * back); when taken, the row is written as store_apply writes a
+ * transition (its history row, event "cancel"; `writer` this
+ * orchestrator's name), with its audit row (action "cancel", the version
+ * written). Returns the result; *refused (never NULL) is set for
+ * STORE_CANCEL_REFUSED; *err (never NULL) is 0 but for STORE_CANCEL_ERROR
+ * (a negative enum pg_err or -ENOMEM), so that it can be the rc of
+ * API_DB's re-run. Rule 11 (docs/saga-semantics.md). */
+store_cancel_result store_cancel(PGconn *conn, const char *saga_id, const store_actor *who,
+    int64_t created_after_ms, const char *writer, store_decide_fn *decide, void *ctx, saga_row *out,
+    const char **refused, int *err);
+
+/* One row of table audit. */
+typedef struct store_audit_entry {
+	int64_t id; /* its order: larger is later */
+	int64_t at_ms;
+	char action[16];
+	char role[32];
+	char peer[64];
+	char reason[STORE_NOTE_MAX];
+	char saga_id[40]; /* "" for an action on no saga */
+	int64_t version;  /* the saga version it wrote; 0 for none */
+	char request_id[64];
+	char outcome[SAGA_NAME_MAX];
+} store_audit_entry;
+
+/* store_list_audit reads the audit rows, newest first: those of saga
+ * `saga_id` ("" for every saga) and action `action` ("" for any), with ids
+ * below `before_id` (0: from the newest), at most `limit` (1..). *out is
+ * malloc'd (the caller frees it; NULL when *n is 0). Returns 0 or a
+ * negative enum pg_err or -ENOMEM. */
+int store_list_audit(PGconn *conn, const char *saga_id, const char *action, int64_t before_id,
+    int limit, store_audit_entry **out, size_t *n);
 
 /* The gauges of the sagas in the database (metrics, report.c). */
 /* STORE_OPEN_OTHERS: the (type, state) pairs of other saga types than

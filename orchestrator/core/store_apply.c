@@ -50,7 +50,7 @@ static const char *store_retry_ms(const store_update *u, char buf[24])
 	return buf;
 }
 
-static int store_apply_one(PGconn *conn, store_update *u, const char *writer)
+int store_write_update(PGconn *conn, store_update *u, const char *writer)
 {
 	const saga_row *b = u->before;
 	char attempts[16], next[24], deadline[24], version[24], retry[24], epoch[24];
@@ -335,7 +335,7 @@ static int store_apply_unfenced(PGconn *conn, store_update *ups, size_t n, const
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		rc = store_apply_one(conn, &ups[i], writer);
+		rc = store_write_update(conn, &ups[i], writer);
 		if (rc != 0)
 			goto out_rollback;
 	}

@@ -72,4 +72,17 @@ void store_read_row(const PGresult *r, int i, saga_row *out);
 int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, const char *from,
     const char *to, const char *event, const char *reason);
 
+/* store_write_update writes one transition `u` (u->before the row it was
+ * decided on) in the caller's transaction: the version- and epoch-checked
+ * UPDATE (rules 7, 10), its NOTIFY for waits elsewhere, its history row.
+ * Sets u->applied. Returns 0 or a negative enum pg_err. (store_apply.c.) */
+int store_write_update(PGconn *conn, store_update *u, const char *writer);
+
+/* store_insert_audit inserts the audit row of operator action `action` by
+ * `who` on saga `saga_id` (NULL: none), version `version` (0: none), with
+ * `outcome`, in the caller's transaction. Returns 0 or a negative enum
+ * pg_err. (store_ops.c.) */
+int store_insert_audit(PGconn *conn, const char *action, const store_actor *who,
+    const char *saga_id, int64_t version, const char *outcome);
+
 #endif

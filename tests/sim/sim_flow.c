@@ -46,10 +46,9 @@
  * its own deadline_ms), cancel_after_pivot (an operator's cancel refused
  * past_pivot is taken anyway: the saga compensates from the pivot; rule
  * 11). Operators cancel sagas at random (rule 11), in any state: checks 2
- * and 3 hold for a cancelled saga as for any other. Check 6 (a step's own timing): a step is compensated
- * for its deadline no sooner than its own deadline_ms, or the policy's,
- * after it was entered. Usage:
- * sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
+ * and 3 hold for a cancelled saga as for any other. Check 6 (a step's own timing): a step is
+ * compensated for its deadline no sooner than its own deadline_ms, or the policy's, after it was
+ * entered. Usage: sim_flow --definitions FILE --type T [--seeds A..B] [--break NAME]
  * [--expect-violation] [--trace]. Every 50th seed is run twice and must end
  * the same (a seed is the whole run). Exit 0 when the expectation holds (no
  * violation, or with --expect-violation at least one), 1 when not, 2 on a
@@ -119,8 +118,8 @@ typedef struct world {
 	int64_t now;
 	/* faults of this seed, in per mille */
 	uint32_t p_drop, p_dup, p_delay, p_crash, p_refuse, p_transient, p_redeploy;
-	uint32_t p_cancel; /* an operator's cancel of each unfinished saga, per
-	                      mille per sweep (rule 11) */
+	uint32_t p_cancel;      /* an operator's cancel of each unfinished saga, per
+	                           mille per sweep (rule 11) */
 	int32_t version;        /* the definition version the orchestrator runs
 	                           now (1, 2, ...: a restart may bring a new one) */
 	int32_t def_id[NSAGAS]; /* the version each saga started with (its row's) */
@@ -824,8 +823,7 @@ int main(int argc, char **argv)
 	printf("  %llu crashes, %llu deadlines passed, %llu tombstones, %llu late commands "
 	       "refused, %llu cancels taken and %llu refused; %llu seeds run twice, %s\n",
 	    tot.crashes, tot.deadlines, tot.tombstones, tot.late_refused, tot.cancels,
-	    tot.cancels_refused, replays,
-	    replays_differ ? "NOT identical" : "identical");
+	    tot.cancels_refused, replays, replays_differ ? "NOT identical" : "identical");
 	saga_defs_free(defs);
 	if (replays_differ)
 		return 1;

@@ -503,3 +503,29 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The audit trail (schema version 12, issue 36; docs/operations.md,
+-- "Audit"): one row per operator action that changed something (a cancel,
+-- a re-arm), with who asked (the caller's roles and address: nng gives no
+-- certificate subject), when, why (the operator's words) and what it
+-- touched: the saga and the version the action wrote, so that the saga's
+-- history shows who and why beside its row (store_history joins on
+-- (saga_id, version)). `request_id` is the action's idempotency key: a
+-- cancel repeated with it is answered from this row (rule 11). Retention
+-- deletes no audit row: they outlive the sagas they touched.
+CREATE TABLE IF NOT EXISTS audit (
+    id          bigserial PRIMARY KEY,
+    at          timestamptz NOT NULL DEFAULT now(),
+    action      text NOT NULL,              -- 'cancel', 'retry'
+    role        text NOT NULL,              -- the caller's roles: 'admin'
+    peer        text NOT NULL,              -- its address, host:port
+    reason      text NOT NULL DEFAULT '',   -- the operator's words
+    saga_id     uuid,                       -- the saga it touched
+    version     bigint,                     -- the saga version it wrote
+    request_id  text NOT NULL DEFAULT '',   -- its idempotency key
+    outcome     text NOT NULL DEFAULT ''    -- the saga's state after it
+);
+CREATE UNIQUE INDEX IF NOT EXISTS audit_saga ON audit (saga_id, version)
+    WHERE saga_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS audit_request ON audit (saga_id, action, request_id)
+    WHERE saga_id IS NOT NULL AND request_id <> '';
