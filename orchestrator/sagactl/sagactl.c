@@ -98,6 +98,28 @@ static const config_opt ctl_opts_retry[] = {
         "no ID: count the matching sagas, re-arm none", NULL},
     {"rate", NULL, CONFIG_INT, "50", 1, 10000, offsetof(ctl_opts, rate),
         "no ID: re-arm at most this many sagas a second", "N"},
+    {"reason", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, reason),
+        "why, kept in the audit trail with each re-arm (optional)", "TEXT"},
+};
+
+static const config_opt ctl_opts_cancel[] = {
+    CTL_OPT_GLOBAL,
+    {"reason", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, reason),
+        "why (required; kept in the audit trail and the saga's history)", "TEXT"},
+    {"id", NULL, CONFIG_STR, NULL, 0, 0, offsetof(ctl_opts, id),
+        "the cancel's idempotency key, a canonical lowercase UUID (default: a new random "
+        "one): the same command with the same --id is answered as the first",
+        "UUID"},
+};
+
+static const config_opt ctl_opts_audit[] = {
+    CTL_OPT_GLOBAL,
+    {"saga", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, saga), "only the actions on this saga",
+        "ID"},
+    {"action", NULL, CONFIG_STR, "", 0, 0, offsetof(ctl_opts, action),
+        "only this action: cancel or retry", "ACTION"},
+    {"limit", NULL, CONFIG_INT, "100", 1, 1000, offsetof(ctl_opts, limit), "the newest this many",
+        "N"},
 };
 
 static const config_opt ctl_opts_table[] = {
@@ -396,7 +418,7 @@ static const ctl_cmd ctl_cmds[] = {
         "the last one failed, the next try, the step deadline and the attention flag\n"
         "(a failed try writes no history row, so versions skip numbers).\n"
         "--json: [{\"version\",\"at_unix_ms\",\"at\",\"from_state\",\"to_state\",\"event\","
-        "\"reason\"}, ...]\n"
+        "\"reason\",\"actor\",\"note\"}, ...]\n"
         "(the transitions only: the tries are in sagactl get ID --json, \"attempts\",\n"
         "\"updated_unix_ms\", \"next_attempt_unix_ms\", \"step_deadline_unix_ms\")",
         ctl_opts_global, CTL_NELEM(ctl_opts_global), ctl_args_id, ctl_history},
@@ -431,6 +453,28 @@ static const ctl_cmd ctl_cmds[] = {
         "--json: {\"dry_run\",\"matched\",\"rearmed\",\"finished\",\"gone\",\"failed\",\n"
         "\"seconds\" (the re-arming's),\"saga_ids\" (with --dry-run: the matching ids; else [])}",
         ctl_opts_retry, CTL_NELEM(ctl_opts_retry), ctl_args_id, ctl_retry},
+    {"cancel", "ID", "cancel a saga before its pivot (compensates what may have acted)",
+        "sagactl cancel ID --reason TEXT [--id UUID] [OPTIONS]",
+        "Cancel a saga on request (admin role; docs/saga-semantics.md, rule 11): before\n"
+        "its pivot has succeeded it compensates from the step it is at, exactly as that\n"
+        "step's deadline would (reason cancel_requested), and ends CANCELLED. Once the\n"
+        "pivot has succeeded it is refused, nothing changed: FAILED_PRECONDITION\n"
+        "past_pivot (exit 1); so is a saga compensating already (compensating) or ended\n"
+        "(cancelled, past_pivot). A cancel racing the pivot's reply is decided by which\n"
+        "the orchestrator records first. Idempotent by --id: the same command with the\n"
+        "same --id answers as the first and changes nothing. The reason and the caller\n"
+        "are kept in the audit trail (sagactl audit) and shown by sagactl history.\n"
+        "--json: SAGA (see sagactl --help) with \"replayed\"",
+        ctl_opts_cancel, CTL_NELEM(ctl_opts_cancel), ctl_args_id, ctl_cancel},
+    {"audit", "", "the operators' actions, newest first: who, when, why, on what",
+        "sagactl audit [--saga ID] [--action cancel|retry] [--limit N] [OPTIONS]",
+        "List the audit trail (admin role): every operator action that changed a saga\n"
+        "(cancel, retry), newest first: when, the action, the saga and the version it\n"
+        "wrote, the saga's state after it, who asked (the caller's role and address)\n"
+        "and why. Retention deletes no audit row.\n"
+        "--json: [{\"id\",\"at_unix_ms\",\"at\",\"action\",\"role\",\"peer\",\"reason\",\n"
+        "\"saga_id\",\"version\",\"request_id\",\"outcome\"}, ...]",
+        ctl_opts_audit, CTL_NELEM(ctl_opts_audit), ctl_args_none, ctl_audit},
     {"definitions check", "FILE", "check a saga definition file (no server needed)",
         "sagactl definitions check FILE [--model [--max-states N] [--max-seconds S]]",
         "Load and validate a saga definition file (docs/saga-definitions.md): every rule\n"

@@ -109,6 +109,9 @@ typedef struct ctl_opts {
 	char tls_cert[CONFIG_STR_MAX];
 	char tls_key[CONFIG_STR_MAX];
 	char tls_ca[CONFIG_STR_MAX];
+	char reason[CONFIG_STR_MAX]; /* cancel, retry --reason: the operator's words */
+	char saga[CONFIG_STR_MAX];   /* audit --saga */
+	char action[CONFIG_STR_MAX]; /* audit --action */
 } ctl_opts;
 
 typedef struct ctl_ctx ctl_ctx;
@@ -338,6 +341,18 @@ int ctl_wait_cmd(ctl_ctx *c, char **args);
 int ctl_list(ctl_ctx *c, char **args);
 int ctl_history(ctl_ctx *c, char **args);
 int ctl_retry(ctl_ctx *c, char **args);
+
+/* ---- sagactl_ops.c: cancel and the audit trail (issue 36) ---- */
+
+/* ctl_cancel: CancelSaga of args[0] with --reason (required) and --id (the
+ * request's idempotency key; default a new one), re-sent on a transient
+ * failure; prints the saga (--json: SAGA with "replayed"). Returns an exit
+ * code: 1 for a refusal (FAILED_PRECONDITION past_pivot, ...). */
+int ctl_cancel(ctl_ctx *c, char **args);
+
+/* ctl_audit: ListAudit, newest first, --saga, --action, --limit; prints a
+ * table (--json: an array of entries). Returns an exit code. */
+int ctl_audit(ctl_ctx *c, char **args);
 
 /* ---- sagactl_retry.c ---- */
 /* retry with no ID: re-arms every unfinished saga the filters of `list`

@@ -165,6 +165,7 @@ int ctl_retry_many(ctl_ctx *c)
 		next_us += interval_us;
 		Sagas__V1__RetrySagaRequest rr = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 		rr.saga_id = ids.id[i];
+		rr.reason = c->o.reason;
 		rpc_result res;
 		rc = ctl_try(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_RetrySaga),
 		    &rr.base, c->o.timeout_ms, &res);

@@ -533,11 +533,12 @@ int ctl_history(ctl_ctx *c, char **args)
 			const Sagas__V1__HistoryEntry *e = rep->entries[i];
 			char at[32];
 			ok = ctl_json_append(a,
-			    json_pack("{s:I, s:I, s:s, s:s?, s:s, s:s, s:s}", "version",
+			    json_pack("{s:I, s:I, s:s, s:s?, s:s, s:s, s:s, s:s, s:s}", "version",
 			        (json_int_t)e->version, "at_unix_ms", (json_int_t)e->at_unix_ms,
 			        "at", ctl_iso_ms(e->at_unix_ms, at, sizeof at), "from_state",
 			        ctl_hist_state(e, true), "to_state", ctl_hist_state(e, false),
-			        "event", e->event, "reason", e->reason));
+			        "event", e->event, "reason", e->reason, "actor", e->actor, "note",
+			        e->note));
 		}
 		if (!ok) {
 			json_decref(a);
@@ -550,13 +551,20 @@ int ctl_history(ctl_ctx *c, char **args)
 		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "rllll"};
 		for (size_t i = 0; i < rep->n_entries; i++) {
 			const Sagas__V1__HistoryEntry *e = rep->entries[i];
-			char ver[24], at[32], tr[160];
+			char ver[24], at[32], tr[160], why[512];
 			snprintf(ver, sizeof ver, "%" PRId64, (int64_t)e->version);
 			const char *from = ctl_hist_state(e, true);
 			snprintf(tr, sizeof tr, "%s -> %s", from != NULL ? from : "-",
 			    ctl_hist_state(e, false));
-			ctl_table_row(&t, ver, ctl_iso_ms(e->at_unix_ms, at, sizeof at), tr,
-			    e->event, e->reason);
+			/* an operator's action: who, and their words */
+			if (e->actor[0] != '\0')
+				snprintf(why, sizeof why, "%s%sby %s%s%s%s", e->reason,
+				    e->reason[0] ? " " : "", e->actor, e->note[0] ? ": \"" : "",
+				    e->note, e->note[0] ? "\"" : "");
+			else
+				snprintf(why, sizeof why, "%s", e->reason);
+			ctl_table_row(
+			    &t, ver, ctl_iso_ms(e->at_unix_ms, at, sizeof at), tr, e->event, why);
 		}
 		rc = ctl_table_done(&t);
 		if (rc == CTL_EXIT_OK)
@@ -579,6 +587,7 @@ int ctl_retry(ctl_ctx *c, char **args)
 		return rc;
 	Sagas__V1__RetrySagaRequest req = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 	req.saga_id = args[0];
+	req.reason = c->o.reason;
 	rpc_result res;
 	rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_RetrySaga),
 	    &req.base, "retry saga", c->o.timeout_ms, false, &res);
