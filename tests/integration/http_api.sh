@@ -216,6 +216,27 @@ assert_eq "metrics: the refusals of every daemon" 1 \
   "$(grep -c '^sagas_rpc_refusals_total{reason="permission_denied"} 3$' "$STACK_DIR/page" || true)"
 assert_eq "the admin listener reads too" "200 $ID" "$(http GET "$GATEWAY_ADMIN_URL/v1/sagas/$ID") $(field .saga.sagaId)"
 
+# ---- CancelSaga and ListAudit: admin only (rule 11) ----
+C=a1a1a1a1-0000-4000-8000-0000000000c1
+K=a1a1a1a1-0000-4000-8000-0000000000c2
+q "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at, step_deadline)
+   VALUES ('$C', 'RESERVING', 'can', 'A1', 1, 100, now() + interval '1 hour', now() + interval '1 hour')" >/dev/null
+before=$(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")
+assert_eq "cancel via client: refused" "403 PERMISSION_DENIED" \
+  "$(post "$GATEWAY_URL/v1/sagas/$C/cancel" "{\"reason\":\"mine\",\"requestId\":\"$K\"}") $(field .code)"
+assert_eq "cancel via client: changes nothing" "$before" "$(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")"
+assert_eq "cancel via admin without a reason: 400, names the field" "400 INVALID_ARGUMENT true" \
+  "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"requestId\":\"$K\"}") $(field .code) $(field '.message | test("reason")')"
+assert_eq "cancel via admin: taken" "200 false RELEASING" \
+  "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":\"via http\",\"requestId\":\"$K\"}") $(field '.replayed // false') $(field .saga.stateName)"
+assert_eq "cancel via admin again: replayed" "200 true" \
+  "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":\"via http\",\"requestId\":\"$K\"}") $(field .replayed)"
+assert_eq "cancel of a completed saga: refused past_pivot" "400 FAILED_PRECONDITION past_pivot" \
+  "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$ID/cancel" "{\"reason\":\"late\",\"requestId\":\"$K\"}") $(field .code) $(field .reason)"
+assert_eq "audit via client: refused" "403" "$(http GET "$GATEWAY_URL/v1/audit")"
+assert_eq "audit via admin: the cancel" "200 cancel via http RELEASING" \
+  "$(http GET "$GATEWAY_ADMIN_URL/v1/audit?saga_id=$C") $(field '.entries[0].action') $(field '.entries[0].reason') $(field '.entries[0].outcome')"
+
 # ---- the console ----
 assert_eq "console index" "200 text/html; charset=utf-8" "$(http GET "$GATEWAY_URL/") $(header Content-Type)"
 assert_eq "console CSP" "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'" \
@@ -246,7 +267,7 @@ while :; do
   [ -n "$token" ] && [ "$pages" -lt 100 ] || break
 done
 total=$(q "SELECT count(*) FROM sagas")
-assert_eq "paging: the database's sagas" "$((N + 4))" "$total"
+assert_eq "paging: the database's sagas" "$((N + 5))" "$total"
 assert_eq "paging: every saga once" "$total 0" \
   "$(wc -l <"$STACK_DIR/pages.ids") $(sort "$STACK_DIR/pages.ids" | uniq -d | wc -l)"
 assert_eq "paging: the database's ids" "" "$(sort "$STACK_DIR/pages.ids" | diff - "$STACK_DIR/db.ids" | head -5)"
