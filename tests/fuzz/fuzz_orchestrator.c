@@ -19,6 +19,8 @@ static const char *const orch_fuzz_methods[] = {
     "/sagas.v1.Orchestrator/GetSagaHistory",
     "/sagas.v1.Orchestrator/RetrySaga",
     "/sagas.v1.Orchestrator/NoSuchMethod",
+    "/sagas.v1.Orchestrator/CancelSaga",
+    "/sagas.v1.Orchestrator/ListAudit",
 };
 
 /* the order saga and a type of its own input (tests/definitions/trip.yaml:

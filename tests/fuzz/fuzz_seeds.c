@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 	seed_handlers("fuzz_shipping", sh, 2, 1);
 	seed_frame(sh, 2, "shipping", 1);
 
-	seed_call or [8];
+	seed_call or [10];
 	Sagas__V1__Order o = SAGAS__V1__ORDER__INIT;
 	o.customer = (char *)"ali";
 	o.sku = (char *)"A1";
@@ -252,8 +252,18 @@ int main(int argc, char **argv)
 	ti.input.data = bkbuf;
 	ti.input.len = sagas__v1__booking__pack(&bk, bkbuf);
 	SEED(or, 7, "/sagas.v1.Orchestrator/StartSaga", "start_trip_input", 0, ti);
-	seed_handlers("fuzz_orchestrator", or, 8, 2);
-	seed_frame(or, 8, "orchestrator", 2);
+	Sagas__V1__CancelSagaRequest cs = SAGAS__V1__CANCEL_SAGA_REQUEST__INIT;
+	cs.saga_id = (char *)SEED_ID;
+	cs.reason = (char *)"customer called";
+	cs.request_id = (char *)"5eed0000-0000-4000-8000-0000000000c1";
+	SEED(or, 8, "/sagas.v1.Orchestrator/CancelSaga", "cancel", 7, cs);
+	Sagas__V1__ListAuditRequest lau = SAGAS__V1__LIST_AUDIT_REQUEST__INIT;
+	lau.saga_id = (char *)SEED_ID;
+	lau.action = (char *)"cancel";
+	lau.page_size = 10;
+	SEED(or, 9, "/sagas.v1.Orchestrator/ListAudit", "audit", 8, lau);
+	seed_handlers("fuzz_orchestrator", or, 10, 2);
+	seed_frame(or, 10, "orchestrator", 2);
 
 	seed_call ops[3];
 	Sagas__V1__HealthCheckRequest hc = SAGAS__V1__HEALTH_CHECK_REQUEST__INIT;
