@@ -212,6 +212,33 @@ wait_until 10 _d_moved
 assert_eq "retry: D's row re-armed (attempts reset or moved on)" "t" \
   "$(q "SELECT version > $v0 FROM sagas WHERE saga_id = '$D'")"
 
+# ---- Cancel (rule 11): a reason first; refused on the client listener,
+# taken on the admin one, and the timeline names the operator ----
+E=0c0e0000-0000-4000-8000-0000000000e1
+q "INSERT INTO sagas (saga_id, state, customer, sku, qty, amount, next_attempt_at, step_deadline)
+   VALUES ('$E', 'RESERVING', 'eve', 'A1', 1, 100, now() + interval '1 hour', now() + interval '1 hour')" >/dev/null
+v0=$(q "SELECT version FROM sagas WHERE saga_id = '$E'")
+out=$(browse --goto "$GATEWAY_URL/#/saga/$E" --wait "$SAGA_READY" --click '#cancel' \
+  --text '#cancel-result' --fill '#cancel-reason=customer called' --click '#cancel' \
+  --wait-js '/^refused/.test(document.querySelector("#cancel-result").textContent)' \
+  --text '#cancel-result')
+assert_eq "cancel without a reason: asks for one, sends nothing" \
+  '"say why first: the reason is kept in the audit trail"' "$(nth 1 "$out")"
+assert_eq "cancel on the client listener: refused" "refused: PERMISSION_DENIED" \
+  "$(nth 2 "$out" | jq -r . | cut -d' ' -f1,2)"
+assert_eq "cancel refused: E's row unchanged" "$v0|RESERVING|0" \
+  "$(q "SELECT version || '|' || state FROM sagas WHERE saga_id = '$E'")|$(q "SELECT count(*) FROM audit WHERE saga_id = '$E'")"
+out=$(browse --goto "$GATEWAY_ADMIN_URL/#/saga/$E" --wait "$SAGA_READY" \
+  --fill '#cancel-reason=customer called' --click '#cancel' \
+  --wait-js '/^(cancelled|refused)/.test(document.querySelector("#cancel-result").textContent)' \
+  --text '#cancel-result' \
+  --eval '[...document.querySelectorAll("#timeline li")].map(l => l.dataset.event + (l.querySelector(".actor") ? l.querySelector(".actor").textContent : "")).join("|")')
+assert_eq "cancel on the admin listener: taken" "\"cancelled: RELEASING, version $((v0 + 1))\"" "$(nth 1 "$out")"
+assert_eq "cancel: the timeline names the operator" "yes" \
+  "$(nth 2 "$out" | jq -r . | grep -Eq '(^|\|)cancel by .* at 127\.0\.0\.1:[0-9]+: .customer called.$' && echo yes || echo no)"
+assert_eq "cancel: the audit row" "cancel|customer called|RELEASING" \
+  "$(q "SELECT action || '|' || reason || '|' || outcome FROM audit WHERE saga_id = '$E'")"
+
 # ---- a saga type's own input (tests/definitions/trip.yaml): its page shows
 # the input's type and JSON, not an order's sku, qty and amount ----
 T=0c0e0000-0000-4000-8000-0000000000d1

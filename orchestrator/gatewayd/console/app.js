@@ -7,7 +7,8 @@
 //   #/activity
 // Elements tests find: table#sagas tr[data-saga-id][data-state], #counts
 // li[data-state], #timeline li[data-version], #retry, #retry-result,
-// table#activity; body[data-busy] while a view loads.
+// #cancel-reason, #cancel, #cancel-result, table#activity; body[data-busy]
+// while a view loads.
 'use strict';
 
 const STATES = ['RESERVING', 'CHARGING', 'SHIPPING', 'REFUNDING', 'RELEASING', 'COMPLETED',
@@ -355,6 +356,9 @@ function timeline(entries) {
       el('span', {className: 'transition'}, from + ' \u2192 ' + to), ' ',
       el('span', {className: 'event'}, h.event || ''),
       h.reason ? el('span', {className: 'reason'}, ' (' + h.reason + ')') : null,
+      // an operator's action: who, and their words
+      h.actor ? el('span', {className: 'actor'},
+        ' by ' + h.actor + (h.note ? ': \u201c' + h.note + '\u201d' : '')) : null,
       el('span', {className: 'version'}, ' v' + (h.version || '0')), ' ',
       el('span', {className: 'gap'}, prevMs === null ? '' : '+' + duration(at - prevMs)));
     prevMs = at;
@@ -396,6 +400,18 @@ async function renderSaga(id, seq) {
   } else {
     actions.append(el('span', {id: 'no-retry'}, 'Finished: nothing to retry.'));
   }
+  if (!finished) {
+    // cancel before the pivot (rule 11): refused once it has succeeded;
+    // one idempotency key per page, so a second click is answered as the
+    // first
+    const key = uuid4();
+    const reason = el('input', {type: 'text', id: 'cancel-reason', maxlength: '255',
+      placeholder: 'why cancel (required)', 'aria-label': 'why cancel'});
+    const cbtn = el('button', {type: 'button', id: 'cancel'}, 'Cancel saga');
+    const cres = el('span', {id: 'cancel-result', role: 'status'});
+    cbtn.addEventListener('click', () => cancelSaga(id, key, reason, cbtn, cres));
+    actions.append(' ', reason, cbtn, cres);
+  }
   v.append(actions, el('h3', {}, 'Fields'), fieldList(s), el('h3', {}, 'History'),
     timeline(hist.entries || []));
 }
@@ -419,6 +435,53 @@ async function retry(id, btn, result) {
     } else if (seq === renderSeq) {
       // finished meanwhile: no Retry button on the new page
       document.getElementById('actions').append(el('span', {id: 'retry-result', className: 'ok'}, note));
+    }
+  } catch (e) {
+    result.className = 'refused';
+    result.textContent = 'refused: ' + e.message;
+    btn.disabled = false;
+  }
+}
+
+// a random (version 4) UUID; crypto.getRandomValues works outside secure
+// contexts too (randomUUID does not)
+function uuid4() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' +
+    h.slice(16, 20) + '-' + h.slice(20);
+}
+
+// POST the cancel with its reason and key; the result (or the refusal,
+// past_pivot once the charge succeeded) as text. On success the page shows
+// the saga compensating.
+async function cancelSaga(id, key, reasonInput, btn, result) {
+  const reason = reasonInput.value.trim();
+  result.className = '';
+  if (!reason) {
+    result.className = 'refused';
+    result.textContent = 'say why first: the reason is kept in the audit trail';
+    return;
+  }
+  btn.disabled = true;
+  result.textContent = 'cancelling…';
+  try {
+    const r = await api('POST', '/v1/sagas/' + encodeURIComponent(id) + '/cancel',
+      {reason, requestId: key});
+    const s = r.saga || {};
+    const note = (r.replayed ? 'cancelled before: ' : 'cancelled: ') + sagaState(s) +
+      ', version ' + (s.version || '0');
+    const seq = ++renderSeq;
+    await renderSaga(id, seq);
+    if (seq !== renderSeq) return;
+    const box = document.getElementById('cancel-result');
+    if (box) {
+      box.className = 'ok';
+      box.textContent = note;
+    } else {
+      document.getElementById('actions').append(el('span', {id: 'cancel-result', className: 'ok'}, note));
     }
   } catch (e) {
     result.className = 'refused';
