@@ -181,7 +181,8 @@ const char *saga_def_state_name(
  * compensation compensating (last first), then the terminal states. Each
  * cell is what saga_flow_transition (the engine's own transition) does at
  * that position with every member's success, a definitive refusal of the
- * first member, and the step deadline passed: docs/saga-states.md's table.
+ * first member, the step deadline passed, and an operator's cancel (rule
+ * 11: refused past the pivot): docs/saga-states.md's table.
  * Returns 0, or -1 (out of memory, or `t` not a valid flow; *out NULL). */
 int saga_def_table(const saga_def_type *t, char **out);
 

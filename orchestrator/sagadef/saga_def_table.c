@@ -113,6 +113,16 @@ static void table_stage(sd_buf *b, const saga_def_type *t, const saga_flow *f, i
 		sd_add(b, "none: retried");
 	else
 		sd_add(b, "%s (%s)", saga_def_state_name(t, f, &d.next.pos), d.next.reason);
+
+	/* on an operator's cancel (rule 11) */
+	r = table_row(f, i, phase);
+	ev = (saga_flow_event) {.kind = SAGA_EV_CANCEL};
+	saga_flow_transition(f, &r, &ev, TABLE_NOW_MS, 0, p, &d);
+	sd_add(b, " | ");
+	if (d.refused != NULL)
+		sd_add(b, "refused %s", d.refused);
+	else
+		sd_add(b, "%s (%s)", saga_def_state_name(t, f, &d.next.pos), d.next.reason);
 	sd_add(b, " |\n");
 }
 
@@ -135,7 +145,7 @@ int saga_def_table(const saga_def_type *t, char **out)
 	sd_buf b = {0};
 	sd_add(&b,
 	    "| state | command in flight | on success | on definitive refusal | "
-	    "on step deadline |\n|---|---|---|---|---|\n");
+	    "on step deadline | on cancel |\n|---|---|---|---|---|---|\n");
 	int32_t starts[SAGA_FLOW_MAX_STEPS], nstages = 0;
 	for (int32_t i = 0; i < f->nsteps; i += saga_flow_stage_len(f, i)) {
 		starts[nstages++] = i;
@@ -149,7 +159,7 @@ int saga_def_table(const saga_def_type *t, char **out)
 		if (any)
 			table_stage(&b, t, f, i, n, SAGA_FLOW_COMPENSATING, &p);
 	}
-	sd_add(&b, "| %s, %s | none (terminal) | | | |\n", t->completed, t->cancelled);
+	sd_add(&b, "| %s, %s | none (terminal) | | | | refused |\n", t->completed, t->cancelled);
 	free(f);
 	if (b.oom) {
 		free(b.p);

@@ -192,7 +192,7 @@ rc=0
 [[ $rc -eq 0 ]] || fail "table trip.yaml: exit $rc: $(cat "$TMP/err")"
 [[ "$(grep '^### ' "$TMP/out" | tr '\n' ' ')" == "### order ### trip " ]] ||
 	fail "table trip.yaml: headings: $(grep '^### ' "$TMP/out")"
-grep -qxF '| CHARGING (pivot) | ChargePayment | SHIPPING | RELEASING (the reply'"'"'s reason) | REFUNDING (timeout) |' "$TMP/out" ||
+grep -qxF '| CHARGING (pivot) | ChargePayment | SHIPPING | RELEASING (the reply'"'"'s reason) | REFUNDING (timeout) | REFUNDING (cancel_requested) |' "$TMP/out" ||
 	fail "table trip.yaml: no CHARGING row: $(cat "$TMP/out")"
 rc=0
 "$SAGACTL" definitions table --type order "$SRC/orchestrator/definitions/order.yaml" >"$TMP/out" 2>"$TMP/err" || rc=$?

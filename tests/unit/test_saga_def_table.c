@@ -76,23 +76,23 @@ static void test_order_table(void **state)
 	char *t = table_of(SAGA_SOURCE_DIR "/orchestrator/definitions/order.yaml", "order");
 	has_row(t,
 	    "| state | command in flight | on success | on definitive refusal | on step "
-	    "deadline |");
+	    "deadline | on cancel |");
 	has_row(t,
 	    "| RESERVING | ReserveStock | CHARGING | CANCELLED (the reply's reason) | "
-	    "RELEASING (timeout) |");
+	    "RELEASING (timeout) | RELEASING (cancel_requested) |");
 	has_row(t,
 	    "| CHARGING (pivot) | ChargePayment | SHIPPING | RELEASING (the reply's "
-	    "reason) | REFUNDING (timeout) |");
+	    "reason) | REFUNDING (timeout) | REFUNDING (cancel_requested) |");
 	has_row(t,
 	    "| SHIPPING (retriable) | ShipOrder | COMPLETED | never refused: retried "
-	    "(attention after --attention-after tries) | none: retried |");
+	    "(attention after --attention-after tries) | none: retried | refused past_pivot |");
 	has_row(t,
 	    "| REFUNDING | RefundPayment | RELEASING | never refused: retried (attention "
-	    "after --attention-after tries) | none: retried |");
+	    "after --attention-after tries) | none: retried | refused compensating |");
 	has_row(t,
 	    "| RELEASING | ReleaseStock | CANCELLED | never refused: retried (attention "
-	    "after --attention-after tries) | none: retried |");
-	has_row(t, "| COMPLETED, CANCELLED | none (terminal) | | | |");
+	    "after --attention-after tries) | none: retried | refused compensating |");
+	has_row(t, "| COMPLETED, CANCELLED | none (terminal) | | | | refused |");
 	assert_int_equal(count_lines(t), 2 + 5 + 1);
 	free(t);
 }
@@ -105,19 +105,19 @@ static void test_booking_group(void **state)
 	 * compensating state), then nothing before it */
 	has_row(t,
 	    "| ROOM (group hold: room, seat) | HoldRoom + ReserveStock | PAY | ROOM_UNDO "
-	    "(the reply's reason) | ROOM_UNDO (timeout) |");
+	    "(the reply's reason) | ROOM_UNDO (timeout) | ROOM_UNDO (cancel_requested) |");
 	/* the pivot refused undoes the group; timed out, it refunds first */
 	has_row(t,
 	    "| PAY (pivot) | ChargePayment | CONFIRM | ROOM_UNDO (the reply's reason) | "
-	    "PAY_UNDO (timeout) |");
+	    "PAY_UNDO (timeout) | PAY_UNDO (cancel_requested) |");
 	/* the step's own attention_after: 10 */
 	has_row(t,
 	    "| CONFIRM (retriable) | ShipOrder | BOOKED | never refused: retried "
-	    "(attention after 10 tries) | none: retried |");
+	    "(attention after 10 tries) | none: retried | refused past_pivot |");
 	has_row(t,
 	    "| ROOM_UNDO (group hold: room, seat) | FreeRoom + ReleaseStock | "
 	    "BOOKING_CANCELLED | never refused: retried (attention after --attention-after "
-	    "tries) | none: retried |");
+	    "tries) | none: retried | refused compensating |");
 	assert_int_equal(count_lines(t), 2 + 5 + 1);
 	free(t);
 }
@@ -147,11 +147,11 @@ static void test_follows_kinds(void **state)
 	assert_int_equal(saga_def_table(&d->types[0], &t), 0);
 	has_row(t,
 	    "| CHARGE | ChargePayment | DONE | RESERVE_UNDO (the reply's reason) | "
-	    "CHARGE_UNDO (timeout) |");
+	    "CHARGE_UNDO (timeout) | CHARGE_UNDO (cancel_requested) |");
 	has_row(t,
 	    "| CHARGE_UNDO | RefundPayment | RESERVE_UNDO | never refused: retried "
-	    "(attention after --attention-after tries) | none: retried |");
-	has_row(t, "| DONE, UNDONE | none (terminal) | | | |");
+	    "(attention after --attention-after tries) | none: retried | refused compensating |");
+	has_row(t, "| DONE, UNDONE | none (terminal) | | | | refused |");
 	free(t);
 
 	/* the names of positions: terminal ones, a stage's, none past the end */
@@ -192,10 +192,10 @@ static void test_group_of_one(void **state)
 	assert_int_equal(saga_def_table(&d->types[0], &t), 0);
 	has_row(t,
 	    "| S0 (group e: s0) | ReserveStock | G_DONE | G_CANC (the reply's reason) | "
-	    "S0_UNDO (timeout) |");
+	    "S0_UNDO (timeout) | S0_UNDO (cancel_requested) |");
 	has_row(t,
 	    "| S0_UNDO (group e: s0) | ReleaseStock | G_CANC | never refused: retried "
-	    "(attention after --attention-after tries) | none: retried |");
+	    "(attention after --attention-after tries) | none: retried | refused compensating |");
 	free(t);
 	saga_defs_free(d);
 }
