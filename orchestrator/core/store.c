@@ -461,7 +461,8 @@ int store_history(PGconn *conn, const char *saga_id, store_history_entry **out, 
 	        "h.at") ", coalesce(s.type, 'order'), coalesce(a.role || ' at ' || a.peer, ''), "
 	                "coalesce(a.reason, '') FROM sagas s LEFT JOIN saga_history h "
 	                "ON h.saga_id = s.saga_id LEFT JOIN audit a ON a.saga_id = h.saga_id "
-	                "AND a.version = h.version WHERE s.saga_id = $1 ORDER BY h.version",
+	                "AND a.saga_started_at = s.created_at AND a.version = h.version WHERE "
+	                "s.saga_id = $1 ORDER BY h.version",
 	    1, p, &r);
 	if (rc != 0)
 		return rc;

@@ -79,8 +79,9 @@ int store_insert_history(PGconn *conn, const char *saga_id, int64_t version, con
 int store_write_update(PGconn *conn, store_update *u, const char *writer);
 
 /* store_insert_audit inserts the audit row of operator action `action` by
- * `who` on saga `saga_id` (NULL: none), version `version` (0: none), with
- * `outcome`, in the caller's transaction. Returns 0 or a negative enum
+ * `who` on saga `saga_id` (NULL: none; its start read from its row: rule
+ * R5), version `version` (0: none), with `outcome`, in the caller's
+ * transaction. Returns 0 or a negative enum
  * pg_err. (store_ops.c.) */
 int store_insert_audit(PGconn *conn, const char *action, const store_actor *who,
     const char *saga_id, int64_t version, const char *outcome);

@@ -19,14 +19,15 @@ int store_insert_audit(PGconn *conn, const char *action, const store_actor *who,
 	const char *p[8] = {action, who->role, who->peer, who->reason ? who->reason : "", saga_id,
 	    version > 0 ? v : NULL, who->request_id ? who->request_id : "", outcome};
 	return pg_run(conn,
-	    "INSERT INTO audit (action, role, peer, reason, saga_id, version, request_id, outcome) "
-	    "VALUES ($1, $2, $3, $4, $5::uuid, $6::bigint, $7, $8)",
+	    "INSERT INTO audit (action, role, peer, reason, saga_id, saga_started_at, version, "
+	    "request_id, outcome) VALUES ($1, $2, $3, $4, $5::uuid, "
+	    "(SELECT created_at FROM sagas WHERE saga_id = $5::uuid), $6::bigint, $7, $8)",
 	    8, p);
 }
 
-/* store_cancel_replayed is true when a cancel of `saga_id` with request id
- * `request_id` ("": never) is in the audit table (*rc 0), or on an error
- * (*rc set). */
+/* store_cancel_replayed is true when a cancel of saga `saga_id` (this
+ * saga: its id and its start, rule R5) with request id `request_id` ("":
+ * never) is in the audit table (*rc 0), or on an error (*rc set). */
 static bool store_cancel_replayed(
     PGconn *conn, const char *saga_id, const char *request_id, int *rc)
 {
@@ -36,8 +37,9 @@ static bool store_cancel_replayed(
 	const char *p[2] = {saga_id, request_id};
 	PGresult *r = NULL;
 	*rc = pg_exec(conn,
-	    "SELECT 1 FROM audit WHERE saga_id = $1::uuid AND action = 'cancel' "
-	    "AND request_id = $2",
+	    "SELECT 1 FROM audit a JOIN sagas s ON s.saga_id = a.saga_id "
+	    "AND s.created_at = a.saga_started_at WHERE a.saga_id = $1::uuid "
+	    "AND a.action = 'cancel' AND a.request_id = $2",
 	    2, p, &r);
 	bool found = *rc == 0 && PQntuples(r) > 0;
 	PQclear(r);

@@ -48,6 +48,12 @@ charged() { [ "$(charge "$S1")" = CHARGED ]; }
 wait_until 30 charged || true
 assert_eq "S1: charged, waiting in CHARGING" "CHARGING|2|7000|CHARGED|RESERVED" \
   "$(q "SELECT state FROM sagas WHERE saga_id = '$S1'")|$(q "SELECT count(*) FROM saga_history WHERE saga_id = '$S1'")|$(balance c1)|$(charge "$S1")|$(reservation "$S1")"
+# an earlier saga of S1's id (deleted by retention, its id then reused:
+# rule R5) was cancelled with the same key at the same version: its audit
+# row is not S1's (no replay, no clash, not in S1's history)
+q "INSERT INTO audit (action, role, peer, reason, saga_id, saga_started_at, version, request_id, outcome)
+   VALUES ('cancel', 'admin', '10.0.0.1:1', 'an earlier saga', '$S1', '2020-01-01', 3, '$K1', 'REFUNDING')" >/dev/null
+mine="saga_id = '$S1' AND saga_started_at = (SELECT created_at FROM sagas WHERE saga_id = '$S1')"
 rc=0
 ctl cancel "$S1" --reason "customer called" --id "$K1" >"$STACK_DIR/c1.out" 2>&1 || rc=$?
 assert_eq "S1: cancel taken, exit 0" "0 yes" \
@@ -64,8 +70,8 @@ assert_eq "S1: its history names the operator and why" "cancel|cancel_requested|
   "$(jq -r '.[] | select(.actor != "") | [.event, .reason, (.actor | sub(":[0-9]+$"; "")), .note] | join("|")' "$STACK_DIR/h1.json")"
 assert_eq "S1: the history table too" "yes" \
   "$(ctl history "$S1" | grep -q 'cancel_requested by admin at 127.0.0.1:[0-9]*: "customer called"' && echo yes || echo no)"
-assert_eq "S1: one audit row" "cancel|admin|customer called|3|$K1|REFUNDING" \
-  "$(q "SELECT action, role, reason, version, request_id, outcome FROM audit WHERE saga_id = '$S1'")"
+assert_eq "S1: one audit row of its own" "cancel|admin|customer called|3|$K1|REFUNDING" \
+  "$(q "SELECT action, role, reason, version, request_id, outcome FROM audit WHERE $mine")"
 assert_eq "S1: the cancel logged" "1" "$(log_count orchestratord "cancelled by an operator (admin at 127.0.0.1:")"
 
 # the same cancel again: answered as the first, nothing changed
@@ -79,7 +85,7 @@ ctl cancel "$S1" --reason "again" >"$STACK_DIR/c1c.out" 2>&1 || rc=$?
 assert_eq "S1: another cancel: refused cancelled" "1 yes" \
   "$rc $(grep -q 'could not cancel saga: FAILED_PRECONDITION (cancelled)' "$STACK_DIR/c1c.out" && echo yes || echo no)"
 assert_eq "S1: nothing changed, still one audit row" "$before|1" \
-  "$(q "SELECT version FROM sagas WHERE saga_id = '$S1'")|$(q "SELECT count(*) FROM audit WHERE saga_id = '$S1'")"
+  "$(q "SELECT version FROM sagas WHERE saga_id = '$S1'")|$(q "SELECT count(*) FROM audit WHERE $mine")"
 
 # ---- the cancel recorded first, the pivot's reply after it ----
 # (held 1.5 s, less than a try's 2 s: no second ChargePayment is sent)
@@ -187,10 +193,10 @@ assert_eq "race: one audit row per cancel taken" "$taken" \
 
 # ---- the audit trail ----
 ctl audit --json >"$STACK_DIR/audit.json"
-assert_eq "audit: every action, newest first" "$((taken + 3))|retry|true" \
+assert_eq "audit: every action, newest first" "$((taken + 4))|retry|true" \
   "$(jq -r 'length' "$STACK_DIR/audit.json")|$(jq -r "[.[] | select(.saga_id == \"$S2\")][0].action" "$STACK_DIR/audit.json")|$(jq -r '[.[].id] == ([.[].id] | sort | reverse)' "$STACK_DIR/audit.json")"
-assert_eq "audit --saga S1" "1 cancel customer called" \
-  "$(ctl audit --saga "$S1" --json | jq -r '[length, .[0].action, .[0].reason] | join(" ")')"
+assert_eq "audit --saga S1: its cancel, then the earlier saga's" "2 cancel customer called an earlier saga" \
+  "$(ctl audit --saga "$S1" --json | jq -r '[length, .[0].action, .[0].reason, .[1].reason] | join(" ")')"
 assert_eq "audit --action retry" "1" "$(ctl audit --action retry --json | jq -r length)"
 assert_eq "audit table" "yes" \
   "$(ctl audit --saga "$S1" | grep -q "cancel .*$S1 .* 3 .*REFUNDING .*admin at 127.0.0.1:[0-9]* .*customer called" && echo yes || echo no)"

@@ -508,11 +508,13 @@ $$;
 -- "Audit"): one row per operator action that changed something (a cancel,
 -- a re-arm), with who asked (the caller's roles and address: nng gives no
 -- certificate subject), when, why (the operator's words) and what it
--- touched: the saga and the version the action wrote, so that the saga's
--- history shows who and why beside its row (store_history joins on
--- (saga_id, version)). `request_id` is the action's idempotency key: a
--- cancel repeated with it is answered from this row (rule 11). Retention
--- deletes no audit row: they outlive the sagas they touched.
+-- touched: the saga (its id and its start: rule R5, an id may name another
+-- saga after retention) and the version the action wrote, so that the
+-- saga's history shows who and why beside its row (store_history joins on
+-- (saga_id, saga_started_at, version)). `request_id` is the action's
+-- idempotency key: a cancel repeated with it is answered from this row
+-- (rule 11). Retention deletes no audit row: they outlive the sagas they
+-- touched.
 CREATE TABLE IF NOT EXISTS audit (
     id          bigserial PRIMARY KEY,
     at          timestamptz NOT NULL DEFAULT now(),
@@ -521,11 +523,13 @@ CREATE TABLE IF NOT EXISTS audit (
     peer        text NOT NULL,              -- its address, host:port
     reason      text NOT NULL DEFAULT '',   -- the operator's words
     saga_id     uuid,                       -- the saga it touched
+    saga_started_at timestamptz,            -- and its start (sagas.created_at)
     version     bigint,                     -- the saga version it wrote
     request_id  text NOT NULL DEFAULT '',   -- its idempotency key
     outcome     text NOT NULL DEFAULT ''    -- the saga's state after it
 );
-CREATE UNIQUE INDEX IF NOT EXISTS audit_saga ON audit (saga_id, version)
+CREATE UNIQUE INDEX IF NOT EXISTS audit_saga ON audit (saga_id, saga_started_at, version)
     WHERE saga_id IS NOT NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS audit_request ON audit (saga_id, action, request_id)
+CREATE UNIQUE INDEX IF NOT EXISTS audit_request
+    ON audit (saga_id, saga_started_at, action, request_id)
     WHERE saga_id IS NOT NULL AND request_id <> '';
