@@ -134,6 +134,32 @@ bool valid_name(const char *s)
 	return same;
 }
 
+bool valid_note(const char *s, size_t max)
+{
+	if (s == NULL)
+		return false;
+	size_t len = strlen(s);
+	if (len == 0 || len > max || !valid_utf8(s, len))
+		return false;
+	bool visible = false;
+	for (size_t i = 0; i < len;) {
+		ucs4_t uc;
+		int n = u8_mbtouc(&uc, (const uint8_t *)s + i, len - i);
+		if (n <= 0)
+			return false;
+		i += (size_t)n;
+		/* C0 (a tab too), DEL, C1; bidirectional controls; line and
+		 * paragraph separators: nothing that moves a terminal's cursor,
+		 * reorders the text or starts a line in a log */
+		if (uc < 0x20 || (uc >= 0x7f && uc <= 0x9f) || uc_is_property_bidi_control(uc)
+		    || uc_is_general_category(uc, UC_CATEGORY_Zl)
+		    || uc_is_general_category(uc, UC_CATEGORY_Zp))
+			return false;
+		visible = visible || valid_visible(uc);
+	}
+	return visible;
+}
+
 /* valid_escape_one writes the escape of `uc` (a code point, or with
  * `byte` one byte that is no character) into buf (>= 8 bytes); returns its
  * length, or 0 when it is shown as it is. */

@@ -37,6 +37,16 @@ bool valid_name(const char *s);
 	"1..64 bytes of UTF-8 with a visible character and no control or bidirectional "           \
 	"formatting characters, no invisible characters, in Unicode's composed form (NFC)"
 
+/* valid_note is true when `s` is a line of free text an operator writes (a
+ * reason kept in the audit trail and shown in logs, terminals and the
+ * console): 1..`max` bytes of UTF-8 with a visible character (valid_visible),
+ * no control character (C0, a tab too, DEL, C1), no bidirectional control,
+ * no line or paragraph separator. Spaces are fine. */
+bool valid_note(const char *s, size_t max);
+#define VALID_NOTE_RULE                                                                            \
+	"printable UTF-8 on one line with a visible character (no control, bidirectional or "      \
+	"line-separator characters)"
+
 /* valid_visible is true when code point `uc` shows something on its own:
  * not white space (White_Space), not a default-ignorable one (zero-width
  * spaces and joiners U+200B..U+200D, U+2060, U+FEFF, variation selectors,

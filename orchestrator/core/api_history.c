@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "authz.h"
 #include "codec.h"
 #include "feed_cursor.h"
 #include "sagas/v1/orchestrator.pb-c.h"
@@ -51,7 +52,15 @@ void api_history(api *a, api_worker *w, const rpc_request *call, rpc_reply *repl
 		rpc_reply_error(reply, RPC_INTERNAL, "", "out of memory");
 		goto out_free;
 	}
+	/* who acted and their words are the admin role's to read, as the audit
+	 * trail is (docs/security.md): a client sees that an operator acted
+	 * (the event), not who or why */
+	bool admin = (call->roles & AUTHZ_ADMIN) != 0;
 	for (size_t i = 0; i < n; i++) {
+		if (!admin) {
+			hs[i].actor[0] = '\0';
+			hs[i].note[0] = '\0';
+		}
 		codec_history_to_pb(&ms[i], &hs[i]);
 		mp[i] = &ms[i];
 	}

@@ -41,14 +41,15 @@ static store_actor api_actor(
 	    .role = c->role, .peer = c->peer, .reason = reason, .request_id = request_id};
 }
 
-/* api_note_ok is true when `s` is an operator's reason: at most
- * STORE_NOTE_MAX - 1 bytes of UTF-8 without control characters (empty
- * only when !required). Else fills `reply` (INVALID_ARGUMENT naming the
- * field). */
+/* api_note_ok is true when `s` is an operator's reason: valid_note's line
+ * of at most STORE_NOTE_MAX - 1 bytes, or "" when !required. Else fills
+ * `reply` (INVALID_ARGUMENT naming the field). */
 static bool api_note_ok(const char *s, bool required, rpc_reply *reply)
 {
 	size_t len = strlen(s);
-	if (required && len == 0) {
+	if (len == 0 && !required)
+		return true;
+	if (len == 0) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
 		    "missing reason: say why (it is kept in the audit trail)");
 		return false;
@@ -58,14 +59,24 @@ static bool api_note_ok(const char *s, bool required, rpc_reply *reply)
 		    "invalid reason: %zu bytes, at most %d", len, STORE_NOTE_MAX - 1);
 		return false;
 	}
-	bool ok = valid_utf8(s, len);
-	for (size_t i = 0; ok && i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			ok = false;
-	if (!ok)
+	if (!valid_note(s, STORE_NOTE_MAX - 1)) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid reason: not printable UTF-8 on one line");
-	return ok;
+		    "invalid reason: expected " VALID_NOTE_RULE);
+		return false;
+	}
+	return true;
+}
+
+/* api_refused logs a refused operator action (it changed nothing) with its
+ * caller and the reply's code and reason. */
+static void api_refused(
+    const char *what, const char *saga_id, const rpc_request *call, const rpc_reply *reply)
+{
+	api_caller c;
+	authz_role_names(call->roles, c.role, (int)sizeof c.role);
+	rpc_peer(call->pipe, c.peer, sizeof c.peer);
+	log_info(valid_uuid(saga_id) ? saga_id : NULL, "%s by %s at %s refused: %s (%s): %s", what,
+	    c.role, c.peer, rpc_code_name(reply->code), reply->reason, reply->message);
 }
 
 /* the edge of horizon_may_send: older, no participant takes a saga's
@@ -121,8 +132,9 @@ void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 		api_db_error(reply, rc, "retry saga");
 		goto out_free;
 	}
-	log_info(row.saga_id, "re-armed by an operator (%s at %s) in %s", caller.role, caller.peer,
-	    row.state);
+	log_info(row.saga_id, "re-armed by an operator (%s at %s) in %s%s%s%s", caller.role,
+	    caller.peer, row.state, req->reason[0] ? " (\"" : "", req->reason,
+	    req->reason[0] ? "\")" : "");
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, &row);
@@ -130,6 +142,8 @@ void api_retry_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 	out.saga = &m;
 	rpc_reply_ok(reply, &out.base);
 out_free:
+	if (reply->code != RPC_OK)
+		api_refused("retry", req->saga_id, call, reply);
 	sagas__v1__retry_saga_request__free_unpacked(req, NULL);
 }
 
@@ -223,11 +237,15 @@ void api_cancel_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *
 		    req->saga_id);
 		goto out_free;
 	case STORE_CANCEL_REFUSED:
-		log_info(req->saga_id, "cancel by an operator (%s at %s) refused in %s: %s",
-		    caller.role, caller.peer, row.state, refused);
 		rpc_reply_error(reply, RPC_FAILED_PRECONDITION, refused,
-		    "saga %s is %s: not cancelled, nothing changed (%s)", req->saga_id, row.state,
+		    "saga %s is %s: nothing changed (%s)", req->saga_id, row.state,
 		    api_cancel_refusal(refused));
+		goto out_free;
+	case STORE_CANCEL_KEY_MISMATCH:
+		rpc_reply_error(reply, RPC_ALREADY_EXISTS, REASON_KEY_MISMATCH,
+		    "request_id %s was a cancel of saga %s with another reason: nothing changed "
+		    "(a new cancel needs a new request_id)",
+		    req->request_id, req->saga_id);
 		goto out_free;
 	case STORE_CANCEL_UNDECIDED:
 		rpc_reply_error(reply, RPC_UNAVAILABLE, "definition_unavailable",
@@ -240,8 +258,13 @@ void api_cancel_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *
 		goto out_free;
 	}
 	if (res == STORE_CANCEL_OK)
-		log_info(row.saga_id, "cancelled by an operator (%s at %s): now %s (%s)",
+		log_info(row.saga_id, "cancelled by an operator (%s at %s): now %s (\"%s\")",
 		    caller.role, caller.peer, row.state, req->reason);
+	else
+		log_info(row.saga_id,
+		    "cancel by an operator (%s at %s) repeated (request %s): answered as taken, "
+		    "nothing changed",
+		    caller.role, caller.peer, req->request_id);
 	Sagas__V1__Saga m;
 	Sagas__V1__Order o;
 	codec_saga_to_pb(&m, &o, &row);
@@ -250,6 +273,8 @@ void api_cancel_saga(api *a, api_worker *w, const rpc_request *call, rpc_reply *
 	out.replayed = res == STORE_CANCEL_REPLAYED;
 	rpc_reply_ok(reply, &out.base);
 out_free:
+	if (reply->code != RPC_OK)
+		api_refused("cancel", req->saga_id, call, reply);
 	sagas__v1__cancel_saga_request__free_unpacked(req, NULL);
 }
 
@@ -274,10 +299,14 @@ void api_list_audit(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 		    "invalid action: expected cancel or retry");
 		goto out_free;
 	}
-	if (limit < 1 || limit > API_AUDIT_MAX || req->before_id < 0) {
+	if (limit < 1 || limit > API_AUDIT_MAX) {
 		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
-		    "invalid %s: expected page_size 0..%d and before_id >= 0",
-		    req->before_id < 0 ? "before_id" : "page_size", API_AUDIT_MAX);
+		    "invalid page_size: %d is outside 0..%d", (int)req->page_size, API_AUDIT_MAX);
+		goto out_free;
+	}
+	if (req->before_id < 0) {
+		rpc_reply_error(reply, RPC_INVALID_ARGUMENT, "bad_field",
+		    "invalid before_id: expected 0 (the newest) or an entry's id");
 		goto out_free;
 	}
 	int rc;

@@ -400,6 +400,8 @@ typedef enum store_cancel_result {
 	STORE_CANCEL_OK,           /* taken: *out is the new row */
 	STORE_CANCEL_REPLAYED,     /* this request id's cancel was taken before:
 	                            *out is the row as it is now, nothing changed */
+	STORE_CANCEL_KEY_MISMATCH, /* this request id was a cancel with another
+	                              reason (as rule 6): nothing changed */
 	STORE_CANCEL_NOT_FOUND,    /* no such saga */
 	STORE_CANCEL_PAST_HORIZON, /* unfinished, created before the horizon:
 	                              nothing changed */
@@ -420,8 +422,9 @@ typedef int store_decide_fn(
 
 /* store_cancel cancels saga `saga_id` for `who` (who->request_id its
  * idempotency key, who->reason required by the caller) in ONE transaction:
- * a cancel with this (saga, request id) in table audit is answered
- * STORE_CANCEL_REPLAYED; else the row is locked (FOR UPDATE), refused
+ * the row is locked (FOR UPDATE); a cancel with this (saga, request id)
+ * in table audit is answered STORE_CANCEL_REPLAYED (with this reason) or
+ * STORE_CANCEL_KEY_MISMATCH (another); else the cancel is refused
  * STORE_CANCEL_PAST_HORIZON when unfinished and created before
  * `created_after_ms` (0: any; rule R3), and decided by `decide` (ctx passed
  * back); when taken, the row is written as store_apply writes a

@@ -25,23 +25,27 @@ int store_insert_audit(PGconn *conn, const char *action, const store_actor *who,
 	    8, p);
 }
 
-/* store_cancel_replayed is true when a cancel of saga `saga_id` (this
- * saga: its id and its start, rule R5) with request id `request_id` ("":
- * never) is in the audit table (*rc 0), or on an error (*rc set). */
-static bool store_cancel_replayed(
-    PGconn *conn, const char *saga_id, const char *request_id, int *rc)
+/* store_cancel_replayed looks for a cancel of saga `saga_id` (this saga:
+ * its id and its start, rule R5) with request id `request_id` ("": never)
+ * in the audit table: 0 none, 1 one with this reason, 2 one with another
+ * reason, or a negative enum pg_err. */
+static int store_cancel_replayed(
+    PGconn *conn, const char *saga_id, const char *request_id, const char *reason)
 {
-	*rc = 0;
 	if (request_id == NULL || request_id[0] == '\0')
-		return false;
+		return 0;
 	const char *p[2] = {saga_id, request_id};
 	PGresult *r = NULL;
-	*rc = pg_exec(conn,
-	    "SELECT 1 FROM audit a JOIN sagas s ON s.saga_id = a.saga_id "
+	int rc = pg_exec(conn,
+	    "SELECT a.reason FROM audit a JOIN sagas s ON s.saga_id = a.saga_id "
 	    "AND s.created_at = a.saga_started_at WHERE a.saga_id = $1::uuid "
 	    "AND a.action = 'cancel' AND a.request_id = $2",
 	    2, p, &r);
-	bool found = *rc == 0 && PQntuples(r) > 0;
+	if (rc != 0)
+		return rc;
+	int found = PQntuples(r) == 0                                ? 0
+	    : strcmp(PQgetvalue(r, 0, 0), reason ? reason : "") == 0 ? 1
+	                                                             : 2;
 	PQclear(r);
 	return found;
 }
@@ -60,15 +64,11 @@ store_cancel_result store_cancel(PGconn *conn, const char *saga_id, const store_
 		*err = rc;
 		return STORE_CANCEL_ERROR;
 	}
-	bool replayed = store_cancel_replayed(conn, saga_id, who->request_id, &rc);
-	if (rc != 0)
-		goto out_rollback;
 	/* the row, locked until the commit: a reply written meanwhile waits,
-	 * and is then decided on the row this writes (rule 7) */
-	rc = pg_exec(conn,
-	    replayed ? "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1"
-	             : "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1 FOR UPDATE",
-	    1, p, &r);
+	 * and is then decided on the row this writes (rule 7); a repeat of
+	 * this cancel waits too, and then finds its audit row */
+	rc = pg_exec(
+	    conn, "SELECT " SAGA_COLS " FROM sagas WHERE saga_id = $1 FOR UPDATE", 1, p, &r);
 	if (rc != 0)
 		goto out_rollback;
 	if (PQntuples(r) == 0) {
@@ -78,8 +78,13 @@ store_cancel_result store_cancel(PGconn *conn, const char *saga_id, const store_
 	store_read_row(r, 0, out);
 	PQclear(r);
 	r = NULL;
-	if (replayed) {
-		res = STORE_CANCEL_REPLAYED;
+	int replayed = store_cancel_replayed(conn, saga_id, who->request_id, who->reason);
+	if (replayed < 0) {
+		rc = replayed;
+		goto out_rollback;
+	}
+	if (replayed > 0) {
+		res = replayed == 1 ? STORE_CANCEL_REPLAYED : STORE_CANCEL_KEY_MISMATCH;
 		goto out_rollback;
 	}
 	if (!out->finished && out->created_ms < created_after_ms) {

@@ -120,6 +120,8 @@ static const config_opt ctl_opts_audit[] = {
         "only this action: cancel or retry", "ACTION"},
     {"limit", NULL, CONFIG_INT, "100", 1, 1000, offsetof(ctl_opts, limit), "the newest this many",
         "N"},
+    {"before-id", NULL, CONFIG_INT, "0", 0, INT64_MAX, offsetof(ctl_opts, before_id),
+        "the entries older than this id (the note of the page before says it)", "ID"},
 };
 
 static const config_opt ctl_opts_table[] = {
@@ -471,7 +473,8 @@ static const ctl_cmd ctl_cmds[] = {
         "List the audit trail (admin role): every operator action that changed a saga\n"
         "(cancel, retry), newest first: when, the action, the saga and the version it\n"
         "wrote, the saga's state after it, who asked (the caller's role and address)\n"
-        "and why. Retention deletes no audit row.\n"
+        "and why. Retention deletes no audit row. When more entries match than --limit,\n"
+        "a note on stderr gives the --before-id of the next page.\n"
         "--json: [{\"id\",\"at_unix_ms\",\"at\",\"action\",\"role\",\"peer\",\"reason\",\n"
         "\"saga_id\",\"version\",\"request_id\",\"outcome\"}, ...]",
         ctl_opts_audit, CTL_NELEM(ctl_opts_audit), ctl_args_none, ctl_audit},
@@ -657,7 +660,8 @@ static void ctl_print_help(FILE *out)
 	fprintf(out, "  %-32s %s\n", "--version", "show the version and commit and exit");
 	fprintf(out,
 	    "  %-32s %s\n\n"
-	    "SAGA, a saga in --json (get, wait and retry print one; start, list and report\n"
+	    "SAGA, a saga in --json (get, wait, retry and cancel print one; start, list and "
+	    "report\n"
 	    "  hold them as each verb's --help says):\n  "
 	    "{\"saga_id\",\"state\",\"reason\",\"customer\",\n"
 	    "  "

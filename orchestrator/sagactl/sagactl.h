@@ -112,6 +112,7 @@ typedef struct ctl_opts {
 	char reason[CONFIG_STR_MAX]; /* cancel, retry --reason: the operator's words */
 	char saga[CONFIG_STR_MAX];   /* audit --saga */
 	char action[CONFIG_STR_MAX]; /* audit --action */
+	int64_t before_id;           /* audit --before-id */
 } ctl_opts;
 
 typedef struct ctl_ctx ctl_ctx;
@@ -353,6 +354,15 @@ int ctl_cancel(ctl_ctx *c, char **args);
 /* ctl_audit: ListAudit, newest first, --saga, --action, --limit; prints a
  * table (--json: an array of entries). Returns an exit code. */
 int ctl_audit(ctl_ctx *c, char **args);
+
+/* CTL_NOTE_MAX: an operator's reason, at most (bytes; the orchestrator's
+ * limit) */
+#define CTL_NOTE_MAX 255
+
+/* ctl_reason_check checks --reason as the orchestrator will (valid_note),
+ * before anything is sent: "" is fine unless `required`. Returns 0 or the
+ * usage exit code after printing the error. */
+int ctl_reason_check(ctl_ctx *c, bool required);
 
 /* ---- sagactl_retry.c ---- */
 /* retry with no ID: re-arms every unfinished saga the filters of `list`

@@ -10,15 +10,33 @@
 #include "methods.h"
 #include "sagactl.h"
 
+int ctl_reason_check(ctl_ctx *c, bool required)
+{
+	const char *r = c->o.reason;
+	if (r[0] == '\0' && !required)
+		return 0;
+	if (r[0] == '\0')
+		return ctl_usage(
+		    c->cmd, "missing --reason: say why (it is kept in the audit trail)");
+	/* "--reason --json": the option's text forgotten, the next option taken */
+	if (r[0] == '-' && r[1] == '-')
+		return ctl_usage(c->cmd,
+		    "--reason needs a text, not the option \"%s\" (--reason \"customer called\")",
+		    ctl_esc(r));
+	if (strlen(r) > CTL_NOTE_MAX || !valid_note(r, CTL_NOTE_MAX))
+		return ctl_usage(c->cmd,
+		    "invalid --reason: expected at most %d bytes of " VALID_NOTE_RULE,
+		    CTL_NOTE_MAX);
+	return 0;
+}
+
 int ctl_cancel(ctl_ctx *c, char **args)
 {
 	int rc = ctl_parse_id(c, args[0]);
 	if (rc != 0)
 		return rc;
-	if (c->o.reason[0] == '\0')
-		return ctl_usage(c->cmd,
-		    "missing --reason: say why the saga is cancelled (it is kept in the audit "
-		    "trail)");
+	if ((rc = ctl_reason_check(c, true)) != 0)
+		return rc;
 	char key[VALID_UUID_LEN + 1];
 	if ((rc = ctl_key(c, key)) != 0)
 		return rc;
@@ -71,11 +89,10 @@ out_free_rep:
 int ctl_audit(ctl_ctx *c, char **args)
 {
 	(void)args;
-	if (c->o.saga[0] != '\0') {
-		int rc = ctl_parse_id(c, c->o.saga);
-		if (rc != 0)
-			return rc;
-	}
+	if (c->o.saga[0] != '\0' && !valid_uuid(c->o.saga))
+		return ctl_usage(c->cmd,
+		    "invalid --saga \"%s\": expected a saga id, a canonical lowercase UUID",
+		    ctl_esc(c->o.saga));
 	if (c->o.action[0] != '\0' && strcmp(c->o.action, "cancel") != 0
 	    && strcmp(c->o.action, "retry") != 0)
 		return ctl_usage(c->cmd, "invalid --action \"%s\": expected cancel or retry",
@@ -84,6 +101,7 @@ int ctl_audit(ctl_ctx *c, char **args)
 	req.saga_id = c->o.saga;
 	req.action = c->o.action;
 	req.page_size = (int32_t)c->o.limit;
+	req.before_id = c->o.before_id;
 	rpc_result res;
 	int rc = ctl_call(c, CTL_SVC_ORCHESTRATOR, METHOD_PATH(METHOD_Orchestrator_ListAudit),
 	    &req.base, "read the audit trail", c->o.timeout_ms, false, &res);
@@ -115,7 +133,7 @@ int ctl_audit(ctl_ctx *c, char **args)
 		rc = ctl_json_print(a);
 	} else {
 		static const char *const head[]
-		    = {"at", "action", "saga", "version", "now", "by", "reason"};
+		    = {"at", "action", "saga", "version", "after", "by", "reason"};
 		ctl_table t = {.ncols = CTL_NELEM(head), .head = head, .align = "lllrlll"};
 		for (size_t i = 0; i < rep->n_entries; i++) {
 			const Sagas__V1__AuditEntry *e = rep->entries[i];
@@ -127,8 +145,8 @@ int ctl_audit(ctl_ctx *c, char **args)
 		}
 		rc = ctl_table_done(&t);
 		if (rc == CTL_EXIT_OK && rep->next_before_id != 0)
-			fprintf(stderr, "(more: the newest %zu shown; --limit shows more)\n",
-			    rep->n_entries);
+			fprintf(stderr, "note: more entries: the next page with --before-id %lld\n",
+			    (long long)rep->next_before_id);
 	}
 	sagas__v1__list_audit_reply__free_unpacked(rep, NULL);
 	return rc;

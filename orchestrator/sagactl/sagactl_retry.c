@@ -138,9 +138,12 @@ int ctl_retry_many(ctl_ctx *c)
 		return ctl_usage(c->cmd,
 		    "retry needs an ID, or filters to select sagas by (--attention, --state, "
 		    "--type, --customer, --older-than MS above 0, --overdue)");
+	int rc = ctl_reason_check(c, false);
+	if (rc != 0)
+		return rc;
 	Sagas__V1__ListSagasRequest req;
 	char state_name[CTL_STATE_NAME_MAX];
-	int rc = ctl_list_filter(c, &req, state_name);
+	rc = ctl_list_filter(c, &req, state_name);
 	if (rc != 0)
 		return rc;
 	retry_ids ids = {0};

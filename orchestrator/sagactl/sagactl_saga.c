@@ -280,13 +280,24 @@ int ctl_list_sagas(
 	return ctl_list_page(c, &req, out);
 }
 
-/* ctl_why joins a saga's overdue reasons with commas into buf. */
+/* ctl_why joins a saga's overdue reasons with commas into buf, the failing
+ * ones with their count of tries ("retrying: 5 tries, last error
+ * carrier_down": a retriable step's refusal is on its row; a compensation's
+ * row keeps the reason it cancels for, not an error). */
 static const char *ctl_why(const Sagas__V1__Saga *s, char *buf, size_t len)
 {
 	size_t at = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; i < s->n_overdue && at < len; i++) {
-		int w = snprintf(buf + at, len - at, "%s%s", i ? "," : "", s->overdue[i]);
+		const char *r = s->overdue[i];
+		bool retrying = strcmp(r, "retrying") == 0;
+		int w;
+		if (retrying || strcmp(r, "compensation_failing") == 0)
+			w = snprintf(buf + at, len - at, "%s%s: %d tries%s%s", i ? ", " : "", r,
+			    (int)s->attempts, retrying && s->reason[0] ? ", last error " : "",
+			    retrying ? s->reason : "");
+		else
+			w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", r);
 		if (w < 0)
 			break;
 		at += (size_t)w;
@@ -584,6 +595,8 @@ int ctl_retry(ctl_ctx *c, char **args)
 		    "--rate) go without an ID");
 	int rc = ctl_parse_id(c, args[0]);
 	if (rc != 0)
+		return rc;
+	if ((rc = ctl_reason_check(c, false)) != 0)
 		return rc;
 	Sagas__V1__RetrySagaRequest req = SAGAS__V1__RETRY_SAGA_REQUEST__INIT;
 	req.saga_id = args[0];

@@ -55,11 +55,14 @@ q "INSERT INTO audit (action, role, peer, reason, saga_id, saga_started_at, vers
    VALUES ('cancel', 'admin', '10.0.0.1:1', 'an earlier saga', '$S1', '2020-01-01', 3, '$K1', 'REFUNDING')" >/dev/null
 mine="saga_id = '$S1' AND saga_started_at = (SELECT created_at FROM sagas WHERE saga_id = '$S1')"
 rc=0
+ctl cancel "$S1" --reason "customer called" --id "$K1" --json >"$STACK_DIR/c1.json" 2>&1 || rc=$?
+# (the reply is the row as the cancel wrote it; the saga may go on at once)
+assert_eq "S1: cancel taken, exit 0, REFUNDING, reason cancel_requested" "0 REFUNDING cancel_requested false" \
+  "$rc $(jq -r '[.state, .reason, .replayed] | join(" ")' "$STACK_DIR/c1.json")"
+rc=0
 ctl cancel "$S1" --reason "customer called" --id "$K1" >"$STACK_DIR/c1.out" 2>&1 || rc=$?
-assert_eq "S1: cancel taken, exit 0" "0 yes" \
-  "$rc $(grep -q '^cancelled: compensating what may have acted' "$STACK_DIR/c1.out" && echo yes || echo no)"
-assert_eq "S1: REFUNDING at once, reason cancel_requested" "REFUNDING|cancel_requested" \
-  "$(q "SELECT state, reason FROM sagas WHERE saga_id = '$S1'")"
+assert_eq "S1: the same cancel in text: replayed, exit 0" "0 yes" \
+  "$rc $(grep -q "^this cancel (request $K1) was taken before: nothing changed" "$STACK_DIR/c1.out" && echo yes || echo no)"
 ctl fault clear payment >/dev/null
 wait_state "$S1" CANCELLED 30 || true
 assert_eq "S1: cancelled, stock and money back" "CANCELLED|10|10000|REFUNDED|RELEASED" \
@@ -81,6 +84,10 @@ ctl cancel "$S1" --reason "customer called" --id "$K1" --json >"$STACK_DIR/c1b.j
 assert_eq "S1: the same cancel again: replayed" "0 true CANCELLED" \
   "$rc $(jq -r '[.replayed, .state] | join(" ")' "$STACK_DIR/c1b.json")"
 rc=0
+ctl cancel "$S1" --reason "another reason" --id "$K1" >"$STACK_DIR/c1k.out" 2>&1 || rc=$?
+assert_eq "S1: the same --id with another reason: refused key_mismatch" "1 yes" \
+  "$rc $(grep -q 'could not cancel saga: ALREADY_EXISTS (key_mismatch)' "$STACK_DIR/c1k.out" && echo yes || echo no)"
+rc=0
 ctl cancel "$S1" --reason "again" >"$STACK_DIR/c1c.out" 2>&1 || rc=$?
 assert_eq "S1: another cancel: refused cancelled" "1 yes" \
   "$rc $(grep -q 'could not cancel saga: FAILED_PRECONDITION (cancelled)' "$STACK_DIR/c1c.out" && echo yes || echo no)"
@@ -92,7 +99,9 @@ assert_eq "S1: nothing changed, still one audit row" "$before|1" \
 ctl fault set payment delay --method ChargePayment --delay 1500 --count 1 >/dev/null
 ctl start --id "$S3" c1 A1 1 5.00 >/dev/null
 wait_state "$S3" CHARGING 30 || true
-ctl cancel "$S3" --reason "fraud check" >/dev/null
+ctl cancel "$S3" --reason "fraud check" >"$STACK_DIR/c3.out"
+assert_eq "S3: the cancel's text" "yes" \
+  "$(grep -q "^cancelled: compensating what may have acted; 'sagactl wait $S3' waits for CANCELLED$" "$STACK_DIR/c3.out" && echo yes || echo no)"
 wait_state "$S3" CANCELLED 30 || true
 # the cancel was written first: the ChargePayment's reply, whenever it
 # came, was dropped (no SHIPPING); the refund either undid the charge or,
@@ -109,7 +118,7 @@ before=$(q "SELECT version, state, reason, attempts FROM sagas WHERE saga_id = '
 rc=0
 ctl cancel "$S2" --reason "too late?" >"$STACK_DIR/c2.out" 2>&1 || rc=$?
 assert_eq "S2: refused past_pivot, exit 1" "1 yes" \
-  "$rc $(grep -q 'could not cancel saga: FAILED_PRECONDITION (past_pivot): saga .* is SHIPPING: not cancelled, nothing changed' "$STACK_DIR/c2.out" && echo yes || echo no)"
+  "$rc $(grep -q 'could not cancel saga: FAILED_PRECONDITION (past_pivot): saga .* is SHIPPING: nothing changed' "$STACK_DIR/c2.out" && echo yes || echo no)"
 assert_eq "S2: nothing changed, no audit row" "$before|0" \
   "$(q "SELECT version, state, reason, attempts FROM sagas WHERE saga_id = '$S2'")|$(q "SELECT count(*) FROM audit WHERE saga_id = '$S2'")"
 ctl retry "$S2" --reason "shipping is back" >/dev/null
@@ -132,21 +141,51 @@ rc=0
 client audit >"$STACK_DIR/cla.out" 2>&1 || rc=$?
 assert_eq "client: audit refused" "1 yes" \
   "$rc $(grep -q 'PERMISSION_DENIED' "$STACK_DIR/cla.out" && echo yes || echo no)"
+assert_eq "client: S1's history shows the cancel, not who or why" "cancel||" \
+  "$(client history "$S1" --json | jq -r '.[] | select(.event == "cancel") | [.event, .actor, .note] | join("|")')"
+assert_eq "the audit trail is append-only" "yes" \
+  "$({ q "UPDATE audit SET reason = 'edited'" 2>&1 || true; } | grep -q 'audit is append-only: UPDATE refused' && echo yes || echo no)"
 # (one line per peer address per 10 s: the second is counted)
 assert_eq "client: logged and counted" "1|2" \
   "$(log_count orchestratord 'refused /sagas.v1.Orchestrator/CancelSaga: PERMISSION_DENIED')|$(stack_metrics orchestratord | awk '$1 == "sagas_rpc_refusals_total{reason=\"permission_denied\"}" { print $2 }')"
 rc=0
 ctl cancel "$S2" >/dev/null 2>&1 || rc=$?
 assert_eq "no --reason: usage error" "2" "$rc"
+# sagactl checks a reason as the orchestrator does, before it sends
+# anything (the orchestrator's own check: http_api)
+for bad in "$(printf 'two\nlines')" "   " $'right\u202eto left' $'c1 \u0085control' "$(head -c 300 /dev/zero | tr '\0' x)"; do
+  rc=0
+  ctl cancel "$S2" --reason "$bad" >"$STACK_DIR/bad.out" 2>&1 || rc=$?
+  assert_eq "a reason of $(wc -c <<<"$bad") bytes, ${bad:0:6}...: usage error" "2 yes" \
+    "$rc $(grep -Eq 'invalid --reason: expected at most 255 bytes of printable UTF-8|missing --reason' "$STACK_DIR/bad.out" && echo yes || echo no)"
+done
 rc=0
-ctl cancel "$S2" --reason "$(printf 'two\nlines')" >"$STACK_DIR/bad.out" 2>&1 || rc=$?
-assert_eq "a reason on two lines: refused" "1 yes" \
-  "$rc $(grep -q 'INVALID_ARGUMENT (bad_field): invalid reason: not printable UTF-8 on one line' "$STACK_DIR/bad.out" && echo yes || echo no)"
+ctl cancel "$S2" --reason --json >"$STACK_DIR/bad.out" 2>&1 || rc=$?
+assert_eq "--reason followed by an option: usage error" "2 yes" \
+  "$rc $(grep -q -- '--reason needs a text, not the option "--json"' "$STACK_DIR/bad.out" && echo yes || echo no)"
 rc=0
-ctl cancel "$S2" --reason "$(head -c 300 /dev/zero | tr '\0' x)" >"$STACK_DIR/bad.out" 2>&1 || rc=$?
-assert_eq "a reason of 300 bytes: refused" "1 yes" \
-  "$rc $(grep -q 'invalid reason: 300 bytes, at most 255' "$STACK_DIR/bad.out" && echo yes || echo no)"
+ctl retry --attention --reason "   " >/dev/null 2>&1 || rc=$?
+assert_eq "bulk retry with a blank reason: usage error before any re-arm" "2" "$rc"
 assert_eq "refusals changed nothing" "$before" "$(q "SELECT sum(version) FROM sagas")|$(q "SELECT count(*) FROM audit")"
+
+# ---- the same cancel sent twice at once: both answered as taken ----
+S4=c0c0c0c0-0000-4000-8000-000000000004
+K4=c0c0c0c0-0000-4000-8000-0000000000f4
+ctl fault set payment drop_reply --method ChargePayment >/dev/null
+ctl start --id "$S4" c1 A1 1 1.00 >/dev/null
+s4_charged() { [ "$(charge "$S4")" = CHARGED ]; }
+wait_until 30 s4_charged || true
+for i in 1 2; do
+  (rc=0; ctl cancel "$S4" --reason "twice" --id "$K4" --json >"$STACK_DIR/s4.$i.json" 2>&1 || rc=$?
+   echo "$rc" >"$STACK_DIR/s4.$i.rc") &
+  pids4+=($!)
+done
+wait "${pids4[@]}"
+ctl fault clear payment >/dev/null
+assert_eq "S4: both cancels exit 0, one replayed, one audit row" "0 0 false true 1" \
+  "$(cat "$STACK_DIR/s4.1.rc") $(cat "$STACK_DIR/s4.2.rc") $(jq -s -r 'map(.replayed) | sort | map(tostring) | join(" ")' "$STACK_DIR/s4.1.json" "$STACK_DIR/s4.2.json") $(q "SELECT count(*) FROM audit WHERE saga_id = '$S4'")"
+wait_state "$S4" CANCELLED 30 || true
+assert_eq "S4: cancelled, refunded" "CANCELLED|REFUNDED" "$(q "SELECT state FROM sagas WHERE saga_id = '$S4'")|$(charge "$S4")"
 
 # ---- racing the pivot's reply ----
 N=20
@@ -193,7 +232,7 @@ assert_eq "race: one audit row per cancel taken" "$taken" \
 
 # ---- the audit trail ----
 ctl audit --json >"$STACK_DIR/audit.json"
-assert_eq "audit: every action, newest first" "$((taken + 4))|retry|true" \
+assert_eq "audit: every action, newest first" "$((taken + 5))|retry|true" \
   "$(jq -r 'length' "$STACK_DIR/audit.json")|$(jq -r "[.[] | select(.saga_id == \"$S2\")][0].action" "$STACK_DIR/audit.json")|$(jq -r '[.[].id] == ([.[].id] | sort | reverse)' "$STACK_DIR/audit.json")"
 assert_eq "audit --saga S1: its cancel, then the earlier saga's" "2 cancel customer called an earlier saga" \
   "$(ctl audit --saga "$S1" --json | jq -r '[length, .[0].action, .[0].reason, .[1].reason] | join(" ")')"

@@ -227,6 +227,10 @@ assert_eq "cancel via client: refused" "403 PERMISSION_DENIED" \
 assert_eq "cancel via client: changes nothing" "$before" "$(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")"
 assert_eq "cancel via admin without a reason: 400, names the field" "400 INVALID_ARGUMENT true" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"requestId\":\"$K\"}") $(field .code) $(field '.message | test("reason")')"
+for bad in '"a\tb"' '"line\u2028sep"' '"rtl\u202eoverride"' '"   "'; do
+  assert_eq "cancel via admin with the reason $bad: 400, nothing changed" "400 INVALID_ARGUMENT bad_field $before" \
+    "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":$bad,\"requestId\":\"$K\"}") $(field .code) $(field .reason) $(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")"
+done
 assert_eq "cancel via admin: taken" "200 false RELEASING" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":\"via http\",\"requestId\":\"$K\"}") $(field '.replayed // false') $(field .saga.stateName)"
 assert_eq "cancel via admin again: replayed" "200 true" \

@@ -114,9 +114,17 @@ assert_eq "overdue, the default margin" "60000 $R $A1 $S1 $S2 $O1" \
 # the table's why column
 out=$(ctl list --overdue --margin 1000)
 assert_eq "table: why column" "why" "$(head -2 <<<"$out" | tail -1 | awk '{print $NF}')"
-assert_eq "table: D's why" "past_deadline" "$(grep -F "$D" <<<"$out" | awk '{print $NF}')"
-assert_eq "table: A1's why" "compensation_failing,stuck" "$(grep -F "$A1" <<<"$out" | awk '{print $NF}')"
-assert_eq "table: S1's why" "retrying" "$(grep -F "$S1" <<<"$out" | awk '{print $NF}')"
+# (the why column is the last)
+why_of() { awk -F'|' -v id="$1" 'index($0, id) { print $NF }' <<<"$out" | sed 's/^ *//; s/ *$//'; }
+assert_eq "table: D's why" "past_deadline" "$(why_of "$D")"
+assert_eq "table: A1's why, with its tries" "compensation_failing: $(q "SELECT attempts FROM sagas WHERE saga_id = '$A1'") tries, stuck" "$(why_of "$A1")"
+q "UPDATE sagas SET reason = 'ship_refused' WHERE saga_id = '$S1'" >/dev/null
+out=$(ctl list --overdue --margin 1000)
+assert_eq "table: S1's why, its tries and last error (a refusal's reason)" "retrying: 5 tries, last error ship_refused" "$(why_of "$S1")"
+assert_eq "table: S2's why, the refusal it was parked for" "retrying: 4 tries, last error past_horizon" "$(why_of "$S2")"
+q "UPDATE sagas SET reason = '' WHERE saga_id = '$S2'" >/dev/null
+out=$(ctl list --overdue --margin 1000)
+assert_eq "table: S2's why, no error on its row" "retrying: 4 tries" "$(why_of "$S2")"
 assert_eq "overdue in SHIPPING: retrying, stuck; not the parked one" "$S1 $S2 $O1" \
   "$(ctl list --overdue --margin 1000 --state shipping --json | jq -r '[.sagas[].saga_id] | join(" ")')"
 # with a state filter and with --attention too (ANDed)

@@ -533,3 +533,20 @@ CREATE UNIQUE INDEX IF NOT EXISTS audit_saga ON audit (saga_id, saga_started_at,
 CREATE UNIQUE INDEX IF NOT EXISTS audit_request
     ON audit (saga_id, saga_started_at, action, request_id)
     WHERE saga_id IS NOT NULL AND request_id <> '';
+
+-- Append-only, as saga_history (rule 8): UPDATE, DELETE and TRUNCATE are
+-- refused (a guard against mistakes: the owner of the table can drop the
+-- trigger).
+CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'audit is append-only: % refused', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+DROP TRIGGER IF EXISTS audit_no_change ON audit;
+CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+DROP TRIGGER IF EXISTS audit_no_truncate ON audit;
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
