@@ -385,6 +385,18 @@ static ProtobufCMessage *gw_request_message(
 		gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field", "invalid %s", q.err);
 		goto out_free;
 	}
+	/* a body naming another saga than the path is refused, not overridden
+	 * (as a query's sagaId is) */
+	const ProtobufCFieldDescriptor *fd
+	    = protobuf_c_message_descriptor_get_field_by_name(m->descriptor, "saga_id");
+	if (id[0] != '\0' && fd != NULL && fd->type == PROTOBUF_C_TYPE_STRING) {
+		const char *body_id = *(char *const *)((const char *)m + fd->offset);
+		if (body_id != NULL && body_id[0] != '\0' && strcmp(body_id, id) != 0) {
+			gw_error(rep, 0, RPC_INVALID_ARGUMENT, "bad_field",
+			    "invalid sagaId: the saga id is given in the path");
+			goto out_free;
+		}
+	}
 	if (id[0] != '\0' && pbjson_set_text(m, "saga_id", id, q.err, sizeof q.err) != 0) {
 		gw_error(rep, 0, RPC_INTERNAL, "", "%s", q.err);
 		goto out_free;
@@ -567,6 +579,12 @@ static void gw_api(const gw_listener *l, const http_request *req, http_reply *re
 	if (m == NULL)
 		return;
 	gw_forward(l, r, m, req, rep);
+	/* an operator's call (admin only: retry, cancel, the audit trail): the
+	 * orchestrator's audit trail names this gateway's link, so the HTTP
+	 * caller is logged here */
+	if ((authz_method_roles(r->rpc) & ~(unsigned)AUTHZ_ADMIN) == 0)
+		log_info(id[0] ? id : NULL, "%s %s from %s: %u", req->method, req->path, req->peer,
+		    rep->status ? rep->status : 200u);
 	protobuf_c_message_free_unpacked(m, NULL);
 }
 

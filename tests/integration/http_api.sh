@@ -231,12 +231,16 @@ for bad in '"a\tb"' '"line\u2028sep"' '"rtl\u202eoverride"' '"   "'; do
   assert_eq "cancel via admin with the reason $bad: 400, nothing changed" "400 INVALID_ARGUMENT bad_field $before" \
     "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":$bad,\"requestId\":\"$K\"}") $(field .code) $(field .reason) $(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")"
 done
+assert_eq "cancel via admin naming another saga in the body: 400, nothing changed" "400 INVALID_ARGUMENT $before" \
+  "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"sagaId\":\"$ID\",\"reason\":\"x\",\"requestId\":\"$K\"}") $(field .code) $(q "SELECT version, state FROM sagas WHERE saga_id = '$C'")"
 assert_eq "cancel via admin: taken" "200 false RELEASING" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":\"via http\",\"requestId\":\"$K\"}") $(field '.replayed // false') $(field .saga.stateName)"
 assert_eq "cancel via admin again: replayed" "200 true" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$C/cancel" "{\"reason\":\"via http\",\"requestId\":\"$K\"}") $(field .replayed)"
 assert_eq "cancel of a completed saga: refused past_pivot" "400 FAILED_PRECONDITION past_pivot" \
   "$(post "$GATEWAY_ADMIN_URL/v1/sagas/$ID/cancel" "{\"reason\":\"late\",\"requestId\":\"$K\"}") $(field .code) $(field .reason)"
+assert_eq "the cancel's HTTP caller logged by the gateway" "yes" \
+  "$(grep -q "saga=$C POST /v1/sagas/$C/cancel from 127.0.0.1:[0-9]*: 200" "$STACK_DIR/gatewayd.log" && echo yes || echo no)"
 assert_eq "audit via client: refused" "403" "$(http GET "$GATEWAY_URL/v1/audit")"
 assert_eq "audit via admin: the cancel" "200 cancel via http RELEASING" \
   "$(http GET "$GATEWAY_ADMIN_URL/v1/audit?saga_id=$C") $(field '.entries[0].action') $(field '.entries[0].reason') $(field '.entries[0].outcome')"
