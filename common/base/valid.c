@@ -95,46 +95,14 @@ bool valid_visible(uint32_t uc)
 	    && !uc_is_general_category(uc, UC_CATEGORY_M) && uc != 0x2800;
 }
 
-bool valid_name(const char *s)
-{
-	if (s == NULL)
-		return false;
-	size_t len = strlen(s);
-	if (len == 0 || len > VALID_NAME_MAX || !valid_utf8(s, len))
-		return false;
-	bool visible = false;
-	for (size_t i = 0; i < len;) {
-		ucs4_t uc;
-		int n = u8_mbtouc(&uc, (const uint8_t *)s + i, len - i);
-		if (n <= 0)
-			return false;
-		i += (size_t)n;
-		/* C0, DEL, C1 */
-		if (uc < 0x20 || (uc >= 0x7f && uc <= 0x9f))
-			return false;
-		if (uc_is_property_bidi_control(uc))
-			return false;
-		/* nothing that shows as nothing (or breaks a line) inside a
-		 * name either: "ali" + U+200B would show as "ali" (PRECIS's
-		 * IdentifierClass refuses them too, RFC 8264) */
-		if (uc_is_property_default_ignorable_code_point(uc)
-		    || uc_is_general_category(uc, UC_CATEGORY_Zl)
-		    || uc_is_general_category(uc, UC_CATEGORY_Zp))
-			return false;
-		visible = visible || valid_visible(uc);
-	}
-	if (!visible)
-		return false;
-	/* one spelling per name: "e" + U+0301 and U+00E9 show alike, so only
-	 * the composed form (NFC) is taken */
-	size_t nlen = 0;
-	uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &nlen);
-	bool same = nfc != NULL && nlen == len && memcmp(nfc, s, len) == 0;
-	free(nfc);
-	return same;
-}
-
-bool valid_note(const char *s, size_t max)
+/* valid_line scans `s` (1..max bytes): true when it is UTF-8 with a
+ * visible character (valid_visible) and none of C0 (a tab too), DEL, C1,
+ * a bidirectional control or a line or paragraph separator (nothing that
+ * moves a terminal's cursor, reorders the text or starts a line in a log),
+ * nor, with `no_ignorable`, a default-ignorable one (what shows as
+ * nothing: "ali" + U+200B would show as "ali"; PRECIS's IdentifierClass
+ * refuses them too, RFC 8264). */
+static bool valid_line(const char *s, size_t max, bool no_ignorable)
 {
 	if (s == NULL)
 		return false;
@@ -148,16 +116,32 @@ bool valid_note(const char *s, size_t max)
 		if (n <= 0)
 			return false;
 		i += (size_t)n;
-		/* C0 (a tab too), DEL, C1; bidirectional controls; line and
-		 * paragraph separators: nothing that moves a terminal's cursor,
-		 * reorders the text or starts a line in a log */
 		if (uc < 0x20 || (uc >= 0x7f && uc <= 0x9f) || uc_is_property_bidi_control(uc)
 		    || uc_is_general_category(uc, UC_CATEGORY_Zl)
-		    || uc_is_general_category(uc, UC_CATEGORY_Zp))
+		    || uc_is_general_category(uc, UC_CATEGORY_Zp)
+		    || (no_ignorable && uc_is_property_default_ignorable_code_point(uc)))
 			return false;
 		visible = visible || valid_visible(uc);
 	}
 	return visible;
+}
+
+bool valid_name(const char *s)
+{
+	if (!valid_line(s, VALID_NAME_MAX, true))
+		return false;
+	/* one spelling per name: "e" + U+0301 and U+00E9 show alike, so only
+	 * the composed form (NFC) is taken */
+	size_t len = strlen(s), nlen = 0;
+	uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &nlen);
+	bool same = nfc != NULL && nlen == len && memcmp(nfc, s, len) == 0;
+	free(nfc);
+	return same;
+}
+
+bool valid_note(const char *s, size_t max)
+{
+	return valid_line(s, max, false);
 }
 
 /* valid_escape_one writes the escape of `uc` (a code point, or with

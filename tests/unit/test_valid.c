@@ -247,6 +247,37 @@ static void test_escape(void **st)
 	assert_int_equal(valid_escape(NULL, 0, "a\x1b"), 5);
 }
 
+/* valid_note: an operator's reason, one printable line */
+static void test_notes(void **state)
+{
+	(void)state;
+	assert_true(valid_note("customer called, ticket #4711", 255));
+	assert_true(valid_note("M\xc3\xbcller said \"no\" \xe2\x9c\x93", 255));
+	assert_true(valid_note("a\xe2\x80\x8b"
+	                       " b",
+	    255)); /* a zero-width space is fine in text */
+	assert_false(valid_note("", 255));
+	assert_false(valid_note("   ", 255));   /* nothing visible */
+	assert_false(valid_note("a\tb", 255));  /* C0 */
+	assert_false(valid_note("a\x7f", 255)); /* DEL */
+	assert_false(valid_note("a\xc2\x9b"
+	                        "2J",
+	    255)); /* C1: CSI */
+	assert_false(valid_note("a\xc2\x85"
+	                        "b",
+	    255)); /* C1: NEL */
+	assert_false(valid_note("a\xe2\x80\xa8"
+	                        "b",
+	    255)); /* line separator */
+	assert_false(valid_note("a\xe2\x80\xae"
+	                        "b",
+	    255));                              /* right-to-left override */
+	assert_false(valid_note("a\xff", 255)); /* not UTF-8 */
+	assert_true(valid_note("abc", 3));
+	assert_false(valid_note("abcd", 3));
+	assert_false(valid_note(NULL, 3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +286,7 @@ int main(void)
 	    cmocka_unit_test(test_money_format),
 	    cmocka_unit_test(test_uuid),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_notes),
 	    cmocka_unit_test(test_names_display),
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_utf8_copy),
