@@ -73,8 +73,7 @@ static void api_refused(
     const char *what, const char *saga_id, const rpc_request *call, const rpc_reply *reply)
 {
 	api_caller c;
-	authz_role_names(call->roles, c.role, (int)sizeof c.role);
-	rpc_peer(call->pipe, c.peer, sizeof c.peer);
+	(void)api_actor(call, &c, "", "");
 	log_info(valid_uuid(saga_id) ? saga_id : NULL, "%s by %s at %s refused: %s (%s): %s", what,
 	    c.role, c.peer, rpc_code_name(reply->code), reply->reason, reply->message);
 }
@@ -328,20 +327,8 @@ void api_list_audit(api *a, api_worker *w, const rpc_request *call, rpc_reply *r
 		goto out_free;
 	}
 	for (size_t i = 0; i < n; i++) {
-		Sagas__V1__AuditEntry *m = &ms[i];
-		store_audit_entry *e = &es[i];
-		sagas__v1__audit_entry__init(m);
-		m->id = e->id;
-		m->at_unix_ms = e->at_ms;
-		m->action = e->action;
-		m->role = e->role;
-		m->peer = e->peer;
-		m->reason = e->reason;
-		m->saga_id = e->saga_id;
-		m->version = e->version;
-		m->request_id = e->request_id;
-		m->outcome = e->outcome;
-		mp[i] = m;
+		codec_audit_to_pb(&ms[i], &es[i]);
+		mp[i] = &ms[i];
 	}
 	Sagas__V1__ListAuditReply out = SAGAS__V1__LIST_AUDIT_REPLY__INIT;
 	out.n_entries = n;

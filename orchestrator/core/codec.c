@@ -141,3 +141,18 @@ void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h)
 	m->actor = h->actor;
 	m->note = h->note;
 }
+
+void codec_audit_to_pb(Sagas__V1__AuditEntry *m, store_audit_entry *e)
+{
+	sagas__v1__audit_entry__init(m);
+	m->id = e->id;
+	m->at_unix_ms = e->at_ms;
+	m->action = e->action;
+	m->role = e->role;
+	m->peer = e->peer;
+	m->reason = e->reason;
+	m->saga_id = e->saga_id;
+	m->version = e->version;
+	m->request_id = e->request_id;
+	m->outcome = e->outcome;
+}

@@ -1,7 +1,7 @@
 /* codec: the orchestrator's outgoing commands as protobuf requests (built
  * by the definition's plans, saga_def_cmd.h), and its saga rows as
- * sagas.v1.Saga. The only
- * place, with api.c, where the orchestrator touches generated protobuf code.
+ * sagas.v1.Saga, history and audit entries. The only place, with the API's
+ * handlers (api*.c), where the orchestrator touches generated protobuf code.
  */
 #ifndef SAGA_CODEC_H
 #define SAGA_CODEC_H
@@ -40,6 +40,10 @@ void codec_saga_to_pb(Sagas__V1__Saga *m, Sagas__V1__Order *o, saga_row *row);
 /* codec_history_to_pb fills `m` from `h` without copies: the strings point
  * into `h`, which must outlive the packing of `m`. */
 void codec_history_to_pb(Sagas__V1__HistoryEntry *m, store_history_entry *h);
+
+/* codec_audit_to_pb fills `m` from audit row `e` (ListAudit) without
+ * copies: the strings point into `e`, which must outlive `m`. */
+void codec_audit_to_pb(Sagas__V1__AuditEntry *m, store_audit_entry *e);
 
 /* codec_reply_start fills `r` with the StartSagaReply of `row` (the saga
  * as stored), `created` and `finished` (COMPLETED or CANCELLED). The
